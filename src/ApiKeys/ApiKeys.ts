@@ -1,0 +1,124 @@
+import { Effect, Option } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
+import type { Principal } from "../Auth/Principal.js"
+import { Forbidden, NotFound, Unauthorized, ValidationFailed } from "../Domain/Errors.js"
+import { makeId, randomBase62 } from "../Domain/Ids.js"
+import type { ListQuery } from "../Domain/Lists.js"
+import { grants, type Scope } from "../Domain/Scopes.js"
+import { nowIso } from "../Domain/Time.js"
+import type { ApiKey, CreatedApiKey } from "./Api.js"
+import { type ApiKeySort, ApiKeysRepo } from "./Repo.js"
+
+export const KEY_PREFIX = "pcs_"
+const KEY_PATTERN = /^pcs_[0-9A-Za-z]{40}$/
+const DISPLAY_PREFIX_LENGTH = 12
+const TOUCH_INTERVAL_MS = 60_000
+
+const sha256 = (value: string): Buffer => createHash("sha256").update(value).digest()
+
+export interface NewKey {
+  readonly name: string
+  readonly scopes: ReadonlyArray<Scope>
+  readonly expires_at?: string | null | undefined
+}
+
+export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
+  dependencies: [ApiKeysRepo.Default],
+  effect: Effect.gen(function*() {
+    const repo = yield* ApiKeysRepo
+
+    /** Makes a key for `userId`. The value is returned here and never again; only its SHA-256 is kept. */
+    const issue = Effect.fn("ApiKeys.create")(function*(userId: string, input: NewKey) {
+      const now = nowIso()
+      const expires_at = input.expires_at ?? null
+      if (expires_at !== null && expires_at <= now) {
+        return yield* ValidationFailed.field("expires_at", "must be in the future")
+      }
+      const scopes = Array.from(new Set(input.scopes))
+      const key = `${KEY_PREFIX}${randomBase62(40)}`
+      const record = {
+        id: makeId("apiKey"),
+        user_id: userId,
+        name: input.name,
+        scopes,
+        prefix: key.slice(0, DISPLAY_PREFIX_LENGTH),
+        key_hash: sha256(key).toString("hex"),
+        created_at: now,
+        expires_at
+      }
+      yield* Effect.orDie(repo.insert(record))
+      const created: CreatedApiKey = {
+        id: record.id,
+        name: record.name,
+        scopes,
+        prefix: record.prefix,
+        status: "active",
+        created_at: now,
+        expires_at,
+        last_used_at: null,
+        revoked_at: null,
+        key
+      }
+      return created
+    })
+
+    /** `POST /v1/api-keys`: a credential may hand on only scopes it has, and OAuth tokens manage no keys. */
+    const create = Effect.fn("ApiKeys.createFor")(function*(principal: Principal, input: NewKey) {
+      if (principal.credential.kind === "oauth") {
+        return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
+      }
+      const missing = input.scopes.filter((scope) => !grants(principal.scopes, scope))
+      if (missing.length > 0) {
+        return yield* new Forbidden({
+          message: `This credential cannot grant scope${missing.length > 1 ? "s" : ""} it lacks: ${missing.join(", ")}`
+        })
+      }
+      return yield* issue(principal.userId, input)
+    })
+
+    const list = Effect.fn("ApiKeys.list")(
+      function*(principal: Principal, query: ListQuery<ApiKeySort, ApiKey["status"]>) {
+        if (principal.credential.kind === "oauth") {
+          return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
+        }
+        return yield* Effect.orDie(repo.list(principal.userId, query, nowIso()))
+      }
+    )
+
+    /** Revocation is immediate and idempotent: a key already revoked answers the same. */
+    const revoke = Effect.fn("ApiKeys.revoke")(function*(principal: Principal, id: string) {
+      if (principal.credential.kind === "oauth") {
+        return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
+      }
+      const found = yield* Effect.orDie(repo.find(principal.userId, id, nowIso()))
+      if (Option.isNone(found)) return yield* NotFound.resource("API key", id)
+      yield* Effect.orDie(repo.revoke(principal.userId, id, nowIso()))
+    })
+
+    /** Turns a `pcs_…` bearer into a principal, or fails with 401 (unknown, expired or revoked alike). */
+    const authenticate = Effect.fn("ApiKeys.authenticate")(function*(token: string) {
+      const invalid = new Unauthorized({ message: "The API key is invalid, expired or revoked" })
+      if (!KEY_PATTERN.test(token)) return yield* invalid
+      const now = new Date()
+      const hash = sha256(token)
+      const candidates = yield* Effect.orDie(repo.findByPrefix(token.slice(0, DISPLAY_PREFIX_LENGTH), now.toISOString()))
+      const match = candidates.find((candidate) => timingSafeEqual(Buffer.from(candidate.key_hash, "hex"), hash))
+      if (match === undefined || match.status !== "active") return yield* invalid
+      const notBefore = new Date(now.getTime() - TOUCH_INTERVAL_MS).toISOString()
+      if (match.last_used_at === null || match.last_used_at < notBefore) {
+        yield* repo.touch(match.id, now.toISOString(), notBefore).pipe(
+          Effect.catchAll((error) => Effect.logWarning("could not record last_used_at", error))
+        )
+      }
+      const principal: Principal = {
+        userId: match.user_id,
+        orgId: match.org_id,
+        scopes: match.scopes,
+        credential: { kind: "api_key", id: match.id }
+      }
+      return principal
+    })
+
+    return { issue, create, list, revoke, authenticate } as const
+  })
+}) {}

@@ -1,0 +1,75 @@
+import { HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Context, Effect, Layer, Option } from "effect"
+import { Api } from "../Api.js"
+import { ApiKeys, KEY_PREFIX } from "../ApiKeys/ApiKeys.js"
+import { Forbidden, Unauthorized } from "../Domain/Errors.js"
+import { hasAnyScope, type Scope } from "../Domain/Scopes.js"
+import { Authentication } from "./Api.js"
+import { type Principal, RequiredScopes } from "./Principal.js"
+
+/** `METHOD /path` → the scopes its endpoint declares. Built once from the contract. */
+const scopesByRoute: ReadonlyMap<string, ReadonlyArray<Scope>> = (() => {
+  const table = new Map<string, ReadonlyArray<Scope>>()
+  for (const group of Object.values(Api.groups)) {
+    for (const endpoint of Object.values(group.endpoints)) {
+      const scopes = Context.getOption(endpoint.annotations, RequiredScopes)
+      if (Option.isSome(scopes)) table.set(`${endpoint.method} ${endpoint.path}`, scopes.value)
+    }
+  }
+  return table
+})()
+
+const challenge = (error: string | undefined) =>
+  HttpApp.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(
+      HttpServerResponse.setHeader(
+        response,
+        "www-authenticate",
+        error === undefined ? `Bearer realm="api"` : `Bearer realm="api", error="${error}"`
+      )
+    )
+  )
+
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.gen(function*() {
+    const apiKeys = yield* ApiKeys
+
+    const authenticate = (token: string): Effect.Effect<Principal, Unauthorized> => {
+      if (token.startsWith(KEY_PREFIX)) return apiKeys.authenticate(token)
+      return Effect.fail(new Unauthorized({ message: "The bearer token is not a credential this service issued" }))
+    }
+
+    /** Each endpoint's `RequiredScopes`: the credential must hold one of them. No declaration, no access. */
+    const authorize = (principal: Principal) =>
+      Effect.flatMap(HttpRouter.RouteContext, ({ route }) => {
+        const needed = scopesByRoute.get(`${route.method} ${route.path}`) ?? []
+        return hasAnyScope(principal.scopes, needed)
+          ? Effect.succeed(principal)
+          : Effect.fail(
+            new Forbidden({
+              message: needed.length === 0
+                ? "This endpoint declares no scope; access is denied"
+                : `This credential lacks the scope needed: ${needed.join(" or ")}`
+            })
+          )
+      })
+
+    return {
+      // The framework's bearer decoder slices the header blindly; read it properly (scheme is case-insensitive).
+      bearer: () => Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const token = /^Bearer +(\S+) *$/i.exec(request.headers["authorization"] ?? "")?.[1] ?? ""
+        if (token === "") {
+          return Effect.zipRight(
+            challenge(undefined),
+            Effect.fail(new Unauthorized({ message: "Send credentials as Authorization: Bearer <token>" }))
+          )
+        }
+        return authenticate(token).pipe(
+          Effect.tapError(() => challenge("invalid_token")),
+          Effect.flatMap(authorize)
+        )
+      })
+    }
+  })
+)

@@ -1,0 +1,97 @@
+/**
+ * Identifiers: `<prefix>_<26 chars>` — a UUIDv7 written in Crockford base32, as TypeID does, so ids sort by
+ * creation time. Within one millisecond a 12-bit counter (RFC 9562 method 1) keeps ids from one process increasing.
+ */
+import { Schema } from "effect"
+
+const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+
+let lastMs = 0
+let counter = 0
+
+const uuidv7Bytes = (): Uint8Array => {
+  const bytes = crypto.getRandomValues(new Uint8Array(16))
+  let ms = Date.now()
+  if (ms <= lastMs) {
+    counter++
+    if (counter > 0xfff) {
+      // Counter exhausted within this millisecond: borrow the next one.
+      lastMs++
+      counter = 0
+    }
+    ms = lastMs
+  } else {
+    lastMs = ms
+    counter = (bytes[6]! & 0x07) << 8 | bytes[7]! // random start, headroom left for increments
+  }
+  bytes[0] = Math.floor(ms / 2 ** 40) & 0xff
+  bytes[1] = Math.floor(ms / 2 ** 32) & 0xff
+  bytes[2] = (ms >>> 24) & 0xff
+  bytes[3] = (ms >>> 16) & 0xff
+  bytes[4] = (ms >>> 8) & 0xff
+  bytes[5] = ms & 0xff
+  bytes[6] = 0x70 | ((counter >>> 8) & 0x0f)
+  bytes[7] = counter & 0xff
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80
+  return bytes
+}
+
+/** 128 bits → 26 base32 characters (the first carries the top 3 bits, so it is at most `7`). */
+export const encodeBase32 = (bytes: Uint8Array): string => {
+  let value = 0n
+  for (const b of bytes) value = (value << 8n) | BigInt(b)
+  let out = ""
+  for (let i = 0; i < 26; i++) {
+    out = ALPHABET[Number(value & 31n)]! + out
+    value >>= 5n
+  }
+  return out
+}
+
+export const prefixes = {
+  project: "proj",
+  user: "usr",
+  org: "org",
+  team: "team",
+  apiKey: "key",
+  webhook: "whk",
+  event: "evt",
+  delivery: "dlv",
+  client: "cli",
+  deployment: "dpl",
+  invitation: "inv"
+} as const
+
+export type IdKind = keyof typeof prefixes
+
+export const makeId = <K extends IdKind>(kind: K): `${(typeof prefixes)[K]}_${string}` =>
+  `${prefixes[kind]}_${encodeBase32(uuidv7Bytes())}`
+
+const idSchema = <K extends IdKind>(kind: K) =>
+  Schema.String.pipe(
+    Schema.pattern(new RegExp(`^${prefixes[kind]}_[0-7][${ALPHABET}]{25}$`)),
+    Schema.annotations({
+      title: `${kind} id`,
+      description: `\`${prefixes[kind]}_\` followed by 26 Crockford base32 characters`,
+      examples: [`${prefixes[kind]}_01jd3xkq8w0000000000000000`],
+      message: () => `must be a ${prefixes[kind]}_ identifier`
+    })
+  )
+
+export const ProjectId = idSchema("project")
+export const UserId = idSchema("user")
+export const OrgId = idSchema("org")
+export const TeamId = idSchema("team")
+export const ApiKeyId = idSchema("apiKey")
+
+/** Random base62 text from a CSPRNG, without modulo bias. */
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+export const randomBase62 = (length: number): string => {
+  let out = ""
+  while (out.length < length) {
+    for (const b of crypto.getRandomValues(new Uint8Array(length * 2))) {
+      if (b < 248 && out.length < length) out += BASE62[b % 62]
+    }
+  }
+  return out
+}

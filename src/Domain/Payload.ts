@@ -1,0 +1,26 @@
+import { Schema } from "effect"
+
+/**
+ * A request body schema that refuses unknown (and read-only) fields and reports every problem at once.
+ * With `nonEmpty`, an empty object is refused too (a PUT that changes nothing is a mistake).
+ */
+export const strictBody = <Fields extends Schema.Struct.Fields>(
+  fields: Fields,
+  identifier: string,
+  options?: { readonly nonEmpty?: boolean }
+) => {
+  const struct = Schema.Struct(fields).annotations({
+    identifier,
+    parseOptions: { onExcessProperty: "error", errors: "all" }
+  })
+  return options?.nonEmpty === true
+    ? struct.pipe(
+      Schema.filter((body) => Object.keys(body).length > 0 || "must contain at least one field to change", {
+        identifier
+      })
+    )
+    : struct
+}
+
+/** An optional field of a body or query: absent, or present with a valid value (never `undefined`). */
+export const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })

@@ -1,0 +1,45 @@
+/**
+ * Logs are JSON lines on stdout: `time`, `level`, `message`, and `request_id`, `trace_id`, `span_id` where they
+ * exist, then any annotations. `LOG_LEVEL` sets the minimum level.
+ */
+import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, Option, Tracer } from "effect"
+import { LogLevelConfig } from "../Config.js"
+
+const render = (value: unknown): unknown => {
+  if (value instanceof Error) return { name: value.name, message: value.message }
+  return value
+}
+
+export const jsonLogger = Logger.make(({ annotations, cause, context, date, logLevel, message }) => {
+  const line: Record<string, unknown> = {
+    time: date.toISOString(),
+    level: logLevel.label.toLowerCase()
+  }
+  const parts = Array.isArray(message) ? message : [message]
+  const [first, ...rest] = parts
+  line["message"] = typeof first === "string" ? first : JSON.stringify(render(first))
+  for (const extra of rest) {
+    if (extra !== null && typeof extra === "object" && !(extra instanceof Error) && !Cause.isCause(extra)) {
+      Object.assign(line, extra)
+    } else if (Cause.isCause(extra)) {
+      line["cause"] = Cause.pretty(extra)
+    } else {
+      line["detail"] = render(extra)
+    }
+  }
+  for (const [key, value] of HashMap.toEntries(annotations)) line[key] = render(value)
+  const span = List.head(FiberRefs.getOrDefault(context, FiberRef.currentLogSpan))
+  if (Option.isSome(span)) line["log_span"] = span.value.label
+  const parent = Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), Tracer.ParentSpan)
+  if (Option.isSome(parent)) {
+    line["trace_id"] = parent.value.traceId
+    line["span_id"] = parent.value.spanId
+  }
+  if (!Cause.isEmpty(cause)) line["cause"] = Cause.pretty(cause, { renderErrorCause: true })
+  process.stdout.write(JSON.stringify(line) + "\n")
+})
+
+export const LoggingLive = Layer.unwrapEffect(
+  Effect.map(Effect.orDie(LogLevelConfig), (level) =>
+    Layer.merge(Logger.replace(Logger.defaultLogger, jsonLogger), Logger.minimumLogLevel(level)))
+)

@@ -1,0 +1,91 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import type { Principal } from "../Auth/Principal.js"
+import { NotFound, ValidationFailed } from "../Domain/Errors.js"
+import { makeId } from "../Domain/Ids.js"
+import type { ListQuery } from "../Domain/Lists.js"
+import { nowIso } from "../Domain/Time.js"
+import { Teams } from "../Teams/Teams.js"
+import type { CreateProject, Project, UpdateProject } from "./Api.js"
+import { type ProjectSort, ProjectsRepo } from "./Repo.js"
+
+export class Projects extends Effect.Service<Projects>()("Projects", {
+  dependencies: [ProjectsRepo.Default, Teams.Default],
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* ProjectsRepo
+    const teams = yield* Teams
+
+    const findVisible = (principal: Principal, id: string) =>
+      Effect.flatMap(
+        Effect.orDie(repo.findVisible(principal.userId, id)),
+        Option.match({
+          onNone: () => Effect.fail(NotFound.resource("project", id)),
+          onSome: Effect.succeed
+        })
+      )
+
+    const list = Effect.fn("Projects.list")(
+      function*(principal: Principal, query: ListQuery<ProjectSort, "active" | "archived">) {
+        return yield* Effect.orDie(repo.list(principal.userId, query))
+      }
+    )
+
+    const create = Effect.fn("Projects.create")(function*(principal: Principal, input: CreateProject) {
+      const visibility = input.visibility ?? "private"
+      if (input.team_id !== undefined) {
+        const role = yield* teams.roleOf(input.team_id, principal.userId)
+        if (Option.isNone(role)) return yield* ValidationFailed.field("team_id", "is not a team you belong to")
+      } else if (visibility === "team") {
+        return yield* ValidationFailed.field("team_id", "is required when visibility is team")
+      }
+      const now = nowIso()
+      const project: Project = {
+        id: makeId("project"),
+        name: input.name,
+        description: input.description ?? "",
+        visibility,
+        status: "active",
+        owner_id: principal.userId,
+        team_id: input.team_id ?? null,
+        created_at: now,
+        updated_at: now
+      }
+      // Every change that emits an event runs in one transaction with it.
+      yield* repo.insert(project).pipe(sql.withTransaction, Effect.orDie)
+      return project
+    })
+
+    const get = Effect.fn("Projects.get")(function*(principal: Principal, id: string) {
+      return yield* findVisible(principal, id)
+    })
+
+    const update = Effect.fn("Projects.update")(function*(principal: Principal, id: string, patch: UpdateProject) {
+      return yield* Effect.gen(function*() {
+        const current = yield* findVisible(principal, id)
+        const next: Project = {
+          ...current,
+          name: patch.name ?? current.name,
+          description: patch.description ?? current.description,
+          visibility: patch.visibility ?? current.visibility,
+          status: patch.status ?? current.status,
+          updated_at: nowIso()
+        }
+        if (next.visibility === "team" && next.team_id === null) {
+          return yield* ValidationFailed.field("visibility", "can be team only for a project created with a team_id")
+        }
+        yield* Effect.orDie(repo.update(next))
+        return next
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+    })
+
+    const remove = Effect.fn("Projects.delete")(function*(principal: Principal, id: string) {
+      yield* Effect.gen(function*() {
+        const current = yield* findVisible(principal, id)
+        yield* Effect.orDie(repo.remove(current.id))
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+    })
+
+    return { list, create, get, update, remove } as const
+  })
+}) {}

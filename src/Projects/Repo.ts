@@ -1,0 +1,53 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import type { ListQuery } from "../Domain/Lists.js"
+import { listPage } from "../Sql/Lists.js"
+import type { Project } from "./Api.js"
+
+export type ProjectSort = "created_at" | "updated_at" | "name"
+
+export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const columns = sql`p.id, p.name, p.description, p.visibility, p.status, p.owner_id, p.team_id, p.created_at, p.updated_at`
+
+    /** Projects a user may see and change: their own, and `team` projects of the teams they belong to. */
+    const visibleTo = (userId: string) =>
+      sql`(p.owner_id = ${userId} OR (p.visibility = 'team' AND p.team_id IN (
+        SELECT team_id FROM team_members WHERE user_id = ${userId})))`
+
+    const insert = (project: Project) => sql`INSERT INTO projects ${sql.insert(project)}`
+
+    const findVisible = (userId: string, id: string) =>
+      Effect.map(
+        sql<Project>`SELECT ${columns} FROM projects p WHERE p.id = ${id} AND ${visibleTo(userId)}`,
+        (rows) => Option.fromNullable(rows[0])
+      )
+
+    const update = (project: Project) =>
+      sql`UPDATE projects SET ${
+        sql.update({
+          name: project.name,
+          description: project.description,
+          visibility: project.visibility,
+          status: project.status,
+          updated_at: project.updated_at
+        })
+      } WHERE id = ${project.id}`
+
+    const remove = (id: string) => sql`DELETE FROM projects WHERE id = ${id}`
+
+    const list = (userId: string, query: ListQuery<ProjectSort, "active" | "archived">) =>
+      listPage<Project, ProjectSort>({
+        select: columns,
+        from: sql`projects p`,
+        where: [visibleTo(userId), ...(query.status !== undefined ? [sql`p.status = ${query.status}`] : [])],
+        columns: { created_at: "p.created_at", updated_at: "p.updated_at", name: "p.name" },
+        createdColumn: "p.created_at",
+        idColumn: "p.id",
+        searchColumns: ["p.name", "p.description"]
+      }, query)
+
+    return { insert, findVisible, update, remove, list } as const
+  })
+}) {}

@@ -1,0 +1,45 @@
+/**
+ * The one place the database engine is chosen: `DATABASE_URL` unset or `sqlite:…` → embedded SQLite,
+ * `postgres://…` → PostgreSQL. Migrations run when the layer is built.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-bun"
+import { SqlClient } from "@effect/sql"
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import { Effect, Layer } from "effect"
+import { type DatabaseConfig, DatabaseUrl } from "../Config.js"
+import { runMigrations } from "./Migrations.js"
+
+const sqlite = (filename: string) =>
+  Layer.effectDiscard(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // WAL is switched on by the client; these are ours to set.
+      yield* sql.unsafe("PRAGMA busy_timeout = 5000")
+      yield* sql.unsafe("PRAGMA synchronous = NORMAL")
+      yield* sql.unsafe("PRAGMA foreign_keys = ON")
+    })
+  ).pipe(
+    Layer.provideMerge(
+      Layer.suspend(() => {
+        if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
+        return SqliteClient.layer({ filename })
+      })
+    )
+  )
+
+const pg = (url: DatabaseConfig & { _tag: "pg" }) =>
+  PgClient.layer({
+    url: url.url,
+    maxConnections: 20,
+    applicationName: "project-collaboration-service"
+  })
+
+/** The SqlClient for `DATABASE_URL`, without migrations (the CLI's `migrate` runs them itself). */
+export const SqlClientLive = Layer.unwrapEffect(
+  Effect.map(DatabaseUrl, (db) => (db._tag === "pg" ? pg(db) : sqlite(db.filename)))
+).pipe(Layer.orDie)
+
+/** The SqlClient with every migration applied: what the server and the CLI use. */
+export const SqlLive = Layer.effectDiscard(Effect.orDie(runMigrations)).pipe(Layer.provideMerge(SqlClientLive))

@@ -1,0 +1,52 @@
+/**
+ * One list query for every list endpoint: the resource's own conditions, then search, creation bounds,
+ * sort with an `id` tie-break (so pages never overlap or skip), a true total and one page.
+ */
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Fragment } from "@effect/sql/Statement"
+import { Effect } from "effect"
+import type { Page } from "../Domain/Envelope.js"
+import type { ListQuery } from "../Domain/Lists.js"
+
+export interface ListSpec<Sort extends string> {
+  /** `FROM …` and any joins. */
+  readonly from: Fragment
+  readonly select: Fragment
+  /** Conditions that always hold (whose rows these are, the status filter…). */
+  readonly where: ReadonlyArray<Fragment>
+  /** Column behind each sort key; `created_at` is also the column the date bounds apply to. */
+  readonly columns: Record<Sort, string> & { readonly created_at?: string }
+  readonly createdColumn: string
+  readonly idColumn: string
+  readonly searchColumns: ReadonlyArray<string>
+}
+
+const likePattern = (search: string) => `%${search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
+export const listPage = <Row extends object, Sort extends string>(
+  spec: ListSpec<Sort>,
+  query: ListQuery<Sort>
+): Effect.Effect<Page<Row>, SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const conditions: Array<Fragment> = [...spec.where]
+    if (query.search !== undefined && query.search !== "") {
+      const pattern = likePattern(query.search)
+      conditions.push(
+        sql.or(spec.searchColumns.map((column) => sql`lower(${sql(column)}) LIKE ${pattern} ESCAPE '\\'`))
+      )
+    }
+    if (query.created_after !== undefined) conditions.push(sql`${sql(spec.createdColumn)} > ${query.created_after}`)
+    if (query.created_before !== undefined) conditions.push(sql`${sql(spec.createdColumn)} < ${query.created_before}`)
+    const where = conditions.length > 0 ? sql`WHERE ${sql.and(conditions)}` : sql``
+    const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
+    const [counted, rows] = yield* Effect.all([
+      sql<{ readonly total: number }>`SELECT CAST(count(*) AS INTEGER) AS total FROM ${spec.from} ${where}`,
+      sql<Row>`
+        SELECT ${spec.select} FROM ${spec.from} ${where}
+        ORDER BY ${sql(spec.columns[query.sort])} ${direction}, ${sql(spec.idColumn)} ${direction}
+        LIMIT ${query.per_page} OFFSET ${(query.page - 1) * query.per_page}`
+    ])
+    return { items: rows, total: Number(counted[0]?.total ?? 0), page: query.page, per_page: query.per_page }
+  })

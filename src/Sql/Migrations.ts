@@ -1,0 +1,13 @@
+import { Migrator } from "@effect/sql"
+import { Effect } from "effect"
+import m0001 from "./migrations/0001_foundation.js"
+
+/** Every migration, bundled (no directory scan), applied in order on both engines. */
+const loader = Migrator.fromRecord({
+  "0001_foundation": m0001
+})
+
+const migrate = Migrator.make({})
+
+/** Applies what is missing; answers the `[id, name]` pairs it applied. */
+export const runMigrations = migrate({ loader }).pipe(Effect.withSpan("Sql.migrate"))

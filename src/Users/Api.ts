@@ -1,0 +1,55 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication } from "../Auth/Api.js"
+import { RequiredScopes } from "../Auth/Principal.js"
+import { Success } from "../Domain/Envelope.js"
+import { UserId } from "../Domain/Ids.js"
+import { optional, strictBody } from "../Domain/Payload.js"
+import { Timestamp } from "../Domain/Time.js"
+
+export const User = Schema.Struct({
+  id: UserId,
+  email: Schema.String,
+  name: Schema.String,
+  avatar_url: Schema.NullOr(Schema.String),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "User" })
+export type User = typeof User.Type
+
+export const UserName = Schema.Trim.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(100, { message: () => "must be at most 100 characters" })
+)
+
+export const AvatarUrl = Schema.String.pipe(
+  Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),
+  Schema.filter((value) => {
+    if (!URL.canParse(value)) return "must be an absolute http(s) URL"
+    const url = new URL(value)
+    return url.protocol === "https:" || url.protocol === "http:" || "must be an absolute http(s) URL"
+  })
+)
+
+export const UpdateMe = strictBody({
+  name: optional(UserName),
+  avatar_url: optional(Schema.NullOr(AvatarUrl).annotations({ message: () => "must be an absolute http(s) URL of at most 2048 characters, or null" }))
+}, "UpdateMe", { nonEmpty: true })
+export type UpdateMe = typeof UpdateMe.Type
+
+export class UsersApi extends HttpApiGroup.make("users")
+  .add(
+    HttpApiEndpoint.get("me", "/users/me")
+      .addSuccess(Success(User))
+      .annotate(RequiredScopes, ["read"])
+      .annotate(OpenApi.Summary, "Your profile")
+  )
+  .add(
+    HttpApiEndpoint.put("updateMe", "/users/me")
+      .setPayload(UpdateMe)
+      .addSuccess(Success(User))
+      .annotate(RequiredScopes, ["write"])
+      .annotate(OpenApi.Summary, "Change your name or avatar (email is read-only)")
+  )
+  .middleware(Authentication)
+{}

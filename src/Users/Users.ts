@@ -1,0 +1,75 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
+import { makeId } from "../Domain/Ids.js"
+import { nowIso } from "../Domain/Time.js"
+import { definedOnly, isUniqueViolation } from "../Sql/Errors.js"
+import type { UpdateMe } from "./Api.js"
+import { UserName } from "./Api.js"
+import { UsersRepo } from "./Repo.js"
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+
+export interface CreateUser {
+  readonly email: string
+  readonly name: string
+  readonly password?: string | undefined
+}
+
+export class Users extends Effect.Service<Users>()("Users", {
+  dependencies: [UsersRepo.Default],
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* UsersRepo
+
+    /** A new user, with an organisation of their own, in one transaction. */
+    const create = Effect.fn("Users.create")(function*(input: CreateUser) {
+      const email = input.email.trim().toLowerCase()
+      if (!EMAIL.test(email) || email.length > 254) {
+        return yield* ValidationFailed.field("email", "must be an email address")
+      }
+      const name = yield* Schema.decodeUnknown(UserName)(input.name).pipe(
+        Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
+      )
+      if (input.password !== undefined && input.password.length < 8) {
+        return yield* ValidationFailed.field("password", "must be at least 8 characters")
+      }
+      const password_hash = input.password === undefined
+        ? null
+        : yield* Effect.promise(() => Bun.password.hash(input.password ?? "", { algorithm: "argon2id" }))
+      const now = nowIso()
+      const org = { id: makeId("org"), name: `${name}'s organization`, created_at: now }
+      const user = { id: makeId("user"), org_id: org.id, email, name, password_hash, created_at: now }
+      yield* Effect.zipRight(repo.insertOrg(org), repo.insert(user)).pipe(
+        sql.withTransaction,
+        Effect.catchTag("SqlError", (error) =>
+          isUniqueViolation(error)
+            ? Effect.fail(new Conflict({ message: `A user with email ${email} already exists` }))
+            : Effect.die(error))
+      )
+      return yield* Effect.flatMap(repo.findById(user.id), Option.match({
+        onNone: () => Effect.dieMessage("user vanished after insert"),
+        onSome: Effect.succeed
+      }))
+    })
+
+    const get = Effect.fn("Users.get")(function*(id: string) {
+      const found = yield* Effect.orDie(repo.findById(id))
+      return yield* Option.match(found, {
+        onNone: () => Effect.fail(NotFound.resource("user", id)),
+        onSome: Effect.succeed
+      })
+    })
+
+    const updateMe = Effect.fn("Users.updateMe")(function*(id: string, patch: UpdateMe) {
+      const updated = yield* Effect.orDie(repo.update(id, definedOnly(patch), nowIso()))
+      return yield* Option.match(updated, {
+        onNone: () => Effect.fail(NotFound.resource("user", id)),
+        onSome: Effect.succeed
+      })
+    })
+
+    return { create, get, updateMe } as const
+  })
+}) {}
+
