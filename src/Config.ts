@@ -32,7 +32,11 @@ export const DatabaseUrl: Config.Config<DatabaseConfig> = Config.option(Config.s
 )
 
 export const ServerConfig = Config.all({
-  port: Config.port("PORT").pipe(Config.withDefault(3000)),
+  /** 0 picks a free port (the tests use it). */
+  port: Config.integer("PORT").pipe(
+    Config.validate({ message: "PORT must be an integer from 0 to 65535", validation: (n) => n >= 0 && n <= 65535 }),
+    Config.withDefault(3000)
+  ),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
   baseUrl: Config.option(Config.url("BASE_URL")),
   /** How long in-flight requests get to finish after SIGTERM. */

@@ -1,0 +1,162 @@
+/**
+ * Starts the real server as a child process (`bun src/main.ts`) on a free loopback port, on a fresh database:
+ * a temporary SQLite file, or — when `DATABASE_URL` is a postgres URL — a new database on that server.
+ * Tests speak HTTP to it, as a client would.
+ */
+import { SQL, type Subprocess } from "bun"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+const ROOT = join(import.meta.dir, "..", "..")
+
+export const usingPostgres = (): boolean => /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? "")
+
+/** A fresh, empty database URL for one server. */
+export const freshDatabaseUrl = async (): Promise<string> => {
+  const base = process.env.DATABASE_URL ?? ""
+  if (!usingPostgres()) {
+    return `sqlite:${join(mkdtempSync(join(tmpdir(), "pcs-test-")), "service.sqlite")}`
+  }
+  const name = `pcs_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
+  const admin = new SQL(base)
+  await admin.unsafe(`CREATE DATABASE ${name}`)
+  await admin.close()
+  const url = new URL(base)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+export interface Response<T = any> {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: T
+  readonly text: string
+}
+
+export interface RequestOptions {
+  readonly method?: string
+  readonly key?: string
+  readonly body?: unknown
+  readonly rawBody?: string | Uint8Array
+  readonly headers?: Record<string, string>
+}
+
+export interface Server {
+  readonly url: string
+  readonly databaseUrl: string
+  readonly process: Subprocess<"ignore", "pipe", "pipe">
+  /** Every line the server printed on stdout so far. */
+  readonly logs: Array<string>
+  request<T = any>(path: string, options?: RequestOptions): Promise<Response<T>>
+  cli<T = any>(...args: Array<string>): Promise<T>
+  /** A new user with an API key (`read,write` unless other scopes are given). */
+  user(options?: { readonly scopes?: string; readonly name?: string }): Promise<TestUser>
+  stop(signal?: NodeJS.Signals): Promise<number>
+}
+
+export interface TestUser {
+  readonly id: string
+  readonly email: string
+  readonly name: string
+  readonly key: string
+  readonly keyId: string
+}
+
+let counter = 0
+
+export const runCli = async (databaseUrl: string, args: ReadonlyArray<string>) => {
+  const proc = Bun.spawn(["bun", "src/cli.ts", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited
+  ])
+  return { stdout, stderr, code }
+}
+
+export const startServer = async (options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}): Promise<Server> => {
+  const databaseUrl = options.databaseUrl ?? await freshDatabaseUrl()
+  const proc = Bun.spawn(["bun", "src/main.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...options.env },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const logs: Array<string> = []
+  let resolveUrl: (url: string) => void = () => {}
+  const listening = new Promise<string>((resolve) => (resolveUrl = resolve))
+  ;(async () => {
+    const decoder = new TextDecoder()
+    let buffered = ""
+    for await (const chunk of proc.stdout) {
+      buffered += decoder.decode(chunk, { stream: true })
+      let newline: number
+      while ((newline = buffered.indexOf("\n")) >= 0) {
+        const line = buffered.slice(0, newline)
+        buffered = buffered.slice(newline + 1)
+        logs.push(line)
+        const match = /Listening on (http:\/\/[^"\s]+)/.exec(line)
+        if (match) resolveUrl(match[1]!.replace("0.0.0.0", "127.0.0.1"))
+      }
+    }
+  })()
+  const stderr = new Response(proc.stderr).text()
+  const url = await Promise.race([
+    listening,
+    proc.exited.then(async (code) => {
+      throw new Error(`server exited with ${code} before listening:\n${await stderr}\n${logs.join("\n")}`)
+    }),
+    Bun.sleep(20_000).then(() => {
+      throw new Error(`server did not start in 20 s:\n${logs.join("\n")}`)
+    })
+  ])
+
+  const request = async <T>(path: string, opts: RequestOptions = {}): Promise<Response<T>> => {
+    const headers: Record<string, string> = { ...opts.headers }
+    if (opts.key !== undefined) headers["authorization"] = `Bearer ${opts.key}`
+    let body: string | Uint8Array | undefined = opts.rawBody
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body)
+      headers["content-type"] ??= "application/json"
+    }
+    const response = await fetch(`${url}${path}`, { method: opts.method ?? "GET", headers, body })
+    const text = await response.text()
+    let parsed: any = undefined
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      parsed = undefined
+    }
+    return { status: response.status, headers: response.headers, body: parsed, text }
+  }
+
+  const cli = async <T>(...args: Array<string>): Promise<T> => {
+    const { stdout, stderr, code } = await runCli(databaseUrl, args)
+    if (code !== 0) throw new Error(`cli ${args.join(" ")} exited ${code}: ${stderr}`)
+    return JSON.parse(stdout).data
+  }
+
+  const user = async (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> => {
+    const n = ++counter
+    const name = opts.name ?? `User ${n}`
+    const email = `user${n}.${Math.random().toString(36).slice(2, 8)}@example.com`
+    const created = await cli<{ id: string }>("users", "create", "--email", email, "--name", name)
+    const key = await cli<{ id: string; key: string }>(
+      "api-keys", "create", "--user", created.id, "--name", `key ${n}`, "--scopes", opts.scopes ?? "read,write"
+    )
+    return { id: created.id, email, name, key: key.key, keyId: key.id }
+  }
+
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    proc.kill(signal)
+    return await proc.exited
+  }
+
+  return { url, databaseUrl, process: proc, logs, request, cli, user, stop }
+}
