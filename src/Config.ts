@@ -1,7 +1,7 @@
 /**
  * Every setting the service reads, in one place. Nothing else touches `process.env`.
  */
-import { Config, ConfigError, Either, LogLevel, Option, Redacted } from "effect"
+import { Config, ConfigError, Duration, Either, LogLevel, Option, Redacted } from "effect"
 
 export type DatabaseConfig =
   | { readonly _tag: "sqlite"; readonly filename: string }
@@ -44,3 +44,62 @@ export const ServerConfig = Config.all({
 })
 
 export const LogLevelConfig = Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
+
+/** `500ms`, `10s`, `1m`, `2h`, `1d`. */
+export const parseDuration = (text: string): Duration.Duration | undefined => {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text)
+  if (match === null) return undefined
+  const n = Number(match[1])
+  switch (match[2]) {
+    case "ms":
+      return Duration.millis(n)
+    case "s":
+      return Duration.seconds(n)
+    case "m":
+      return Duration.minutes(n)
+    case "h":
+      return Duration.hours(n)
+    default:
+      return Duration.days(n)
+  }
+}
+
+const durationSetting = (name: string) => (raw: string) => {
+  const parsed = parseDuration(raw.trim())
+  return parsed === undefined
+    ? Either.left(ConfigError.InvalidData([], `${name} must be a duration such as 500ms, 10s, 1m or 2h`))
+    : Either.right(parsed)
+}
+
+/** Webhook delivery. Defaults are the spec's: waits of 1m, 5m, 30m, 2h before attempts 2–5; a 10 s time-out. */
+export const WebhookConfig = Config.all({
+  retryDelays: Config.string("WEBHOOK_RETRY_DELAYS").pipe(
+    Config.withDefault("1m,5m,30m,2h"),
+    Config.mapOrFail((raw) => {
+      const delays = raw.split(",").map((part) => parseDuration(part.trim()))
+      return delays.length === 4 && delays.every((d) => d !== undefined)
+        ? Either.right(delays.filter((d) => d !== undefined))
+        : Either.left(ConfigError.InvalidData([], "WEBHOOK_RETRY_DELAYS must be four durations such as 1m,5m,30m,2h"))
+    })
+  ),
+  timeout: Config.string("WEBHOOK_TIMEOUT").pipe(Config.withDefault("10s"), Config.mapOrFail(durationSetting("WEBHOOK_TIMEOUT"))),
+  claimTimeout: Config.string("WEBHOOK_CLAIM_TIMEOUT").pipe(
+    Config.withDefault("60s"),
+    Config.mapOrFail(durationSetting("WEBHOOK_CLAIM_TIMEOUT"))
+  ),
+  concurrency: Config.integer("WEBHOOK_CONCURRENCY").pipe(
+    Config.validate({ message: "WEBHOOK_CONCURRENCY must be from 1 to 1000", validation: (n) => n >= 1 && n <= 1000 }),
+    Config.withDefault(32)
+  ),
+  /** How often the worker looks for due deliveries when nothing wakes it. */
+  pollInterval: Config.string("WEBHOOK_POLL_INTERVAL").pipe(
+    Config.withDefault("1s"),
+    Config.mapOrFail(durationSetting("WEBHOOK_POLL_INTERVAL"))
+  ),
+  allowPrivateTargets: Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false))
+}).pipe(
+  Config.validate({
+    message: "WEBHOOK_CLAIM_TIMEOUT must exceed WEBHOOK_TIMEOUT",
+    validation: (c) => Duration.greaterThan(c.claimTimeout, c.timeout)
+  })
+)

@@ -83,6 +83,9 @@ export const UserId = idSchema("user")
 export const OrgId = idSchema("org")
 export const TeamId = idSchema("team")
 export const ApiKeyId = idSchema("apiKey")
+export const WebhookId = idSchema("webhook")
+export const EventId = idSchema("event")
+export const DeliveryId = idSchema("delivery")
 
 /** Random base62 text from a CSPRNG, without modulo bias. */
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

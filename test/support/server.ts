@@ -38,7 +38,7 @@ export interface RequestOptions {
   readonly method?: string
   readonly key?: string
   readonly body?: unknown
-  readonly rawBody?: string | Uint8Array
+  readonly rawBody?: string | Uint8Array<ArrayBuffer>
   readonly headers?: Record<string, string>
 }
 
@@ -94,8 +94,11 @@ export const startServer = async (options: { readonly env?: Record<string, strin
   ;(async () => {
     const decoder = new TextDecoder()
     let buffered = ""
-    for await (const chunk of proc.stdout) {
-      buffered += decoder.decode(chunk, { stream: true })
+    const reader = proc.stdout.getReader()
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      buffered += decoder.decode(value, { stream: true })
       let newline: number
       while ((newline = buffered.indexOf("\n")) >= 0) {
         const line = buffered.slice(0, newline)
@@ -120,7 +123,9 @@ export const startServer = async (options: { readonly env?: Record<string, strin
   const request = async <T>(path: string, opts: RequestOptions = {}): Promise<Response<T>> => {
     const headers: Record<string, string> = { ...opts.headers }
     if (opts.key !== undefined) headers["authorization"] = `Bearer ${opts.key}`
-    let body: string | Uint8Array | undefined = opts.rawBody
+    let body: BodyInit | undefined = typeof opts.rawBody === "string" || opts.rawBody === undefined
+      ? opts.rawBody
+      : new Blob([opts.rawBody])
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body)
       headers["content-type"] ??= "application/json"

@@ -1,0 +1,81 @@
+/**
+ * The transactional outbox. `emit` writes an event and one pending delivery per subscribed webhook inside the
+ * caller's transaction; `transaction` runs a change with its events and wakes the delivery worker once the
+ * transaction has committed, so new deliveries start within milliseconds rather than at the next poll.
+ */
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, Queue } from "effect"
+import { makeId } from "../Domain/Ids.js"
+import { nowIso } from "../Domain/Time.js"
+import type { EventType } from "./EventTypes.js"
+
+/** A doorbell: one pending ring is enough, however many commits happen before the worker looks. */
+export class DeliveryDoorbell extends Effect.Service<DeliveryDoorbell>()("DeliveryDoorbell", {
+  effect: Effect.map(Queue.sliding<void>(1), (bell) => ({
+    ring: Queue.offer(bell, undefined).pipe(Effect.asVoid),
+    wait: Queue.take(bell)
+  }))
+}) {}
+
+export interface EventEnvelope {
+  readonly id: string
+  readonly type: EventType
+  readonly created_at: string
+  readonly data: unknown
+}
+
+export class Events extends Effect.Service<Events>()("Events", {
+  dependencies: [DeliveryDoorbell.Default],
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const doorbell = yield* DeliveryDoorbell
+
+    /**
+     * Records `type` about a resource owned by `recipients` (user ids) and queues a delivery to each of their
+     * webhooks subscribed to it. Must run inside the transaction of the change it describes.
+     */
+    const emit = Effect.fn("Events.emit")(function*(
+      type: EventType,
+      recipients: ReadonlyArray<string>,
+      data: unknown
+    ) {
+      const now = nowIso()
+      const event: EventEnvelope = { id: makeId("event"), type, created_at: now, data }
+      yield* sql`INSERT INTO events ${
+        sql.insert({ id: event.id, type, payload: JSON.stringify(event), trace_context: null, created_at: now })
+      }`
+      if (recipients.length === 0) return event
+      const hooks = yield* sql<{ readonly id: string; readonly events: string }>`
+        SELECT id, events FROM webhooks WHERE user_id IN ${sql.in(recipients)}`
+      const subscribed = hooks.filter((hook) => {
+        const types: unknown = JSON.parse(hook.events)
+        return Array.isArray(types) && types.includes(type)
+      })
+      if (subscribed.length > 0) {
+        yield* sql`INSERT INTO deliveries ${
+          sql.insert(subscribed.map((hook) => ({
+            id: makeId("delivery"),
+            webhook_id: hook.id,
+            event_id: event.id,
+            event_type: type,
+            status: "pending",
+            attempt_count: 0,
+            manual: 0,
+            next_attempt_at: now,
+            last_attempt_at: null,
+            claimed_until: null,
+            created_at: now
+          })))
+        }`
+      }
+      return event
+    })
+
+    /** Runs a change and the events it emits in one transaction, then wakes the delivery worker. */
+    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+      sql.withTransaction(change).pipe(Effect.tap(() => doorbell.ring))
+
+    return { emit, transaction, wake: doorbell.ring } as const
+  })
+}) {}
