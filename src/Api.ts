@@ -8,6 +8,7 @@ import { ApiErrors } from "./Domain/Errors.js"
 import { ProjectsApi } from "./Projects/Api.js"
 import { TeamsApi } from "./Teams/Api.js"
 import { UsersApi } from "./Users/Api.js"
+import { WebhooksApi } from "./Webhooks/Api.js"
 
 /**
  * `HttpApi.make` declares the framework's own `HttpApiDecodeError`; our middleware turns every decode failure
@@ -46,6 +47,7 @@ export class Api extends HttpApi.make("api")
   .add(UsersApi)
   .add(TeamsApi)
   .add(ApiKeysApi)
+  .add(WebhooksApi)
   .addError(ApiErrors.BadRequest)
   .addError(ApiErrors.Unauthorized)
   .addError(ApiErrors.Forbidden)
@@ -62,7 +64,7 @@ export class Api extends HttpApi.make("api")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(
     OpenApi.Description,
-    "Projects, users, teams and API keys. Every response wears an envelope: `{data, meta}` on success, " +
+    "Projects, users, teams, API keys and webhooks. Every response wears an envelope: `{data, meta}` on success, " +
       "`{data: [...], meta: {total, page, per_page}}` for lists, `{error: {code, message, status, request_id}}` on failure."
   )
   .annotate(OpenApi.Transform, withoutFrameworkDecodeError)

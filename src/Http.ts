@@ -15,6 +15,7 @@ import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { ProjectsHttp } from "./Projects/Http.js"
 import { TeamsHttp } from "./Teams/Http.js"
 import { UsersHttp } from "./Users/Http.js"
+import { WebhooksHttp } from "./Webhooks/Http.js"
 
 /** Bun's own cap: far above ours, so a declared oversize body still gets our 413 envelope. */
 const BUN_MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -72,7 +73,7 @@ const HealthRoutes = HttpApiBuilder.Router.use((router) =>
 )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([ProjectsHttp, UsersHttp, TeamsHttp, ApiKeysHttp]),
+  Layer.provide([ProjectsHttp, UsersHttp, TeamsHttp, ApiKeysHttp, WebhooksHttp]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -10,8 +10,19 @@ import { Projects } from "./Projects/Projects.js"
 import { SqlLive } from "./Sql/Client.js"
 import { Teams } from "./Teams/Teams.js"
 import { Users } from "./Users/Users.js"
+import { DeliveryDoorbell } from "./Events/Events.js"
+import { DeliveryWorker } from "./Webhooks/Delivery/Worker.js"
+import { WebhooksRepo } from "./Webhooks/Repo.js"
+import { Webhooks } from "./Webhooks/Webhooks.js"
 
-export const ServicesLive = Layer.mergeAll(Projects.Default, Teams.Default, Users.Default, ApiKeys.Default).pipe(
+export const ServicesLive = Layer.mergeAll(
+  Projects.Default,
+  Teams.Default,
+  Users.Default,
+  ApiKeys.Default,
+  Webhooks.Default,
+  DeliveryWorker.pipe(Layer.provide([WebhooksRepo.Default, DeliveryDoorbell.Default]))
+).pipe(
   Layer.provideMerge(SqlLive)
 )
 

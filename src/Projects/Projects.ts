@@ -1,20 +1,30 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { Principal } from "../Auth/Principal.js"
 import { NotFound, ValidationFailed } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { nowIso } from "../Domain/Time.js"
+import { Events } from "../Events/Events.js"
+import type { EventType } from "../Events/EventTypes.js"
 import { Teams } from "../Teams/Teams.js"
 import type { CreateProject, Project, UpdateProject } from "./Api.js"
 import { type ProjectSort, ProjectsRepo } from "./Repo.js"
 
 export class Projects extends Effect.Service<Projects>()("Projects", {
-  dependencies: [ProjectsRepo.Default, Teams.Default],
+  dependencies: [ProjectsRepo.Default, Teams.Default, Events.Default],
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const repo = yield* ProjectsRepo
     const teams = yield* Teams
+    const events = yield* Events
+
+    /** An event about a project goes to its owner and, for a team project, to the team's owners and admins. */
+    const announce = (type: EventType, project: Project) =>
+      Effect.gen(function*() {
+        const managers = project.team_id !== null && project.visibility === "team"
+          ? yield* teams.managersOf(project.team_id)
+          : []
+        yield* events.emit(type, Array.from(new Set([project.owner_id, ...managers])), project)
+      })
 
     const findVisible = (principal: Principal, id: string) =>
       Effect.flatMap(
@@ -51,8 +61,11 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         created_at: now,
         updated_at: now
       }
-      // Every change that emits an event runs in one transaction with it.
-      yield* repo.insert(project).pipe(sql.withTransaction, Effect.orDie)
+      // The change and its event commit together, or neither does.
+      yield* Effect.zipRight(repo.insert(project), announce("project.created", project)).pipe(
+        events.transaction,
+        Effect.orDie
+      )
       return project
     })
 
@@ -75,15 +88,17 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
           return yield* ValidationFailed.field("visibility", "can be team only for a project created with a team_id")
         }
         yield* Effect.orDie(repo.update(next))
+        yield* announce("project.updated", next)
         return next
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
     })
 
     const remove = Effect.fn("Projects.delete")(function*(principal: Principal, id: string) {
       yield* Effect.gen(function*() {
         const current = yield* findVisible(principal, id)
         yield* Effect.orDie(repo.remove(current.id))
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+        yield* announce("project.deleted", current)
+      }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
     })
 
     return { list, create, get, update, remove } as const

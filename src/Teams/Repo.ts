@@ -61,6 +61,14 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
         (rows) => Option.fromNullable(rows[0])
       )
 
-    return { insert, findById, addMember, roleOf, listForUser, listMembers, member } as const
+    /** Owners and admins: who hears about a team's resources. */
+    const managersOf = (teamId: string) =>
+      Effect.map(
+        sql<{ readonly user_id: string }>`
+          SELECT user_id FROM team_members WHERE team_id = ${teamId} AND role IN ('owner', 'admin')`,
+        (rows) => rows.map((row) => row.user_id)
+      )
+
+    return { insert, findById, managersOf, addMember, roleOf, listForUser, listMembers, member } as const
   })
 }) {}

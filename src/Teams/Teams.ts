@@ -69,6 +69,8 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       }
     )
 
-    return { create, addMember, listMine, members, roleOf } as const
+    const managersOf = (teamId: string) => Effect.orDie(repo.managersOf(teamId))
+
+    return { create, addMember, listMine, members, roleOf, managersOf } as const
   })
 }) {}

@@ -40,6 +40,7 @@ export default Effect.gen(function*() {
       next_attempt_at TEXT,
       last_attempt_at TEXT,
       claimed_until TEXT,
+      claim_token TEXT,
       created_at TEXT NOT NULL
     )`
   yield* sql`CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE status = 'pending'`

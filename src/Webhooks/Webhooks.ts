@@ -1,0 +1,115 @@
+import { Effect, Option } from "effect"
+import type { Principal } from "../Auth/Principal.js"
+import { NotFound, ValidationFailed } from "../Domain/Errors.js"
+import { makeId, randomBase62 } from "../Domain/Ids.js"
+import type { ListQuery } from "../Domain/Lists.js"
+import { nowIso } from "../Domain/Time.js"
+import { Events } from "../Events/Events.js"
+import { WebhookConfig } from "../Config.js"
+import type { CreatedWebhook, CreateWebhook, Delivery, UpdateWebhook, Webhook } from "./Api.js"
+import { checkTarget } from "./Delivery/Targets.js"
+import { type WebhookSort, WebhooksRepo } from "./Repo.js"
+
+const orNotFound = <A>(kind: string, id: string) => (found: Option.Option<A>): Effect.Effect<A, NotFound> =>
+  Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(NotFound.resource(kind, id))
+
+export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
+  dependencies: [WebhooksRepo.Default, Events.Default],
+  effect: Effect.gen(function*() {
+    const repo = yield* WebhooksRepo
+    const events = yield* Events
+    const { allowPrivateTargets } = yield* Effect.orDie(WebhookConfig)
+
+    /** Refuses targets that resolve to private addresses, as a validation failure on `url`. */
+    const guard = (url: string) =>
+      Effect.mapError(checkTarget(url, allowPrivateTargets), (refused) => ValidationFailed.field("url", refused.message))
+
+    const find = (principal: Principal, id: string) =>
+      Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), orNotFound<Webhook>("webhook", id))
+
+    const list = Effect.fn("Webhooks.list")(
+      function*(principal: Principal, query: ListQuery<WebhookSort, "active" | "failed">) {
+        return yield* Effect.orDie(repo.list(principal.userId, query))
+      }
+    )
+
+    const create = Effect.fn("Webhooks.create")(function*(principal: Principal, input: CreateWebhook) {
+      yield* guard(input.url)
+      const generated = input.secret === undefined ? `whsec_${randomBase62(32)}` : undefined
+      const now = nowIso()
+      const eventTypes = Array.from(new Set(input.events))
+      const id = makeId("webhook")
+      yield* Effect.orDie(repo.insert({
+        id,
+        user_id: principal.userId,
+        url: input.url,
+        events: JSON.stringify(eventTypes),
+        secret: input.secret ?? generated ?? "",
+        created_at: now,
+        updated_at: now
+      }))
+      const created: CreatedWebhook = {
+        id,
+        url: input.url,
+        events: eventTypes,
+        status: "active",
+        created_at: now,
+        updated_at: now,
+        failed_at: null,
+        ...(generated !== undefined ? { secret: generated } : {})
+      }
+      return created
+    })
+
+    const get = Effect.fn("Webhooks.get")(function*(principal: Principal, id: string) {
+      return yield* find(principal, id)
+    })
+
+    const update = Effect.fn("Webhooks.update")(function*(principal: Principal, id: string, patch: UpdateWebhook) {
+      yield* find(principal, id)
+      if (patch.url !== undefined) yield* guard(patch.url)
+      const now = nowIso()
+      yield* Effect.orDie(repo.update(id, {
+        ...(patch.url !== undefined ? { url: patch.url } : {}),
+        ...(patch.events !== undefined ? { events: JSON.stringify(Array.from(new Set(patch.events))) } : {}),
+        ...(patch.secret !== undefined ? { secret: patch.secret } : {}),
+        ...(patch.status === "active" ? { status: "active" as const, failed_at: null } : {}),
+        updated_at: now
+      }))
+      return yield* find(principal, id)
+    })
+
+    const remove = Effect.fn("Webhooks.delete")(function*(principal: Principal, id: string) {
+      yield* find(principal, id)
+      yield* Effect.orDie(repo.remove(id))
+    })
+
+    const deliveries = Effect.fn("Webhooks.deliveries")(
+      function*(principal: Principal, id: string, query: ListQuery<"created_at", Delivery["status"]>) {
+        yield* find(principal, id)
+        return yield* Effect.orDie(repo.listDeliveries(id, query))
+      }
+    )
+
+    const findDelivery = (principal: Principal, id: string, deliveryId: string) =>
+      Effect.flatMap(
+        find(principal, id),
+        () => Effect.flatMap(Effect.orDie(repo.findDelivery(id, deliveryId)), orNotFound<Delivery>("delivery", deliveryId))
+      )
+
+    const delivery = Effect.fn("Webhooks.delivery")(function*(principal: Principal, id: string, deliveryId: string) {
+      const found = yield* findDelivery(principal, id, deliveryId)
+      const attempts = yield* Effect.orDie(repo.attemptsOf(deliveryId))
+      return { ...found, attempts }
+    })
+
+    /** The dashboard's retry button: one immediate attempt; if it fails the delivery stays failed. */
+    const retry = Effect.fn("Webhooks.retry")(function*(principal: Principal, id: string, deliveryId: string) {
+      yield* findDelivery(principal, id, deliveryId)
+      yield* events.transaction(repo.scheduleNow(deliveryId, nowIso())).pipe(Effect.orDie)
+      return yield* findDelivery(principal, id, deliveryId)
+    })
+
+    return { list, create, get, update, remove, deliveries, delivery, retry } as const
+  })
+}) {}
