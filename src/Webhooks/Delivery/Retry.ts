@@ -3,7 +3,7 @@
  * then give up. The worker steps this same value to compute the persisted `next_attempt_at`, so the timing
  * survives restarts; `Effect.retry` with it under `TestClock` proves the timing.
  */
-import { Chunk, Duration, Effect, Option, Schedule } from "effect"
+import { Duration, Effect, Option, Schedule, ScheduleDecision } from "effect"
 
 export type RetryPolicy = Schedule.Schedule<Duration.Duration, unknown>
 
@@ -15,11 +15,22 @@ export const retryPolicy = (waits: ReadonlyArray<Duration.Duration>): RetryPolic
 export const MAX_ATTEMPTS = 5
 
 /**
- * The wait after the `failures`-th failed attempt, or none when the policy gives up. Steps the schedule from its
- * start through `failures` decisions.
+ * The wait after the `failures`-th failed attempt, or none when the policy gives up: steps the schedule from its
+ * initial state through `failures` decisions, exactly as `Effect.retry` would.
  */
-export const waitAfterFailure = (policy: RetryPolicy, failures: number): Effect.Effect<Option.Option<Duration.Duration>> =>
-  Effect.map(
-    Schedule.run(policy, 0, Array.from({ length: failures }, () => undefined)),
-    (outputs) => Chunk.size(outputs) >= failures ? Chunk.get(outputs, failures - 1) : Option.none()
-  )
+export const waitAfterFailure = (
+  policy: RetryPolicy,
+  failures: number
+): Effect.Effect<Option.Option<Duration.Duration>> =>
+  Effect.gen(function*() {
+    let state = policy.initial
+    let now = 0
+    for (let step = 1; step <= failures; step++) {
+      const [next, wait, decision] = yield* policy.step(now, undefined, state)
+      if (ScheduleDecision.isDone(decision)) return Option.none()
+      if (step === failures) return Option.some(wait)
+      state = next
+      now += Duration.toMillis(wait)
+    }
+    return Option.none()
+  })
