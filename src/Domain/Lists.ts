@@ -5,13 +5,13 @@
 import { HttpServerRequest } from "@effect/platform"
 import { ParseResult, Schema } from "effect"
 import { optional } from "./Payload.js"
-import { InstantFromString } from "./Time.js"
+import { InstantCeilFromString, InstantFromString } from "./Time.js"
 
 const intInRange = (min: number, max: number) =>
   Schema.transformOrFail(Schema.String, Schema.Int, {
     strict: true,
     decode: (input, _, ast) => {
-      const n = /^\d{1,9}$/.test(input) ? Number(input) : Number.NaN
+      const n = /^\d{1,15}$/.test(input) ? Number(input) : Number.NaN
       return n >= min && n <= max
         ? ParseResult.succeed(n)
         : ParseResult.fail(
@@ -40,35 +40,27 @@ export const SearchText = Schema.String.pipe(
   Schema.maxLength(200, { message: () => "must be at most 200 characters" })
 )
 
+const commonListFields = <const Sort extends readonly [string, ...Array<string>]>(sort: Sort) => ({
+  page: Schema.optionalWith(PageNumber, { default: () => 1, exact: true }),
+  per_page: Schema.optionalWith(PerPage, { default: () => 20, exact: true }),
+  sort: Schema.optionalWith(oneOf(...sort), { default: () => sort[0], exact: true }),
+  order: Schema.optionalWith(Order, { default: () => "desc" as const, exact: true }),
+  search: optional(SearchText),
+  created_after: optional(InstantFromString),
+  created_before: optional(InstantCeilFromString)
+})
+
 /** The query schema of a list endpoint: sort fields and statuses are the resource's own. */
 export const listParams = <
   const Sort extends readonly [string, ...Array<string>],
   const Status extends readonly [string, ...Array<string>]
 >(options: { readonly sort: Sort; readonly status: Status }) =>
-  Schema.Struct({
-    page: Schema.optionalWith(PageNumber, { default: () => 1, exact: true }),
-    per_page: Schema.optionalWith(PerPage, { default: () => 20, exact: true }),
-    sort: Schema.optionalWith(oneOf(...options.sort), { default: () => options.sort[0], exact: true }),
-    order: Schema.optionalWith(Order, { default: () => "desc" as const, exact: true }),
-    search: optional(SearchText),
-    created_after: optional(InstantFromString),
-    created_before: optional(InstantFromString),
-    status: optional(oneOf(...options.status))
-  })
+  Schema.Struct({ ...commonListFields(options.sort), status: optional(oneOf(...options.status)) })
 
 /** A list query without a status filter (teams, members). */
 export const listParamsNoStatus = <const Sort extends readonly [string, ...Array<string>]>(
   options: { readonly sort: Sort }
-) =>
-  Schema.Struct({
-    page: Schema.optionalWith(PageNumber, { default: () => 1, exact: true }),
-    per_page: Schema.optionalWith(PerPage, { default: () => 20, exact: true }),
-    sort: Schema.optionalWith(oneOf(...options.sort), { default: () => options.sort[0], exact: true }),
-    order: Schema.optionalWith(Order, { default: () => "desc" as const, exact: true }),
-    search: optional(SearchText),
-    created_after: optional(InstantFromString),
-    created_before: optional(InstantFromString)
-  })
+) => Schema.Struct(commonListFields(options.sort))
 
 /** What a repository needs to run one list query. */
 export interface ListQuery<Sort extends string = string, Status extends string = string> {

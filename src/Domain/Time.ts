@@ -17,7 +17,7 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,
  * An instant given as an ISO 8601 date (midnight UTC) or a date-time with `Z` or an offset, normalised to the
  * stored form. A date-time without a zone is refused: it would mean a different instant on every server.
  */
-export const parseInstant = (input: string): string | undefined => {
+export const parseInstant = (input: string, rounding: "floor" | "ceil" = "floor"): string | undefined => {
   const date = DATE.exec(input)
   const dateTime = date === null ? DATE_TIME.exec(input) : null
   const parts = date ?? dateTime
@@ -33,11 +33,14 @@ export const parseInstant = (input: string): string | undefined => {
   if (dateTime !== null && (Number(dateTime[4]) > 23 || Number(dateTime[5]) > 59 || Number(dateTime[6] ?? 0) > 59)) {
     return undefined
   }
-  return new Date(ms).toISOString()
+  // Stored times have milliseconds; a finer bound rounds outward so an exclusive `before` keeps what is before it.
+  const fraction = /\.(\d+)/.exec(input)?.[1] ?? ""
+  const finer = /[1-9]/.test(fraction.slice(3))
+  return new Date(rounding === "ceil" && finer ? ms + 1 : ms).toISOString()
 }
 
-/** Query/body form of an instant: accepts the forms above, decodes to the stored ISO form. */
-export const InstantFromString = Schema.transformOrFail(
+const instantFromString = (rounding: "floor" | "ceil") =>
+  Schema.transformOrFail(
   Schema.String.annotations({
     description: "ISO 8601 date (`2026-01-31`, midnight UTC) or date-time with `Z` or an offset",
     examples: ["2026-01-31", "2026-01-31T12:00:00Z", "2026-01-31T14:00:00+02:00"]
@@ -46,7 +49,7 @@ export const InstantFromString = Schema.transformOrFail(
   {
     strict: true,
     decode: (input, _, ast) => {
-      const parsed = parseInstant(input)
+      const parsed = parseInstant(input, rounding)
       return parsed === undefined
         ? ParseResult.fail(
           new ParseResult.Type(
@@ -60,3 +63,8 @@ export const InstantFromString = Schema.transformOrFail(
     encode: ParseResult.succeed
   }
 )
+
+/** Query/body form of an instant: accepts the forms above, decodes to the stored ISO form (finer digits dropped). */
+export const InstantFromString = instantFromString("floor")
+/** The same, rounding a sub-millisecond instant up: the form for an exclusive upper bound. */
+export const InstantCeilFromString = instantFromString("ceil")

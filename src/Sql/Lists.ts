@@ -22,7 +22,11 @@ export interface ListSpec<Sort extends string> {
   readonly searchColumns: ReadonlyArray<string>
 }
 
-const likePattern = (search: string) => `%${search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+/**
+ * Both sides go through the database's own `lower()`, so folding is the same for the column and the term (SQLite
+ * folds ASCII letters only; PostgreSQL follows its locale).
+ */
+const likePattern = (search: string) => `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
 export const listPage = <Row extends object, Sort extends string>(
   spec: ListSpec<Sort>,
@@ -34,7 +38,7 @@ export const listPage = <Row extends object, Sort extends string>(
     if (query.search !== undefined && query.search !== "") {
       const pattern = likePattern(query.search)
       conditions.push(
-        sql.or(spec.searchColumns.map((column) => sql`lower(${sql(column)}) LIKE ${pattern} ESCAPE '\\'`))
+        sql.or(spec.searchColumns.map((column) => sql`lower(${sql(column)}) LIKE lower(${pattern}) ESCAPE '\\'`))
       )
     }
     if (query.created_after !== undefined) conditions.push(sql`${sql(spec.createdColumn)} > ${query.created_after}`)
