@@ -23,7 +23,8 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
           until: (n) => n === 0,
           schedule: Schedule.spaced(Duration.millis(20))
         })
-        const finished = yield* Effect.timeout(idle, timeout).pipe(Effect.option)
+        // Finalizers run uninterruptibly: the wait must be interruptible for the time-out to end it.
+        const finished = yield* Effect.timeout(Effect.interruptible(idle), timeout).pipe(Effect.option)
         if (finished._tag === "None") yield* Effect.logWarning("shutdown timeout reached with requests in flight")
       })
 

@@ -21,6 +21,7 @@ export interface ClaimedDelivery {
   readonly manual: number
   readonly url: string
   readonly secret: string
+  readonly webhook_status: "active" | "failed"
   readonly payload: string
   readonly trace_context: string | null
   readonly claim_token: string
@@ -125,7 +126,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         if (ids.length === 0) return []
         return yield* sql<ClaimedDelivery>`
           SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.attempt_count, d.manual, d.claim_token,
-                 w.url, w.secret, e.payload, e.trace_context
+                 w.url, w.secret, w.status AS webhook_status, e.payload, e.trace_context
           FROM deliveries d
           JOIN webhooks w ON w.id = d.webhook_id
           JOIN events e ON e.id = d.event_id

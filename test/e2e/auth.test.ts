@@ -189,7 +189,7 @@ describe("scopes", () => {
     expectError(await server.request("/v1/teams", { key: manager.key }), 403, "forbidden")
     expectError(await server.request("/v1/users/me", { key: manager.key }), 403, "forbidden")
     expectError(await server.request("/v1/projects", { key: manager.key }), 403, "forbidden")
-  })
+  }, 15_000)
 })
 
 describe("routing before authentication", () => {

@@ -5,11 +5,11 @@
  * the retry `Schedule`. It is woken when a transaction with new deliveries commits, and polls as a fallback.
  */
 import { SqlClient } from "@effect/sql"
-import { Cause, Duration, Effect, FiberSet, Layer, Option, Queue, Ref, Schedule } from "effect"
+import { Cause, Chunk, Duration, Effect, FiberSet, Layer, Option, Queue, Ref, Schedule } from "effect"
 import { WebhookConfig } from "../../Config.js"
 import { DeliveryDoorbell } from "../../Events/Events.js"
 import { type ClaimedDelivery, WebhooksRepo } from "../Repo.js"
-import { attempt } from "./Attempt.js"
+import { attempt, type AttemptResult } from "./Attempt.js"
 import { retryPolicy, waitAfterFailure } from "./Retry.js"
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -26,7 +26,17 @@ export const DeliveryWorker = Layer.scopedDiscard(
     const stopping = yield* Ref.make(false)
     const attempts = yield* FiberSet.make()
 
-    /** Attempts one claimed delivery and records the outcome in one transaction. */
+    interface Outcome {
+      readonly claimed: ClaimedDelivery
+      readonly number: number
+      readonly attemptedAt: number
+      readonly result: AttemptResult
+      readonly status: "pending" | "delivered" | "failed"
+      readonly nextAttemptAt: string | null
+    }
+    const outcomes = yield* Queue.unbounded<Outcome>()
+
+    /** Attempts one claimed delivery; its outcome goes to the recorder. */
     const deliver = (claimed: ClaimedDelivery) =>
       Effect.gen(function*() {
         const number = claimed.attempt_count + 1
@@ -39,38 +49,71 @@ export const DeliveryWorker = Layer.scopedDiscard(
           eventId: claimed.event_id,
           deliveryId: claimed.id
         }, { timeout: config.timeout, allowPrivate: config.allowPrivateTargets })
-        const now = iso(Date.now())
         const wait = result.succeeded || claimed.manual === 1
           ? Option.none()
           : yield* waitAfterFailure(policy, number)
-        const status = result.succeeded ? "delivered" : Option.isSome(wait) ? "pending" : "failed"
-        yield* Effect.gen(function*() {
+        yield* Effect.annotateCurrentSpan({
+          "attempt": number,
+          "http.response.status_code": result.statusCode ?? 0,
+          "outcome": result.succeeded ? "succeeded" : "failed"
+        })
+        yield* Queue.offer(outcomes, {
+          claimed,
+          number,
+          attemptedAt,
+          result,
+          status: result.succeeded ? "delivered" : Option.isSome(wait) ? "pending" : "failed",
+          nextAttemptAt: Option.match(wait, { onNone: () => null, onSome: (d) => iso(Date.now() + Duration.toMillis(d)) })
+        })
+      }).pipe(
+        Effect.withSpan("Webhooks.deliver", {
+          attributes: {
+            "webhook.id": claimed.webhook_id,
+            "delivery.id": claimed.id,
+            "event.id": claimed.event_id,
+            "event.type": claimed.event_type
+          }
+        })
+      )
+
+    /**
+     * Writes outcomes in batches, one transaction per batch: the attempt, the delivery's next state and, on the
+     * 5th failure or the first success after one, the webhook's status. Only claims still held are written.
+     */
+    const record = (batch: ReadonlyArray<Outcome>) =>
+      Effect.forEach(batch, (outcome) =>
+        Effect.gen(function*() {
+          const { claimed, number, result } = outcome
+          const attemptedAt = iso(outcome.attemptedAt)
           const owned = yield* repo.settle(claimed, {
-            status,
+            status: outcome.status,
             attempt_count: number,
-            next_attempt_at: Option.match(wait, { onNone: () => null, onSome: (d) => iso(Date.now() + Duration.toMillis(d)) }),
-            last_attempt_at: iso(attemptedAt)
+            next_attempt_at: outcome.nextAttemptAt,
+            last_attempt_at: attemptedAt
           })
           // A claim that lapsed and was taken by another process is theirs to record now.
           if (!owned) return
           yield* repo.insertAttempt({
             delivery_id: claimed.id,
             number,
-            attempted_at: iso(attemptedAt),
+            attempted_at: attemptedAt,
             duration_ms: result.durationMs,
             status_code: result.statusCode,
             error: result.error,
             response_body: result.responseBody,
             outcome: result.succeeded ? "succeeded" : "failed"
           })
-          if (result.succeeded) yield* repo.markWebhook(claimed.webhook_id, "active", now)
-          else if (status === "failed") yield* repo.markWebhook(claimed.webhook_id, "failed", now)
-        }).pipe(sql.withTransaction)
-      }).pipe(
-        Effect.withSpan("Webhooks.deliver", {
-          attributes: { "webhook.id": claimed.webhook_id, "delivery.id": claimed.id, "event.type": claimed.event_type }
-        })
-      )
+          if (result.succeeded && claimed.webhook_status === "failed") {
+            yield* repo.markWebhook(claimed.webhook_id, "active", iso(Date.now()))
+          } else if (outcome.status === "failed") {
+            yield* repo.markWebhook(claimed.webhook_id, "failed", iso(Date.now()))
+          }
+        }), { discard: true }).pipe(sql.withTransaction, Effect.withSpan("Webhooks.record", { attributes: { count: batch.length } }))
+
+    const recorder = Queue.takeBetween(outcomes, 1, 512).pipe(
+      Effect.flatMap((batch) => record(Chunk.toReadonlyArray(batch))),
+      Effect.forever
+    )
 
     const release = Effect.zipRight(Ref.update(inFlight, (n) => n - 1), Queue.offer(slotFreed, undefined))
 
@@ -114,9 +157,9 @@ export const DeliveryWorker = Layer.scopedDiscard(
     })
 
     // Supervision: a defect (say, the database went away) is logged and the loop restarts with backoff.
-    const supervised = loop.pipe(
+    const supervise = (name: string, body: Effect.Effect<unknown, unknown>) => body.pipe(
       Effect.tapErrorCause((cause) =>
-        Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("delivery worker failed; restarting", cause)
+        Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError(`delivery ${name} failed; restarting`, cause)
       ),
       Effect.sandbox,
       Effect.retry(
@@ -125,14 +168,20 @@ export const DeliveryWorker = Layer.scopedDiscard(
       Effect.ignore
     )
 
-    yield* Effect.forkScoped(supervised)
+    yield* Effect.forkScoped(supervise("claimer", loop))
+    yield* Effect.forkScoped(supervise("recorder", recorder))
     // On shutdown: stop claiming (the fiber is interrupted by the scope), then give attempts in flight the
     // time-out to finish; whatever does not finish keeps its claim until the lease lapses and is retried.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         yield* Ref.set(stopping, true)
-        yield* Ref.get(inFlight).pipe(
+        // `Queue.size` is negative while the recorder waits for work, hence the floor at 0.
+        const settled = Effect.zipWith(Ref.get(inFlight), Queue.size(outcomes), (flying, unrecorded) =>
+          flying + Math.max(0, unrecorded))
+        yield* settled.pipe(
           Effect.repeat({ until: (n) => n === 0, schedule: Schedule.spaced(Duration.millis(20)) }),
+          // Finalizers run uninterruptibly: the wait must be interruptible for the time-out to end it.
+          Effect.interruptible,
           Effect.timeout(Duration.sum(config.timeout, Duration.seconds(1))),
           Effect.ignore
         )

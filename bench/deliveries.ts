@@ -1,0 +1,131 @@
+/**
+ * Delivery benchmark: a loopback receiver (this process, core 1) and the server (core 0).
+ *  1. Throughput: N projects fanned out to H webhooks each, all deliveries counted at the receiver.
+ *  2. First-attempt lag at a fixed event rate: receive time minus the event's created_at, p50/p99.
+ * Usage: bun bench/deliveries.ts [--events 2000] [--hooks 10] [--rate 500] [--seconds 10]
+ * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.
+ */
+import { SQL } from "bun"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback
+}
+const EVENTS = arg("events", 2000)
+const HOOKS = arg("hooks", 10)
+const RATE = arg("rate", 500)
+const SECONDS = arg("seconds", 10)
+const PORT = 3931
+const ROOT = join(import.meta.dir, "..")
+
+const databaseUrl = async () => {
+  const base = process.env.DATABASE_URL ?? ""
+  if (!/^postgres/.test(base)) return `sqlite:${join(mkdtempSync(join(tmpdir(), "pcs-bench-")), "bench.sqlite")}`
+  const name = `pcs_bench_${Date.now().toString(36)}`
+  const admin = new SQL(base)
+  await admin.unsafe(`CREATE DATABASE ${name}`)
+  await admin.close()
+  const url = new URL(base)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+const DATABASE_URL = await databaseUrl()
+const env = { ...process.env, DATABASE_URL, LOG_LEVEL: "warn" }
+const cli = async (...args: Array<string>) => {
+  const proc = Bun.spawn(["bun", "src/cli.ts", ...args], { cwd: ROOT, env, stdout: "pipe" })
+  return JSON.parse(await new Response(proc.stdout).text()).data
+}
+
+let received = 0
+const lags: Array<number> = []
+let measuringLag = false
+const receiver = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(request) {
+    const body = await request.text()
+    received++
+    if (measuringLag) lags.push(Date.now() - Date.parse(JSON.parse(body).created_at))
+    return new Response(null, { status: 204 })
+  }
+})
+
+const user = await cli("users", "create", "--email", `bench-${Date.now()}@example.com`, "--name", "Bench")
+const key = (await cli("api-keys", "create", "--user", user.id, "--name", "bench", "--scopes", "read,write")).key
+const server = Bun.spawn(["taskset", "-c", "0", "bun", ...(process.env.BENCH_PROFILE ? ["--cpu-prof-md", "--cpu-prof-dir=/tmp/prof"] : []), "src/main.ts"], {
+  cwd: ROOT,
+  env: { ...env, PORT: String(PORT), HOST: "127.0.0.1", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" },
+  stdout: "ignore",
+  stderr: "inherit"
+})
+const base = `http://127.0.0.1:${PORT}`
+for (let i = 0; i < 100; i++) {
+  if (await fetch(`${base}/health/ready`).then((r) => r.ok, () => false)) break
+  await Bun.sleep(100)
+}
+const api = (path: string, body: unknown) =>
+  fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  }).then((r) => {
+    if (!r.ok) throw new Error(`${path}: ${r.status}`)
+  })
+
+for (let i = 0; i < HOOKS; i++) {
+  await api("/v1/webhooks", { url: `http://127.0.0.1:${receiver.port}/hook/${i}`, events: ["project.created"] })
+}
+
+const waitFor = async (count: number, limitMs: number) => {
+  const until = Date.now() + limitMs
+  while (received < count && Date.now() < until) await Bun.sleep(5)
+  return received >= count
+}
+
+// 1. Throughput.
+const projects = Math.ceil(EVENTS / HOOKS)
+const started = performance.now()
+for (let i = 0; i < projects; i += 20) {
+  await Promise.all(Array.from({ length: Math.min(20, projects - i) }, (_, j) => api("/v1/projects", { name: `p${i + j}` })))
+}
+const created = performance.now()
+const complete = await waitFor(projects * HOOKS, 120_000)
+const elapsed = (performance.now() - started) / 1000
+console.log(`database: ${DATABASE_URL.split(":")[0]}`)
+console.log(
+  `throughput: ${projects * HOOKS} deliveries (${projects} events x ${HOOKS} webhooks) in ${elapsed.toFixed(2)} s` +
+    ` = ${Math.round((projects * HOOKS) / elapsed)} deliveries/s` +
+    ` (events created in ${((created - started) / 1000).toFixed(2)} s)${complete ? "" : " — INCOMPLETE"}`
+)
+
+// 2. First-attempt lag at a fixed rate, one webhook per event.
+received = 0
+measuringLag = true
+const lagHooks = HOOKS
+const total = RATE * SECONDS
+const interval = 1000 / RATE
+const t0 = performance.now()
+const inflight: Array<Promise<void>> = []
+for (let i = 0; i < total; i++) {
+  const due = t0 + i * interval
+  const wait = due - performance.now()
+  if (wait > 1) await Bun.sleep(wait)
+  inflight.push(api("/v1/projects", { name: `lag ${i}` }))
+}
+await Promise.all(inflight)
+await waitFor(total * lagHooks, 60_000)
+lags.sort((a, b) => a - b)
+const pct = (p: number) => lags[Math.min(lags.length - 1, Math.floor((p / 100) * lags.length))]
+console.log(
+  `lag at ${RATE} events/s for ${SECONDS} s (${lagHooks} webhooks each, ${lags.length} deliveries): ` +
+    `p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${lags[lags.length - 1]} ms`
+)
+
+server.kill("SIGTERM")
+await server.exited
+receiver.stop(true)
+process.exit(0)
