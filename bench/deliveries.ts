@@ -5,10 +5,8 @@
  * Usage: bun bench/deliveries.ts [--events 2000] [--hooks 10] [--rate 500] [--seconds 10]
  * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.
  */
-import { SQL } from "bun"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { freshDatabaseUrl } from "../test/support/server.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -21,19 +19,7 @@ const SECONDS = arg("seconds", 10)
 const PORT = 3931
 const ROOT = join(import.meta.dir, "..")
 
-const databaseUrl = async () => {
-  const base = process.env.DATABASE_URL ?? ""
-  if (!/^postgres/.test(base)) return `sqlite:${join(mkdtempSync(join(tmpdir(), "pcs-bench-")), "bench.sqlite")}`
-  const name = `pcs_bench_${Date.now().toString(36)}`
-  const admin = new SQL(base)
-  await admin.unsafe(`CREATE DATABASE ${name}`)
-  await admin.close()
-  const url = new URL(base)
-  url.pathname = `/${name}`
-  return url.toString()
-}
-
-const DATABASE_URL = await databaseUrl()
+const DATABASE_URL = await freshDatabaseUrl()
 const env = { ...process.env, DATABASE_URL, LOG_LEVEL: "warn" }
 const cli = async (...args: Array<string>) => {
   const proc = Bun.spawn(["bun", "src/cli.ts", ...args], { cwd: ROOT, env, stdout: "pipe" })

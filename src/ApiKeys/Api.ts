@@ -5,7 +5,7 @@ import { RequiredScopes } from "../Auth/Principal.js"
 import { List, Success } from "../Domain/Envelope.js"
 import { ApiKeyId } from "../Domain/Ids.js"
 import { listParams } from "../Domain/Lists.js"
-import { optional, strictBody } from "../Domain/Payload.js"
+import { optional, strictBody, TrimmedName } from "../Domain/Payload.js"
 import { Scope } from "../Domain/Scopes.js"
 import { InstantFromString, Timestamp } from "../Domain/Time.js"
 
@@ -30,10 +30,7 @@ export const CreatedApiKey = Schema.Struct({
 }).annotations({ identifier: "CreatedApiKey" })
 export type CreatedApiKey = typeof CreatedApiKey.Type
 
-export const KeyName = Schema.Trim.pipe(
-  Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(100, { message: () => "must be at most 100 characters" })
-)
+export const KeyName = TrimmedName
 export const KeyScopes = Schema.Array(Scope).pipe(
   Schema.minItems(1, { message: () => "must name at least one scope" })
 )

@@ -24,3 +24,9 @@ export const strictBody = <Fields extends Schema.Struct.Fields>(
 
 /** An optional field of a body or query: absent, or present with a valid value (never `undefined`). */
 export const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
+/** A display name: trimmed, 1 to 100 characters. */
+export const TrimmedName = Schema.Trim.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(100, { message: () => "must be at most 100 characters" })
+)

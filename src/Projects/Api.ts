@@ -5,7 +5,7 @@ import { RequiredScopes } from "../Auth/Principal.js"
 import { List, Success } from "../Domain/Envelope.js"
 import { ProjectId, TeamId, UserId } from "../Domain/Ids.js"
 import { listParams, oneOf } from "../Domain/Lists.js"
-import { optional, strictBody } from "../Domain/Payload.js"
+import { optional, strictBody, TrimmedName } from "../Domain/Payload.js"
 import { Timestamp } from "../Domain/Time.js"
 
 export const Visibility = oneOf("private", "team", "public")
@@ -24,10 +24,7 @@ export const Project = Schema.Struct({
 }).annotations({ identifier: "Project" })
 export type Project = typeof Project.Type
 
-const Name = Schema.Trim.pipe(
-  Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(100, { message: () => "must be at most 100 characters" })
-)
+const Name = TrimmedName
 const Description = Schema.String.pipe(Schema.maxLength(2000, { message: () => "must be at most 2000 characters" }))
 
 export const CreateProject = strictBody({

@@ -4,7 +4,7 @@ import { Authentication } from "../Auth/Api.js"
 import { RequiredScopes } from "../Auth/Principal.js"
 import { Success } from "../Domain/Envelope.js"
 import { UserId } from "../Domain/Ids.js"
-import { optional, strictBody } from "../Domain/Payload.js"
+import { optional, strictBody, TrimmedName } from "../Domain/Payload.js"
 import { Timestamp } from "../Domain/Time.js"
 
 export const User = Schema.Struct({
@@ -17,10 +17,7 @@ export const User = Schema.Struct({
 }).annotations({ identifier: "User" })
 export type User = typeof User.Type
 
-export const UserName = Schema.Trim.pipe(
-  Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(100, { message: () => "must be at most 100 characters" })
-)
+export const UserName = TrimmedName
 
 export const AvatarUrl = Schema.String.pipe(
   Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),

@@ -1,6 +1,8 @@
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option } from "effect"
 import type { Principal } from "../Auth/Principal.js"
-import { NotFound, ValidationFailed } from "../Domain/Errors.js"
+import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
+import { isUniqueViolation } from "../Sql/Errors.js"
 import { makeId, randomBase62 } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { nowIso } from "../Domain/Time.js"
@@ -9,6 +11,13 @@ import { WebhookConfig } from "../Config.js"
 import type { CreatedWebhook, CreateWebhook, Delivery, UpdateWebhook, Webhook } from "./Api.js"
 import { checkTarget } from "./Delivery/Targets.js"
 import { type WebhookSort, WebhooksRepo } from "./Repo.js"
+
+/** One webhook per URL per user: a second registration would deliver every event twice. */
+const urlTaken = (url: string) => <A, R>(effect: Effect.Effect<A, SqlError, R>) =>
+  Effect.catchAll(effect, (error) =>
+    isUniqueViolation(error)
+      ? Effect.fail(new Conflict({ message: `You already have a webhook for ${url}` }))
+      : Effect.die(error))
 
 const orNotFound = <A>(kind: string, id: string) => (found: Option.Option<A>): Effect.Effect<A, NotFound> =>
   Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(NotFound.resource(kind, id))
@@ -39,7 +48,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       const now = nowIso()
       const eventTypes = Array.from(new Set(input.events))
       const id = makeId("webhook")
-      yield* Effect.orDie(repo.insert({
+      yield* urlTaken(input.url)(repo.insert({
         id,
         user_id: principal.userId,
         url: input.url,
@@ -69,7 +78,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       yield* find(principal, id)
       if (patch.url !== undefined) yield* guard(patch.url)
       const now = nowIso()
-      yield* Effect.orDie(repo.update(id, {
+      yield* urlTaken(patch.url ?? "that URL")(repo.update(id, {
         ...(patch.url !== undefined ? { url: patch.url } : {}),
         ...(patch.events !== undefined ? { events: JSON.stringify(Array.from(new Set(patch.events))) } : {}),
         ...(patch.secret !== undefined ? { secret: patch.secret } : {}),

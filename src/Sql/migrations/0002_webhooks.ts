@@ -20,6 +20,7 @@ export default Effect.gen(function*() {
       failed_at TEXT
     )`
   yield* sql`CREATE INDEX webhooks_user_created ON webhooks (user_id, created_at, id)`
+  yield* sql`CREATE UNIQUE INDEX webhooks_user_url ON webhooks (user_id, url)`
   yield* sql`
     CREATE TABLE events (
       id TEXT PRIMARY KEY,
