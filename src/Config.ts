@@ -3,6 +3,32 @@
  */
 import { Config, ConfigError, Duration, Either, LogLevel, Option, Redacted } from "effect"
 
+/** `500ms`, `10s`, `1m`, `2h`, `1d` (or Effect's long form, `10 seconds`). */
+export const parseDuration = (text: string): Duration.Duration | undefined => {
+  const match = /^(\d+(?:\.\d+)?) ?(ms|millis|s|seconds?|m|minutes?|h|hours?|d|days?)$/.exec(text)
+  if (match === null) return undefined
+  const n = Number(match[1])
+  switch (match[2]!.slice(0, 1) + (match[2] === "ms" || match[2] === "millis" ? "s" : "")) {
+    case "ms":
+      return Duration.millis(n)
+    case "s":
+      return Duration.seconds(n)
+    case "m":
+      return Duration.minutes(n)
+    case "h":
+      return Duration.hours(n)
+    default:
+      return Duration.days(n)
+  }
+}
+
+const durationSetting = (name: string) => (raw: string) => {
+  const parsed = parseDuration(raw.trim())
+  return parsed === undefined
+    ? Either.left(ConfigError.InvalidData([], `${name} must be a duration such as 500ms, 10s, 1m or 2h`))
+    : Either.right(parsed)
+}
+
 export type DatabaseConfig =
   | { readonly _tag: "sqlite"; readonly filename: string }
   | { readonly _tag: "pg"; readonly url: Redacted.Redacted }
@@ -40,36 +66,13 @@ export const ServerConfig = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
   baseUrl: Config.option(Config.url("BASE_URL")),
   /** How long in-flight requests get to finish after SIGTERM. */
-  shutdownTimeout: Config.duration("SHUTDOWN_TIMEOUT").pipe(Config.withDefault("20 seconds"))
+  shutdownTimeout: Config.string("SHUTDOWN_TIMEOUT").pipe(
+    Config.withDefault("20s"),
+    Config.mapOrFail(durationSetting("SHUTDOWN_TIMEOUT"))
+  )
 })
 
 export const LogLevelConfig = Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
-
-/** `500ms`, `10s`, `1m`, `2h`, `1d`. */
-export const parseDuration = (text: string): Duration.Duration | undefined => {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text)
-  if (match === null) return undefined
-  const n = Number(match[1])
-  switch (match[2]) {
-    case "ms":
-      return Duration.millis(n)
-    case "s":
-      return Duration.seconds(n)
-    case "m":
-      return Duration.minutes(n)
-    case "h":
-      return Duration.hours(n)
-    default:
-      return Duration.days(n)
-  }
-}
-
-const durationSetting = (name: string) => (raw: string) => {
-  const parsed = parseDuration(raw.trim())
-  return parsed === undefined
-    ? Either.left(ConfigError.InvalidData([], `${name} must be a duration such as 500ms, 10s, 1m or 2h`))
-    : Either.right(parsed)
-}
 
 /** Webhook delivery. Defaults are the spec's: waits of 1m, 5m, 30m, 2h before attempts 2–5; a 10 s time-out. */
 export const WebhookConfig = Config.all({

@@ -5,9 +5,10 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Queue } from "effect"
+import { Effect, Option, Queue } from "effect"
 import { makeId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
+import { traceparentOf } from "../Observability/TraceContext.js"
 import type { EventType } from "./EventTypes.js"
 
 /** A doorbell: one pending ring is enough, however many commits happen before the worker looks. */
@@ -42,8 +43,16 @@ export class Events extends Effect.Service<Events>()("Events", {
     ) {
       const now = nowIso()
       const event: EventEnvelope = { id: makeId("event"), type, created_at: now, data }
+      // Kept with the event so each delivery attempt joins the trace of the request that caused it.
+      const span = yield* Effect.option(Effect.currentSpan)
       yield* sql`INSERT INTO events ${
-        sql.insert({ id: event.id, type, payload: JSON.stringify(event), trace_context: null, created_at: now })
+        sql.insert({
+          id: event.id,
+          type,
+          payload: JSON.stringify(event),
+          trace_context: Option.getOrNull(Option.map(span, traceparentOf)),
+          created_at: now
+        })
       }`
       if (recipients.length === 0) return event
       const hooks = yield* sql<{ readonly id: string; readonly events: string }>`

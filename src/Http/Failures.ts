@@ -10,6 +10,7 @@ import { Api } from "../Api.js"
 import { Lifecycle } from "./Lifecycle.js"
 import {
   BadRequest,
+  Conflict,
   Forbidden,
   InternalError,
   MethodNotAllowed,
@@ -102,6 +103,7 @@ const precheck = Effect.gen(function*() {
 
 type OurError =
   | BadRequest
+  | Conflict
   | ValidationFailed
   | Unauthorized
   | Forbidden
@@ -116,6 +118,7 @@ type OurError =
 const isOurs = (error: unknown): error is OurError =>
   error instanceof BadRequest || error instanceof ValidationFailed || error instanceof Unauthorized ||
   error instanceof Forbidden || error instanceof NotFound || error instanceof MethodNotAllowed ||
+  error instanceof Conflict ||
   error instanceof PayloadTooLarge || error instanceof UnsupportedMediaType ||
   error instanceof RateLimited || error instanceof InternalError || error instanceof Unavailable
 

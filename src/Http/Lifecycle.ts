@@ -37,6 +37,6 @@ export const GracefulShutdown = Layer.scopedDiscard(
   Effect.gen(function*() {
     const lifecycle = yield* Lifecycle
     const { shutdownTimeout } = yield* Effect.orDie(ServerConfig)
-    yield* Effect.addFinalizer(() => lifecycle.drain(Duration.decode(shutdownTimeout)))
+    yield* Effect.addFinalizer(() => lifecycle.drain(shutdownTimeout))
   })
 )

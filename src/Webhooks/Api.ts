@@ -3,7 +3,6 @@ import { Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
 import { RequiredScopes } from "../Auth/Principal.js"
 import { List, Success } from "../Domain/Envelope.js"
-import { ApiErrors } from "../Domain/Errors.js"
 import { DeliveryId, EventId, WebhookId } from "../Domain/Ids.js"
 import { listParams, oneOf } from "../Domain/Lists.js"
 import { optional, strictBody } from "../Domain/Payload.js"
@@ -112,7 +111,6 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.post("create", "/webhooks")
       .setPayload(CreateWebhook)
       .addSuccess(Success(CreatedWebhook), { status: 201 })
-      .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, ["write"])
       .annotate(OpenApi.Summary, "Register an endpoint for event deliveries")
   )
@@ -126,7 +124,6 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.put("update")`/webhooks/${id}`
       .setPayload(UpdateWebhook)
       .addSuccess(Success(Webhook))
-      .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, ["write"])
       .annotate(OpenApi.Summary, "Change a webhook's url, events or secret, or set a failed one active again")
   )

@@ -9,6 +9,7 @@ import { Cause, Chunk, Duration, Effect, FiberSet, Layer, Option, Queue, Ref, Sc
 import { WebhookConfig } from "../../Config.js"
 import { DeliveryDoorbell } from "../../Events/Events.js"
 import { type ClaimedDelivery, WebhooksRepo } from "../Repo.js"
+import { parseTraceparent, traceparentOf } from "../../Observability/TraceContext.js"
 import { attempt, type AttemptResult } from "./Attempt.js"
 import { retryPolicy, waitAfterFailure } from "./Retry.js"
 
@@ -41,13 +42,15 @@ export const DeliveryWorker = Layer.scopedDiscard(
       Effect.gen(function*() {
         const number = claimed.attempt_count + 1
         const attemptedAt = Date.now()
+        const span = yield* Effect.currentSpan.pipe(Effect.option)
         const result = yield* attempt({
           url: claimed.url,
           secret: claimed.secret,
           body: claimed.payload,
           eventType: claimed.event_type,
           eventId: claimed.event_id,
-          deliveryId: claimed.id
+          deliveryId: claimed.id,
+          traceparent: Option.getOrUndefined(Option.map(span, traceparentOf))
         }, { timeout: config.timeout, allowPrivate: config.allowPrivateTargets })
         const wait = result.succeeded || claimed.manual === 1
           ? Option.none()
@@ -67,6 +70,12 @@ export const DeliveryWorker = Layer.scopedDiscard(
         })
       }).pipe(
         Effect.withSpan("Webhooks.deliver", {
+          // The attempt belongs to the trace of the request that caused the event.
+          ...Option.match(parseTraceparent(claimed.trace_context), {
+            onNone: () => ({}),
+            onSome: (parent) => ({ parent })
+          }),
+          kind: "client",
           attributes: {
             "webhook.id": claimed.webhook_id,
             "delivery.id": claimed.id,
@@ -103,17 +112,20 @@ export const DeliveryWorker = Layer.scopedDiscard(
             response_body: result.responseBody,
             outcome: result.succeeded ? "succeeded" : "failed"
           })
-          if (result.succeeded && claimed.webhook_status === "failed") {
+          // Conditional in SQL (only a failed webhook changes), so a failure marked a moment ago is still undone.
+          if (result.succeeded) {
             yield* repo.markWebhook(claimed.webhook_id, "active", iso(Date.now()))
           } else if (outcome.status === "failed") {
             yield* repo.markWebhook(claimed.webhook_id, "failed", iso(Date.now()))
           }
         }), { discard: true }).pipe(sql.withTransaction, Effect.withSpan("Webhooks.record", { attributes: { count: batch.length } }))
 
-    const recorder = Queue.takeBetween(outcomes, 1, 512).pipe(
-      Effect.flatMap((batch) => record(Chunk.toReadonlyArray(batch))),
-      Effect.forever
-    )
+    // Waiting for work is interruptible; a batch, once taken, is written whole even during shutdown.
+    const recorder = Effect.uninterruptibleMask((restore) =>
+      restore(Queue.takeBetween(outcomes, 1, 512)).pipe(
+        Effect.flatMap((batch) => record(Chunk.toReadonlyArray(batch)))
+      )
+    ).pipe(Effect.forever)
 
     const release = Effect.zipRight(Ref.update(inFlight, (n) => n - 1), Queue.offer(slotFreed, undefined))
 
