@@ -106,3 +106,24 @@ export const WebhookConfig = Config.all({
     validation: (c) => Duration.greaterThan(c.claimTimeout, c.timeout)
   })
 )
+
+/** OpenTelemetry, through the standard variables. No endpoint: nothing is exported and spans are not made. */
+export const TelemetryConfig = Config.all({
+  endpoint: Config.option(Config.url("OTEL_EXPORTER_OTLP_ENDPOINT")),
+  protocol: Config.literal("http/protobuf", "http/json")("OTEL_EXPORTER_OTLP_PROTOCOL").pipe(
+    Config.withDefault("http/protobuf" as const)
+  ),
+  serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("project-collaboration-service")),
+  /** `key=value,key2=value2`, as the OpenTelemetry specification writes it (values percent-decoded). */
+  resourceAttributes: Config.string("OTEL_RESOURCE_ATTRIBUTES").pipe(
+    Config.withDefault(""),
+    Config.map((raw) =>
+      Object.fromEntries(
+        raw.split(",").map((pair) => pair.trim()).filter((pair) => pair.includes("=")).map((pair) => {
+          const at = pair.indexOf("=")
+          return [decodeURIComponent(pair.slice(0, at).trim()), decodeURIComponent(pair.slice(at + 1).trim())]
+        })
+      )
+    )
+  )
+})

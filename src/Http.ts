@@ -1,17 +1,27 @@
 /**
  * Server wiring: the contract's handlers, the middleware around them, docs, health, and the Bun server.
  */
-import { HttpApiBuilder, HttpApiScalar, HttpApp, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  HttpApiBuilder,
+  HttpApiScalar,
+  HttpApp,
+  HttpMiddleware,
+  HttpServer,
+  HttpServerRequest,
+  HttpServerResponse,
+  HttpTraceContext
+} from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer, Metric, Option } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { AuthenticationLive } from "./Auth/Http.js"
 import { ServerConfig } from "./Config.js"
 import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
-import { ApiMiddlewareLive } from "./Http/Failures.js"
+import { ApiMiddlewareLive, matching } from "./Http/Failures.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
+import { requestDuration } from "./Observability/Metrics.js"
 import { ProjectsHttp } from "./Projects/Http.js"
 import { TeamsHttp } from "./Teams/Http.js"
 import { UsersHttp } from "./Users/Http.js"
@@ -27,26 +37,65 @@ const isHealth = (url: string) => url.startsWith("/health/")
  * the in-flight count for graceful shutdown, and one access-log line. The response is sent inside `app`,
  * so headers go on through a pre-response handler, not by changing the returned response.
  */
+/** `GET /v1/projects/:id`: the route template, so spans and metrics group by endpoint, not by id. */
+const routeOf = (method: string, path: string): string | undefined =>
+  path.startsWith("/v1/") ? matching(path).find((route) => route.method === method)?.path : path
+
 const serveMiddleware = (app: HttpApp.Default) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const lifecycle = yield* Lifecycle
     const requestId = requestIdFrom(request.headers["x-request-id"])
     const started = performance.now()
+    const path = request.url.split("?")[0] ?? request.url
+    const route = routeOf(request.method, path)
     yield* HttpApp.appendPreResponseHandler((_request, response) =>
       Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
     )
-    return yield* lifecycle.track(app).pipe(
-      Effect.tap((response) =>
-        isHealth(request.url) ? Effect.void : Effect.logInfo("request", {
-          method: request.method,
-          path: request.url.split("?")[0],
-          status: response.status,
-          duration_ms: Math.round((performance.now() - started) * 100) / 100
-        })
-      ),
+    const served = lifecycle.track(app).pipe(
+      Effect.tap((response) => {
+        const seconds = (performance.now() - started) / 1000
+        return Effect.zipRight(
+          Metric.update(
+            requestDuration.pipe(
+              Metric.tagged("http.request.method", request.method),
+              Metric.tagged("http.route", route ?? "unmatched"),
+              Metric.tagged("http.response.status_code", String(response.status))
+            ),
+            seconds
+          ),
+          Effect.logInfo("request", {
+            method: request.method,
+            path,
+            status: response.status,
+            duration_ms: Math.round(seconds * 100_000) / 100
+          })
+        )
+      }),
       Effect.locally(CurrentRequestId, requestId),
       Effect.annotateLogs("request_id", requestId)
+    )
+    if (isHealth(path)) return yield* lifecycle.track(app)
+    // The server span, continuing an incoming `traceparent`; named by route (`GET /v1/projects/:id`).
+    return yield* Effect.useSpan(
+      route === undefined ? request.method : `${request.method} ${route}`,
+      {
+        kind: "server",
+        captureStackTrace: false,
+        ...Option.match(HttpTraceContext.fromHeaders(request.headers), { onNone: () => ({}), onSome: (parent) => ({ parent }) }),
+        attributes: {
+          "http.request.method": request.method,
+          "url.path": path,
+          "request.id": requestId,
+          ...(route !== undefined ? { "http.route": route } : {}),
+          ...(request.headers["user-agent"] !== undefined ? { "user_agent.original": request.headers["user-agent"] } : {})
+        }
+      },
+      (span) =>
+        served.pipe(
+          Effect.withParentSpan(span),
+          Effect.tap((response) => span.attribute("http.response.status_code", response.status))
+        )
     )
   })
 
@@ -92,6 +141,8 @@ export const HttpLive = GracefulShutdown.pipe(
       Layer.provide(HealthRoutes),
       Layer.provide(ApiLive),
       HttpServer.withLogAddress,
+      // Our own server span (named by route) replaces the platform's.
+      HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.provide(BunServerLive)
     )
   ),

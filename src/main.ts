@@ -6,6 +6,7 @@ import { Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { HttpLive } from "./Http.js"
 import { LoggingLive } from "./Observability/Logging.js"
+import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
 import { Projects } from "./Projects/Projects.js"
 import { SqlLive } from "./Sql/Client.js"
 import { Teams } from "./Teams/Teams.js"
@@ -28,6 +29,14 @@ export const ServicesLive = Layer.mergeAll(
 
 export const MainLive = HttpLive.pipe(Layer.provide(ServicesLive))
 
+/** The telemetry exporter is built first and released last, so it flushes what the shutdown itself traced. */
+export const program = Effect.flatMap(tracingEnabled, (enabled) =>
+  Layer.launch(MainLive).pipe(
+    Effect.withTracerEnabled(enabled),
+    Effect.provide(TelemetryLive),
+    Effect.provide(LoggingLive)
+  ))
+
 if (import.meta.main) {
-  BunRuntime.runMain(Layer.launch(MainLive).pipe(Effect.provide(LoggingLive)), { disablePrettyLogger: true })
+  BunRuntime.runMain(program, { disablePrettyLogger: true })
 }

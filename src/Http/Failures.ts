@@ -27,6 +27,8 @@ export const MAX_BODY_BYTES = 1024 * 1024
 
 interface RouteShape {
   readonly method: string
+  /** The declared path, e.g. `/v1/projects/:id`. */
+  readonly path: string
   readonly segments: ReadonlyArray<string>
   readonly hasPayload: boolean
 }
@@ -34,12 +36,14 @@ interface RouteShape {
 const routes: ReadonlyArray<RouteShape> = Object.values(Api.groups).flatMap((group) =>
   Object.values(group.endpoints).map((endpoint) => ({
     method: endpoint.method,
+    path: endpoint.path,
     segments: endpoint.path.split("/"),
     hasPayload: Option.isSome(endpoint.payloadSchema) && endpoint.method !== "GET" && endpoint.method !== "DELETE"
   }))
 )
 
-const matching = (path: string): ReadonlyArray<RouteShape> => {
+/** The contract's routes whose path pattern matches `path` (any method). */
+export const matching = (path: string): ReadonlyArray<RouteShape> => {
   const segments = path.split("/")
   return routes.filter((route) =>
     route.segments.length === segments.length &&

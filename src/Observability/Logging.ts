@@ -31,7 +31,8 @@ export const jsonLogger = Logger.make(({ annotations, cause, context, date, logL
   const span = List.head(FiberRefs.getOrDefault(context, FiberRef.currentLogSpan))
   if (Option.isSome(span)) line["log_span"] = span.value.label
   const parent = Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), Tracer.ParentSpan)
-  if (Option.isSome(parent)) {
+  // A span made while tracing is off carries no real ids: leave them out rather than log placeholders.
+  if (Option.isSome(parent) && /^[0-9a-f]{32}$/.test(parent.value.traceId)) {
     line["trace_id"] = parent.value.traceId
     line["span_id"] = parent.value.spanId
   }

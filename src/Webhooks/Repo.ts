@@ -19,6 +19,8 @@ export interface ClaimedDelivery {
   readonly event_type: string
   readonly attempt_count: number
   readonly manual: number
+  /** When the attempt fell due (for the lag metric). */
+  readonly next_attempt_at: string
   readonly url: string
   readonly secret: string
   readonly webhook_status: "active" | "failed"
@@ -125,7 +127,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           RETURNING id`
         if (ids.length === 0) return []
         return yield* sql<ClaimedDelivery>`
-          SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.attempt_count, d.manual, d.claim_token,
+          SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.attempt_count, d.manual, d.claim_token, d.next_attempt_at,
                  w.url, w.secret, w.status AS webhook_status, e.payload, e.trace_context
           FROM deliveries d
           JOIN webhooks w ON w.id = d.webhook_id

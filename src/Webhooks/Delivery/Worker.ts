@@ -5,10 +5,12 @@
  * the retry `Schedule`. It is woken when a transaction with new deliveries commits, and polls as a fallback.
  */
 import { SqlClient } from "@effect/sql"
-import { Cause, Chunk, Duration, Effect, FiberSet, Layer, Option, Queue, Ref, Schedule } from "effect"
+import { Cause, Chunk, Duration, Effect, FiberSet, Layer, Metric, Option, Queue, Ref, Schedule } from "effect"
 import { WebhookConfig } from "../../Config.js"
 import { DeliveryDoorbell } from "../../Events/Events.js"
 import { type ClaimedDelivery, WebhooksRepo } from "../Repo.js"
+import { deliveryAttempts, deliveryLag, pendingDeliveries } from "../../Observability/Metrics.js"
+import { tracingEnabled } from "../../Observability/Telemetry.js"
 import { parseTraceparent, traceparentOf } from "../../Observability/TraceContext.js"
 import { attempt, type AttemptResult } from "./Attempt.js"
 import { retryPolicy, waitAfterFailure } from "./Retry.js"
@@ -42,6 +44,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
       Effect.gen(function*() {
         const number = claimed.attempt_count + 1
         const attemptedAt = Date.now()
+        yield* Metric.update(deliveryLag, Math.max(0, attemptedAt - Date.parse(claimed.next_attempt_at)))
         const span = yield* Effect.currentSpan.pipe(Effect.option)
         const result = yield* attempt({
           url: claimed.url,
@@ -55,6 +58,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
         const wait = result.succeeded || claimed.manual === 1
           ? Option.none()
           : yield* waitAfterFailure(policy, number)
+        yield* Metric.increment(Metric.tagged(deliveryAttempts, "outcome", result.succeeded ? "succeeded" : "failed"))
         yield* Effect.annotateCurrentSpan({
           "attempt": number,
           "http.response.status_code": result.statusCode ?? 0,
@@ -82,7 +86,9 @@ export const DeliveryWorker = Layer.scopedDiscard(
             "event.id": claimed.event_id,
             "event.type": claimed.event_type
           }
-        })
+        }),
+        // Always traced, even with export off: the receiver gets a `traceparent` either way.
+        Effect.withTracerEnabled(true)
       )
 
     /**
@@ -182,6 +188,19 @@ export const DeliveryWorker = Layer.scopedDiscard(
 
     yield* Effect.forkScoped(supervise("claimer", loop))
     yield* Effect.forkScoped(supervise("recorder", recorder))
+    // The pending-deliveries gauge, sampled while there is somewhere to send it.
+    if (yield* tracingEnabled) {
+      yield* Effect.forkScoped(
+        supervise(
+          "gauge",
+          repo.pendingCount.pipe(
+            Effect.flatMap((n) => Metric.set(pendingDeliveries, n)),
+            Effect.withTracerEnabled(false),
+            Effect.repeat(Schedule.spaced(Duration.seconds(10)))
+          )
+        )
+      )
+    }
     // On shutdown: stop claiming (the fiber is interrupted by the scope), then give attempts in flight the
     // time-out to finish; whatever does not finish keeps its claim until the lease lapses and is retried.
     yield* Effect.addFinalizer(() =>
