@@ -28,7 +28,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     const repo = yield* ApiKeysRepo
 
     /** Makes a key for `userId`. The value is returned here and never again; only its SHA-256 is kept. */
-    const issue = Effect.fn("ApiKeys.create")(function*(userId: string, input: NewKey) {
+    const issue = Effect.fn("ApiKeys.create", { captureStackTrace: false })(function*(userId: string, input: NewKey) {
       const now = nowIso()
       const expires_at = input.expires_at ?? null
       if (expires_at !== null && expires_at <= now) {
@@ -63,7 +63,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     })
 
     /** `POST /v1/api-keys`: a credential may hand on only scopes it has, and OAuth tokens manage no keys. */
-    const create = Effect.fn("ApiKeys.createFor")(function*(principal: Principal, input: NewKey) {
+    const create = Effect.fn("ApiKeys.createFor", { captureStackTrace: false })(function*(principal: Principal, input: NewKey) {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
@@ -76,7 +76,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       return yield* issue(principal.userId, input)
     })
 
-    const list = Effect.fn("ApiKeys.list")(
+    const list = Effect.fn("ApiKeys.list", { captureStackTrace: false })(
       function*(principal: Principal, query: ListQuery<ApiKeySort, ApiKey["status"]>) {
         if (principal.credential.kind === "oauth") {
           return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
@@ -86,7 +86,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     )
 
     /** Revocation is immediate and idempotent: a key already revoked answers the same. */
-    const revoke = Effect.fn("ApiKeys.revoke")(function*(principal: Principal, id: string) {
+    const revoke = Effect.fn("ApiKeys.revoke", { captureStackTrace: false })(function*(principal: Principal, id: string) {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
@@ -96,7 +96,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     })
 
     /** Turns a `pcs_…` bearer into a principal, or fails with 401 (unknown, expired or revoked alike). */
-    const authenticate = Effect.fn("ApiKeys.authenticate")(function*(token: string) {
+    const authenticate = Effect.fn("ApiKeys.authenticate", { captureStackTrace: false })(function*(token: string) {
       const invalid = new Unauthorized({ message: "The API key is invalid, expired or revoked" })
       if (!KEY_PATTERN.test(token)) return yield* invalid
       const now = new Date()

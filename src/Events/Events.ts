@@ -36,7 +36,7 @@ export class Events extends Effect.Service<Events>()("Events", {
      * Records `type` about a resource owned by `recipients` (user ids) and queues a delivery to each of their
      * webhooks subscribed to it. Must run inside the transaction of the change it describes.
      */
-    const emit = Effect.fn("Events.emit")(function*(
+    const emit = Effect.fn("Events.emit", { captureStackTrace: false })(function*(
       type: EventType,
       recipients: ReadonlyArray<string>,
       data: unknown

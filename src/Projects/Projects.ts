@@ -35,13 +35,13 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         })
       )
 
-    const list = Effect.fn("Projects.list")(
+    const list = Effect.fn("Projects.list", { captureStackTrace: false })(
       function*(principal: Principal, query: ListQuery<ProjectSort, "active" | "archived">) {
         return yield* Effect.orDie(repo.list(principal.userId, query))
       }
     )
 
-    const create = Effect.fn("Projects.create")(function*(principal: Principal, input: CreateProject) {
+    const create = Effect.fn("Projects.create", { captureStackTrace: false })(function*(principal: Principal, input: CreateProject) {
       const visibility = input.visibility ?? "private"
       if (input.team_id !== undefined) {
         const role = yield* teams.roleOf(input.team_id, principal.userId)
@@ -69,11 +69,11 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       return project
     })
 
-    const get = Effect.fn("Projects.get")(function*(principal: Principal, id: string) {
+    const get = Effect.fn("Projects.get", { captureStackTrace: false })(function*(principal: Principal, id: string) {
       return yield* findVisible(principal, id)
     })
 
-    const update = Effect.fn("Projects.update")(function*(principal: Principal, id: string, patch: UpdateProject) {
+    const update = Effect.fn("Projects.update", { captureStackTrace: false })(function*(principal: Principal, id: string, patch: UpdateProject) {
       return yield* Effect.gen(function*() {
         const current = yield* findVisible(principal, id)
         const next: Project = {
@@ -93,7 +93,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
     })
 
-    const remove = Effect.fn("Projects.delete")(function*(principal: Principal, id: string) {
+    const remove = Effect.fn("Projects.delete", { captureStackTrace: false })(function*(principal: Principal, id: string) {
       yield* Effect.gen(function*() {
         const current = yield* findVisible(principal, id)
         yield* Effect.orDie(repo.remove(current.id))

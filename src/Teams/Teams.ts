@@ -18,7 +18,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
     const users = yield* Users
 
     /** A team in its owner's organisation, with the owner as its first member. */
-    const create = Effect.fn("Teams.create")(function*(input: { readonly name: string; readonly ownerId: string }) {
+    const create = Effect.fn("Teams.create", { captureStackTrace: false })(function*(input: { readonly name: string; readonly ownerId: string }) {
       const name = input.name.trim()
       if (name.length < 1 || name.length > 100) return yield* ValidationFailed.field("name", "must be 1 to 100 characters")
       const owner = yield* users.get(input.ownerId)
@@ -30,7 +30,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       return { id: team.id, name: team.name, created_at: team.created_at }
     })
 
-    const addMember = Effect.fn("Teams.addMember")(
+    const addMember = Effect.fn("Teams.addMember", { captureStackTrace: false })(
       function*(input: { readonly teamId: string; readonly userId: string; readonly role: TeamRole }) {
         const team = yield* Effect.orDie(repo.findById(input.teamId))
         if (Option.isNone(team)) return yield* NotFound.resource("team", input.teamId)
@@ -54,14 +54,14 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       }
     )
 
-    const listMine = Effect.fn("Teams.list")(function*(principal: Principal, query: ListQuery<"created_at" | "name">) {
+    const listMine = Effect.fn("Teams.list", { captureStackTrace: false })(function*(principal: Principal, query: ListQuery<"created_at" | "name">) {
       return yield* Effect.orDie(repo.listForUser(principal.userId, query))
     })
 
     /** A caller's role in a team; none when they are not a member (and then the team is not theirs to see). */
     const roleOf = (teamId: string, userId: string) => Effect.orDie(repo.roleOf(teamId, userId))
 
-    const members = Effect.fn("Teams.members")(
+    const members = Effect.fn("Teams.members", { captureStackTrace: false })(
       function*(principal: Principal, teamId: string, query: ListQuery<"joined_at" | "name">) {
         const role = yield* roleOf(teamId, principal.userId)
         if (Option.isNone(role)) return yield* NotFound.resource("team", teamId)

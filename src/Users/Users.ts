@@ -23,7 +23,7 @@ export class Users extends Effect.Service<Users>()("Users", {
     const repo = yield* UsersRepo
 
     /** A new user, with an organisation of their own, in one transaction. */
-    const create = Effect.fn("Users.create")(function*(input: CreateUser) {
+    const create = Effect.fn("Users.create", { captureStackTrace: false })(function*(input: CreateUser) {
       const email = input.email.trim().toLowerCase()
       if (!EMAIL.test(email) || email.length > 254) {
         return yield* ValidationFailed.field("email", "must be an email address")
@@ -53,7 +53,7 @@ export class Users extends Effect.Service<Users>()("Users", {
       }))
     })
 
-    const get = Effect.fn("Users.get")(function*(id: string) {
+    const get = Effect.fn("Users.get", { captureStackTrace: false })(function*(id: string) {
       const found = yield* Effect.orDie(repo.findById(id))
       return yield* Option.match(found, {
         onNone: () => Effect.fail(NotFound.resource("user", id)),
@@ -61,7 +61,7 @@ export class Users extends Effect.Service<Users>()("Users", {
       })
     })
 
-    const updateMe = Effect.fn("Users.updateMe")(function*(id: string, patch: UpdateMe) {
+    const updateMe = Effect.fn("Users.updateMe", { captureStackTrace: false })(function*(id: string, patch: UpdateMe) {
       const updated = yield* Effect.orDie(repo.update(id, definedOnly(patch), nowIso()))
       return yield* Option.match(updated, {
         onNone: () => Effect.fail(NotFound.resource("user", id)),

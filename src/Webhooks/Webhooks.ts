@@ -36,13 +36,13 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     const find = (principal: Principal, id: string) =>
       Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), orNotFound<Webhook>("webhook", id))
 
-    const list = Effect.fn("Webhooks.list")(
+    const list = Effect.fn("Webhooks.list", { captureStackTrace: false })(
       function*(principal: Principal, query: ListQuery<WebhookSort, "active" | "failed">) {
         return yield* Effect.orDie(repo.list(principal.userId, query))
       }
     )
 
-    const create = Effect.fn("Webhooks.create")(function*(principal: Principal, input: CreateWebhook) {
+    const create = Effect.fn("Webhooks.create", { captureStackTrace: false })(function*(principal: Principal, input: CreateWebhook) {
       yield* guard(input.url)
       const generated = input.secret === undefined ? `whsec_${randomBase62(32)}` : undefined
       const now = nowIso()
@@ -70,11 +70,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return created
     })
 
-    const get = Effect.fn("Webhooks.get")(function*(principal: Principal, id: string) {
+    const get = Effect.fn("Webhooks.get", { captureStackTrace: false })(function*(principal: Principal, id: string) {
       return yield* find(principal, id)
     })
 
-    const update = Effect.fn("Webhooks.update")(function*(principal: Principal, id: string, patch: UpdateWebhook) {
+    const update = Effect.fn("Webhooks.update", { captureStackTrace: false })(function*(principal: Principal, id: string, patch: UpdateWebhook) {
       yield* find(principal, id)
       if (patch.url !== undefined) yield* guard(patch.url)
       const now = nowIso()
@@ -88,12 +88,12 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return yield* find(principal, id)
     })
 
-    const remove = Effect.fn("Webhooks.delete")(function*(principal: Principal, id: string) {
+    const remove = Effect.fn("Webhooks.delete", { captureStackTrace: false })(function*(principal: Principal, id: string) {
       yield* find(principal, id)
       yield* Effect.orDie(repo.remove(id))
     })
 
-    const deliveries = Effect.fn("Webhooks.deliveries")(
+    const deliveries = Effect.fn("Webhooks.deliveries", { captureStackTrace: false })(
       function*(principal: Principal, id: string, query: ListQuery<"created_at", Delivery["status"]>) {
         yield* find(principal, id)
         return yield* Effect.orDie(repo.listDeliveries(id, query))
@@ -106,14 +106,14 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         () => Effect.flatMap(Effect.orDie(repo.findDelivery(id, deliveryId)), orNotFound<Delivery>("delivery", deliveryId))
       )
 
-    const delivery = Effect.fn("Webhooks.delivery")(function*(principal: Principal, id: string, deliveryId: string) {
+    const delivery = Effect.fn("Webhooks.delivery", { captureStackTrace: false })(function*(principal: Principal, id: string, deliveryId: string) {
       const found = yield* findDelivery(principal, id, deliveryId)
       const attempts = yield* Effect.orDie(repo.attemptsOf(deliveryId))
       return { ...found, attempts }
     })
 
     /** The dashboard's retry button: one immediate attempt; if it fails the delivery stays failed. */
-    const retry = Effect.fn("Webhooks.retry")(function*(principal: Principal, id: string, deliveryId: string) {
+    const retry = Effect.fn("Webhooks.retry", { captureStackTrace: false })(function*(principal: Principal, id: string, deliveryId: string) {
       yield* findDelivery(principal, id, deliveryId)
       yield* events.transaction(repo.scheduleNow(deliveryId, nowIso())).pipe(Effect.orDie)
       return yield* findDelivery(principal, id, deliveryId)
