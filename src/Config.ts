@@ -107,6 +107,10 @@ export const WebhookConfig = Config.all({
   })
 )
 
+/** `otlp` (the default) or `none`, per signal. */
+const exporterSetting = (name: string) =>
+  Config.literal("otlp", "none")(name).pipe(Config.withDefault("otlp" as const), Config.map((value) => value === "otlp"))
+
 /** OpenTelemetry, through the standard variables. No endpoint: nothing is exported and spans are not made. */
 export const TelemetryConfig = Config.all({
   endpoint: Config.option(Config.url("OTEL_EXPORTER_OTLP_ENDPOINT")),
@@ -114,6 +118,9 @@ export const TelemetryConfig = Config.all({
     Config.withDefault("http/protobuf" as const)
   ),
   serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("project-collaboration-service")),
+  traces: exporterSetting("OTEL_TRACES_EXPORTER"),
+  metrics: exporterSetting("OTEL_METRICS_EXPORTER"),
+  logs: exporterSetting("OTEL_LOGS_EXPORTER"),
   /** `key=value,key2=value2`, as the OpenTelemetry specification writes it (values percent-decoded). */
   resourceAttributes: Config.string("OTEL_RESOURCE_ATTRIBUTES").pipe(
     Config.withDefault(""),
