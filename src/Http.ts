@@ -21,6 +21,7 @@ import { ServerConfig } from "./Config.js"
 import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
 import { ApiMiddlewareLive, matching } from "./Http/Failures.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
+import { OAuthRoutes } from "./OAuth/Http.js"
 import { requestDuration } from "./Observability/Metrics.js"
 import { ProjectsHttp } from "./Projects/Http.js"
 import { TeamsHttp } from "./Teams/Http.js"
@@ -139,6 +140,7 @@ export const HttpLive = GracefulShutdown.pipe(
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
       Layer.provide(ApiMiddlewareLive),
       Layer.provide(HealthRoutes),
+      Layer.provide(OAuthRoutes),
       Layer.provide(ApiLive),
       HttpServer.withLogAddress,
       // Our own server span (named by route) replaces the platform's.

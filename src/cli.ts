@@ -4,6 +4,8 @@
  */
 import { Cause, Effect, Exit, Layer, Option, Schema } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
+import { SigningKeys } from "./Auth/Jwt.js"
+import { OAuth } from "./OAuth/OAuth.js"
 import { KeyName, KeyScopes } from "./ApiKeys/Api.js"
 import { ValidationFailed } from "./Domain/Errors.js"
 import { parseInstant } from "./Domain/Time.js"
@@ -16,9 +18,12 @@ import { Users } from "./Users/Users.js"
 const USAGE = `usage: bun run cli <command> [options]
 
   users create --email E --name N [--password P]
+  users set-password --user USER_ID --password P
   api-keys create --user USER_ID --name N --scopes read,write [--expires-at T]
   teams create --name N --owner USER_ID
   teams add-member --team TEAM_ID --user USER_ID [--role owner|admin|member]
+  oauth-clients create --name N --redirect-uri U [--redirect-uri U2 …] [--public]
+  jwt-keys rotate
   migrate`
 
 class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
@@ -40,8 +45,14 @@ const parseFlags = (args: ReadonlyArray<string>) =>
 
 const command = (words: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const [area, verb, ...rest] = words
+    const [area, verb, ...given] = words
+    // `--public` is the one flag without a value.
+    const isPublic = given.includes("--public")
+    const rest = given.filter((word) => word !== "--public")
     const flags = yield* parseFlags(area === "migrate" ? [verb ?? "", ...rest].filter((w) => w !== "") : rest)
+    if (isPublic && `${area} ${verb}` !== "oauth-clients create") {
+      return yield* new UsageError({ message: "--public is only for oauth-clients create" })
+    }
     const optional = (name: string) => Option.fromNullable(flags.get(name)?.at(-1))
     const required = (name: string) =>
       Option.match(optional(name), {
@@ -96,12 +107,32 @@ const command = (words: ReadonlyArray<string>) =>
           role
         })
       }
+      case "users set-password": {
+        yield* known("user", "password")
+        const { org_id: _, ...record } = yield* (yield* Users).setPassword(yield* required("user"), yield* required("password"))
+        return record
+      }
+      case "oauth-clients create": {
+        yield* known("name", "redirect-uri")
+        return yield* (yield* OAuth).createClient({
+          name: yield* required("name"),
+          redirectUris: flags.get("redirect-uri") ?? [],
+          isPublic
+        })
+      }
+      case "jwt-keys rotate": {
+        yield* known()
+        // Built here only: other commands neither need a signing key nor should make one.
+        return yield* Effect.flatMap(SigningKeys, (keys) => keys.rotate).pipe(Effect.provide(SigningKeys.Default))
+      }
       default:
         return yield* new UsageError({ message: `unknown command: ${words.join(" ") || "(none)"}` })
     }
   })
 
-const ServicesLive = Layer.mergeAll(Users.Default, Teams.Default, ApiKeys.Default).pipe(Layer.provideMerge(SqlLive))
+const ServicesLive = Layer.mergeAll(Users.Default, Teams.Default, ApiKeys.Default, OAuth.Default).pipe(
+  Layer.provideMerge(SqlLive)
+)
 
 const main = (argv: ReadonlyArray<string>): Effect.Effect<unknown, unknown> => {
   if (argv[0] === "migrate") {

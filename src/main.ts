@@ -4,10 +4,14 @@
 import { BunRuntime } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
+import { SigningKeys } from "./Auth/Jwt.js"
+import { SignIn } from "./Auth/SignIn.js"
+import { OAuth } from "./OAuth/OAuth.js"
 import { HttpLive } from "./Http.js"
 import { LoggingLive } from "./Observability/Logging.js"
 import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
 import { Projects } from "./Projects/Projects.js"
+import { RateLimitLive } from "./RateLimit/RateLimit.js"
 import { SqlLive } from "./Sql/Client.js"
 import { Teams } from "./Teams/Teams.js"
 import { Users } from "./Users/Users.js"
@@ -21,9 +25,13 @@ export const ServicesLive = Layer.mergeAll(
   Teams.Default,
   Users.Default,
   ApiKeys.Default,
+  OAuth.Default,
+  SigningKeys.Default,
+  SignIn.Default,
   Webhooks.Default,
   DeliveryWorker.pipe(Layer.provide([WebhooksRepo.Default, DeliveryDoorbell.Default]))
 ).pipe(
+  Layer.provideMerge(RateLimitLive),
   Layer.provideMerge(SqlLive)
 )
 

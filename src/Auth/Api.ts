@@ -9,13 +9,14 @@ import { CurrentPrincipal } from "./Principal.js"
  * `RequiredScopes`, so a scope is declared once, next to its endpoint.
  */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
-  failure: Schema.Union(ApiErrors.Unauthorized, ApiErrors.Forbidden),
+  failure: Schema.Union(ApiErrors.Unauthorized, ApiErrors.Forbidden, ApiErrors.RateLimited),
   provides: CurrentPrincipal,
   security: {
     bearer: HttpApiSecurity.bearer.pipe(
       HttpApiSecurity.annotate(
         OpenApi.Description,
-        "`Authorization: Bearer <token>` where the token is an API key (`pcs_…`)"
+        "`Authorization: Bearer <token>` where the token is an API key (`pcs_…`), an OAuth access token (`pco_…`) " +
+          "or a session JWT (from `POST /oauth/login`)"
       )
     )
   }

@@ -4,7 +4,12 @@ import { Api } from "../Api.js"
 import { ApiKeys, KEY_PREFIX } from "../ApiKeys/ApiKeys.js"
 import { Forbidden, Unauthorized } from "../Domain/Errors.js"
 import { hasAnyScope, type Scope } from "../Domain/Scopes.js"
+import { ACCESS_PREFIX, OAuth } from "../OAuth/OAuth.js"
+import { guardClient, limitCredential } from "../RateLimit/Http.js"
+import { RateLimit } from "../RateLimit/RateLimit.js"
 import { Authentication } from "./Api.js"
+import { currentIssuer } from "./Issuer.js"
+import { SigningKeys } from "./Jwt.js"
 import { type Principal, RequiredScopes } from "./Principal.js"
 
 /** `METHOD /path` → the scopes its endpoint declares. Built once from the contract. */
@@ -34,9 +39,15 @@ export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const apiKeys = yield* ApiKeys
+    const oauth = yield* OAuth
+    const keys = yield* SigningKeys
+    const limits = yield* RateLimit
 
-    const authenticate = (token: string): Effect.Effect<Principal, Unauthorized> => {
+    /** `pcs_…` API key, `pco_…` OAuth access token, `x.y.z` JWT (verified against the request's issuer). */
+    const authenticate = (token: string): Effect.Effect<Principal, Unauthorized, HttpServerRequest.HttpServerRequest> => {
       if (token.startsWith(KEY_PREFIX)) return apiKeys.authenticate(token)
+      if (token.startsWith(ACCESS_PREFIX)) return oauth.authenticate(token)
+      if (token.split(".").length === 3) return Effect.flatMap(currentIssuer, (issuer) => keys.verify(token, issuer))
       return Effect.fail(new Unauthorized({ message: "The bearer token is not a credential this service issued" }))
     }
 
@@ -65,8 +76,11 @@ export const AuthenticationLive = Layer.effect(
             Effect.fail(new Unauthorized({ message: "Send credentials as Authorization: Bearer <token>" }))
           )
         }
-        return authenticate(token).pipe(
-          Effect.tapError(() => challenge("invalid_token")),
+        // Rate limits (src/RateLimit/Http.ts): no token is checked while the client IP's bucket is empty; a
+        // valid credential then spends one of its own tokens, before its scopes are checked.
+        return guardClient(limits).pipe(
+          Effect.zipRight(authenticate(token).pipe(Effect.tapError(() => challenge("invalid_token")))),
+          Effect.tap((principal) => limitCredential(limits, principal)),
           Effect.flatMap(authorize)
         )
       })

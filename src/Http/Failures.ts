@@ -8,6 +8,8 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Option } from "effect"
 import { Api } from "../Api.js"
 import { Lifecycle } from "./Lifecycle.js"
+import { limitUnauthenticated } from "../RateLimit/Http.js"
+import { RateLimit } from "../RateLimit/RateLimit.js"
 import {
   BadRequest,
   Conflict,
@@ -202,8 +204,11 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
   Api,
   Effect.gen(function*() {
     const lifecycle = yield* Lifecycle
+    // Requests that do not authenticate are counted against the client IP once their outcome is known.
+    const limitByClient = limitUnauthenticated(yield* RateLimit)
     const refuseWhileDraining = Effect.flatMap(lifecycle.isDraining, (draining) =>
       draining ? Effect.fail(new Unavailable({ message: "The server is shutting down; retry shortly" })) : Effect.void)
-    return (app: HttpApp.Default) => refuseWhileDraining.pipe(Effect.zipRight(precheck), Effect.zipRight(app), Effect.catchAllCause(translate))
+    return (app: HttpApp.Default) =>
+      limitByClient(refuseWhileDraining.pipe(Effect.zipRight(precheck), Effect.zipRight(app), Effect.catchAllCause(translate)))
   })
 )

@@ -2,11 +2,13 @@ import { Migrator } from "@effect/sql"
 import { Effect } from "effect"
 import m0001 from "./migrations/0001_foundation.js"
 import m0002 from "./migrations/0002_webhooks.js"
+import m0003 from "./migrations/0003_oauth.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const loader = Migrator.fromRecord({
   "0001_foundation": m0001,
-  "0002_webhooks": m0002
+  "0002_webhooks": m0002,
+  "0003_oauth": m0003
 })
 
 const migrate = Migrator.make({})

@@ -35,6 +35,21 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
         (rows) => Option.fromNullable(rows[0])
       )
 
-    return { insertOrg, insert, findById, update } as const
+    /** What signing in needs: the user by (lower-cased) email, with the password hash. */
+    const findCredentials = (email: string) =>
+      Effect.map(
+        sql<{ readonly id: string; readonly org_id: string; readonly password_hash: string | null }>`
+          SELECT id, org_id, password_hash FROM users WHERE email = ${email}`,
+        (rows) => Option.fromNullable(rows[0])
+      )
+
+    const setPasswordHash = (id: string, passwordHash: string, at: string) =>
+      Effect.map(
+        sql<{ readonly id: string }>`UPDATE users SET password_hash = ${passwordHash}, updated_at = ${at}
+          WHERE id = ${id} RETURNING id`,
+        (rows) => rows.length > 0
+      )
+
+    return { insertOrg, insert, findById, update, findCredentials, setPasswordHash } as const
   })
 }) {}

@@ -69,7 +69,16 @@ export class Users extends Effect.Service<Users>()("Users", {
       })
     })
 
-    return { create, get, updateMe } as const
+    /** `cli users set-password`: a new argon2id hash replaces the old one. */
+    const setPassword = Effect.fn("Users.setPassword", { captureStackTrace: false })(function*(id: string, password: string) {
+      if (password.length < 8) return yield* ValidationFailed.field("password", "must be at least 8 characters")
+      const hash = yield* Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id" }))
+      const updated = yield* Effect.orDie(repo.setPasswordHash(id, hash, nowIso()))
+      if (!updated) return yield* NotFound.resource("user", id)
+      return yield* get(id)
+    })
+
+    return { create, get, updateMe, setPassword } as const
   })
 }) {}
 

@@ -1,0 +1,218 @@
+/**
+ * JWT sessions: Ed25519 (`EdDSA`) signing keys kept in the database (made on first start, rotated by
+ * `bun run cli jwt-keys rotate`) or given as `JWT_PRIVATE_KEY`; signing a session and verifying a bearer JWT with
+ * the algorithm pinned and `iss`, `aud` and `exp` checked with 30 s of clock skew.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Redacted } from "effect"
+import * as jose from "jose"
+import { AuthConfig } from "../Config.js"
+import { Unauthorized } from "../Domain/Errors.js"
+import { randomBase62 } from "../Domain/Ids.js"
+import { type Scope, scopeNames } from "../Domain/Scopes.js"
+import { nowIso } from "../Domain/Time.js"
+import type { Issuer } from "./Issuer.js"
+import type { Principal } from "./Principal.js"
+
+export const JWT_TTL_SECONDS = 3600
+export const CLOCK_SKEW_SECONDS = 30
+const ALG = "EdDSA"
+
+/** A session acts as the user themselves: every scope. */
+export const SESSION_SCOPES: ReadonlyArray<Scope> = scopeNames
+
+interface KeyRow {
+  readonly kid: string
+  readonly private_jwk: string
+  readonly public_jwk: string
+  readonly created_at: string
+  readonly retired_at: string | null
+}
+
+interface PublicJwk {
+  readonly kty: string
+  readonly crv: string
+  readonly x: string
+}
+
+const publicPart = (jwk: jose.JWK): PublicJwk => {
+  if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.x !== "string") {
+    throw new Error("JWT_PRIVATE_KEY must be an Ed25519 private key (PKCS#8 PEM or JWK)")
+  }
+  return { kty: jwk.kty, crv: jwk.crv, x: jwk.x }
+}
+
+const newKeyRow = Effect.promise(async (): Promise<KeyRow> => {
+  const { privateKey } = await jose.generateKeyPair(ALG, { crv: "Ed25519", extractable: true })
+  const privateJwk = await jose.exportJWK(privateKey)
+  const publicJwk = publicPart(privateJwk)
+  const kid = await jose.calculateJwkThumbprint(publicJwk)
+  return { kid, private_jwk: JSON.stringify(privateJwk), public_jwk: JSON.stringify(publicJwk), created_at: nowIso(), retired_at: null }
+})
+
+const importKey = (jwk: string) =>
+  Effect.promise(async () => {
+    const key = await jose.importJWK(JSON.parse(jwk), ALG)
+    if (key instanceof Uint8Array) throw new Error("expected an asymmetric key")
+    return key
+  })
+
+/** `JWT_PRIVATE_KEY`: a PKCS#8 PEM or a JWK. */
+const fromConfigured = (text: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      const trimmed = text.trim()
+      const privateJwk: jose.JWK = trimmed.startsWith("{")
+        ? JSON.parse(trimmed)
+        : await jose.exportJWK(await jose.importPKCS8(trimmed, ALG, { extractable: true }))
+      const publicJwk = publicPart(privateJwk)
+      if (typeof privateJwk.d !== "string") throw new Error("JWT_PRIVATE_KEY is a public key; a private key is needed")
+      const privateKey = await jose.importJWK({ ...privateJwk, alg: ALG }, ALG)
+      const publicKey = await jose.importJWK({ ...publicJwk, alg: ALG }, ALG)
+      if (privateKey instanceof Uint8Array || publicKey instanceof Uint8Array) throw new Error("expected an asymmetric key")
+      const kid = await jose.calculateJwkThumbprint(publicJwk)
+      return { kid, privateKey, publicKey, publicJwk }
+    },
+    catch: (error) => new Error(`JWT_PRIVATE_KEY is not a usable Ed25519 private key: ${String(error)}`)
+  })
+
+export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* Effect.orDie(AuthConfig)
+    const configured = yield* Option.match(config.jwtPrivateKey, {
+      onNone: () => Effect.succeed(Option.none()),
+      onSome: (pem) => Effect.map(Effect.orDie(fromConfigured(Redacted.value(pem))), Option.some)
+    })
+
+    const insertKey = (row: KeyRow) => sql`INSERT INTO jwt_signing_keys ${sql.insert({ ...row })}`
+
+    /** On first start (no active key yet) a key is made. Two processes racing both insert; the newest signs. */
+    if (Option.isNone(configured)) {
+      const active = yield* Effect.orDie(sql<{ readonly n: number }>`
+        SELECT COUNT(*) AS n FROM jwt_signing_keys WHERE retired_at IS NULL`)
+      if (Number(active[0]?.n ?? 0) === 0) {
+        const row = yield* newKeyRow
+        yield* Effect.orDie(insertKey(row))
+        yield* Effect.logDebug("made a JWT signing key", { kid: row.kid })
+      }
+    }
+
+    const cache = new Map<string, CryptoKey>()
+    const cached = (cacheKey: string, jwk: string) =>
+      Effect.suspend(() => {
+        const hit = cache.get(cacheKey)
+        return hit !== undefined
+          ? Effect.succeed(hit)
+          : Effect.tap(importKey(jwk), (key) => Effect.sync(() => cache.set(cacheKey, key)))
+      })
+
+    /** Retired keys verify (and stay in the JWKS) until the last token they signed has expired. */
+    const oldestStillValid = () => new Date(Date.now() - (JWT_TTL_SECONDS + CLOCK_SKEW_SECONDS) * 1000).toISOString()
+
+    const signingKey = Effect.gen(function*() {
+      if (Option.isSome(configured)) return { kid: configured.value.kid, key: configured.value.privateKey }
+      const rows = yield* Effect.orDie(sql<KeyRow>`
+        SELECT kid, private_jwk FROM jwt_signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC, kid DESC LIMIT 1`)
+      const row = rows[0]
+      if (row === undefined) return yield* Effect.dieMessage("no active JWT signing key")
+      return { kid: row.kid, key: yield* cached(`private:${row.kid}`, row.private_jwk) }
+    })
+
+    const verificationKey = (kid: string) =>
+      Effect.gen(function*() {
+        if (Option.isSome(configured)) {
+          return configured.value.kid === kid ? Option.some(configured.value.publicKey) : Option.none()
+        }
+        const rows = yield* Effect.orDie(sql<KeyRow>`
+          SELECT kid, public_jwk FROM jwt_signing_keys
+          WHERE kid = ${kid} AND (retired_at IS NULL OR retired_at > ${oldestStillValid()})`)
+        const row = rows[0]
+        if (row === undefined) return Option.none()
+        return Option.some(yield* cached(`public:${row.kid}`, row.public_jwk))
+      })
+
+    /** `GET {auth_url}/jwks.json` */
+    const jwks = Effect.gen(function*() {
+      if (Option.isSome(configured)) {
+        return { keys: [{ ...configured.value.publicJwk, kid: configured.value.kid, alg: ALG, use: "sig" }] }
+      }
+      const rows = yield* Effect.orDie(sql<KeyRow>`
+        SELECT kid, public_jwk FROM jwt_signing_keys
+        WHERE retired_at IS NULL OR retired_at > ${oldestStillValid()} ORDER BY created_at DESC, kid DESC`)
+      return {
+        keys: rows.map((row) => {
+          const jwk: PublicJwk = JSON.parse(row.public_jwk)
+          return { ...jwk, kid: row.kid, alg: ALG, use: "sig" }
+        })
+      }
+    })
+
+    /** `bun run cli jwt-keys rotate`: retires the active key(s) and makes a new one. */
+    const rotate = Effect.gen(function*() {
+      const now = nowIso()
+      const row = yield* newKeyRow
+      const retired = yield* sql<{ readonly kid: string }>`
+        UPDATE jwt_signing_keys SET retired_at = ${now} WHERE retired_at IS NULL RETURNING kid`.pipe(
+        Effect.zipLeft(insertKey({ ...row, created_at: now })),
+        sql.withTransaction,
+        Effect.orDie
+      )
+      return {
+        kid: row.kid,
+        retired: retired.map((r) => r.kid),
+        note: Option.isSome(configured) ? "JWT_PRIVATE_KEY is set: the server signs with that key, not this one" : undefined
+      }
+    }).pipe(Effect.withSpan("SigningKeys.rotate"))
+
+    /** A session JWT for a user who signed in. */
+    const signSession = Effect.fn("Jwt.sign", { captureStackTrace: false })(function*(user: { readonly id: string; readonly org_id: string }, issuer: Issuer) {
+      const { kid, key } = yield* signingKey
+      const now = Math.floor(Date.now() / 1000)
+      return yield* Effect.promise(() =>
+        new jose.SignJWT({ org: user.org_id, scope: SESSION_SCOPES.join(" ") })
+          .setProtectedHeader({ alg: ALG, kid, typ: "JWT" })
+          .setSubject(user.id)
+          .setIssuer(issuer.authUrl)
+          .setAudience(issuer.audience)
+          .setIssuedAt(now)
+          .setExpirationTime(now + JWT_TTL_SECONDS)
+          .setJti(randomBase62(24))
+          .sign(key)
+      )
+    })
+
+    /** A bearer JWT → the principal it names, or 401 for anything wrong with it. */
+    const verify = Effect.fn("Jwt.verify", { captureStackTrace: false })(function*(token: string, issuer: Issuer) {
+      const invalid = new Unauthorized({ message: "The JWT is invalid or expired" })
+      const header = yield* Effect.try({ try: () => jose.decodeProtectedHeader(token), catch: () => invalid })
+      if (header.alg !== ALG || typeof header.kid !== "string") return yield* invalid
+      const key = yield* verificationKey(header.kid)
+      if (Option.isNone(key)) return yield* invalid
+      const { payload } = yield* Effect.tryPromise({
+        try: () =>
+          jose.jwtVerify(token, key.value, {
+            algorithms: [ALG],
+            issuer: issuer.authUrl,
+            audience: issuer.audience,
+            clockTolerance: CLOCK_SKEW_SECONDS,
+            requiredClaims: ["sub", "exp", "iat", "jti"]
+          }),
+        catch: () => invalid
+      })
+      if (typeof payload.sub !== "string" || typeof payload.org !== "string" || typeof payload.scope !== "string") {
+        return yield* invalid
+      }
+      const granted = payload.scope.split(" ")
+      const principal: Principal = {
+        userId: payload.sub,
+        orgId: payload.org,
+        scopes: scopeNames.filter((scope) => granted.includes(scope)),
+        credential: { kind: "jwt", id: String(payload.jti) }
+      }
+      return principal
+    })
+
+    return { jwks, rotate, signSession, verify } as const
+  })
+}) {}

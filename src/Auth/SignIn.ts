@@ -1,0 +1,54 @@
+/**
+ * Email and password sign-in, shared by `POST {auth_url}/login` and the authorization page's form. Unknown
+ * emails and wrong passwords take the same time and get the same answer; after `AUTH_FAILED_LOGIN_LIMIT`
+ * failures for one email in 15 minutes, that account's sign-in is refused until the window ends.
+ */
+import { Effect, Option, Schema } from "effect"
+import { AuthConfig } from "../Config.js"
+import { UsersRepo } from "../Users/Repo.js"
+import { AuthLimits } from "./Limits.js"
+
+export const ACCOUNT_WINDOW_MS = 15 * 60_000
+export const IP_WINDOW_MS = 60_000
+
+export class SignInFailed extends Schema.TaggedError<SignInFailed>()("SignInFailed", {
+  reason: Schema.Literal("invalid", "limited"),
+  retryAfter: Schema.Number
+}) {
+  static readonly invalidMessage = "The email or password is wrong"
+}
+
+export class SignIn extends Effect.Service<SignIn>()("SignIn", {
+  dependencies: [UsersRepo.Default, AuthLimits.Default],
+  effect: Effect.gen(function*() {
+    const users = yield* UsersRepo
+    const limits = yield* AuthLimits
+    const config = yield* Effect.orDie(AuthConfig)
+    // Verified against when the email is unknown, so both cases cost one argon2id verification.
+    const dummyHash = yield* Effect.cached(
+      Effect.promise(() => Bun.password.hash(crypto.randomUUID(), { algorithm: "argon2id" }))
+    )
+
+    /** The user for these credentials, or `SignInFailed`. */
+    const verify = Effect.fn("SignIn.verify", { captureStackTrace: false })(function*(emailInput: string, password: string) {
+      const email = emailInput.trim().toLowerCase()
+      const accountKey = `signin-failures:${email}`
+      const allowed = yield* limits.check(accountKey, config.failedLoginLimit, ACCOUNT_WINDOW_MS)
+      if (!allowed.allowed) return yield* new SignInFailed({ reason: "limited", retryAfter: allowed.retryAfter })
+      const found = yield* Effect.orDie(users.findCredentials(email))
+      const hash = Option.match(found, { onNone: () => null, onSome: (user) => user.password_hash })
+      const against = hash ?? (yield* dummyHash)
+      const verified = yield* Effect.promise(() => Bun.password.verify(password, against))
+      if (!verified || hash === null || Option.isNone(found)) {
+        const counted = yield* limits.hit(accountKey, config.failedLoginLimit, ACCOUNT_WINDOW_MS)
+        return yield* new SignInFailed({ reason: "invalid", retryAfter: counted.retryAfter })
+      }
+      return { id: found.value.id, org_id: found.value.org_id }
+    })
+
+    /** Counts a request from `ip` against the per-IP limit of one endpoint. */
+    const perIp = (endpoint: string, ip: string) => limits.hit(`ip:${endpoint}:${ip}`, config.ipLimitPerMinute, IP_WINDOW_MS)
+
+    return { verify, perIp } as const
+  })
+}) {}

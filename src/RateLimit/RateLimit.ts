@@ -1,0 +1,146 @@
+/**
+ * The rate limiter: `@effect/experimental`'s `RateLimiter` (token bucket) over a store chosen from config,
+ * in-process or shared through Redis. It never fails: when Redis does not answer, the same request is counted in
+ * this process instead (fail open to per-replica limits), with a warning at most every 30 s and the
+ * `rate_limit.store_errors` counter.
+ *
+ * A bucket holds `limit` tokens and gets one back every `window / limit`, so a client may spend its whole budget
+ * at once and then goes at the average rate.
+ */
+import { RateLimiter } from "@effect/experimental"
+import { Context, Duration, Effect, Layer, Metric, Option } from "effect"
+import { RateLimitConfig } from "../Config.js"
+import { layerStoreMemory, layerStoreRedis } from "./Stores.js"
+
+export interface Decision {
+  readonly allowed: boolean
+  readonly limit: number
+  readonly remaining: number
+  /** Epoch seconds at which the bucket is full again. */
+  readonly resetAt: number
+  /** Seconds until the next request may pass: 0 while tokens remain, at least 1 otherwise. */
+  readonly retryAfter: number
+}
+
+export interface RateLimitSettings {
+  readonly enabled: boolean
+  readonly perCredential: number
+  readonly perClientIp: number
+  readonly window: Duration.Duration
+}
+
+export interface RateLimitService {
+  readonly settings: RateLimitSettings
+  /** Spends one token of `key`'s bucket (`limit` per `window`); `allowed: false` when none is left. */
+  readonly consume: (key: string, limit: number, window: Duration.DurationInput) => Effect.Effect<Decision>
+  /** Reads `key`'s bucket without spending: `allowed: false` when a `consume` now would be refused. */
+  readonly check: (key: string, limit: number, window: Duration.DurationInput) => Effect.Effect<Decision>
+}
+
+export class RateLimit extends Context.Tag("RateLimit")<RateLimit, RateLimitService>() {}
+
+export const storeErrors = Metric.counter("rate_limit.store_errors", {
+  description: "Rate-limit store (Redis) commands that failed; the request was counted in-process instead"
+})
+
+const seconds = (millis: number) => Math.max(1, Math.ceil(millis / 1000))
+
+const decide = (
+  limiter: RateLimiter.RateLimiter,
+  key: string,
+  limit: number,
+  window: Duration.DurationInput,
+  tokens: 0 | 1
+): Effect.Effect<Decision, RateLimiter.RateLimitStoreError> => {
+  const refillMillis = Duration.toMillis(window) / limit
+  return limiter.consume({ algorithm: "token-bucket", onExceeded: "fail", key, limit, window, tokens }).pipe(
+    Effect.map((result): Decision => {
+      const allowed = tokens === 1 || result.remaining >= 1
+      return {
+        allowed,
+        limit,
+        remaining: Math.max(0, result.remaining),
+        resetAt: Math.ceil((Date.now() + Duration.toMillis(result.resetAfter)) / 1000),
+        retryAfter: result.remaining >= 1 ? 0 : seconds(refillMillis)
+      }
+    }),
+    Effect.catchIf(
+      (error): error is RateLimiter.RateLimitExceeded => error.reason === "Exceeded",
+      (exceeded) =>
+        Effect.succeed<Decision>({
+          allowed: false,
+          limit,
+          remaining: 0,
+          resetAt: Math.ceil((Date.now() + refillMillis * limit) / 1000),
+          retryAfter: seconds(Duration.toMillis(exceeded.retryAfter))
+        })
+    )
+  )
+}
+
+const limiterOver = (store: Layer.Layer<RateLimiter.RateLimiterStore>) =>
+  Layer.build(RateLimiter.layer.pipe(Layer.provide(store))).pipe(Effect.map(Context.get(RateLimiter.RateLimiter)))
+
+const make = Effect.gen(function*() {
+  const config = yield* Effect.orDie(RateLimitConfig)
+  const settings: RateLimitSettings = {
+    enabled: config.enabled,
+    perCredential: config.perCredential,
+    perClientIp: config.perClientIp,
+    window: config.window
+  }
+  if (!config.enabled) {
+    const open = (_key: string, limit: number) =>
+      Effect.succeed<Decision>({ allowed: true, limit, remaining: limit, resetAt: Math.ceil(Date.now() / 1000), retryAfter: 0 })
+    return RateLimit.of({ settings, consume: open, check: open })
+  }
+
+  const local = yield* limiterOver(layerStoreMemory)
+  if (Option.isNone(config.redisUrl)) {
+    const run = (tokens: 0 | 1) => (key: string, limit: number, window: Duration.DurationInput) =>
+      Effect.orDie(decide(local, key, limit, window, tokens))
+    return RateLimit.of({ settings, consume: run(1), check: run(0) })
+  }
+
+  let lastConnectionError = ""
+  const shared = yield* limiterOver(layerStoreRedis({
+    url: config.redisUrl.value,
+    commandTimeout: Duration.millis(250),
+    prefix: "pcs:ratelimit:",
+    onError: (error) => {
+      lastConnectionError = error.message
+    }
+  }))
+  let lastWarning = 0
+  let failedSinceWarning = 0
+  const failOpen = (error: RateLimiter.RateLimitStoreError) =>
+    Effect.suspend(() => {
+      failedSinceWarning++
+      const now = Date.now()
+      const warn = now - lastWarning >= 30_000
+      const failed = failedSinceWarning
+      if (warn) {
+        lastWarning = now
+        failedSinceWarning = 0
+      }
+      const cause = error.cause instanceof Error ? error.cause.message : String(error.cause)
+      return Metric.increment(storeErrors).pipe(
+        Effect.zipRight(
+          warn
+            ? Effect.logWarning("rate-limit store unavailable; counting in this process (at most one warning per 30 s)", {
+              error: cause,
+              connection_error: lastConnectionError,
+              failures_since_last_warning: failed
+            })
+            : Effect.void
+        )
+      )
+    })
+  const run = (tokens: 0 | 1) => (key: string, limit: number, window: Duration.DurationInput) =>
+    decide(shared, key, limit, window, tokens).pipe(
+      Effect.catchAll((error) => Effect.zipRight(failOpen(error), Effect.orDie(decide(local, key, limit, window, tokens))))
+    )
+  return RateLimit.of({ settings, consume: run(1), check: run(0) })
+})
+
+export const RateLimitLive: Layer.Layer<RateLimit> = Layer.scoped(RateLimit, make)

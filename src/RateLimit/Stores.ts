@@ -1,0 +1,151 @@
+/**
+ * Stores behind `@effect/experimental`'s `RateLimiter` (its `RateLimiterStore` contract; the limiter's arithmetic
+ * and errors are the library's). Only the token bucket is used: it is the algorithm that can be read without
+ * spending (`tokens: 0`), which the guards on failed attempts need.
+ *
+ * Why not the library's own stores: its memory store never forgets a key (a Map that grows with every client IP
+ * ever seen); its Redis token bucket writes keys without an expiry; and its Redis client is private, so nothing can
+ * listen for connection errors (ioredis then prints `Unhandled error event` on stderr at every reconnect) or make
+ * commands fail fast instead of queueing while Redis is away. These stores keep the library's algorithm, forget a
+ * bucket once it is full again (an absent bucket is a full one), and read the clock of Redis so replicas agree.
+ */
+import { RateLimiter } from "@effect/experimental"
+import { Duration, Effect, Layer, Redacted } from "effect"
+import { Redis } from "ioredis"
+
+const unused = Effect.dieMessage("fixed-window rate limiting is not used by this service")
+
+/** In-process buckets; a sweep a minute drops those that have refilled. */
+export const layerStoreMemory: Layer.Layer<RateLimiter.RateLimiterStore> = Layer.sync(RateLimiter.RateLimiterStore, () => {
+  const buckets = new Map<string, { tokens: number; lastRefill: number; limit: number; refillMs: number }>()
+  let lastSweep = Date.now()
+  const sweep = (now: number) => {
+    if (now - lastSweep < 60_000) return
+    lastSweep = now
+    for (const [key, b] of buckets) {
+      if (b.tokens + Math.floor((now - b.lastRefill) / b.refillMs) >= b.limit) buckets.delete(key)
+    }
+  }
+  return RateLimiter.RateLimiterStore.of({
+    fixedWindow: () => unused,
+    tokenBucket: (options) =>
+      Effect.clockWith((clock) =>
+        Effect.sync(() => {
+          const now = clock.unsafeCurrentTimeMillis()
+          sweep(now)
+          const refillMs = Math.max(1, Duration.toMillis(options.refillRate))
+          let bucket = buckets.get(options.key)
+          if (bucket === undefined) {
+            if (options.tokens === 0) return options.limit
+            bucket = { tokens: options.limit, lastRefill: now, limit: options.limit, refillMs }
+            buckets.set(options.key, bucket)
+          } else {
+            const refilled = Math.floor((now - bucket.lastRefill) / refillMs)
+            if (refilled > 0) {
+              bucket.tokens = Math.min(options.limit, bucket.tokens + refilled)
+              bucket.lastRefill += refilled * refillMs
+            }
+          }
+          const next = bucket.tokens - options.tokens
+          if (options.allowOverflow || next >= 0) bucket.tokens = next
+          return next
+        })
+      )
+  })
+})
+
+/**
+ * The library's token-bucket script, with Redis's own clock (`TIME`) instead of each replica's, one hash per key,
+ * and an expiry at the moment the bucket would be full again.
+ */
+const TOKEN_BUCKET = `
+local key = KEYS[1]
+local tokens = tonumber(ARGV[1])
+local refill = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local overflow = ARGV[4] == "1"
+local time = redis.call("TIME")
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local state = redis.call("HMGET", key, "tokens", "refill")
+local current = tonumber(state[1])
+local last = tonumber(state[2])
+if not current then
+  if tokens == 0 then return limit end
+  current = limit
+  last = now
+end
+local refilled = math.floor((now - last) / refill)
+if refilled > 0 then
+  current = math.min(current + refilled, limit)
+  last = last + refilled * refill
+end
+local next = current - tokens
+local stored = next
+if next < 0 and not overflow then stored = current end
+if tokens > 0 or refilled > 0 then
+  redis.call("HSET", key, "tokens", stored, "refill", last)
+  redis.call("PEXPIRE", key, math.max(1, math.ceil((limit - stored) * refill - (now - last))))
+end
+return next
+`
+
+interface RedisWithTokenBucket extends Redis {
+  tokenBucket(key: string, tokens: number, refillMs: number, limit: number, overflow: 0 | 1): Promise<number>
+}
+
+export interface RedisStoreOptions {
+  readonly url: Redacted.Redacted
+  /** Longest wait for one command before the request goes on without Redis. */
+  readonly commandTimeout: Duration.Duration
+  readonly prefix: string
+  /** Called on every connection error (the caller rate-limits its log). */
+  readonly onError: (error: Error) => void
+}
+
+/**
+ * Buckets shared through Redis. Commands never queue while Redis is away (they fail at once, and the caller fails
+ * open); the client reconnects in the background. Start-up waits briefly for the connection, never for long.
+ */
+export const layerStoreRedis = (options: RedisStoreOptions): Layer.Layer<RateLimiter.RateLimiterStore> =>
+  Layer.scoped(
+    RateLimiter.RateLimiterStore,
+    Effect.gen(function*() {
+      const redis = yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const client = new Redis(Redacted.value(options.url), {
+            enableOfflineQueue: false,
+            maxRetriesPerRequest: 0,
+            commandTimeout: Duration.toMillis(options.commandTimeout),
+            connectTimeout: 2_000,
+            retryStrategy: (times) => Math.min(times * 100, 2_000)
+          })
+          client.on("error", options.onError)
+          client.defineCommand("tokenBucket", { lua: TOKEN_BUCKET, numberOfKeys: 1 })
+          return client as RedisWithTokenBucket
+        }),
+        (client) => Effect.promise(() => client.quit().catch(() => client.disconnect()))
+      )
+      yield* Effect.async<void>((resume) => {
+        if (redis.status === "ready") return resume(Effect.void)
+        redis.once("ready", () => resume(Effect.void))
+      }).pipe(
+        Effect.timeout(Duration.seconds(2)),
+        Effect.catchAll(() => Effect.logWarning("Redis for rate limits does not answer yet; counting in this process until it does"))
+      )
+      return RateLimiter.RateLimiterStore.of({
+        fixedWindow: () => unused,
+        tokenBucket: (bucket) =>
+          Effect.tryPromise({
+            try: () =>
+              redis.tokenBucket(
+                `${options.prefix}${bucket.key}`,
+                bucket.tokens,
+                Math.max(1, Duration.toMillis(bucket.refillRate)),
+                bucket.limit,
+                bucket.allowOverflow ? 1 : 0
+              ),
+            catch: (cause) => new RateLimiter.RateLimitStoreError({ message: "Redis rate-limit command failed", cause })
+          })
+      })
+    })
+  )
