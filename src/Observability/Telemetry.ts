@@ -8,6 +8,7 @@ import { OtlpLogger, OtlpMetrics, OtlpSerialization, OtlpTracer } from "@effect/
 import { Effect, Layer, Option } from "effect"
 import { TelemetryConfig } from "../Config.js"
 import pkg from "../../package.json" with { type: "json" }
+import * as FastProtobuf from "./OtlpProtobuf.js"
 
 export const TelemetryLive = Layer.unwrapEffect(
   Effect.map(Effect.orDie(TelemetryConfig), (config) =>
@@ -24,7 +25,7 @@ export const TelemetryLive = Layer.unwrapEffect(
           config.metrics ? OtlpMetrics.layer({ ...common, url: `${base}/v1/metrics`, exportInterval: "10 seconds" }) : Layer.empty,
           config.logs ? OtlpLogger.layer({ ...common, url: `${base}/v1/logs`, exportInterval: "1 second" }) : Layer.empty
         ).pipe(
-          Layer.provide(config.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
+          Layer.provide(config.protocol === "http/json" ? OtlpSerialization.layerJson : FastProtobuf.layerProtobuf),
           Layer.provide(FetchHttpClient.layer)
         )
       }
