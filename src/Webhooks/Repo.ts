@@ -135,7 +135,10 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           WHERE d.id IN ${sql.in(ids.map((row) => row.id))} AND d.claim_token = ${token}`
       })
 
-    const insertAttempt = (attempt: AttemptRecord) => sql`INSERT INTO delivery_attempts ${sql.insert({ ...attempt })}`
+    const insertAttempts = (attempts: ReadonlyArray<AttemptRecord>) =>
+      attempts.length === 0
+        ? Effect.void
+        : sql`INSERT INTO delivery_attempts ${sql.insert(attempts.map((attempt) => ({ ...attempt })))}`.pipe(Effect.asVoid)
 
     /** Writes the outcome if this process still holds the claim; answers whether it did. */
     const settle = (
@@ -157,11 +160,15 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         (rows) => rows.length > 0
       )
 
-    const markWebhook = (id: string, status: "active" | "failed", now: string) =>
-      status === "active"
+    /** `active` changes only webhooks that are failed; `failed` marks them all. */
+    const markWebhooks = (ids: ReadonlyArray<string>, status: "active" | "failed", now: string) =>
+      ids.length === 0
+        ? Effect.void
+        : status === "active"
         ? sql`UPDATE webhooks SET status = 'active', failed_at = NULL, updated_at = ${now}
-              WHERE id = ${id} AND status = 'failed'`
-        : sql`UPDATE webhooks SET status = 'failed', failed_at = ${now}, updated_at = ${now} WHERE id = ${id}`
+              WHERE id IN ${sql.in(ids)} AND status = 'failed'`.pipe(Effect.asVoid)
+        : sql`UPDATE webhooks SET status = 'failed', failed_at = ${now}, updated_at = ${now}
+              WHERE id IN ${sql.in(ids)}`.pipe(Effect.asVoid)
 
     const pendingCount = Effect.map(
       sql<{ readonly n: number }>`SELECT CAST(count(*) AS INTEGER) AS n FROM deliveries WHERE status = 'pending'`,
@@ -179,9 +186,9 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       attemptsOf,
       scheduleNow,
       claim,
-      insertAttempt,
+      insertAttempts,
       settle,
-      markWebhook,
+      markWebhooks,
       pendingCount
     } as const
   })

@@ -96,35 +96,40 @@ export const DeliveryWorker = Layer.scopedDiscard(
      * 5th failure or the first success after one, the webhook's status. Only claims still held are written.
      */
     const record = (batch: ReadonlyArray<Outcome>) =>
-      Effect.forEach(batch, (outcome) =>
-        Effect.gen(function*() {
-          const { claimed, number, result } = outcome
-          const attemptedAt = iso(outcome.attemptedAt)
-          const owned = yield* repo.settle(claimed, {
+      Effect.gen(function*() {
+        const owned: Array<Outcome> = []
+        for (const outcome of batch) {
+          const kept = yield* repo.settle(outcome.claimed, {
             status: outcome.status,
-            attempt_count: number,
+            attempt_count: outcome.number,
             next_attempt_at: outcome.nextAttemptAt,
-            last_attempt_at: attemptedAt
+            last_attempt_at: iso(outcome.attemptedAt)
           })
           // A claim that lapsed and was taken by another process is theirs to record now.
-          if (!owned) return
-          yield* repo.insertAttempt({
-            delivery_id: claimed.id,
-            number,
-            attempted_at: attemptedAt,
-            duration_ms: result.durationMs,
-            status_code: result.statusCode,
-            error: result.error,
-            response_body: result.responseBody,
-            outcome: result.succeeded ? "succeeded" : "failed"
-          })
-          // Conditional in SQL (only a failed webhook changes), so a failure marked a moment ago is still undone.
-          if (result.succeeded) {
-            yield* repo.markWebhook(claimed.webhook_id, "active", iso(Date.now()))
-          } else if (outcome.status === "failed") {
-            yield* repo.markWebhook(claimed.webhook_id, "failed", iso(Date.now()))
-          }
-        }), { discard: true }).pipe(sql.withTransaction, Effect.withSpan("Webhooks.record", { attributes: { count: batch.length } }))
+          if (kept) owned.push(outcome)
+        }
+        yield* repo.insertAttempts(owned.map(({ claimed, number, attemptedAt, result }) => ({
+          delivery_id: claimed.id,
+          number,
+          attempted_at: iso(attemptedAt),
+          duration_ms: result.durationMs,
+          status_code: result.statusCode,
+          error: result.error,
+          response_body: result.responseBody,
+          outcome: result.succeeded ? "succeeded" : "failed"
+        })))
+        // A webhook's status follows its latest decisive outcome in the batch: a success makes it active (only
+        // if it was failed: conditional in SQL), a delivery's last failure makes it failed.
+        const latest = new Map<string, "active" | "failed">()
+        for (const outcome of [...owned].sort((a, b) => a.attemptedAt - b.attemptedAt)) {
+          if (outcome.result.succeeded) latest.set(outcome.claimed.webhook_id, "active")
+          else if (outcome.status === "failed") latest.set(outcome.claimed.webhook_id, "failed")
+        }
+        const now = iso(Date.now())
+        const [active, failed] = [[...latest].filter(([, s]) => s === "active"), [...latest].filter(([, s]) => s === "failed")]
+        yield* repo.markWebhooks(active.map(([id]) => id), "active", now)
+        yield* repo.markWebhooks(failed.map(([id]) => id), "failed", now)
+      }).pipe(sql.withTransaction, Effect.withSpan("Webhooks.record", { attributes: { count: batch.length } }))
 
     // Waiting for work is interruptible; a batch, once taken, is written whole even during shutdown.
     const recorder = Effect.uninterruptibleMask((restore) =>
