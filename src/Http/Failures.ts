@@ -206,8 +206,14 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
     const lifecycle = yield* Lifecycle
     // Requests that do not authenticate are counted against the client IP once their outcome is known.
     const limitByClient = limitUnauthenticated(yield* RateLimit)
-    const refuseWhileDraining = Effect.flatMap(lifecycle.isDraining, (draining) =>
-      draining ? Effect.fail(new Unavailable({ message: "The server is shutting down; retry shortly" })) : Effect.void)
+    // Only `/v1` work is refused while draining: health answers for itself, OAuth in its own RFC form.
+    const refuseWhileDraining = Effect.flatMap(
+      Effect.zip(lifecycle.isDraining, HttpServerRequest.HttpServerRequest),
+      ([draining, request]) =>
+        draining && request.url.startsWith("/v1/")
+          ? Effect.fail(new Unavailable({ message: "The server is shutting down; retry shortly" }))
+          : Effect.void
+    )
     return (app: HttpApp.Default) =>
       limitByClient(refuseWhileDraining.pipe(Effect.zipRight(precheck), Effect.zipRight(app), Effect.catchAllCause(translate)))
   })
