@@ -29,6 +29,13 @@ const durationSetting = (name: string) => (raw: string) => {
     : Either.right(parsed)
 }
 
+/** An integer setting of at least 1. */
+const positiveInteger = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `${name} must be at least 1`, validation: (n) => n >= 1 }),
+    Config.withDefault(fallback)
+  )
+
 export type DatabaseConfig =
   | { readonly _tag: "sqlite"; readonly filename: string }
   | { readonly _tag: "pg"; readonly url: Redacted.Redacted }
@@ -79,15 +86,9 @@ export const RateLimitConfig = Config.all({
   /** `false` turns the limits and their headers off (benchmarks, emergencies). */
   enabled: Config.boolean("RATE_LIMIT_ENABLED").pipe(Config.withDefault(true)),
   /** Requests per credential per window (the window is a minute unless `RATE_LIMIT_WINDOW` says otherwise). */
-  perCredential: Config.integer("RATE_LIMIT_PER_MINUTE").pipe(
-    Config.validate({ message: "RATE_LIMIT_PER_MINUTE must be at least 1", validation: (n) => n >= 1 }),
-    Config.withDefault(1000)
-  ),
+  perCredential: positiveInteger("RATE_LIMIT_PER_MINUTE", 1000),
   /** Requests per client IP per window that carry no valid credential (401, 404, 405, …). */
-  perClientIp: Config.integer("RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE").pipe(
-    Config.validate({ message: "RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE must be at least 1", validation: (n) => n >= 1 }),
-    Config.withDefault(100)
-  ),
+  perClientIp: positiveInteger("RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE", 100),
   window: Config.string("RATE_LIMIT_WINDOW").pipe(Config.withDefault("1m"), Config.mapOrFail(durationSetting("RATE_LIMIT_WINDOW"))),
   /** Shared counts for every replica; unset → counted in this process. */
   redisUrl: Config.option(Config.redacted("REDIS_URL"))
@@ -98,15 +99,9 @@ export const AuthConfig = Config.all({
   /** An Ed25519 private key (PKCS#8 PEM or JWK JSON) to sign JWTs with; unset → a key kept in the database. */
   jwtPrivateKey: Config.option(Config.redacted("JWT_PRIVATE_KEY")),
   /** Requests a minute per client IP on each of `{auth_url}/login`, the sign-in form and `{auth_url}/token`. */
-  ipLimitPerMinute: Config.integer("AUTH_IP_LIMIT_PER_MINUTE").pipe(
-    Config.validate({ message: "AUTH_IP_LIMIT_PER_MINUTE must be at least 1", validation: (n) => n >= 1 }),
-    Config.withDefault(20)
-  ),
+  ipLimitPerMinute: positiveInteger("AUTH_IP_LIMIT_PER_MINUTE", 20),
   /** Failed sign-ins per account (email) in 15 minutes before further attempts are refused. */
-  failedLoginLimit: Config.integer("AUTH_FAILED_LOGIN_LIMIT").pipe(
-    Config.validate({ message: "AUTH_FAILED_LOGIN_LIMIT must be at least 1", validation: (n) => n >= 1 }),
-    Config.withDefault(10)
-  )
+  failedLoginLimit: positiveInteger("AUTH_FAILED_LOGIN_LIMIT", 10)
 })
 
 /** Webhook delivery. Defaults are the spec's: waits of 1m, 5m, 30m, 2h before attempts 2–5; a 10 s time-out. */

@@ -4,6 +4,7 @@
  * Client secrets, codes and tokens are kept only as SHA-256 and compared in constant time.
  */
 import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import type { Principal } from "../Auth/Principal.js"
@@ -332,6 +333,27 @@ export class OAuth extends Effect.Service<OAuth>()("OAuth", {
 
     const revokeFamily = (familyId: string) => Effect.orDie(repo.revokeFamily(familyId, nowIso()))
 
+    /**
+     * Spends a code or refresh token and issues the next tokens in one transaction. Losing the race to spend it
+     * means it was used twice: the whole family is revoked.
+     */
+    const spendAndIssue = (
+      spend: Effect.Effect<boolean, SqlError>,
+      grant: Parameters<typeof issueTokens>[0],
+      reused: string
+    ) =>
+      Effect.gen(function*() {
+        const issued = yield* Effect.gen(function*() {
+          if (!(yield* spend)) return Option.none()
+          return Option.some(yield* issueTokens(grant))
+        }).pipe(sql.withTransaction, Effect.orDie)
+        if (Option.isNone(issued)) {
+          yield* revokeFamily(grant.familyId)
+          return yield* OAuthError.of("invalid_grant", reused)
+        }
+        return issued.value
+      })
+
     const exchangeCode = Effect.fn("OAuth.exchangeCode", { captureStackTrace: false })(function*(client: OAuthClient, params: Record<string, string | undefined>) {
       const { code, redirect_uri: redirectUri, code_verifier: verifier } = params
       if (code === undefined || code === "") return yield* OAuthError.of("invalid_request", "code is required")
@@ -358,24 +380,11 @@ export class OAuth extends Effect.Service<OAuth>()("OAuth", {
       } else if (verifier !== undefined) {
         return yield* invalid("code_verifier was sent but the authorization request had no code_challenge")
       }
-      const issued = yield* Effect.gen(function*() {
-        const claimed = yield* repo.claimCode(row.id, nowIso())
-        if (!claimed) return Option.none()
-        return Option.some(
-          yield* issueTokens({
-            clientId: client.id,
-            userId: row.user_id,
-            grantedScope: row.scope,
-            accessScope: row.scope,
-            familyId: row.id
-          })
-        )
-      }).pipe(sql.withTransaction, Effect.orDie)
-      if (Option.isNone(issued)) {
-        yield* revokeFamily(row.id)
-        return yield* invalid("The authorization code was already used; the tokens issued from it are revoked")
-      }
-      return issued.value
+      return yield* spendAndIssue(
+        repo.claimCode(row.id, nowIso()),
+        { clientId: client.id, userId: row.user_id, grantedScope: row.scope, accessScope: row.scope, familyId: row.id },
+        "The authorization code was already used; the tokens issued from it are revoked"
+      )
     })
 
     const refresh = Effect.fn("OAuth.refresh", { captureStackTrace: false })(function*(client: OAuthClient, params: Record<string, string | undefined>) {
@@ -403,24 +412,11 @@ export class OAuth extends Effect.Service<OAuth>()("OAuth", {
         }
         accessScope = asked.join(" ")
       }
-      const issued = yield* Effect.gen(function*() {
-        const claimed = yield* repo.claimRefresh(row.id, nowIso())
-        if (!claimed) return Option.none()
-        return Option.some(
-          yield* issueTokens({
-            clientId: client.id,
-            userId: row.user_id,
-            grantedScope: row.scope,
-            accessScope,
-            familyId: row.family_id
-          })
-        )
-      }).pipe(sql.withTransaction, Effect.orDie)
-      if (Option.isNone(issued)) {
-        yield* revokeFamily(row.family_id)
-        return yield* invalid("The refresh token was already used; every token of this grant is revoked")
-      }
-      return issued.value
+      return yield* spendAndIssue(
+        repo.claimRefresh(row.id, nowIso()),
+        { clientId: client.id, userId: row.user_id, grantedScope: row.scope, accessScope, familyId: row.family_id },
+        "The refresh token was already used; every token of this grant is revoked"
+      )
     })
 
     /** `POST /token` */
