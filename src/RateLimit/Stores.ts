@@ -12,6 +12,7 @@
 import { RateLimiter } from "@effect/experimental"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { Redis } from "ioredis"
+import { createHash } from "node:crypto"
 
 const unused = Effect.dieMessage("fixed-window rate limiting is not used by this service")
 
@@ -89,8 +90,16 @@ end
 return next
 `
 
-interface RedisWithTokenBucket extends Redis {
-  tokenBucket(key: string, tokens: number, refillMs: number, limit: number, overflow: 0 | 1): Promise<number>
+const TOKEN_BUCKET_SHA = createHash("sha1").update(TOKEN_BUCKET).digest("hex")
+
+/** Runs the script by its digest, loading it on the first `NOSCRIPT`; answers the number it returns. */
+const tokenBucket = async (redis: Redis, args: ReadonlyArray<string | number>): Promise<number> => {
+  const result: unknown = await redis.evalsha(TOKEN_BUCKET_SHA, 1, ...args).catch((error: unknown) => {
+    if (error instanceof Error && error.message.includes("NOSCRIPT")) return redis.eval(TOKEN_BUCKET, 1, ...args)
+    throw error
+  })
+  if (typeof result !== "number") throw new Error(`token bucket script answered ${String(result)}`)
+  return result
 }
 
 export interface RedisStoreOptions {
@@ -120,8 +129,7 @@ export const layerStoreRedis = (options: RedisStoreOptions): Layer.Layer<RateLim
             retryStrategy: (times) => Math.min(times * 100, 2_000)
           })
           client.on("error", options.onError)
-          client.defineCommand("tokenBucket", { lua: TOKEN_BUCKET, numberOfKeys: 1 })
-          return client as RedisWithTokenBucket
+          return client
         }),
         (client) => Effect.promise(() => client.quit().catch(() => client.disconnect()))
       )
@@ -137,13 +145,13 @@ export const layerStoreRedis = (options: RedisStoreOptions): Layer.Layer<RateLim
         tokenBucket: (bucket) =>
           Effect.tryPromise({
             try: () =>
-              redis.tokenBucket(
+              tokenBucket(redis, [
                 `${options.prefix}${bucket.key}`,
                 bucket.tokens,
                 Math.max(1, Duration.toMillis(bucket.refillRate)),
                 bucket.limit,
                 bucket.allowOverflow ? 1 : 0
-              ),
+              ]),
             catch: (cause) => new RateLimiter.RateLimitStoreError({ message: "Redis rate-limit command failed", cause })
           })
       })
