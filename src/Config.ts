@@ -149,6 +149,19 @@ export const TelemetryConfig = Config.all({
   ),
   serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("project-collaboration-service")),
   traces: exporterSetting("OTEL_TRACES_EXPORTER"),
+  /** The standard head samplers; `parentbased_always_on` by default. */
+  sampler: Config.literal(
+    "always_on",
+    "always_off",
+    "traceidratio",
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "parentbased_traceidratio"
+  )("OTEL_TRACES_SAMPLER").pipe(Config.withDefault("parentbased_always_on" as const)),
+  samplerRatio: Config.number("OTEL_TRACES_SAMPLER_ARG").pipe(
+    Config.validate({ message: "OTEL_TRACES_SAMPLER_ARG must be from 0 to 1", validation: (n) => n >= 0 && n <= 1 }),
+    Config.withDefault(1)
+  ),
   metrics: exporterSetting("OTEL_METRICS_EXPORTER"),
   logs: exporterSetting("OTEL_LOGS_EXPORTER"),
   /** `key=value,key2=value2`, as the OpenTelemetry specification writes it (values percent-decoded). */

@@ -23,6 +23,7 @@ import { ApiMiddlewareLive, matching } from "./Http/Failures.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
 import { requestDuration } from "./Observability/Metrics.js"
+import { TraceSampler } from "./Observability/Sampling.js"
 import { ProjectsHttp } from "./Projects/Http.js"
 import { TeamsHttp } from "./Teams/Http.js"
 import { UsersHttp } from "./Users/Http.js"
@@ -46,6 +47,7 @@ const serveMiddleware = (app: HttpApp.Default) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const lifecycle = yield* Lifecycle
+    const sampler = yield* TraceSampler
     const requestId = requestIdFrom(request.headers["x-request-id"])
     const started = performance.now()
     const path = request.url.split("?")[0] ?? request.url
@@ -77,13 +79,16 @@ const serveMiddleware = (app: HttpApp.Default) =>
       Effect.annotateLogs("request_id", requestId)
     )
     if (isHealth(path)) return yield* lifecycle.track(app)
+    const parent = HttpTraceContext.fromHeaders(request.headers)
+    // A request the sampler leaves out makes no spans at all.
+    if (!sampler.shouldSample(parent)) return yield* Effect.withTracerEnabled(served, false)
     // The server span, continuing an incoming `traceparent`; named by route (`GET /v1/projects/:id`).
     return yield* Effect.useSpan(
       route === undefined ? request.method : `${request.method} ${route}`,
       {
         kind: "server",
         captureStackTrace: false,
-        ...Option.match(HttpTraceContext.fromHeaders(request.headers), { onNone: () => ({}), onSome: (parent) => ({ parent }) }),
+        ...Option.match(parent, { onNone: () => ({}), onSome: (parent) => ({ parent }) }),
         attributes: {
           "http.request.method": request.method,
           "url.path": path,
@@ -148,5 +153,6 @@ export const HttpLive = GracefulShutdown.pipe(
       Layer.provide(BunServerLive)
     )
   ),
-  Layer.provideMerge(Lifecycle.Default)
+  Layer.provideMerge(Lifecycle.Default),
+  Layer.provideMerge(TraceSampler.Default)
 )

@@ -73,6 +73,8 @@ let receiver: Receiver
 let server: Server
 let ann: TestUser
 let secret: string
+/** The request sent with an unsampled traceparent: the one request whose log line has no trace ids. */
+let unsampledRequestId = ""
 
 beforeAll(async () => {
   otlp = collector()
@@ -174,6 +176,23 @@ describe("OpenTelemetry export", () => {
     expect(otlp.spans.some((s) => s.span.name.includes("/health"))).toBe(false)
   }, 30_000)
 
+  test("an incoming traceparent that is not sampled (flags 00) makes no spans (parent-based sampling)", async () => {
+    const unsampled = "5bf92f3577b34da6a3ce929d0e0e4737"
+    const res = await server.request("/v1/projects", {
+      key: ann.key,
+      headers: { traceparent: `00-${unsampled}-00f067aa0ba902b7-00` }
+    })
+    expect(res.status).toBe(200)
+    unsampledRequestId = res.body.meta.request_id
+    // A later request is exported, so by the time it arrives the earlier one would have been too.
+    const marker = await server.request("/v1/projects?per_page=1", { key: ann.key })
+    await eventually(() =>
+      otlp.spans.find((s) => attrs(s.span.attributes)["request.id"] === marker.body.meta.request_id)
+    )
+    expect(otlp.spans.some((s) => s.span.traceId === unsampled)).toBe(false)
+    expect(otlp.spans.some((s) => attrs(s.span.attributes)["request.id"] === res.body.meta.request_id)).toBe(false)
+  }, 30_000)
+
   test("metrics arrive: request duration, delivery attempts and lag", async () => {
     await eventually(
       () =>
@@ -200,7 +219,7 @@ describe("OpenTelemetry export", () => {
       expect(typeof line.level).toBe("string")
       expect(typeof line.message).toBe("string")
     }
-    const requests = lines.filter((line) => line.message === "request")
+    const requests = lines.filter((line) => line.message === "request" && line.request_id !== unsampledRequestId)
     expect(requests.length).toBeGreaterThan(2)
     for (const line of requests) {
       expect(line.request_id).toMatch(/^req_/)
