@@ -30,3 +30,11 @@ export const TrimmedName = Schema.Trim.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
   Schema.maxLength(100, { message: () => "must be at most 100 characters" })
 )
+
+/** An absolute `http:` or `https:` URL of at most 2048 characters. */
+export const HttpUrl = Schema.String.pipe(
+  Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),
+  Schema.filter((value) =>
+    URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol) || "must be an absolute http(s) URL"
+  )
+)

@@ -4,7 +4,7 @@ import { Authentication } from "../Auth/Api.js"
 import { RequiredScopes } from "../Auth/Principal.js"
 import { Success } from "../Domain/Envelope.js"
 import { UserId } from "../Domain/Ids.js"
-import { optional, strictBody, TrimmedName } from "../Domain/Payload.js"
+import { HttpUrl, optional, strictBody, TrimmedName } from "../Domain/Payload.js"
 import { Timestamp } from "../Domain/Time.js"
 
 export const User = Schema.Struct({
@@ -19,14 +19,7 @@ export type User = typeof User.Type
 
 export const UserName = TrimmedName
 
-export const AvatarUrl = Schema.String.pipe(
-  Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),
-  Schema.filter((value) => {
-    if (!URL.canParse(value)) return "must be an absolute http(s) URL"
-    const url = new URL(value)
-    return url.protocol === "https:" || url.protocol === "http:" || "must be an absolute http(s) URL"
-  })
-)
+export const AvatarUrl = HttpUrl
 
 export const UpdateMe = strictBody({
   name: optional(UserName),

@@ -5,7 +5,7 @@ import { RequiredScopes } from "../Auth/Principal.js"
 import { List, Success } from "../Domain/Envelope.js"
 import { DeliveryId, EventId, WebhookId } from "../Domain/Ids.js"
 import { listParams, oneOf } from "../Domain/Lists.js"
-import { optional, strictBody } from "../Domain/Payload.js"
+import { HttpUrl, optional, strictBody } from "../Domain/Payload.js"
 import { Timestamp } from "../Domain/Time.js"
 import { EventType } from "../Events/EventTypes.js"
 
@@ -31,12 +31,9 @@ export const CreatedWebhook = Schema.Struct({
 }).annotations({ identifier: "CreatedWebhook" })
 export type CreatedWebhook = typeof CreatedWebhook.Type
 
-export const WebhookUrl = Schema.String.pipe(
-  Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),
+export const WebhookUrl = HttpUrl.pipe(
   Schema.filter((value) => {
-    if (!URL.canParse(value)) return "must be an absolute http(s) URL"
     const url = new URL(value)
-    if (url.protocol !== "https:" && url.protocol !== "http:") return "must be an absolute http(s) URL"
     return url.username === "" && url.password === "" || "must not carry credentials"
   })
 )
