@@ -13,7 +13,7 @@ command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; ex
 WORK=$(mktemp -d)
 export DATABASE_URL=${DATABASE_URL:-sqlite:$WORK/bench.sqlite}
 cleanup() {
-  [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null
+  [ -n "${SERVER_PID:-}" ] && kill -INT "$SERVER_PID" 2>/dev/null
   [ -n "${SINK_PID:-}" ] && kill "$SINK_PID" 2>/dev/null
   wait 2>/dev/null
   rm -rf "$WORK"
@@ -32,7 +32,7 @@ if [ -n "${BENCH_OTEL:-}" ]; then
 fi
 
 # The rate limit is set out of reach so the bench measures its cost, not its refusals (RATE_LIMIT_ENABLED=false: none).
-RATE_LIMIT_PER_MINUTE=${RATE_LIMIT_PER_MINUTE:-1000000000} PORT=$PORT HOST=127.0.0.1 LOG_LEVEL=${LOG_LEVEL:-warn} taskset -c 0 bun src/main.ts >"$WORK/server.log" 2>&1 &
+RATE_LIMIT_PER_MINUTE=${RATE_LIMIT_PER_MINUTE:-1000000000} PORT=$PORT HOST=127.0.0.1 LOG_LEVEL=${LOG_LEVEL:-warn} taskset -c 0 bun ${BENCH_PROFILE:+--cpu-prof-md --cpu-prof-dir=/tmp/prof} src/main.ts >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/health/ready" >/dev/null && break; sleep 0.1; done
 

@@ -162,6 +162,18 @@ export const TelemetryConfig = Config.all({
     Config.validate({ message: "OTEL_TRACES_SAMPLER_ARG must be from 0 to 1", validation: (n) => n >= 0 && n <= 1 }),
     Config.withDefault(1)
   ),
+  /** The standard batch span processor settings (milliseconds and span counts), with defaults sized for a busy server. */
+  batch: Config.all({
+    scheduleDelay: positiveInteger("OTEL_BSP_SCHEDULE_DELAY", 1000),
+    exportTimeout: positiveInteger("OTEL_BSP_EXPORT_TIMEOUT", 30_000),
+    maxQueueSize: positiveInteger("OTEL_BSP_MAX_QUEUE_SIZE", 32_768),
+    maxExportBatchSize: positiveInteger("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 4096)
+  }).pipe(
+    Config.validate({
+      message: "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE",
+      validation: (b) => b.maxExportBatchSize <= b.maxQueueSize
+    })
+  ),
   metrics: exporterSetting("OTEL_METRICS_EXPORTER"),
   logs: exporterSetting("OTEL_LOGS_EXPORTER"),
   /** `key=value,key2=value2`, as the OpenTelemetry specification writes it (values percent-decoded). */

@@ -1,86 +1,35 @@
 /**
- * A fast OTLP/protobuf encoder for traces (`ExportTraceServiceRequest`). The one in @effect/opentelemetry builds a
- * small array per field and concatenates them at every level, which costs more CPU than the spans themselves
- * (measured in bench/README.md); this writes into one growing buffer. Same fields, same order, same bytes
- * (test/observability/otlp-protobuf.test.ts compares them). Metrics and logs keep the library's encoder.
+ * OTLP/protobuf for traces (`ExportTraceServiceRequest`), written straight from our spans into one growing buffer.
+ * The encoder in @effect/opentelemetry builds a small array per field and concatenates them at every level, and
+ * needs the spans turned into OTLP objects first; both cost more CPU than making the spans (bench/README.md).
+ * test/observability/otlp-protobuf.test.ts checks that the bytes are the ones the library writes for the same spans.
  */
-import { HttpBody } from "@effect/platform"
-import { OtlpSerialization } from "@effect/opentelemetry"
-import { Effect, Layer } from "effect"
-
-interface AnyValue {
-  readonly stringValue?: string | null
-  readonly boolValue?: boolean | null
-  readonly intValue?: number | null
-  readonly doubleValue?: number | null
-  readonly arrayValue?: { readonly values: ReadonlyArray<AnyValue> }
-  readonly kvlistValue?: { readonly values: ReadonlyArray<KeyValue> }
-  readonly bytesValue?: Uint8Array
-}
-interface KeyValue {
-  readonly key: string
-  readonly value: AnyValue
-}
-interface SpanEvent {
-  readonly timeUnixNano: string
-  readonly name: string
-  readonly attributes: ReadonlyArray<KeyValue>
-  readonly droppedAttributesCount: number
-}
-interface SpanLink {
-  readonly traceId: string
-  readonly spanId: string
-  readonly traceState?: string
-  readonly attributes: ReadonlyArray<KeyValue>
-  readonly droppedAttributesCount: number
-  readonly flags?: number
-}
-interface Span {
-  readonly traceId: string
-  readonly spanId: string
-  readonly traceState?: string
-  readonly parentSpanId?: string
-  readonly name: string
-  readonly kind: number
-  readonly startTimeUnixNano: string
-  readonly endTimeUnixNano: string
-  readonly attributes: ReadonlyArray<KeyValue>
-  readonly droppedAttributesCount: number
-  readonly events: ReadonlyArray<SpanEvent>
-  readonly droppedEventsCount: number
-  readonly links: ReadonlyArray<SpanLink>
-  readonly droppedLinksCount: number
-  readonly status: { readonly code: number; readonly message?: string }
-  readonly flags?: number
-}
-export interface TracesData {
-  readonly resourceSpans: ReadonlyArray<{
-    readonly resource: { readonly attributes: ReadonlyArray<KeyValue>; readonly droppedAttributesCount: number }
-    readonly scopeSpans: ReadonlyArray<{
-      readonly scope: {
-        readonly name: string
-        readonly version?: string
-        readonly attributes?: ReadonlyArray<KeyValue>
-        readonly droppedAttributesCount?: number
-      }
-      readonly spans: ReadonlyArray<Span>
-      readonly schemaUrl?: string
-    }>
-    readonly schemaUrl?: string
-  }>
-}
+import type { OtlpResource } from "@effect/opentelemetry"
+import { Inspectable } from "effect"
+import { type EndedSpan, outcomeOf, spanKind } from "./OtlpSpan.js"
 
 const VARINT = 0
 const FIXED64 = 1
 const LENGTH = 2
-const FIXED32 = 5
 
 const encoder = new TextEncoder()
 
+/** Hex digit → value, by character code. */
+const NIBBLE = new Uint8Array(128)
+for (let i = 0; i < 16; i++) {
+  NIBBLE["0123456789abcdef".charCodeAt(i)] = i
+  NIBBLE["0123456789ABCDEF".charCodeAt(i)] = i
+}
+
 class Writer {
-  buffer = new Uint8Array(64 * 1024)
-  view = new DataView(this.buffer.buffer)
+  buffer: Uint8Array
+  view: DataView
   position = 0
+
+  constructor(size = 64 * 1024) {
+    this.buffer = new Uint8Array(size)
+    this.view = new DataView(this.buffer.buffer)
+  }
 
   ensure(extra: number) {
     if (this.position + extra <= this.buffer.length) return
@@ -119,18 +68,11 @@ class Writer {
     this.varint(field * 8 + wire)
   }
 
-  fixed64(field: number, decimal: string) {
+  fixed64(field: number, value: bigint) {
     this.tag(field, FIXED64)
     this.ensure(8)
-    this.view.setBigUint64(this.position, BigInt(decimal), true)
+    this.view.setBigUint64(this.position, value, true)
     this.position += 8
-  }
-
-  fixed32(field: number, value: number) {
-    this.tag(field, FIXED32)
-    this.ensure(4)
-    this.view.setUint32(this.position, value, true)
-    this.position += 4
   }
 
   double(field: number, value: number) {
@@ -141,17 +83,39 @@ class Writer {
   }
 
   string(field: number, value: string) {
+    const length = value.length
     this.tag(field, LENGTH)
-    // Reserve the worst case (3 bytes per UTF-16 unit), write, then fix the length prefix.
-    this.nested(() => {
-      this.ensure(value.length * 3)
-      const { written } = encoder.encodeInto(value, this.buffer.subarray(this.position))
-      this.position += written
-    })
+    // Reserve the worst case (3 bytes per UTF-16 unit); ASCII, the usual case, is copied a byte per character.
+    this.ensure(length * 3 + 5)
+    if (length < 0x80) {
+      const start = this.position
+      const buffer = this.buffer
+      let at = start + 1
+      for (let i = 0; i < length; i++) {
+        const c = value.charCodeAt(i)
+        if (c >= 0x80) {
+          at = -1
+          break
+        }
+        buffer[at++] = c
+      }
+      if (at >= 0) {
+        buffer[start] = length
+        this.position = at
+        return
+      }
+    }
+    const start = this.begin()
+    const { written } = encoder.encodeInto(value, this.buffer.subarray(this.position))
+    this.position += written
+    this.end(start)
   }
 
-  optionalString(field: number, value: string | undefined) {
-    if (value !== undefined && value !== "") this.string(field, value)
+  /** Bytes already encoded. */
+  raw(value: Uint8Array) {
+    this.ensure(value.length)
+    this.buffer.set(value, this.position)
+    this.position += value.length
   }
 
   bytes(field: number, value: Uint8Array) {
@@ -167,14 +131,19 @@ class Writer {
     this.tag(field, LENGTH)
     this.varint(length)
     this.ensure(length)
-    for (let i = 0; i < length; i++) this.buffer[this.position++] = parseInt(hex.substr(i * 2, 2), 16)
+    for (let i = 0; i < length; i++) {
+      this.buffer[this.position++] = (NIBBLE[hex.charCodeAt(2 * i)]! << 4) | NIBBLE[hex.charCodeAt(2 * i + 1)]!
+    }
   }
 
-  /** A length-delimited body written in place: one byte is reserved for the length and widened if needed. */
-  nested(body: () => void) {
+  /** Starts a length-delimited body in place: one byte is reserved for its length; `end` writes it. */
+  begin(): number {
     this.ensure(1)
-    const start = this.position++
-    body()
+    return this.position++
+  }
+
+  /** Ends the body `begin` started, widening its length prefix if the body needs more than one byte. */
+  end(start: number) {
     const length = this.position - start - 1
     if (length < 0x80) {
       this.buffer[start] = length
@@ -194,9 +163,10 @@ class Writer {
     this.buffer[at] = n
   }
 
-  message(field: number, body: () => void) {
+  /** A nested message as field `field`: returns where it started, for `end`. */
+  open(field: number): number {
     this.tag(field, LENGTH)
-    this.nested(body)
+    return this.begin()
   }
 
   result(): Uint8Array {
@@ -204,7 +174,56 @@ class Writer {
   }
 }
 
-const anyValue = (w: Writer, value: AnyValue) => {
+/** An attribute value as OTLP `AnyValue`, by the rules of @effect/opentelemetry's `unknownToAttributeValue`. */
+const unknownValue = (w: Writer, value: unknown): void => {
+  if (Array.isArray(value)) {
+    const list = w.open(5)
+    for (const item of value) {
+      const at = w.open(1)
+      unknownValue(w, item)
+      w.end(at)
+    }
+    return w.end(list)
+  }
+  switch (typeof value) {
+    case "string":
+      return w.string(1, value)
+    case "boolean":
+      w.tag(2, VARINT)
+      return w.varint(value ? 1 : 0)
+    case "number":
+      if (!Number.isInteger(value)) return w.double(4, value)
+      w.tag(3, VARINT)
+      return w.int64(value)
+    case "bigint":
+      w.tag(3, VARINT)
+      return w.int64(Number(value))
+    default:
+      return w.string(1, Inspectable.toStringUnknown(value))
+  }
+}
+
+/** A `KeyValue` as field `field`. */
+const keyValue = (w: Writer, field: number, key: string, value: unknown) => {
+  const at = w.open(field)
+  w.string(1, key)
+  const inner = w.open(2)
+  unknownValue(w, value)
+  w.end(inner)
+  w.end(at)
+}
+
+/** `KeyValue`s from `key, value, …` pairs, each a repeated `field`. */
+const pairs = (w: Writer, field: number, list: ReadonlyArray<unknown>) => {
+  for (let i = 0; i < list.length; i += 2) keyValue(w, field, list[i] as string, list[i + 1])
+}
+
+const record = (w: Writer, field: number, attributes: Record<string, unknown>) => {
+  for (const key in attributes) keyValue(w, field, key, attributes[key])
+}
+
+/** `AnyValue` of an already-converted OTLP value (the resource's attributes). */
+const anyValue = (w: Writer, value: OtlpResource.AnyValue): void => {
   if (value.stringValue !== undefined && value.stringValue !== null) return w.string(1, value.stringValue)
   if (value.boolValue !== undefined && value.boolValue !== null) {
     w.tag(2, VARINT)
@@ -216,107 +235,112 @@ const anyValue = (w: Writer, value: AnyValue) => {
   }
   if (value.doubleValue !== undefined && value.doubleValue !== null) return w.double(4, value.doubleValue)
   if (value.arrayValue !== undefined) {
-    const values = value.arrayValue.values
-    return w.message(5, () => values.forEach((item) => w.message(1, () => anyValue(w, item))))
+    const list = w.open(5)
+    for (const item of value.arrayValue.values) {
+      const at = w.open(1)
+      anyValue(w, item)
+      w.end(at)
+    }
+    return w.end(list)
   }
   if (value.kvlistValue !== undefined) {
-    const values = value.kvlistValue.values
-    return w.message(6, () => values.forEach((item) => w.message(1, () => keyValue(w, item))))
+    const list = w.open(6)
+    for (const item of value.kvlistValue.values) otlpKeyValue(w, 1, item)
+    return w.end(list)
   }
   if (value.bytesValue !== undefined) return w.bytes(7, value.bytesValue)
 }
 
-const keyValue = (w: Writer, kv: KeyValue) => {
+const otlpKeyValue = (w: Writer, field: number, kv: OtlpResource.KeyValue) => {
+  const at = w.open(field)
   w.string(1, kv.key)
-  w.message(2, () => anyValue(w, kv.value))
+  const inner = w.open(2)
+  anyValue(w, kv.value)
+  w.end(inner)
+  w.end(at)
 }
 
-const attributes = (w: Writer, field: number, list: ReadonlyArray<KeyValue>) => {
-  for (const kv of list) w.message(field, () => keyValue(w, kv))
-}
-
-const count = (w: Writer, field: number, value: number | undefined) => {
-  if (value !== undefined && value > 0) {
-    w.tag(field, VARINT)
-    w.varint(value)
-  }
-}
-
-const span = (w: Writer, s: Span) => {
+/** A `Span` message as field `field`. */
+const span = (w: Writer, field: number, s: EndedSpan) => {
+  const outcome = outcomeOf(s)
+  const at = w.open(field)
   w.hex(1, s.traceId)
   w.hex(2, s.spanId)
-  w.optionalString(3, s.traceState)
-  if (s.parentSpanId !== undefined) w.hex(4, s.parentSpanId)
+  if (s.parent._tag === "Some") w.hex(4, s.parent.value.spanId)
   w.string(5, s.name)
   w.tag(6, VARINT)
-  w.varint(s.kind)
-  w.fixed64(7, s.startTimeUnixNano)
-  w.fixed64(8, s.endTimeUnixNano)
-  attributes(w, 9, s.attributes)
-  count(w, 10, s.droppedAttributesCount)
-  for (const event of s.events) {
-    w.message(11, () => {
-      w.fixed64(1, event.timeUnixNano)
-      w.string(2, event.name)
-      attributes(w, 3, event.attributes)
-      count(w, 4, event.droppedAttributesCount)
-    })
+  w.varint(spanKind[s.kind])
+  w.fixed64(7, s.status.startTime)
+  w.fixed64(8, s.status.endTime)
+  pairs(w, 9, s.pairs)
+  pairs(w, 9, outcome.pairs)
+  for (const [name, time, attributes] of s.events ?? []) {
+    const event = w.open(11)
+    w.fixed64(1, time)
+    w.string(2, name)
+    if (attributes !== undefined) record(w, 3, attributes)
+    w.end(event)
   }
-  count(w, 12, s.droppedEventsCount)
+  if (outcome.exception !== undefined) {
+    const event = w.open(11)
+    w.fixed64(1, s.status.endTime)
+    w.string(2, "exception")
+    record(w, 3, outcome.exception)
+    w.end(event)
+  }
   for (const link of s.links) {
-    w.message(13, () => {
-      w.hex(1, link.traceId)
-      w.hex(2, link.spanId)
-      w.optionalString(3, link.traceState)
-      attributes(w, 4, link.attributes)
-      count(w, 5, link.droppedAttributesCount)
-      if (link.flags !== undefined) w.fixed32(6, link.flags)
-    })
+    const at = w.open(13)
+    w.hex(1, link.span.traceId)
+    w.hex(2, link.span.spanId)
+    record(w, 4, link.attributes)
+    w.end(at)
   }
-  count(w, 14, s.droppedLinksCount)
-  w.message(15, () => {
-    w.optionalString(2, s.status.message)
-    w.tag(3, VARINT)
-    w.varint(s.status.code)
-  })
-  if (s.flags !== undefined) w.fixed32(16, s.flags)
+  const status = w.open(15)
+  if (outcome.message !== undefined && outcome.message !== "") w.string(2, outcome.message)
+  w.tag(3, VARINT)
+  w.varint(outcome.code)
+  w.end(status)
+  w.end(at)
 }
 
-export const encodeTraces = (data: TracesData): Uint8Array => {
-  const w = new Writer()
-  for (const resourceSpans of data.resourceSpans) {
-    w.message(1, () => {
-      w.message(1, () => {
-        attributes(w, 1, resourceSpans.resource.attributes)
-        count(w, 2, resourceSpans.resource.droppedAttributesCount)
-      })
-      for (const scopeSpans of resourceSpans.scopeSpans) {
-        w.message(2, () => {
-          w.message(1, () => {
-            w.string(1, scopeSpans.scope.name)
-            w.optionalString(2, scopeSpans.scope.version)
-            if (scopeSpans.scope.attributes !== undefined) attributes(w, 3, scopeSpans.scope.attributes)
-            count(w, 4, scopeSpans.scope.droppedAttributesCount)
-          })
-          for (const s of scopeSpans.spans) w.message(2, () => span(w, s))
-          w.optionalString(3, scopeSpans.schemaUrl)
-        })
-      }
-      w.optionalString(3, resourceSpans.schemaUrl)
-    })
+/**
+ * Spans encoded the moment they end, each a `ScopeSpans.spans` field, until the batch is sent: a batch waiting
+ * for export is one byte buffer, not thousands of objects for the garbage collector to trace.
+ */
+export class ProtobufSpans {
+  private readonly w = new Writer()
+  count = 0
+
+  add(s: EndedSpan): void {
+    span(this.w, 2, s)
+    this.count++
   }
-  return w.result()
+
+  /** The `ExportTraceServiceRequest`: the resource, one scope named after the service, and these spans. */
+  request(resource: OtlpResource.Resource, scopeName: string): Uint8Array {
+    const spans = this.w.buffer.subarray(0, this.w.position)
+    const out = new Writer(spans.length + 1024)
+    const resourceSpans = out.open(1)
+    const resourceAt = out.open(1)
+    for (const kv of resource.attributes) otlpKeyValue(out, 1, kv)
+    out.end(resourceAt)
+    const scopeSpans = out.open(2)
+    const scope = out.open(1)
+    out.string(1, scopeName)
+    out.end(scope)
+    out.raw(spans)
+    out.end(scopeSpans)
+    out.end(resourceSpans)
+    return out.result()
+  }
 }
 
-const isTracesData = (data: unknown): data is TracesData =>
-  data !== null && typeof data === "object" && "resourceSpans" in data && Array.isArray(data.resourceSpans)
-
-/** The library's protobuf serialization, with this encoder for traces. */
-export const layerProtobuf: Layer.Layer<OtlpSerialization.OtlpSerialization> = Layer.effect(
-  OtlpSerialization.OtlpSerialization,
-  Effect.map(OtlpSerialization.OtlpSerialization, (library) => ({
-    ...library,
-    traces: (data: unknown) =>
-      isTracesData(data) ? HttpBody.uint8Array(encodeTraces(data), "application/x-protobuf") : library.traces(data)
-  }))
-).pipe(Layer.provide(OtlpSerialization.layerProtobuf))
+export const encodeTraces = (
+  resource: OtlpResource.Resource,
+  scopeName: string,
+  spans: ReadonlyArray<EndedSpan>
+): Uint8Array => {
+  const batch = new ProtobufSpans()
+  for (const s of spans) batch.add(s)
+  return batch.request(resource, scopeName)
+}

@@ -2,13 +2,14 @@
  * OpenTelemetry export (traces, metrics, logs) over OTLP/HTTP, configured by the standard variables. With no
  * `OTEL_EXPORTER_OTLP_ENDPOINT` nothing is exported and the tracer is switched off, so spans cost nothing.
  * `OTEL_{TRACES,METRICS,LOGS}_EXPORTER=none` turns one signal off (Jaeger, for one, takes only traces).
+ * Traces go through our tracer (`Tracer.ts`); metrics and logs through @effect/opentelemetry.
  */
 import { FetchHttpClient } from "@effect/platform"
-import { OtlpLogger, OtlpMetrics, OtlpSerialization, OtlpTracer } from "@effect/opentelemetry"
-import { Effect, Layer, Option } from "effect"
+import { OtlpLogger, OtlpMetrics, OtlpSerialization } from "@effect/opentelemetry"
+import { Duration, Effect, Layer, Option } from "effect"
 import { TelemetryConfig } from "../Config.js"
 import pkg from "../../package.json" with { type: "json" }
-import * as FastProtobuf from "./OtlpProtobuf.js"
+import * as OtlpTracer from "./Tracer.js"
 
 export const TelemetryLive = Layer.unwrapEffect(
   Effect.map(Effect.orDie(TelemetryConfig), (config) =>
@@ -16,16 +17,33 @@ export const TelemetryLive = Layer.unwrapEffect(
       onNone: () => Layer.empty,
       onSome: (endpoint) => {
         const base = endpoint.toString().replace(/\/$/, "")
-        const common = {
-          resource: { serviceName: config.serviceName, serviceVersion: pkg.version, attributes: config.resourceAttributes },
-          shutdownTimeout: "5 seconds"
-        } as const
+        const resource = {
+          serviceName: config.serviceName,
+          serviceVersion: pkg.version,
+          attributes: config.resourceAttributes
+        }
+        const shutdownTimeout = "5 seconds"
         return Layer.mergeAll(
-          config.traces ? OtlpTracer.layer({ ...common, url: `${base}/v1/traces`, exportInterval: "1 second" }) : Layer.empty,
-          config.metrics ? OtlpMetrics.layer({ ...common, url: `${base}/v1/metrics`, exportInterval: "10 seconds" }) : Layer.empty,
-          config.logs ? OtlpLogger.layer({ ...common, url: `${base}/v1/logs`, exportInterval: "1 second" }) : Layer.empty
+          config.traces
+            ? OtlpTracer.layer({
+              url: `${base}/v1/traces`,
+              protocol: config.protocol,
+              resource,
+              scheduleDelay: Duration.millis(config.batch.scheduleDelay),
+              exportTimeout: Duration.millis(config.batch.exportTimeout),
+              maxQueueSize: config.batch.maxQueueSize,
+              maxExportBatchSize: config.batch.maxExportBatchSize,
+              shutdownTimeout
+            })
+            : Layer.empty,
+          config.metrics
+            ? OtlpMetrics.layer({ url: `${base}/v1/metrics`, resource, exportInterval: "10 seconds", shutdownTimeout })
+            : Layer.empty,
+          config.logs
+            ? OtlpLogger.layer({ url: `${base}/v1/logs`, resource, exportInterval: "1 second", shutdownTimeout })
+            : Layer.empty
         ).pipe(
-          Layer.provide(config.protocol === "http/json" ? OtlpSerialization.layerJson : FastProtobuf.layerProtobuf),
+          Layer.provide(config.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
           Layer.provide(FetchHttpClient.layer)
         )
       }

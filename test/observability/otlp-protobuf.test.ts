@@ -1,69 +1,150 @@
-import { OtlpSerialization } from "@effect/opentelemetry"
+/**
+ * Our OTLP encoders, fed spans made by our tracer: the protobuf bytes must be exactly the ones
+ * @effect/opentelemetry's own encoder writes for the OTLP/JSON objects of the same spans.
+ */
+import { OtlpResource, OtlpSerialization } from "@effect/opentelemetry"
 import { describe, expect, test } from "bun:test"
-import { Effect } from "effect"
-import { encodeTraces, type TracesData } from "../../src/Observability/OtlpProtobuf.ts"
+import { Effect, Fiber, Layer, Tracer } from "effect"
+import { tracesJson } from "../../src/Observability/OtlpJson.ts"
+import { encodeTraces } from "../../src/Observability/OtlpProtobuf.ts"
+import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
+import { makeTracer } from "../../src/Observability/Tracer.ts"
 
-const libraryBytes = (data: TracesData) =>
+const resource = OtlpResource.make({
+  serviceName: "project-collaboration-service",
+  serviceVersion: "0.1.0",
+  attributes: { "deployment.environment": "test", "host.cores": 2 }
+})
+const scope = "project-collaboration-service"
+
+const libraryBytes = (spans: ReadonlyArray<EndedSpan>) =>
   Effect.runSync(
     Effect.map(OtlpSerialization.OtlpSerialization, (serialization) => {
-      const body = serialization.traces(data)
+      const body = serialization.traces(tracesJson(resource, scope, spans))
       if (body._tag !== "Uint8Array") throw new Error(`unexpected body ${body._tag}`)
       return body.body
     }).pipe(Effect.provide(OtlpSerialization.layerProtobuf))
   )
 
-const span = (i: number, extra: Partial<TracesData["resourceSpans"][number]["scopeSpans"][number]["spans"][number]> = {}) => ({
-  traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
-  spanId: (i + 0x1000000000).toString(16).padStart(16, "0"),
-  ...(i > 0 ? { parentSpanId: "00f067aa0ba902b7" } : {}),
-  name: `GET /v1/projects/:id #${i} — ünïcödé ✓`,
-  kind: i % 5,
-  startTimeUnixNano: "1763694000123456789",
-  endTimeUnixNano: String(1763694000123456789n + BigInt(i) * 1000n),
-  attributes: [
-    { key: "http.route", value: { stringValue: "/v1/projects/:id" } },
-    { key: "http.response.status_code", value: { intValue: 200 + i } },
-    { key: "big", value: { intValue: 2 ** 40 + i } },
-    { key: "ok", value: { boolValue: i % 2 === 0 } },
-    { key: "ratio", value: { doubleValue: i / 3 } },
-    { key: "list", value: { arrayValue: { values: [{ stringValue: "a" }, { intValue: 7 }] } } },
-    { key: "map", value: { kvlistValue: { values: [{ key: "k", value: { stringValue: "v" } }] } } },
-    { key: "long", value: { stringValue: "x".repeat(300 + i) } }
-  ],
-  droppedAttributesCount: 0,
-  events: [{ timeUnixNano: "1763694000123456999", name: "exception", attributes: [], droppedAttributesCount: 0 }],
-  droppedEventsCount: 0,
-  links: [],
-  droppedLinksCount: 0,
-  status: i % 3 === 0 ? { code: 2, message: "boom" } : { code: 1 },
-  ...extra
-})
+/** Runs `program` under our tracer and returns the spans it ended. */
+const collect = <A, E>(program: Effect.Effect<A, E>): Array<EndedSpan> => {
+  const spans: Array<EndedSpan> = []
+  Effect.runSync(Effect.exit(program.pipe(Effect.provide(Layer.setTracer(makeTracer((span) => spans.push(span)))))))
+  return spans
+}
 
-const data = (spans: number): TracesData => ({
-  resourceSpans: [{
-    resource: {
-      attributes: [
-        { key: "service.name", value: { stringValue: "project-collaboration-service" } },
-        { key: "service.version", value: { stringValue: "0.1.0" } }
-      ],
+const remoteParent = Tracer.externalSpan({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" })
+
+/** Every kind of attribute value, events, links, a remote parent, failure and interruption. */
+const varied = (i: number) =>
+  Effect.gen(function*() {
+    yield* Effect.annotateCurrentSpan({
+      "http.route": "/v1/projects/:id",
+      "http.response.status_code": 200 + i,
+      big: 2 ** 40 + i,
+      ratio: i / 3,
+      ok: i % 2 === 0,
+      count: BigInt(i),
+      list: ["a", 7, true],
+      object: { nested: { value: i } },
+      empty: "",
+      long: "x".repeat(300 + i),
+      unicode: "ünïcödé ✓ 🚀"
+    })
+    const span = yield* Effect.currentSpan
+    span.event("checkpoint", 1763694000123456999n, { step: i, label: "half-way" })
+    span.event("bare", 1763694000123457000n)
+    yield* Effect.void.pipe(Effect.withSpan("child", { kind: "client", links: [{ _tag: "SpanLink", span: remoteParent, attributes: { why: "batch" } }] }))
+    if (i % 3 === 1) return yield* Effect.fail(new Error(`boom ${i}`))
+    if (i % 3 === 2) return yield* Effect.interrupt
+  }).pipe(Effect.withSpan(`GET /v1/projects/:id #${i}`, { kind: "server", parent: remoteParent }))
+
+describe("the OTLP trace encoders", () => {
+  test("protobuf: the same bytes as @effect/opentelemetry's encoder, for every kind of span", () => {
+    const spans = [0, 1, 2, 3, 4, 5].flatMap((i) => collect(varied(i)))
+    expect(spans.length).toBe(12)
+    for (const n of [0, 1, 2, spans.length]) {
+      const ours = encodeTraces(resource, scope, spans.slice(0, n))
+      expect(Buffer.from(ours).equals(Buffer.from(libraryBytes(spans.slice(0, n))))).toBe(true)
+    }
+  })
+
+  test("protobuf: a negative integer is a ten-byte two's-complement int64 (the library's encoder gets this wrong)", () => {
+    const [span] = collect(Effect.void.pipe(Effect.withSpan("negative", { attributes: { n: -5 } })))
+    const hex = Buffer.from(encodeTraces(resource, scope, [span!])).toString("hex")
+    // KeyValue { key: "n", value: AnyValue { int_value (field 3, varint): -5 } }
+    expect(hex).toContain("0a016e120b18fbffffffffffffffff01")
+  })
+
+  test("JSON: ids, times, kinds, parents, status and the exception event", () => {
+    const spans = collect(varied(1))
+    const [child, server] = tracesJson(resource, scope, spans).resourceSpans[0]!.scopeSpans[0]!.spans
+    expect(server).toMatchObject({
+      traceId: remoteParent.traceId,
+      parentSpanId: remoteParent.spanId,
+      name: "GET /v1/projects/:id #1",
+      kind: 2,
+      status: { code: 2, message: "boom 1" }
+    })
+    expect(server!.spanId).toMatch(/^[0-9a-f]{16}$/)
+    expect(BigInt(server!.endTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(server!.startTimeUnixNano))
+    expect(server!.attributes).toContainEqual({ key: "big", value: { intValue: 2 ** 40 + 1 } })
+    expect(server!.attributes).toContainEqual({ key: "ratio", value: { doubleValue: 1 / 3 } })
+    expect(server!.events.map((event) => event.name)).toEqual(["checkpoint", "bare", "exception"])
+    expect(server!.events[2]!.attributes).toContainEqual({ key: "exception.message", value: { stringValue: "boom 1" } })
+    expect(child).toMatchObject({ name: "child", kind: 3, traceId: remoteParent.traceId, parentSpanId: server!.spanId })
+    expect(child!.links).toEqual([{
+      traceId: remoteParent.traceId,
+      spanId: remoteParent.spanId,
+      attributes: [{ key: "why", value: { stringValue: "batch" } }],
       droppedAttributesCount: 0
-    },
-    scopeSpans: [{ scope: { name: "project-collaboration-service" }, spans: Array.from({ length: spans }, (_, i) => span(i)) }]
-  }]
-})
+    }])
 
-describe("the fast OTLP trace encoder", () => {
-  test("writes the same bytes as @effect/opentelemetry's encoder", () => {
-    for (const n of [0, 1, 3, 200]) {
-      const ours = encodeTraces(data(n))
-      const theirs = libraryBytes(data(n))
-      expect(ours.length).toBe(theirs.length)
-      expect(Buffer.from(ours).equals(Buffer.from(theirs))).toBe(true)
+    const [, interrupted] = tracesJson(resource, scope, collect(varied(2))).resourceSpans[0]!.scopeSpans[0]!.spans
+    expect(interrupted!.status).toEqual({ code: 1 })
+    expect(interrupted!.attributes).toContainEqual({ key: "status.interrupted", value: { boolValue: true } })
+  })
+
+  test("a root span gets a new trace id; ids are hex and never all zeros", () => {
+    const spans = Array.from({ length: 200 }, () => collect(Effect.void.pipe(Effect.withSpan("root")))[0]!)
+    const traceIds = new Set(spans.map((span) => span.traceId))
+    expect(traceIds.size).toBe(200)
+    for (const span of spans) {
+      expect(span.traceId).toMatch(/^(?!0+$)[0-9a-f]{32}$/)
+      expect(span.spanId).toMatch(/^(?!0+$)[0-9a-f]{16}$/)
+      expect(span.parent._tag).toBe("None")
     }
   })
 
   test("lengths past one varint byte and buffers past their first size are handled", () => {
-    const large = data(2000) // several MiB: the buffer grows many times; nested lengths need 2–3 bytes
-    expect(Buffer.from(encodeTraces(large)).equals(Buffer.from(libraryBytes(large)))).toBe(true)
+    const spans = Array.from({ length: 1500 }, (_, i) => collect(varied(i * 3))).flat() // several MiB
+    expect(Buffer.from(encodeTraces(resource, scope, spans)).equals(Buffer.from(libraryBytes(spans)))).toBe(true)
+  })
+
+  test("an attribute set twice keeps its last value, once", () => {
+    const [span] = collect(
+      Effect.gen(function*() {
+        yield* Effect.annotateCurrentSpan("status", 200)
+        yield* Effect.annotateCurrentSpan("route", "/v1/projects")
+        yield* Effect.annotateCurrentSpan("status", 404)
+      }).pipe(Effect.withSpan("twice-set"))
+    )
+    expect(span!.pairs).toEqual(["status", 404, "route", "/v1/projects"])
+    expect([...span!.attributes]).toEqual([["status", 404], ["route", "/v1/projects"]])
+  })
+
+  test("a span ended twice is exported once", async () => {
+    const spans: Array<EndedSpan> = []
+    const tracer = makeTracer((span) => spans.push(span))
+    await Effect.runPromise(
+      Effect.gen(function*() {
+        const span = yield* Effect.makeSpan("twice")
+        const fiber = yield* Effect.fork(Effect.void)
+        const exit = yield* Fiber.await(fiber)
+        span.end(1n, exit)
+        span.end(2n, exit)
+      }).pipe(Effect.withTracer(tracer))
+    )
+    expect(spans.map((span) => [span.name, span.status.endTime])).toEqual([["twice", 1n]])
   })
 })
