@@ -69,7 +69,7 @@ run() { # port, pid, path, seconds
 }
 
 measure() { # label, path
-  local label=$1 path=$2 lines=()
+  local label=$1 path=$2 lines=() costs=()
   run $PLAIN_PORT "$PLAIN_PID" "$path" 5 >/dev/null; run $TRACED_PORT "$TRACED_PID" "$path" 5 >/dev/null # warm both (JIT)
   echo "== $label: export off | on, req/s (server CPU µs per request); $ROUNDS rounds, ${SECONDS_PER_RUN}s runs, $CONNECTIONS connections"
   for round in $(seq 1 "$ROUNDS"); do
@@ -78,6 +78,7 @@ measure() { # label, path
     c=$(run $TRACED_PORT "$TRACED_PID" "$path" "$SECONDS_PER_RUN"); d=$(run $PLAIN_PORT "$PLAIN_PID" "$path" "$SECONDS_PER_RUN")
     echo "round $round: off ${a% *} (${a#* }), ${d% *} (${d#* }) | on ${b% *} (${b#* }), ${c% *} (${c#* })"
     lines+=("off $a" "off $d" "on $b" "on $c")
+    costs+=("$(awk -v a="${a% *}" -v b="${b% *}" -v c="${c% *}" -v d="${d% *}" 'BEGIN { printf "%.1f", (1 - (b + c) / (a + d)) * 100 }')")
   done
   printf '%s\n' "${lines[@]}" | awk '
     { rps[$1] += $2; us[$1] += $3; n[$1]++ }
@@ -85,6 +86,8 @@ measure() { # label, path
       printf "mean: off %.0f req/s (%.0f µs), on %.0f req/s (%.0f µs)\n", rps["off"] / n["off"], us["off"] / n["off"], rps["on"] / n["on"], us["on"] / n["on"]
       printf "tracing costs %.1f%% of throughput; by CPU per request, %.1f%%\n", (1 - rps["on"] / rps["off"]) * 100, (1 - us["off"] / us["on"]) * 100
     }'
+  # A disturbed round moves the mean; the median of the rounds' own costs is steadier.
+  printf '%s\n' "${costs[@]}" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "per-round costs, sorted: %s%%; median %.1f%%\n", list, m } { list = list (NR > 1 ? ", " : "") $1 }'
 }
 
 echo "database: ${DATABASE_URL%%:*}; traced server exports to http://127.0.0.1:$SINK_PORT (${OTEL_EXPORTER_OTLP_PROTOCOL:-http/protobuf})"
