@@ -21,8 +21,7 @@ cleanup() {
 trap cleanup EXIT
 [ -n "${BENCH_KEEP_LOG:-}" ] && trap 'cp "$WORK/server.log" "$BENCH_KEEP_LOG"; cleanup' EXIT
 
-USER_ID=$(bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | bun -e 'console.log(JSON.parse(await Bun.stdin.text()).data.id)')
-KEY=$(bun src/cli.ts api-keys create --user "$USER_ID" --name bench --scopes read,write | bun -e 'console.log(JSON.parse(await Bun.stdin.text()).data.key)')
+source bench/seed.sh
 
 # BENCH_OTEL=1: export traces and metrics (OTLP/HTTP protobuf) to a sink on core 1, to measure tracing's cost.
 if [ -n "${BENCH_OTEL:-}" ]; then
@@ -36,14 +35,7 @@ RATE_LIMIT_PER_MINUTE=${RATE_LIMIT_PER_MINUTE:-1000000000} PORT=$PORT HOST=127.0
 SERVER_PID=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/health/ready" >/dev/null && break; sleep 0.1; done
 
-# 100 projects so the list has full pages to read.
-PROJECT_ID=""
-for i in $(seq 1 100); do
-  id=$(curl -sf -X POST "http://127.0.0.1:$PORT/v1/projects" -H "Authorization: Bearer $KEY" \
-    -H 'content-type: application/json' -d "{\"name\":\"bench $i\",\"description\":\"project number $i\"}" |
-    bun -e 'console.log(JSON.parse(await Bun.stdin.text()).data.id)')
-  PROJECT_ID=${PROJECT_ID:-$id}
-done
+seed_projects $PORT
 
 run() {
   local label=$1 path=$2

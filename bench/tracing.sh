@@ -25,8 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-USER_ID=$(bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | bun -e 'console.log(JSON.parse(await Bun.stdin.text()).data.id)')
-KEY=$(bun src/cli.ts api-keys create --user "$USER_ID" --name bench --scopes read,write | bun -e 'console.log(JSON.parse(await Bun.stdin.text()).data.key)')
+source bench/seed.sh
 
 taskset -c 1 bun -e "Bun.serve({ hostname: '127.0.0.1', port: $SINK_PORT, async fetch(r) { await r.arrayBuffer(); return new Response('{}') } }); await Bun.sleep(1e9)" &
 PIDS+=($!)
@@ -45,13 +44,7 @@ PLAIN_PID=$LAST_PID
 start $TRACED_PORT OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$SINK_PORT
 TRACED_PID=$LAST_PID
 
-PROJECT_ID=""
-for i in $(seq 1 100); do
-  id=$(curl -sf -X POST "http://127.0.0.1:$PLAIN_PORT/v1/projects" -H "Authorization: Bearer $KEY" \
-    -H 'content-type: application/json' -d "{\"name\":\"bench $i\",\"description\":\"project number $i\"}" |
-    bun -e 'console.log(JSON.parse(await Bun.stdin.text()).data.id)')
-  PROJECT_ID=${PROJECT_ID:-$id}
-done
+seed_projects $PLAIN_PORT
 
 # CPU seconds (user + system) the process has used so far, from /proc.
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }

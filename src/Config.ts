@@ -141,6 +141,20 @@ export const WebhookConfig = Config.all({
 const exporterSetting = (name: string) =>
   Config.literal("otlp", "none")(name).pipe(Config.withDefault("otlp" as const), Config.map((value) => value === "otlp"))
 
+/** `key=value,key2=value2`, as the OpenTelemetry specification writes such lists (percent-decoded). */
+const keyValueList = (name: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(""),
+    Config.map((raw): Record<string, string> =>
+      Object.fromEntries(
+        raw.split(",").map((pair) => pair.trim()).filter((pair) => pair.includes("=")).map((pair) => {
+          const at = pair.indexOf("=")
+          return [decodeURIComponent(pair.slice(0, at).trim()), decodeURIComponent(pair.slice(at + 1).trim())]
+        })
+      )
+    )
+  )
+
 /** OpenTelemetry, through the standard variables. No endpoint: nothing is exported and spans are not made. */
 export const TelemetryConfig = Config.all({
   endpoint: Config.option(Config.url("OTEL_EXPORTER_OTLP_ENDPOINT")),
@@ -176,16 +190,7 @@ export const TelemetryConfig = Config.all({
   ),
   metrics: exporterSetting("OTEL_METRICS_EXPORTER"),
   logs: exporterSetting("OTEL_LOGS_EXPORTER"),
-  /** `key=value,key2=value2`, as the OpenTelemetry specification writes it (values percent-decoded). */
-  resourceAttributes: Config.string("OTEL_RESOURCE_ATTRIBUTES").pipe(
-    Config.withDefault(""),
-    Config.map((raw) =>
-      Object.fromEntries(
-        raw.split(",").map((pair) => pair.trim()).filter((pair) => pair.includes("=")).map((pair) => {
-          const at = pair.indexOf("=")
-          return [decodeURIComponent(pair.slice(0, at).trim()), decodeURIComponent(pair.slice(at + 1).trim())]
-        })
-      )
-    )
-  )
+  resourceAttributes: keyValueList("OTEL_RESOURCE_ATTRIBUTES"),
+  /** Headers sent with every export (a collector's API key, say); never logged. */
+  headers: keyValueList("OTEL_EXPORTER_OTLP_HEADERS")
 })

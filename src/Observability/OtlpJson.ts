@@ -3,6 +3,7 @@
  * (hex ids, nanosecond times as decimal strings), the shape @effect/opentelemetry's tracer sends.
  */
 import { OtlpResource } from "@effect/opentelemetry"
+import { HttpBody } from "@effect/platform"
 import { type EndedSpan, outcomeOf, spanKind } from "./OtlpSpan.js"
 
 const fromPairs = (pairs: ReadonlyArray<unknown>): Array<OtlpResource.KeyValue> => {
@@ -77,5 +78,9 @@ export class JsonSpans {
     const empty = '"spans":[]'
     const at = head.lastIndexOf(empty)
     return `${head.slice(0, at)}"spans":[${this.parts.join(",")}]${head.slice(at + empty.length)}`
+  }
+
+  body(resource: OtlpResource.Resource, scopeName: string): HttpBody.HttpBody {
+    return HttpBody.text(this.request(resource, scopeName), "application/json")
   }
 }

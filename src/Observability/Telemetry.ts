@@ -23,12 +23,14 @@ export const TelemetryLive = Layer.unwrapEffect(
           attributes: config.resourceAttributes
         }
         const shutdownTimeout = "5 seconds"
+        const headers = config.headers
         return Layer.mergeAll(
           config.traces
             ? OtlpTracer.layer({
               url: `${base}/v1/traces`,
               protocol: config.protocol,
               resource,
+              headers,
               scheduleDelay: Duration.millis(config.batch.scheduleDelay),
               exportTimeout: Duration.millis(config.batch.exportTimeout),
               maxQueueSize: config.batch.maxQueueSize,
@@ -37,10 +39,10 @@ export const TelemetryLive = Layer.unwrapEffect(
             })
             : Layer.empty,
           config.metrics
-            ? OtlpMetrics.layer({ url: `${base}/v1/metrics`, resource, exportInterval: "10 seconds", shutdownTimeout })
+            ? OtlpMetrics.layer({ url: `${base}/v1/metrics`, resource, headers, exportInterval: "10 seconds", shutdownTimeout })
             : Layer.empty,
           config.logs
-            ? OtlpLogger.layer({ url: `${base}/v1/logs`, resource, exportInterval: "1 second", shutdownTimeout })
+            ? OtlpLogger.layer({ url: `${base}/v1/logs`, resource, headers, exportInterval: "1 second", shutdownTimeout })
             : Layer.empty
         ).pipe(
           Layer.provide(config.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),

@@ -1,10 +1,10 @@
 /**
  * The tracer: Effect's spans, exported over OTLP/HTTP in batches, as the OpenTelemetry batch span processor does
  * (`OTEL_BSP_*`). It takes the place of @effect/opentelemetry's `OtlpTracer` (metrics and logs still use the
- * library) because tracing every request with that one cost 18–25 % of throughput: its spans turn into OTLP
- * objects when they end, on the request path, with ids drawn one hex digit at a time, and the protobuf encoder
- * then parses those objects back. Ours record and nothing more; the exporter fiber encodes a whole batch
- * straight to the wire (bench/README.md has the figures).
+ * library) because tracing every request with that one cost 18–25 % of throughput, mostly in the garbage
+ * collector: it keeps every ended span, with its fiber's context and its exit's value, until the next export, then
+ * turns it into OTLP objects for an encoder that builds more. Ours encodes each span into the current batch's
+ * buffer the moment it ends, so nothing of a span outlives its request (bench/README.md has the figures).
  *
  * Export failures are retried (429 after `Retry-After`), then the batch is dropped and a warning logged, at most
  * once a minute; a full queue drops new spans the same way. At shutdown the export in flight finishes and what is
@@ -47,35 +47,17 @@ const retryPolicy = Schedule.forever.pipe(
 
 const WARN_EVERY_MS = 60_000
 
+/** Spans encoded as they end, until they are sent as one request. */
 interface Batch {
   readonly count: number
   add(span: EndedSpan): void
-  body(): HttpBody.HttpBody
+  body(resource: OtlpResource.Resource, scopeName: string): HttpBody.HttpBody
 }
 
 export const make = Effect.fnUntraced(function*(options: Options) {
   const resource = yield* OtlpResource.fromConfig(options.resource)
   const scopeName = OtlpResource.unsafeServiceName(resource)
-  const newBatch = (): Batch => {
-    if (options.protocol === "http/json") {
-      const spans = new JsonSpans()
-      return {
-        get count() {
-          return spans.count
-        },
-        add: (span) => spans.add(span),
-        body: () => HttpBody.text(spans.request(resource, scopeName), "application/json")
-      }
-    }
-    const spans = new ProtobufSpans()
-    return {
-      get count() {
-        return spans.count
-      },
-      add: (span) => spans.add(span),
-      body: () => HttpBody.uint8Array(spans.request(resource, scopeName), "application/x-protobuf")
-    }
-  }
+  const newBatch = (): Batch => options.protocol === "http/json" ? new JsonSpans() : new ProtobufSpans()
   const client = (yield* HttpClient.HttpClient).pipe(
     HttpClient.filterStatusOk,
     HttpClient.retryTransient({ schedule: retryPolicy, times: 3 })
@@ -118,7 +100,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   })
 
   const send = (batch: Batch) =>
-    client.execute(HttpClientRequest.setBody(request, batch.body())).pipe(
+    client.execute(HttpClientRequest.setBody(request, batch.body(resource, scopeName))).pipe(
       Effect.scoped,
       Effect.timeout(options.exportTimeout),
       Effect.catchAllCause((cause) => {
