@@ -18,13 +18,13 @@ let receiver: Receiver
 let base = ""
 let apiKey = ""
 let webhookSecret = ""
+let databaseUrl = ""
 
 const cli = async (...args: Array<string>) => {
   const { stdout, stderr, code } = await runCli(databaseUrl, args)
   if (code !== 0) throw new Error(`cli ${args.join(" ")}: ${stderr}`)
   return JSON.parse(stdout).data
 }
-let databaseUrl = ""
 
 const freePort = () => {
   const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() })
