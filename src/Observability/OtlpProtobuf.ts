@@ -138,21 +138,6 @@ class Writer {
     }
   }
 
-  /** An id of 32-bit words as `bytes`, big-endian (a trace id is four words, a span id two). */
-  id(field: number, a: number, b: number, c?: number, d?: number) {
-    const length = c === undefined ? 8 : 16
-    this.tag(field, LENGTH)
-    this.ensure(length + 1)
-    this.buffer[this.position++] = length
-    this.view.setUint32(this.position, a)
-    this.view.setUint32(this.position + 4, b)
-    if (c !== undefined) {
-      this.view.setUint32(this.position + 8, c)
-      this.view.setUint32(this.position + 12, d!)
-    }
-    this.position += length
-  }
-
   /** Starts a length-delimited body in place: one byte is reserved for its length; `end` writes it. */
   begin(): number {
     this.ensure(1)
@@ -281,9 +266,9 @@ const otlpKeyValue = (w: Writer, field: number, kv: OtlpResource.KeyValue) => {
 const span = (w: Writer, field: number, s: EndedSpan) => {
   const outcome = outcomeOf(s)
   const at = w.open(field)
-  w.id(1, s.t0, s.t1, s.t2, s.t3)
-  w.id(2, s.s0, s.s1)
-  if (s.parent._tag === "Some") w.id(4, s.p0, s.p1)
+  w.hex(1, s.traceId)
+  w.hex(2, s.spanId)
+  if (s.parent._tag === "Some") w.hex(4, s.parent.value.spanId)
   w.string(5, s.name)
   w.tag(6, VARINT)
   w.varint(spanKind[s.kind])

@@ -9,44 +9,35 @@ import { Cause, type Context, type Exit, type Option, type Tracer } from "effect
 /** OTLP `Span.SpanKind`. */
 export const spanKind: Record<Tracer.SpanKind, number> = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 }
 
-const words = new Uint32Array(4096)
-let wordsAt = words.length
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"))
+const pool = new Uint8Array(16 * 1024)
+let poolAt = pool.length
 
-/** 32 random bits, drawn from a pool `crypto.getRandomValues` refills. */
-const random32 = (): number => {
-  if (wordsAt === words.length) {
-    crypto.getRandomValues(words)
-    wordsAt = 0
+/** A random id of `bytes` bytes as lower-case hex, never all zeros (W3C trace context calls that invalid). */
+export const randomId = (bytes: number): string => {
+  for (;;) {
+    if (poolAt + bytes > pool.length) {
+      crypto.getRandomValues(pool)
+      poolAt = 0
+    }
+    let id = ""
+    let zero = true
+    for (let i = 0; i < bytes; i++) {
+      const byte = pool[poolAt++]!
+      if (byte !== 0) zero = false
+      id += HEX[byte]
+    }
+    if (!zero) return id
   }
-  return words[wordsAt++]!
 }
-
-const hex8 = (word: number): string => word.toString(16).padStart(8, "0")
-
-/** The 32-bit words of a hex id (a remote parent's, from `traceparent`). */
-const wordsOf = (hex: string, count: number): Array<number> =>
-  Array.from({ length: count }, (_, i) => parseInt(hex.slice(i * 8, i * 8 + 8), 16) >>> 0)
 
 export type SpanEvent = readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]
 
-/**
- * Ids are kept as 32-bit words (trace `t0`–`t3`, span `s0`–`s1`, parent span `p0`–`p1`): the encoder writes them as
- * bytes, a child copies its parent's, and the hex strings Effect's interface asks for are made only when read
- * (a log line, a `traceparent`). Building and re-parsing hex for every span showed in profiles.
- */
 export class OtlpSpan implements Tracer.Span {
   readonly _tag = "Span"
   readonly sampled = true
-  readonly t0: number
-  readonly t1: number
-  readonly t2: number
-  readonly t3: number
-  readonly s0: number
-  readonly s1: number
-  readonly p0: number = 0
-  readonly p1: number = 0
-  private hexTraceId: string | undefined = undefined
-  private hexSpanId: string | undefined = undefined
+  readonly traceId: string
+  readonly spanId: string
   /** Attributes as `key, value, key, value, …`: a span has a handful, and a Map per span showed in profiles. */
   readonly pairs: Array<unknown> = []
   links: ReadonlyArray<Tracer.SpanLink>
@@ -62,42 +53,10 @@ export class OtlpSpan implements Tracer.Span {
     readonly kind: Tracer.SpanKind,
     private readonly onEnd: (span: EndedSpan) => void
   ) {
-    if (parent._tag === "Some") {
-      const of = parent.value
-      if (of instanceof OtlpSpan) {
-        this.t0 = of.t0
-        this.t1 = of.t1
-        this.t2 = of.t2
-        this.t3 = of.t3
-        this.p0 = of.s0
-        this.p1 = of.s1
-      } else {
-        ;[this.t0, this.t1, this.t2, this.t3] = wordsOf(of.traceId, 4) as [number, number, number, number]
-        ;[this.p0, this.p1] = wordsOf(of.spanId, 2) as [number, number]
-        this.hexTraceId = of.traceId
-      }
-    } else {
-      do {
-        this.t0 = random32()
-        this.t1 = random32()
-        this.t2 = random32()
-        this.t3 = random32()
-      } while ((this.t0 | this.t1 | this.t2 | this.t3) === 0) // all zeros is invalid (W3C trace context)
-    }
-    do {
-      this.s0 = random32()
-      this.s1 = random32()
-    } while ((this.s0 | this.s1) === 0)
+    this.traceId = parent._tag === "Some" ? parent.value.traceId : randomId(16)
+    this.spanId = randomId(8)
     this.links = links
     this.status = { _tag: "Started", startTime }
-  }
-
-  get traceId(): string {
-    return this.hexTraceId ??= hex8(this.t0) + hex8(this.t1) + hex8(this.t2) + hex8(this.t3)
-  }
-
-  get spanId(): string {
-    return this.hexSpanId ??= hex8(this.s0) + hex8(this.s1)
   }
 
   get attributes(): ReadonlyMap<string, unknown> {
