@@ -10,7 +10,7 @@ import { SQL } from "bun"
 import { createHmac } from "node:crypto"
 import { makeId } from "../../src/Domain/Ids.ts"
 import { eventually, type Receiver, type ReceivedRequest, startReceiver } from "../support/receiver.ts"
-import { type Server, startServer, type TestUser } from "../support/server.ts"
+import { type Server, startServer, startupFailure, type TestUser } from "../support/server.ts"
 
 const DELAY_MS = 300
 const ENV = {
@@ -987,14 +987,7 @@ describe("settings", () => {
     [{ WEBHOOK_CONCURRENCY: "0" }, "WEBHOOK_CONCURRENCY"],
     [{ WEBHOOK_POLL_INTERVAL: "often" }, "WEBHOOK_POLL_INTERVAL"]
   ])("%o stops start-up with a message naming the setting", async (env, message) => {
-    const started = startServer({ env })
-    const error = await started.then(
-      async (unexpected) => {
-        await stopWithin(unexpected)
-        return undefined
-      },
-      (e: unknown) => e
-    )
+    const error = await startupFailure(env)
     expect(error).toBeInstanceOf(Error)
     expect(String(error)).toContain("exited")
     expect(String(error)).toContain(message)

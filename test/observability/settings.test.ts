@@ -1,6 +1,6 @@
 /** Telemetry settings that cannot work stop start-up with a message naming the setting. */
 import { expect, test } from "bun:test"
-import { startServer } from "../support/server.ts"
+import { startupFailure } from "../support/server.ts"
 
 test.each([
   [{ OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "5000", OTEL_BSP_MAX_QUEUE_SIZE: "100" }, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE"],
@@ -9,13 +9,7 @@ test.each([
   [{ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }, "OTEL_EXPORTER_OTLP_PROTOCOL"],
   [{ OTEL_TRACES_SAMPLER_ARG: "2" }, "OTEL_TRACES_SAMPLER_ARG must be from 0 to 1"]
 ])("%o stops start-up with a message naming the setting", async (env, message) => {
-  const error = await startServer({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", ...env } }).then(
-    async (unexpected) => {
-      await unexpected.stop()
-      return undefined
-    },
-    (e: unknown) => e
-  )
+  const error = await startupFailure({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", ...env })
   expect(error).toBeInstanceOf(Error)
   expect(String(error)).toContain("exited")
   expect(String(error)).toContain(message)

@@ -165,3 +165,16 @@ export const startServer = async (options: { readonly env?: Record<string, strin
 
   return { url, databaseUrl, process: proc, logs, request, cli, user, stop }
 }
+
+/**
+ * Starts a server with settings it should refuse: the error its start-up failed with, or undefined (after
+ * stopping it) if it started after all.
+ */
+export const startupFailure = (env: Record<string, string>): Promise<unknown> =>
+  startServer({ env }).then(
+    async (unexpected) => {
+      await unexpected.stop("SIGKILL")
+      return undefined
+    },
+    (error: unknown) => error
+  )
