@@ -313,8 +313,15 @@ export class ProtobufSpans {
   private readonly w = new Writer()
   count = 0
 
+  /** Encodes `s` at the end of the batch; if that throws, the batch is left as it was. */
   add(s: EndedSpan): void {
-    span(this.w, 2, s)
+    const mark = this.w.position
+    try {
+      span(this.w, 2, s)
+    } catch (error) {
+      this.w.position = mark
+      throw error
+    }
     this.count++
   }
 

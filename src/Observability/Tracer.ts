@@ -79,7 +79,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       dropped++
       return
     }
-    current.add(span)
+    try {
+      current.add(span)
+    } catch {
+      // A span that cannot be encoded is dropped (and counted), never a failure of the request that made it.
+      dropped++
+      return
+    }
     queued++
     if (current.count >= options.maxExportBatchSize) {
       full.push(current)

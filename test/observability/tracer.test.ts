@@ -13,6 +13,8 @@ interface Received {
 }
 
 const requests: Array<Received> = []
+/** Protobuf requests, as received. */
+const protobufBodies: Array<Buffer> = []
 /** Statuses the collector answers with, first to last; 200 once they run out. */
 let answers: Array<number> = []
 /** How long the collector takes to answer. */
@@ -23,6 +25,10 @@ const collector = Bun.serve({
   async fetch(request) {
     const status = answers.shift() ?? 200
     if (delay > 0) await Bun.sleep(delay)
+    if (request.headers.get("content-type") === "application/x-protobuf") {
+      if (status === 200) protobufBodies.push(Buffer.from(await request.arrayBuffer()))
+      return new Response("{}", { status })
+    }
     const body = await request.json() as any
     if (status === 200) {
       requests.push({ spans: body.resourceSpans[0].scopeSpans[0].spans, resource: body.resourceSpans[0].resource.attributes })
@@ -33,6 +39,7 @@ const collector = Bun.serve({
 afterAll(() => collector.stop(true))
 beforeEach(() => {
   requests.length = 0
+  protobufBodies.length = 0
   answers = []
   delay = 0
 })
@@ -49,20 +56,21 @@ const options = (overrides: Partial<OtlpTracer.Options> = {}): OtlpTracer.Option
   ...overrides
 })
 
-/** Runs `program` with the exporter, shuts it down, and returns what was logged at warning level. */
-const run = async <A>(config: OtlpTracer.Options, program: Effect.Effect<A>) => {
+/** Runs `program` with the exporter, shuts it down, and returns what it answered and what was logged as a warning. */
+const runWith = async <A>(config: OtlpTracer.Options, program: Effect.Effect<A>) => {
   const warnings: Array<string> = []
   const logger = Logger.make(({ logLevel, message }) => {
     if (logLevel._tag === "Warning") warnings.push(JSON.stringify(message))
   })
-  await Effect.runPromise(
+  const value = await Effect.runPromise(
     Effect.scoped(program.pipe(
       Effect.provide(OtlpTracer.layer(config).pipe(Layer.provide(FetchHttpClient.layer))),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger))
     ))
   )
-  return warnings
+  return { value, warnings }
 }
+const run = async <A>(config: OtlpTracer.Options, program: Effect.Effect<A>) => (await runWith(config, program)).warnings
 
 const spans = (n: number, prefix = "span") =>
   Effect.forEach(Array.from({ length: n }, (_, i) => i), (i) => Effect.void.pipe(Effect.withSpan(`${prefix} ${i}`)), {
@@ -121,6 +129,29 @@ describe("the trace exporter", () => {
     expect(warnings).toHaveLength(1)
     expect(warnings[0]).toContain("spans dropped")
     expect(warnings[0]).toContain('"dropped_spans":4')
+  })
+
+  test("a span that cannot be encoded is dropped and counted; the request and the batch around it are unharmed", async () => {
+    const hostile = { toJSON: () => { throw new Error("no JSON") }, toString: () => { throw new Error("no string") } }
+    const program = Effect.gen(function*() {
+      yield* Effect.void.pipe(Effect.withSpan("before"))
+      yield* Effect.void.pipe(Effect.withSpan("hostile", { attributes: { value: hostile } }))
+      yield* Effect.void.pipe(Effect.withSpan("after"))
+      return "served"
+    })
+    const json = await runWith(options({ scheduleDelay: "1 hour" }), program)
+    expect(json.value).toBe("served")
+    expect(received()).toEqual(["before", "after"])
+    expect(json.warnings.join("\n")).toContain('"dropped_spans":1')
+
+    const protobuf = await runWith(options({ scheduleDelay: "1 hour", protocol: "http/protobuf" }), program)
+    expect(protobuf.value).toBe("served")
+    expect(protobufBodies).toHaveLength(1)
+    const text = protobufBodies[0]!.toString("latin1")
+    expect(text).toContain("before")
+    expect(text).toContain("after")
+    expect(text).not.toContain("hostile")
+    expect(protobuf.warnings.join("\n")).toContain('"dropped_spans":1')
   })
 
   test("a full queue drops new spans, counts them, and keeps the ones it has", async () => {
