@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What tracing costs: two servers on the same database and the same core (0), one exporting traces and metrics
 # (OTLP/HTTP protobuf, to a sink on core 1) and one exporting nothing. wrk (core 1) loads them in turns, ABBA
-# order in each round so drift on the machine falls on both alike. The cost is given two ways: from the mean
-# req/s, and from the server's CPU time per request (/proc), which this noisy VM disturbs less.
+# order in each round so drift on the machine falls on both alike. The cost is given three ways: from the mean
+# req/s, from the servers' CPU time per request (/proc), and as the median of the rounds' own costs.
 # Usage: bash bench/tracing.sh [rounds=4] [seconds-per-run=5] [connections=32]
 # OTEL_EXPORTER_OTLP_PROTOCOL=http/json, OTEL_TRACES_SAMPLER(_ARG) and DATABASE_URL pass through to the traced server.
 set -euo pipefail
