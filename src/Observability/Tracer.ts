@@ -149,9 +149,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   yield* Effect.addFinalizer(() => {
     stopping = true
     wake.unsafeOpen()
-    return Fiber.join(loop).pipe(
+    return Fiber.await(loop).pipe(
       Effect.zipRight(exportPending),
-      Effect.zipRight(warnDropped),
+      // The last count is told whenever the previous warning was.
+      Effect.zipRight(Effect.suspend(() => {
+        warnedAt = -Infinity
+        return warnDropped
+      })),
       Effect.timeoutOption(options.shutdownTimeout),
       Effect.zipRight(Fiber.interrupt(loop)),
       Effect.withTracerEnabled(false)

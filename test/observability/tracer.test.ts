@@ -154,6 +154,21 @@ describe("the trace exporter", () => {
     expect(protobuf.warnings.join("\n")).toContain('"dropped_spans":1')
   })
 
+  test("drops are told at most once a minute while running, and the last count at shutdown", async () => {
+    delay = 300 // a full batch is in flight while the rest of each flood ends
+    const warnings = await run(
+      options({ maxQueueSize: 5, maxExportBatchSize: 5 }),
+      Effect.gen(function*() {
+        yield* spans(10, "first")
+        yield* Effect.sleep("600 millis")
+        yield* spans(10, "second")
+      })
+    )
+    expect(warnings).toHaveLength(2)
+    for (const warning of warnings) expect(warning).toContain('"dropped_spans":5')
+    expect(received()).toHaveLength(10)
+  })
+
   test("a full queue drops new spans, counts them, and keeps the ones it has", async () => {
     // The first full batch is still being sent (and still counts against the queue) while the rest end; it is in
     // flight at shutdown, which lets it finish rather than cut it off and send it again.
