@@ -72,12 +72,11 @@ export class JsonSpans {
     this.parts.push(JSON.stringify(spanJson(s)))
   }
 
-  /** The `ExportTraceServiceRequest` around these spans. */
+  /** The `ExportTraceServiceRequest` around these spans (the shape `tracesJson` gives). */
   request(resource: OtlpResource.Resource, scopeName: string): string {
-    const head = JSON.stringify(tracesJson(resource, scopeName, []))
-    const empty = '"spans":[]'
-    const at = head.lastIndexOf(empty)
-    return `${head.slice(0, at)}"spans":[${this.parts.join(",")}]${head.slice(at + empty.length)}`
+    return `{"resourceSpans":[{"resource":${JSON.stringify(resource)},"scopeSpans":[{"scope":{"name":${
+      JSON.stringify(scopeName)
+    }},"spans":[${this.parts.join(",")}]}]}]}`
   }
 
   body(resource: OtlpResource.Resource, scopeName: string): HttpBody.HttpBody {

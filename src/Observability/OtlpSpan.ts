@@ -14,7 +14,7 @@ const pool = new Uint8Array(16 * 1024)
 let poolAt = pool.length
 
 /** A random id of `bytes` bytes as lower-case hex, never all zeros (W3C trace context calls that invalid). */
-export const randomId = (bytes: number): string => {
+const randomId = (bytes: number): string => {
   for (;;) {
     if (poolAt + bytes > pool.length) {
       crypto.getRandomValues(pool)
@@ -31,7 +31,7 @@ export const randomId = (bytes: number): string => {
   }
 }
 
-export type SpanEvent = readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]
+type SpanEvent = readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]
 
 export class OtlpSpan implements Tracer.Span {
   readonly _tag = "Span"
@@ -97,9 +97,9 @@ export interface EndedSpan extends OtlpSpan {
 }
 
 /** OTLP status codes. */
-export const StatusCode = { Unset: 0, Ok: 1, Error: 2 } as const
+const StatusCode = { Unset: 0, Ok: 1, Error: 2 } as const
 
-export interface Outcome {
+interface Outcome {
   readonly code: number
   readonly message: string | undefined
   /** Attributes the outcome adds to the span, as `key, value, …`. */

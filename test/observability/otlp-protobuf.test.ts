@@ -5,7 +5,7 @@
 import { OtlpResource, OtlpSerialization } from "@effect/opentelemetry"
 import { describe, expect, test } from "bun:test"
 import { Effect, Fiber, Layer, Tracer } from "effect"
-import { tracesJson } from "../../src/Observability/OtlpJson.ts"
+import { JsonSpans, tracesJson } from "../../src/Observability/OtlpJson.ts"
 import { encodeTraces } from "../../src/Observability/OtlpProtobuf.ts"
 import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
 import { makeTracer } from "../../src/Observability/Tracer.ts"
@@ -74,6 +74,13 @@ describe("the OTLP trace encoders", () => {
     const hex = Buffer.from(encodeTraces(resource, scope, [span!])).toString("hex")
     // KeyValue { key: "n", value: AnyValue { int_value (field 3, varint): -5 } }
     expect(hex).toContain("0a016e120b18fbffffffffffffffff01")
+  })
+
+  test("JSON: the batch text is the document of the same spans", () => {
+    const spans = [0, 1, 2].flatMap((i) => collect(varied(i)))
+    const batch = new JsonSpans()
+    for (const span of spans) batch.add(span)
+    expect(JSON.parse(batch.request(resource, scope))).toEqual(JSON.parse(JSON.stringify(tracesJson(resource, scope, spans))))
   })
 
   test("JSON: ids, times, kinds, parents, status and the exception event", () => {
