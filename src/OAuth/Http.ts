@@ -127,8 +127,12 @@ const guardHtml = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerRes
     return Effect.as(Effect.logError("unexpected failure", cause), html(errorPage("An internal error occurred."), 500))
   })
 
-const SIGN_IN_ACTION = "authorize/sign-in"
-const CONSENT_ACTION = "authorize/consent"
+/**
+ * Form actions are absolute, built from the issuer: a relative one resolves against the page's own URL, and the
+ * sign-in page is served both at `/oauth/authorize` and (after a wrong password) at `/oauth/authorize/sign-in`.
+ */
+const signInAction = (authUrl: string) => `${authUrl}/authorize/sign-in`
+const consentAction = (authUrl: string) => `${authUrl}/authorize/consent`
 const expiredForm = "This sign-in form has expired or was already used."
 
 export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
@@ -176,7 +180,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
           return HttpServerResponse.redirect(outcome.location, { status: 302, headers: noStore })
         case "SignIn":
           return html(signInPage({
-            action: SIGN_IN_ACTION,
+            action: signInAction(authUrl),
             pending: outcome.pending,
             csrf: outcome.csrf,
             clientName: outcome.client.name
@@ -186,12 +190,13 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
 
     yield* router.post("/oauth/authorize/sign-in", guardHtml(Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
+      const { authUrl } = yield* currentIssuer
       const params = yield* readParams(request)
       const pending = yield* oauth.pendingFor(params.pending ?? "", params.csrf_token ?? "", "sign_in")
       if (Option.isNone(pending)) return html(errorPage(expiredForm), 400)
       const again = (error: string, status: number) =>
         html(signInPage({
-          action: SIGN_IN_ACTION,
+          action: signInAction(authUrl),
           pending: params.pending ?? "",
           csrf: params.csrf_token ?? "",
           clientName: pending.value.client.name,
@@ -208,7 +213,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
       }
       const csrf = yield* oauth.signedIn(pending.value.row.id, user.right.id)
       return html(consentPage({
-        action: CONSENT_ACTION,
+        action: consentAction(authUrl),
         pending: pending.value.row.id,
         csrf,
         clientName: pending.value.client.name,

@@ -43,7 +43,8 @@ const field = (html: string, name: string) => {
   if (match === null) throw new Error(`no ${name} in:\n${html}`)
   return match[1]!
 }
-const actionOf = (html: string, base: string) => new URL(/<form method="post" action="([^"]+)"/.exec(html)![1]!, base)
+/** Where a browser posts a page's form: its `action` resolved against the URL the page was served from. */
+const actionOf = (html: string, pageUrl: string) => new URL(/<form method="post" action="([^"]+)"/.exec(html)![1]!, pageUrl)
 
 interface AuthorizeOptions {
   readonly clientId: string
@@ -76,7 +77,7 @@ const browse = async (options: AuthorizeOptions) => {
   expect(page.headers.get("content-type")).toContain("text/html")
   const signIn = await page.text()
   const pending = field(signIn, "pending")
-  const consent = await fetch(actionOf(signIn, url.toString()), {
+  const consent = await fetch(actionOf(signIn, page.url), {
     method: "POST",
     redirect: "manual",
     body: new URLSearchParams({ pending, csrf_token: field(signIn, "csrf_token"), email: user.email, password: user.password })
@@ -84,7 +85,7 @@ const browse = async (options: AuthorizeOptions) => {
   const consentHtml = await consent.text()
   expect(consent.status).toBe(200)
   expect(consentHtml).toContain("Allow access?")
-  const answered = await fetch(actionOf(consentHtml, url.toString()), {
+  const answered = await fetch(actionOf(consentHtml, consent.url), {
     method: "POST",
     redirect: "manual",
     body: new URLSearchParams({
@@ -283,9 +284,10 @@ describe("authorize errors", () => {
 
   test("the forms need their CSRF token; a wrong password shows the form again; consent is answered once", async () => {
     const url = authorizeUrl({ clientId: confidential.client_id, state: "csrf" })
-    const html = await (await fetch(url)).text()
+    const page = await fetch(url)
+    const html = await page.text()
     const pending = field(html, "pending")
-    const action = actionOf(html, url.toString())
+    const action = actionOf(html, page.url)
     const forged = await fetch(action, {
       method: "POST",
       body: new URLSearchParams({ pending, csrf_token: "x".repeat(32), email: user.email, password: user.password })
@@ -301,22 +303,26 @@ describe("authorize errors", () => {
     const wrongHtml = await wrong.text()
     expect(wrongHtml).toContain("The email or password is wrong")
 
-    const ok = await fetch(action, {
+    // The form shown again after a wrong password is posted from /oauth/authorize/sign-in, as a browser would.
+    const ok = await fetch(actionOf(wrongHtml, wrong.url), {
       method: "POST",
       body: new URLSearchParams({ pending, csrf_token: field(wrongHtml, "csrf_token"), email: user.email, password: user.password })
     })
     const consentHtml = await ok.text()
+    expect(ok.status).toBe(200)
+    const consentAction = actionOf(consentHtml, ok.url)
+    expect(consentAction.pathname).toBe("/oauth/authorize/consent")
     // The sign-in token does not work on the consent form.
-    const early = await fetch(actionOf(consentHtml, url.toString()), {
+    const early = await fetch(consentAction, {
       method: "POST",
       redirect: "manual",
       body: new URLSearchParams({ pending, csrf_token: field(html, "csrf_token"), decision: "approve" })
     })
     expect(early.status).toBe(400)
     const consentBody = new URLSearchParams({ pending, csrf_token: field(consentHtml, "csrf_token"), decision: "approve" })
-    const first = await fetch(actionOf(consentHtml, url.toString()), { method: "POST", redirect: "manual", body: consentBody })
+    const first = await fetch(consentAction, { method: "POST", redirect: "manual", body: consentBody })
     expect(first.status).toBe(302)
-    const replay = await fetch(actionOf(consentHtml, url.toString()), { method: "POST", redirect: "manual", body: consentBody })
+    const replay = await fetch(consentAction, { method: "POST", redirect: "manual", body: consentBody })
     expect(replay.status).toBe(400)
     expect(replay.headers.get("location")).toBeNull()
   }, 15_000)
