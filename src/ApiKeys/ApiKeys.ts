@@ -1,26 +1,18 @@
 import { Effect, Option } from "effect"
-import { createHash, timingSafeEqual } from "node:crypto"
-import type { Principal } from "../Auth/Principal.js"
+import type { ApiKeySort, ApiKeyStatus, CreatedApiKey, NewApiKey } from "../Domain/ApiKey.js"
 import { Forbidden, NotFound, Unauthorized, ValidationFailed } from "../Domain/Errors.js"
-import { makeId, randomBase62 } from "../Domain/Ids.js"
+import { ApiKeyId, makeId, randomBase62 } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
-import { grants, type Scope } from "../Domain/Scopes.js"
+import type { Principal } from "../Domain/Principal.js"
+import { grants } from "../Domain/Scopes.js"
+import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
-import type { ApiKey, CreatedApiKey } from "./Api.js"
-import { type ApiKeySort, ApiKeysRepo } from "./Repo.js"
+import { ApiKeysRepo } from "./Repo.js"
 
 export const KEY_PREFIX = "pcs_"
 const KEY_PATTERN = /^pcs_[0-9A-Za-z]{40}$/
 const DISPLAY_PREFIX_LENGTH = 12
 const TOUCH_INTERVAL_MS = 60_000
-
-const sha256 = (value: string): Buffer => createHash("sha256").update(value).digest()
-
-export interface NewKey {
-  readonly name: string
-  readonly scopes: ReadonlyArray<Scope>
-  readonly expires_at?: string | null | undefined
-}
 
 export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
   dependencies: [ApiKeysRepo.Default],
@@ -28,7 +20,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     const repo = yield* ApiKeysRepo
 
     /** Makes a key for `userId`. The value is returned here and never again; only its SHA-256 is kept. */
-    const issue = Effect.fn("ApiKeys.create", { captureStackTrace: false })(function*(userId: string, input: NewKey) {
+    const issue = Effect.fn("ApiKeys.issue", { captureStackTrace: false })(function*(userId: string, input: NewApiKey) {
       const now = nowIso()
       const expires_at = input.expires_at ?? null
       if (expires_at !== null && expires_at <= now) {
@@ -37,12 +29,12 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       const scopes = Array.from(new Set(input.scopes))
       const key = `${KEY_PREFIX}${randomBase62(40)}`
       const record = {
-        id: makeId("apiKey"),
+        id: ApiKeyId.make(makeId("apiKey")),
         user_id: userId,
         name: input.name,
         scopes,
         prefix: key.slice(0, DISPLAY_PREFIX_LENGTH),
-        key_hash: sha256(key).toString("hex"),
+        key_hash: sha256Hex(key),
         created_at: now,
         expires_at
       }
@@ -63,7 +55,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     })
 
     /** `POST /v1/api-keys`: a credential may hand on only scopes it has, and OAuth tokens manage no keys. */
-    const create = Effect.fn("ApiKeys.createFor", { captureStackTrace: false })(function*(principal: Principal, input: NewKey) {
+    const create = Effect.fn("ApiKeys.create", { captureStackTrace: false })(function*(principal: Principal, input: NewApiKey) {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
@@ -77,7 +69,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     })
 
     const list = Effect.fn("ApiKeys.list", { captureStackTrace: false })(
-      function*(principal: Principal, query: ListQuery<ApiKeySort, ApiKey["status"]>) {
+      function*(principal: Principal, query: ListQuery<ApiKeySort, ApiKeyStatus>) {
         if (principal.credential.kind === "oauth") {
           return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
         }
@@ -86,7 +78,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     )
 
     /** Revocation is immediate and idempotent: a key already revoked answers the same. */
-    const revoke = Effect.fn("ApiKeys.revoke", { captureStackTrace: false })(function*(principal: Principal, id: string) {
+    const revoke = Effect.fn("ApiKeys.revoke", { captureStackTrace: false })(function*(principal: Principal, id: ApiKeyId) {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
@@ -100,9 +92,9 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       const invalid = new Unauthorized({ message: "The API key is invalid, expired or revoked" })
       if (!KEY_PATTERN.test(token)) return yield* invalid
       const now = new Date()
-      const hash = sha256(token)
+      const hash = sha256Hex(token)
       const candidates = yield* Effect.orDie(repo.findByPrefix(token.slice(0, DISPLAY_PREFIX_LENGTH), now.toISOString()))
-      const match = candidates.find((candidate) => timingSafeEqual(Buffer.from(candidate.key_hash, "hex"), hash))
+      const match = candidates.find((candidate) => sameHash(candidate.key_hash, hash))
       if (match === undefined || match.status !== "active") return yield* invalid
       const notBefore = new Date(now.getTime() - TOUCH_INTERVAL_MS).toISOString()
       if (match.last_used_at === null || match.last_used_at < notBefore) {

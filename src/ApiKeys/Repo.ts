@@ -1,32 +1,27 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
+import { ApiKey, type ApiKeySort, type ApiKeyStatus, KeyCredential } from "../Domain/ApiKey.js"
+import { ApiKeyId, UserId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Scope } from "../Domain/Scopes.js"
 import { listPage } from "../Sql/Lists.js"
-import type { ApiKey } from "./Api.js"
-
-export type ApiKeySort = "created_at" | "name"
-type ApiKeyStatus = ApiKey["status"]
+import * as Rows from "../Sql/Rows.js"
 
 /** As stored: scopes are a JSON array in a TEXT column. */
-interface ApiKeyRow extends Omit<ApiKey, "scopes"> {
-  readonly scopes: string
-}
+const Scopes = Rows.JsonText(Schema.Array(Scope))
+const ApiKeyRow = Schema.Struct({ ...ApiKey.fields, scopes: Scopes })
+const KeyCredentialRow = Schema.Struct({ ...KeyCredential.fields, scopes: Scopes })
 
-/** A key found by its prefix, with what authentication needs. */
-export interface KeyCredential {
-  readonly id: string
-  readonly user_id: string
-  readonly org_id: string
-  readonly key_hash: string
-  readonly scopes: ReadonlyArray<Scope>
-  readonly status: ApiKeyStatus
-  readonly last_used_at: string | null
-}
-
-const decodeScopes = Schema.decodeSync(Schema.parseJson(Schema.Array(Scope)))
-
-const toApiKey = (row: ApiKeyRow): ApiKey => ({ ...row, scopes: decodeScopes(row.scopes) })
+const NewKeyRow = Schema.Struct({
+  id: ApiKeyId,
+  user_id: UserId,
+  name: Schema.String,
+  scopes: Scopes,
+  prefix: Schema.String,
+  key_hash: Schema.String,
+  created_at: Schema.String,
+  expires_at: Schema.NullOr(Schema.String)
+})
 
 export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
   effect: Effect.gen(function*() {
@@ -40,62 +35,59 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     const columns = (now: string) =>
       sql`k.id, k.name, k.scopes, k.prefix, ${status(now)} AS status, k.created_at, k.expires_at, k.last_used_at, k.revoked_at`
 
-    const insert = (key: {
-      readonly id: string
-      readonly user_id: string
-      readonly name: string
-      readonly scopes: ReadonlyArray<Scope>
-      readonly prefix: string
-      readonly key_hash: string
-      readonly created_at: string
-      readonly expires_at: string | null
-    }) =>
-      sql`INSERT INTO api_keys ${
-        sql.insert({ ...key, scopes: JSON.stringify(key.scopes), last_used_at: null, revoked_at: null })
-      }`
+    const insert = Rows.write({
+      Request: NewKeyRow,
+      execute: (key) => sql`INSERT INTO api_keys ${sql.insert({ ...key, last_used_at: null, revoked_at: null })}`
+    })
 
-    const find = (userId: string, id: string, now: string) =>
-      Effect.map(
-        sql<ApiKeyRow>`SELECT ${columns(now)} FROM api_keys k WHERE k.id = ${id} AND k.user_id = ${userId}`,
-        (rows) => Option.map(Option.fromNullable(rows[0]), toApiKey)
-      )
+    const find = Rows.findOne({
+      Request: Schema.Struct({ userId: Schema.String, id: ApiKeyId, now: Schema.String }),
+      Result: ApiKeyRow,
+      execute: ({ id, now, userId }) =>
+        sql`SELECT ${columns(now)} FROM api_keys k WHERE k.id = ${id} AND k.user_id = ${userId}`
+    })
 
     const list = (userId: string, query: ListQuery<ApiKeySort, ApiKeyStatus>, now: string) =>
-      Effect.map(
-        listPage<ApiKeyRow, ApiKeySort>({
-          select: columns(now),
-          from: sql`api_keys k`,
-          where: [
-            sql`k.user_id = ${userId}`,
-            ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
-          ],
-          columns: { created_at: "k.created_at", name: "k.name" },
-          createdColumn: "k.created_at",
-          idColumn: "k.id",
-          searchColumns: ["k.name"]
-        }, query),
-        (page) => ({ ...page, items: page.items.map(toApiKey) })
-      )
+      listPage(ApiKeyRow, {
+        select: columns(now),
+        from: sql`api_keys k`,
+        where: [
+          sql`k.user_id = ${userId}`,
+          ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
+        ],
+        columns: { created_at: "k.created_at", name: "k.name" },
+        createdColumn: "k.created_at",
+        idColumn: "k.id",
+        searchColumns: ["k.name"]
+      }, query)
 
     /** Keys are looked up by their non-secret prefix; the hash is then compared in constant time by the caller. */
-    const findByPrefix = (prefix: string, now: string) =>
-      Effect.map(
-        sql<Omit<KeyCredential, "scopes"> & { readonly scopes: string }>`
+    const findByPrefix = Rows.findAll({
+      Request: Schema.Struct({ prefix: Schema.String, now: Schema.String }),
+      Result: KeyCredentialRow,
+      execute: ({ now, prefix }) =>
+        sql`
           SELECT k.id, k.user_id, u.org_id, k.key_hash, k.scopes, ${status(now)} AS status, k.last_used_at
           FROM api_keys k JOIN users u ON u.id = k.user_id
-          WHERE k.prefix = ${prefix}`,
-        (rows): ReadonlyArray<KeyCredential> => rows.map((row) => ({ ...row, scopes: decodeScopes(row.scopes) }))
-      )
+          WHERE k.prefix = ${prefix}`
+    })
 
     /** Revokes once: a key already revoked keeps its first `revoked_at`. */
-    const revoke = (userId: string, id: string, now: string) =>
+    const revoke = (userId: string, id: ApiKeyId, now: string) =>
       sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id} AND user_id = ${userId} AND revoked_at IS NULL`
 
     /** At most one write a minute per key, whichever process serves it. */
-    const touch = (id: string, now: string, notBefore: string) =>
+    const touch = (id: ApiKeyId, now: string, notBefore: string) =>
       sql`UPDATE api_keys SET last_used_at = ${now}
         WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < ${notBefore})`
 
-    return { insert, find, list, findByPrefix, revoke, touch } as const
+    return {
+      insert,
+      find: (userId: string, id: ApiKeyId, now: string) => find({ userId, id, now }),
+      list,
+      findByPrefix: (prefix: string, now: string) => findByPrefix({ prefix, now }),
+      revoke: (userId: string, id: ApiKeyId, now: string) => Effect.asVoid(revoke(userId, id, now)),
+      touch: (id: ApiKeyId, now: string, notBefore: string) => Effect.asVoid(touch(id, now, notBefore))
+    } as const
   })
 }) {}

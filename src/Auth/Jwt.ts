@@ -3,7 +3,6 @@
  * `bun run cli jwt-keys rotate`) or given as `JWT_PRIVATE_KEY`; signing a session and verifying a bearer JWT with
  * the algorithm pinned and `iss`, `aud` and `exp` checked with 30 s of clock skew.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect, Option, Redacted } from "effect"
 import * as jose from "jose"
 import { AuthConfig } from "../Config.js"
@@ -11,8 +10,9 @@ import { Unauthorized } from "../Domain/Errors.js"
 import { randomBase62 } from "../Domain/Ids.js"
 import { type Scope, scopeNames } from "../Domain/Scopes.js"
 import { nowIso } from "../Domain/Time.js"
+import type { Principal } from "../Domain/Principal.js"
 import type { Issuer } from "./Issuer.js"
-import type { Principal } from "./Principal.js"
+import { type KeyRow, SigningKeysRepo } from "./Repo.js"
 
 export const JWT_TTL_SECONDS = 3600
 export const CLOCK_SKEW_SECONDS = 30
@@ -20,14 +20,6 @@ const ALG = "EdDSA"
 
 /** A session acts as the user themselves: every scope. */
 export const SESSION_SCOPES: ReadonlyArray<Scope> = scopeNames
-
-interface KeyRow {
-  readonly kid: string
-  readonly private_jwk: string
-  readonly public_jwk: string
-  readonly created_at: string
-  readonly retired_at: string | null
-}
 
 interface PublicJwk {
   readonly kty: string
@@ -77,23 +69,21 @@ const fromConfigured = (text: string) =>
   })
 
 export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
+  dependencies: [SigningKeysRepo.Default],
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* SigningKeysRepo
     const config = yield* Effect.orDie(AuthConfig)
     const configured = yield* Option.match(config.jwtPrivateKey, {
       onNone: () => Effect.succeed(Option.none()),
       onSome: (pem) => Effect.map(Effect.orDie(fromConfigured(Redacted.value(pem))), Option.some)
     })
 
-    const insertKey = (row: KeyRow) => sql`INSERT INTO jwt_signing_keys ${sql.insert({ ...row })}`
-
     /** On first start (no active key yet) a key is made. Two processes racing both insert; the newest signs. */
     if (Option.isNone(configured)) {
-      const active = yield* Effect.orDie(sql<{ readonly n: number }>`
-        SELECT COUNT(*) AS n FROM jwt_signing_keys WHERE retired_at IS NULL`)
-      if (Number(active[0]?.n ?? 0) === 0) {
+      const active = yield* Effect.orDie(repo.activeCount)
+      if (active === 0) {
         const row = yield* newKeyRow
-        yield* Effect.orDie(insertKey(row))
+        yield* Effect.orDie(repo.insert(row))
         yield* Effect.logDebug("made a JWT signing key", { kid: row.kid })
       }
     }
@@ -112,11 +102,9 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
 
     const signingKey = Effect.gen(function*() {
       if (Option.isSome(configured)) return { kid: configured.value.kid, key: configured.value.privateKey }
-      const rows = yield* Effect.orDie(sql<KeyRow>`
-        SELECT kid, private_jwk FROM jwt_signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC, kid DESC LIMIT 1`)
-      const row = rows[0]
-      if (row === undefined) return yield* Effect.dieMessage("no active JWT signing key")
-      return { kid: row.kid, key: yield* cached(`private:${row.kid}`, row.private_jwk) }
+      const row = yield* Effect.orDie(repo.newestActive)
+      if (Option.isNone(row)) return yield* Effect.dieMessage("no active JWT signing key")
+      return { kid: row.value.kid, key: yield* cached(`private:${row.value.kid}`, row.value.private_jwk) }
     })
 
     const verificationKey = (kid: string) =>
@@ -124,12 +112,9 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
         if (Option.isSome(configured)) {
           return configured.value.kid === kid ? Option.some(configured.value.publicKey) : Option.none()
         }
-        const rows = yield* Effect.orDie(sql<KeyRow>`
-          SELECT kid, public_jwk FROM jwt_signing_keys
-          WHERE kid = ${kid} AND (retired_at IS NULL OR retired_at > ${oldestStillValid()})`)
-        const row = rows[0]
-        if (row === undefined) return Option.none()
-        return Option.some(yield* cached(`public:${row.kid}`, row.public_jwk))
+        const row = yield* Effect.orDie(repo.findVerifying(kid, oldestStillValid()))
+        if (Option.isNone(row)) return Option.none()
+        return Option.some(yield* cached(`public:${row.value.kid}`, row.value.public_jwk))
       })
 
     /** `GET {auth_url}/jwks.json` */
@@ -137,9 +122,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
       if (Option.isSome(configured)) {
         return { keys: [{ ...configured.value.publicJwk, kid: configured.value.kid, alg: ALG, use: "sig" }] }
       }
-      const rows = yield* Effect.orDie(sql<KeyRow>`
-        SELECT kid, public_jwk FROM jwt_signing_keys
-        WHERE retired_at IS NULL OR retired_at > ${oldestStillValid()} ORDER BY created_at DESC, kid DESC`)
+      const rows = yield* Effect.orDie(repo.listVerifying(oldestStillValid()))
       return {
         keys: rows.map((row) => {
           const jwk: PublicJwk = JSON.parse(row.public_jwk)
@@ -152,21 +135,16 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
     const rotate = Effect.gen(function*() {
       const now = nowIso()
       const row = yield* newKeyRow
-      const retired = yield* sql<{ readonly kid: string }>`
-        UPDATE jwt_signing_keys SET retired_at = ${now} WHERE retired_at IS NULL RETURNING kid`.pipe(
-        Effect.zipLeft(insertKey({ ...row, created_at: now })),
-        sql.withTransaction,
-        Effect.orDie
-      )
+      const retired = yield* Effect.orDie(repo.rotate({ ...row, created_at: now }))
       return {
         kid: row.kid,
-        retired: retired.map((r) => r.kid),
+        retired,
         note: Option.isSome(configured) ? "JWT_PRIVATE_KEY is set: the server signs with that key, not this one" : undefined
       }
     }).pipe(Effect.withSpan("SigningKeys.rotate"))
 
     /** A session JWT for a user who signed in. */
-    const signSession = Effect.fn("Jwt.sign", { captureStackTrace: false })(function*(user: { readonly id: string; readonly org_id: string }, issuer: Issuer) {
+    const signSession = Effect.fn("SigningKeys.signSession", { captureStackTrace: false })(function*(user: { readonly id: string; readonly org_id: string }, issuer: Issuer) {
       const { kid, key } = yield* signingKey
       const now = Math.floor(Date.now() / 1000)
       return yield* Effect.promise(() =>
@@ -183,7 +161,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
     })
 
     /** A bearer JWT → the principal it names, or 401 for anything wrong with it. */
-    const verify = Effect.fn("Jwt.verify", { captureStackTrace: false })(function*(token: string, issuer: Issuer) {
+    const verify = Effect.fn("SigningKeys.verify", { captureStackTrace: false })(function*(token: string, issuer: Issuer) {
       const invalid = new Unauthorized({ message: "The JWT is invalid or expired" })
       const header = yield* Effect.try({ try: () => jose.decodeProtectedHeader(token), catch: () => invalid })
       if (header.alg !== ALG || typeof header.kid !== "string") return yield* invalid

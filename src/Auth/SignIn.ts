@@ -5,7 +5,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { AuthConfig } from "../Config.js"
-import { UsersRepo } from "../Users/Repo.js"
+import { Users } from "../Users/Users.js"
 import { AuthLimits } from "./Limits.js"
 
 export const ACCOUNT_WINDOW_MS = 15 * 60_000
@@ -19,9 +19,9 @@ export class SignInFailed extends Schema.TaggedError<SignInFailed>()("SignInFail
 }
 
 export class SignIn extends Effect.Service<SignIn>()("SignIn", {
-  dependencies: [UsersRepo.Default, AuthLimits.Default],
+  dependencies: [Users.Default, AuthLimits.Default],
   effect: Effect.gen(function*() {
-    const users = yield* UsersRepo
+    const users = yield* Users
     const limits = yield* AuthLimits
     const config = yield* Effect.orDie(AuthConfig)
     // Verified against when the email is unknown, so both cases cost one argon2id verification.
@@ -35,7 +35,7 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
       const accountKey = `signin-failures:${email}`
       const allowed = yield* limits.check(accountKey, config.failedLoginLimit, ACCOUNT_WINDOW_MS)
       if (!allowed.allowed) return yield* new SignInFailed({ reason: "limited", retryAfter: allowed.retryAfter })
-      const found = yield* Effect.orDie(users.findCredentials(email))
+      const found = yield* users.findCredentials(email)
       const hash = Option.match(found, { onNone: () => null, onSome: (user) => user.password_hash })
       const against = hash ?? (yield* dummyHash)
       const verified = yield* Effect.promise(() => Bun.password.verify(password, against))

@@ -78,14 +78,27 @@ const idSchema = <K extends IdKind>(kind: K) =>
     })
   )
 
-export const ProjectId = idSchema("project")
+/**
+ * Ids that travel side by side (a webhook's and its delivery's, a project's and its team's) are branded, so
+ * one cannot be passed for the other. User, organisation and team ids stay plain strings for now: the principal
+ * is also built from the OAuth tables, and teams from their own, which are not decoded yet.
+ */
+const brandedId = <K extends IdKind, const B extends string>(kind: K, brand: B) =>
+  idSchema(kind).pipe(Schema.brand(brand))
+
+export const ProjectId = brandedId("project", "ProjectId")
+export type ProjectId = typeof ProjectId.Type
 export const UserId = idSchema("user")
 export const OrgId = idSchema("org")
 export const TeamId = idSchema("team")
-export const ApiKeyId = idSchema("apiKey")
-export const WebhookId = idSchema("webhook")
-export const EventId = idSchema("event")
-export const DeliveryId = idSchema("delivery")
+export const ApiKeyId = brandedId("apiKey", "ApiKeyId")
+export type ApiKeyId = typeof ApiKeyId.Type
+export const WebhookId = brandedId("webhook", "WebhookId")
+export type WebhookId = typeof WebhookId.Type
+export const EventId = brandedId("event", "EventId")
+export type EventId = typeof EventId.Type
+export const DeliveryId = brandedId("delivery", "DeliveryId")
+export type DeliveryId = typeof DeliveryId.Type
 
 /** Random base62 text from a CSPRNG, without modulo bias. */
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

@@ -9,7 +9,7 @@ import { Effect, Option, Queue } from "effect"
 import { makeId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
 import { traceparentOf } from "../Observability/TraceContext.js"
-import type { EventType } from "./EventTypes.js"
+import type { EventType } from "../Domain/EventTypes.js"
 
 /** A doorbell: one pending ring is enough, however many commits happen before the worker looks. */
 export class DeliveryDoorbell extends Effect.Service<DeliveryDoorbell>()("DeliveryDoorbell", {

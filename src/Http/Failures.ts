@@ -6,9 +6,9 @@
 import { HttpApiBuilder, HttpApiError, HttpApp, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Option } from "effect"
-import { Api } from "../Api.js"
+import { ApiForMiddleware as Api } from "../Api.js"
 import { Lifecycle } from "./Lifecycle.js"
-import { limitUnauthenticated } from "../RateLimit/Http.js"
+import { limitUnauthenticated } from "./RateLimit.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
 import {
   BadRequest,

@@ -1,14 +1,14 @@
 import { Effect, Option } from "effect"
-import type { Principal } from "../Auth/Principal.js"
 import { NotFound, ValidationFailed } from "../Domain/Errors.js"
-import { makeId } from "../Domain/Ids.js"
+import type { EventType } from "../Domain/EventTypes.js"
+import { makeId, ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
+import type { Principal } from "../Domain/Principal.js"
+import type { NewProject, Project, ProjectPatch, ProjectSort, ProjectStatus } from "../Domain/Project.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
-import type { EventType } from "../Events/EventTypes.js"
 import { Teams } from "../Teams/Teams.js"
-import type { CreateProject, Project, UpdateProject } from "./Api.js"
-import { type ProjectSort, ProjectsRepo } from "./Repo.js"
+import { ProjectsRepo } from "./Repo.js"
 
 export class Projects extends Effect.Service<Projects>()("Projects", {
   dependencies: [ProjectsRepo.Default, Teams.Default, Events.Default],
@@ -26,7 +26,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         yield* events.emit(type, Array.from(new Set([project.owner_id, ...managers])), project)
       })
 
-    const findVisible = (principal: Principal, id: string) =>
+    const findVisible = (principal: Principal, id: ProjectId) =>
       Effect.flatMap(
         Effect.orDie(repo.findVisible(principal.userId, id)),
         Option.match({
@@ -36,12 +36,12 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       )
 
     const list = Effect.fn("Projects.list", { captureStackTrace: false })(
-      function*(principal: Principal, query: ListQuery<ProjectSort, "active" | "archived">) {
+      function*(principal: Principal, query: ListQuery<ProjectSort, ProjectStatus>) {
         return yield* Effect.orDie(repo.list(principal.userId, query))
       }
     )
 
-    const create = Effect.fn("Projects.create", { captureStackTrace: false })(function*(principal: Principal, input: CreateProject) {
+    const create = Effect.fn("Projects.create", { captureStackTrace: false })(function*(principal: Principal, input: NewProject) {
       const visibility = input.visibility ?? "private"
       if (input.team_id !== undefined) {
         const role = yield* teams.roleOf(input.team_id, principal.userId)
@@ -51,7 +51,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       }
       const now = nowIso()
       const project: Project = {
-        id: makeId("project"),
+        id: ProjectId.make(makeId("project")),
         name: input.name,
         description: input.description ?? "",
         visibility,
@@ -69,11 +69,11 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       return project
     })
 
-    const get = Effect.fn("Projects.get", { captureStackTrace: false })(function*(principal: Principal, id: string) {
+    const get = Effect.fn("Projects.get", { captureStackTrace: false })(function*(principal: Principal, id: ProjectId) {
       return yield* findVisible(principal, id)
     })
 
-    const update = Effect.fn("Projects.update", { captureStackTrace: false })(function*(principal: Principal, id: string, patch: UpdateProject) {
+    const update = Effect.fn("Projects.update", { captureStackTrace: false })(function*(principal: Principal, id: ProjectId, patch: ProjectPatch) {
       return yield* Effect.gen(function*() {
         const current = yield* findVisible(principal, id)
         const next: Project = {
@@ -93,7 +93,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
     })
 
-    const remove = Effect.fn("Projects.delete", { captureStackTrace: false })(function*(principal: Principal, id: string) {
+    const remove = Effect.fn("Projects.remove", { captureStackTrace: false })(function*(principal: Principal, id: ProjectId) {
       yield* Effect.gen(function*() {
         const current = yield* findVisible(principal, id)
         yield* Effect.orDie(repo.remove(current.id))

@@ -1,10 +1,10 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { Effect, Schema } from "effect"
+import { ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
+import { Project, type ProjectSort, type ProjectStatus } from "../Domain/Project.js"
 import { listPage } from "../Sql/Lists.js"
-import type { Project } from "./Api.js"
-
-export type ProjectSort = "created_at" | "updated_at" | "name"
+import * as Rows from "../Sql/Rows.js"
 
 export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo", {
   effect: Effect.gen(function*() {
@@ -16,29 +16,35 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
       sql`(p.owner_id = ${userId} OR (p.visibility = 'team' AND p.team_id IN (
         SELECT team_id FROM team_members WHERE user_id = ${userId})))`
 
-    const insert = (project: Project) => sql`INSERT INTO projects ${sql.insert(project)}`
+    const insert = Rows.write({
+      Request: Project,
+      execute: (project) => sql`INSERT INTO projects ${sql.insert(project)}`
+    })
 
-    const findVisible = (userId: string, id: string) =>
-      Effect.map(
-        sql<Project>`SELECT ${columns} FROM projects p WHERE p.id = ${id} AND ${visibleTo(userId)}`,
-        (rows) => Option.fromNullable(rows[0])
-      )
+    const findVisible = Rows.findOne({
+      Request: Schema.Struct({ userId: Schema.String, id: ProjectId }),
+      Result: Project,
+      execute: ({ id, userId }) => sql`SELECT ${columns} FROM projects p WHERE p.id = ${id} AND ${visibleTo(userId)}`
+    })
 
-    const update = (project: Project) =>
-      sql`UPDATE projects SET ${
-        sql.update({
-          name: project.name,
-          description: project.description,
-          visibility: project.visibility,
-          status: project.status,
-          updated_at: project.updated_at
-        })
-      } WHERE id = ${project.id}`
+    const update = Rows.write({
+      Request: Project,
+      execute: (project) =>
+        sql`UPDATE projects SET ${
+          sql.update({
+            name: project.name,
+            description: project.description,
+            visibility: project.visibility,
+            status: project.status,
+            updated_at: project.updated_at
+          })
+        } WHERE id = ${project.id}`
+    })
 
-    const remove = (id: string) => sql`DELETE FROM projects WHERE id = ${id}`
+    const remove = Rows.write({ Request: ProjectId, execute: (id) => sql`DELETE FROM projects WHERE id = ${id}` })
 
-    const list = (userId: string, query: ListQuery<ProjectSort, "active" | "archived">) =>
-      listPage<Project, ProjectSort>({
+    const list = (userId: string, query: ListQuery<ProjectSort, ProjectStatus>) =>
+      listPage(Project, {
         select: columns,
         from: sql`projects p`,
         where: [visibleTo(userId), ...(query.status !== undefined ? [sql`p.status = ${query.status}`] : [])],
@@ -48,6 +54,12 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
         searchColumns: ["p.name", "p.description"]
       }, query)
 
-    return { insert, findVisible, update, remove, list } as const
+    return {
+      insert,
+      findVisible: (userId: string, id: ProjectId) => findVisible({ userId, id }),
+      update,
+      remove,
+      list
+    } as const
   })
 }) {}

@@ -1,10 +1,10 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication } from "../Auth/Api.js"
-import { RequiredScopes } from "../Auth/Principal.js"
-import { List } from "../Domain/Envelope.js"
+import { List } from "../Contract/Envelope.js"
+import { listParamsNoStatus } from "../Contract/ListParams.js"
+import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { TeamId, UserId } from "../Domain/Ids.js"
-import { listParamsNoStatus, oneOf } from "../Domain/Lists.js"
+import { oneOf } from "../Domain/Lists.js"
 import { Timestamp } from "../Domain/Time.js"
 
 export const TeamRole = oneOf("owner", "admin", "member")

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { ListQuery } from "../Domain/Lists.js"
-import { listPage } from "../Sql/Lists.js"
+import { listPageUnchecked as listPage } from "../Sql/Lists.js"
 import type { Team, TeamMember, TeamRole } from "./Api.js"
 
 export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import type { Principal } from "../Auth/Principal.js"
+import type { Principal } from "../Domain/Principal.js"
 import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"

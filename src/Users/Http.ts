@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { CurrentPrincipal } from "../Auth/Principal.js"
+import { CurrentPrincipal } from "../Domain/Principal.js"
 import { Users } from "./Users.js"
 
 export const UsersHttp = HttpApiBuilder.group(Api, "users", (handlers) =>

@@ -1,55 +1,70 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
-import type { User } from "./Api.js"
+import { Effect, Schema } from "effect"
+import { OrgId, UserId } from "../Domain/Ids.js"
+import { UserCredentials, UserPatch, UserWithOrg } from "../Domain/User.js"
+import * as Rows from "../Sql/Rows.js"
 
-export interface UserRow extends User {
-  readonly org_id: string
-}
+const NewOrg = Schema.Struct({ id: OrgId, name: Schema.String, created_at: Schema.String })
 
-interface NewUser {
-  readonly id: string
-  readonly org_id: string
-  readonly email: string
-  readonly name: string
-  readonly password_hash: string | null
-  readonly created_at: string
-}
+const NewUser = Schema.Struct({
+  id: UserId,
+  org_id: OrgId,
+  email: Schema.String,
+  name: Schema.String,
+  password_hash: Schema.NullOr(Schema.String),
+  created_at: Schema.String
+})
 
 export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const columns = sql`id, org_id, email, name, avatar_url, created_at, updated_at`
 
-    const insertOrg = (org: { readonly id: string; readonly name: string; readonly created_at: string }) =>
-      sql`INSERT INTO orgs ${sql.insert(org)}`
+    const insertOrg = Rows.write({ Request: NewOrg, execute: (org) => sql`INSERT INTO orgs ${sql.insert(org)}` })
 
-    const insert = (user: NewUser) =>
-      sql`INSERT INTO users ${sql.insert({ ...user, avatar_url: null, updated_at: user.created_at })}`
+    const insert = Rows.write({
+      Request: NewUser,
+      execute: (user) =>
+        sql`INSERT INTO users ${sql.insert({ ...user, avatar_url: null, updated_at: user.created_at })}`
+    })
 
-    const findById = (id: string) =>
-      Effect.map(sql<UserRow>`SELECT ${columns} FROM users WHERE id = ${id}`, (rows) => Option.fromNullable(rows[0]))
+    /** Ids here come from callers that did not check them (the CLI): an unknown or malformed one finds nothing. */
+    const findById = Rows.findOne({
+      Request: Schema.String,
+      Result: UserWithOrg,
+      execute: (id) => sql`SELECT ${columns} FROM users WHERE id = ${id}`
+    })
 
-    const update = (id: string, patch: { readonly name?: string; readonly avatar_url?: string | null }, at: string) =>
-      Effect.map(
-        sql<UserRow>`UPDATE users SET ${sql.update({ ...patch, updated_at: at })} WHERE id = ${id} RETURNING ${columns}`,
-        (rows) => Option.fromNullable(rows[0])
-      )
+    const update = Rows.findOne({
+      Request: Schema.Struct({ id: Schema.String, patch: UserPatch, at: Schema.String }),
+      Result: UserWithOrg,
+      execute: ({ at, id, patch }) =>
+        sql`UPDATE users SET ${sql.update({ ...patch, updated_at: at })} WHERE id = ${id} RETURNING ${columns}`
+    })
 
     /** What signing in needs: the user by (lower-cased) email, with the password hash. */
-    const findCredentials = (email: string) =>
-      Effect.map(
-        sql<{ readonly id: string; readonly org_id: string; readonly password_hash: string | null }>`
-          SELECT id, org_id, password_hash FROM users WHERE email = ${email}`,
-        (rows) => Option.fromNullable(rows[0])
-      )
+    const findCredentials = Rows.findOne({
+      Request: Schema.String,
+      Result: UserCredentials,
+      execute: (email) => sql`SELECT id, org_id, password_hash FROM users WHERE email = ${email}`
+    })
 
-    const setPasswordHash = (id: string, passwordHash: string, at: string) =>
-      Effect.map(
-        sql<{ readonly id: string }>`UPDATE users SET password_hash = ${passwordHash}, updated_at = ${at}
-          WHERE id = ${id} RETURNING id`,
-        (rows) => rows.length > 0
-      )
+    const setPasswordHash = Rows.findAll({
+      Request: Schema.Struct({ id: Schema.String, passwordHash: Schema.String, at: Schema.String }),
+      Result: Schema.Struct({ id: UserId }),
+      execute: ({ at, id, passwordHash }) =>
+        sql`UPDATE users SET password_hash = ${passwordHash}, updated_at = ${at}
+          WHERE id = ${id} RETURNING id`
+    })
 
-    return { insertOrg, insert, findById, update, findCredentials, setPasswordHash } as const
+    return {
+      insertOrg,
+      insert,
+      findById,
+      update: (id: string, patch: UserPatch, at: string) => update({ id, patch, at }),
+      findCredentials,
+      setPasswordHash: (id: string, passwordHash: string, at: string) =>
+        Effect.map(setPasswordHash({ id, passwordHash, at }), (rows) => rows.length > 0)
+    } as const
   })
 }) {}

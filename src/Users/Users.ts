@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option } from "effect"
 import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
+import { validName } from "../Domain/Payload.js"
 import { nowIso } from "../Domain/Time.js"
+import type { UserPatch } from "../Domain/User.js"
 import { definedOnly, isUniqueViolation } from "../Sql/Errors.js"
-import type { UpdateMe } from "./Api.js"
-import { UserName } from "./Api.js"
 import { UsersRepo } from "./Repo.js"
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
@@ -28,9 +28,7 @@ export class Users extends Effect.Service<Users>()("Users", {
       if (!EMAIL.test(email) || email.length > 254) {
         return yield* ValidationFailed.field("email", "must be an email address")
       }
-      const name = yield* Schema.decodeUnknown(UserName)(input.name).pipe(
-        Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
-      )
+      const name = yield* validName("name")(input.name)
       if (input.password !== undefined && input.password.length < 8) {
         return yield* ValidationFailed.field("password", "must be at least 8 characters")
       }
@@ -61,7 +59,7 @@ export class Users extends Effect.Service<Users>()("Users", {
       })
     })
 
-    const updateMe = Effect.fn("Users.updateMe", { captureStackTrace: false })(function*(id: string, patch: UpdateMe) {
+    const updateMe = Effect.fn("Users.updateMe", { captureStackTrace: false })(function*(id: string, patch: UserPatch) {
       const updated = yield* Effect.orDie(repo.update(id, definedOnly(patch), nowIso()))
       return yield* Option.match(updated, {
         onNone: () => Effect.fail(NotFound.resource("user", id)),
@@ -78,7 +76,10 @@ export class Users extends Effect.Service<Users>()("Users", {
       return yield* get(id)
     })
 
-    return { create, get, updateMe, setPassword } as const
+    /** What signing in reads: the user with this (lower-cased) email and their password hash. */
+    const findCredentials = (email: string) => Effect.orDie(repo.findCredentials(email))
+
+    return { create, get, updateMe, setPassword, findCredentials } as const
   })
 }) {}
 

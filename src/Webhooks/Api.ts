@@ -1,94 +1,15 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { Schema } from "effect"
-import { Authentication } from "../Auth/Api.js"
-import { RequiredScopes } from "../Auth/Principal.js"
-import { List, Success } from "../Domain/Envelope.js"
-import { DeliveryId, EventId, WebhookId } from "../Domain/Ids.js"
-import { listParams, oneOf } from "../Domain/Lists.js"
-import { HttpUrl, optional, strictBody } from "../Domain/Payload.js"
-import { Timestamp } from "../Domain/Time.js"
-import { EventType } from "../Events/EventTypes.js"
+import { List, Success } from "../Contract/Envelope.js"
+import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
+import { listParams } from "../Contract/ListParams.js"
+import { strictBody } from "../Contract/Payload.js"
+import { Authentication, RequiredScopes } from "../Contract/Security.js"
+import { ApiErrors } from "../Domain/Errors.js"
+import { DeliveryId, WebhookId } from "../Domain/Ids.js"
+import { CreatedWebhook, Delivery, DeliveryWithAttempts, NewWebhook, Webhook, WebhookPatch } from "../Domain/Webhook.js"
 
-export const WebhookStatus = oneOf("active", "failed")
-export const DeliveryStatus = oneOf("pending", "delivered", "failed")
-
-export const Webhook = Schema.Struct({
-  id: WebhookId,
-  url: Schema.String,
-  events: Schema.Array(EventType),
-  status: WebhookStatus,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  failed_at: Schema.NullOr(Timestamp)
-}).annotations({ identifier: "Webhook" })
-export type Webhook = typeof Webhook.Type
-
-export const CreatedWebhook = Schema.Struct({
-  ...Webhook.fields,
-  secret: optional(Schema.String.annotations({
-    description: "Only when the service generated the secret (`whsec_…`): shown this once"
-  }))
-}).annotations({ identifier: "CreatedWebhook" })
-export type CreatedWebhook = typeof CreatedWebhook.Type
-
-export const WebhookUrl = HttpUrl.pipe(
-  Schema.filter((value) => {
-    const url = new URL(value)
-    return url.username === "" && url.password === "" || "must not carry credentials"
-  })
-)
-export const WebhookEvents = Schema.Array(EventType).pipe(
-  Schema.minItems(1, { message: () => "must name at least one event type" })
-)
-export const WebhookSecret = Schema.String.pipe(
-  Schema.minLength(16, { message: () => "must be at least 16 characters" }),
-  Schema.maxLength(256, { message: () => "must be at most 256 characters" })
-)
-
-export const CreateWebhook = strictBody({
-  url: WebhookUrl,
-  events: WebhookEvents,
-  secret: optional(WebhookSecret)
-}, "CreateWebhook")
-export type CreateWebhook = typeof CreateWebhook.Type
-
-export const UpdateWebhook = strictBody({
-  url: optional(WebhookUrl),
-  events: optional(WebhookEvents),
-  secret: optional(WebhookSecret),
-  status: optional(Schema.Literal("active").annotations({ message: () => "can only be set to active" }))
-}, "UpdateWebhook", { nonEmpty: true })
-export type UpdateWebhook = typeof UpdateWebhook.Type
-
-export const Delivery = Schema.Struct({
-  id: DeliveryId,
-  webhook_id: WebhookId,
-  event_id: EventId,
-  event_type: EventType,
-  status: DeliveryStatus,
-  attempt_count: Schema.Int,
-  next_attempt_at: Schema.NullOr(Timestamp),
-  last_attempt_at: Schema.NullOr(Timestamp),
-  created_at: Timestamp
-}).annotations({ identifier: "Delivery" })
-export type Delivery = typeof Delivery.Type
-
-export const Attempt = Schema.Struct({
-  number: Schema.Int,
-  attempted_at: Timestamp,
-  duration_ms: Schema.Int,
-  status_code: Schema.NullOr(Schema.Int),
-  error: Schema.NullOr(Schema.String),
-  response_body: Schema.NullOr(Schema.String),
-  outcome: oneOf("succeeded", "failed")
-}).annotations({ identifier: "DeliveryAttempt" })
-export type Attempt = typeof Attempt.Type
-
-export const DeliveryWithAttempts = Schema.Struct({
-  ...Delivery.fields,
-  attempts: Schema.Array(Attempt)
-}).annotations({ identifier: "DeliveryWithAttempts" })
-export type DeliveryWithAttempts = typeof DeliveryWithAttempts.Type
+export const CreateWebhook = strictBody(NewWebhook.fields, "CreateWebhook")
+export const UpdateWebhook = strictBody(WebhookPatch.fields, "UpdateWebhook", { nonEmpty: true })
 
 export const WebhookListParams = listParams({ sort: ["created_at", "updated_at"], status: ["active", "failed"] })
 export const DeliveryListParams = listParams({ sort: ["created_at"], status: ["pending", "delivered", "failed"] })
@@ -101,6 +22,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.get("list", "/webhooks")
       .setUrlParams(WebhookListParams)
       .addSuccess(List(Webhook))
+      .pipe(withParamErrors)
       .annotate(RequiredScopes, ["read"])
       .annotate(OpenApi.Summary, "List your webhooks")
   )
@@ -108,12 +30,15 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.post("create", "/webhooks")
       .setPayload(CreateWebhook)
       .addSuccess(Success(CreatedWebhook), { status: 201 })
+      .pipe(withBodyErrors)
+      .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, ["write"])
       .annotate(OpenApi.Summary, "Register an endpoint for event deliveries")
   )
   .add(
     HttpApiEndpoint.get("get")`/webhooks/${id}`
       .addSuccess(Success(Webhook))
+      .pipe(withParamErrors)
       .annotate(RequiredScopes, ["read"])
       .annotate(OpenApi.Summary, "Read a webhook")
   )
@@ -121,12 +46,15 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.put("update")`/webhooks/${id}`
       .setPayload(UpdateWebhook)
       .addSuccess(Success(Webhook))
+      .pipe(withBodyErrors)
+      .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, ["write"])
       .annotate(OpenApi.Summary, "Change a webhook's url, events or secret, or set a failed one active again")
   )
   .add(
     HttpApiEndpoint.del("delete")`/webhooks/${id}`
       .addSuccess(HttpApiSchema.NoContent)
+      .pipe(withParamErrors)
       .annotate(RequiredScopes, ["write"])
       .annotate(OpenApi.Summary, "Delete a webhook and its delivery log")
   )
@@ -134,18 +62,21 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.get("deliveries")`/webhooks/${id}/deliveries`
       .setUrlParams(DeliveryListParams)
       .addSuccess(List(Delivery))
+      .pipe(withParamErrors)
       .annotate(RequiredScopes, ["read"])
       .annotate(OpenApi.Summary, "The delivery log of a webhook")
   )
   .add(
     HttpApiEndpoint.get("delivery")`/webhooks/${id}/deliveries/${deliveryId}`
       .addSuccess(Success(DeliveryWithAttempts))
+      .pipe(withParamErrors)
       .annotate(RequiredScopes, ["read"])
       .annotate(OpenApi.Summary, "One delivery with every attempt")
   )
   .add(
     HttpApiEndpoint.post("retry")`/webhooks/${id}/deliveries/${deliveryId}/retry`
       .addSuccess(Success(Delivery), { status: 202 })
+      .pipe(withParamErrors)
       .annotate(RequiredScopes, ["write"])
       .annotate(OpenApi.Summary, "Retry a delivery now: one immediate attempt (the dashboard's retry button)")
   )

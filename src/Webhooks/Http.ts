@@ -1,8 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { CurrentPrincipal } from "../Auth/Principal.js"
-import { withLinks } from "../Http/Links.js"
+import { CurrentPrincipal } from "../Domain/Principal.js"
+import { withLinks } from "../Contract/Links.js"
 import { Webhooks } from "./Webhooks.js"
 
 export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>

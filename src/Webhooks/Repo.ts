@@ -1,37 +1,46 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
+import { EventType } from "../Domain/EventTypes.js"
+import { DeliveryId, UserId, WebhookId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
-import { EventType } from "../Events/EventTypes.js"
+import {
+  Attempt,
+  type AttemptRecord,
+  ClaimedDelivery,
+  Delivery,
+  type DeliveryStatus,
+  Webhook,
+  type WebhookSort,
+  type WebhookStatus
+} from "../Domain/Webhook.js"
 import { listPage } from "../Sql/Lists.js"
-import type { Attempt, Delivery, Webhook } from "./Api.js"
+import * as Rows from "../Sql/Rows.js"
 
-type WebhookRow = Omit<Webhook, "events"> & { readonly events: string }
-export type WebhookSort = "created_at" | "updated_at"
+/** As stored: the event types are a JSON array in a TEXT column. */
+const Events = Rows.JsonText(Schema.Array(EventType))
+const WebhookRow = Schema.Struct({ ...Webhook.fields, events: Events })
 
-const decodeEvents = Schema.decodeSync(Schema.parseJson(Schema.Array(EventType)))
-const toWebhook = ({ events, ...row }: WebhookRow): Webhook => ({ ...row, events: decodeEvents(events) })
+const NewWebhookRow = Schema.Struct({
+  id: WebhookId,
+  user_id: UserId,
+  url: Schema.String,
+  events: Events,
+  secret: Schema.String,
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
 
-/** A delivery claimed by this process, with everything its attempt needs. */
-export interface ClaimedDelivery {
-  readonly id: string
-  readonly webhook_id: string
-  readonly event_id: string
-  readonly event_type: string
-  readonly attempt_count: number
-  readonly manual: number
-  /** When the attempt fell due (for the lag metric). */
-  readonly next_attempt_at: string
-  readonly url: string
-  readonly secret: string
-  readonly webhook_status: "active" | "failed"
-  readonly payload: string
-  readonly trace_context: string | null
-  readonly claim_token: string
-}
+const WebhookChange = Schema.Struct({
+  url: Schema.optionalWith(Schema.String, { exact: true }),
+  events: Schema.optionalWith(Events, { exact: true }),
+  secret: Schema.optionalWith(Schema.String, { exact: true }),
+  status: Schema.optionalWith(Schema.Literal("active"), { exact: true }),
+  failed_at: Schema.optionalWith(Schema.Null, { exact: true }),
+  updated_at: Schema.String
+})
+export type WebhookChange = typeof WebhookChange.Type
 
-export interface AttemptRecord extends Attempt {
-  readonly delivery_id: string
-}
+const Id = Schema.Struct({ id: Schema.String })
 
 export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
   effect: Effect.gen(function*() {
@@ -40,45 +49,37 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     const deliveryColumns =
       sql`d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at, d.last_attempt_at, d.created_at`
 
-    const insert = (hook: Omit<WebhookRow, "status" | "failed_at"> & { readonly user_id: string; readonly secret: string }) =>
-      sql`INSERT INTO webhooks ${sql.insert({ ...hook, status: "active", failed_at: null })}`
+    const insert = Rows.write({
+      Request: NewWebhookRow,
+      execute: (hook) => sql`INSERT INTO webhooks ${sql.insert({ ...hook, status: "active", failed_at: null })}`
+    })
 
-    const find = (userId: string, id: string) =>
-      Effect.map(
-        sql<WebhookRow>`SELECT ${columns} FROM webhooks w WHERE w.id = ${id} AND w.user_id = ${userId}`,
-        (rows) => Option.map(Option.fromNullable(rows[0]), toWebhook)
-      )
+    const find = Rows.findOne({
+      Request: Schema.Struct({ userId: Schema.String, id: WebhookId }),
+      Result: WebhookRow,
+      execute: ({ id, userId }) => sql`SELECT ${columns} FROM webhooks w WHERE w.id = ${id} AND w.user_id = ${userId}`
+    })
 
-    const list = (userId: string, query: ListQuery<WebhookSort, "active" | "failed">) =>
-      Effect.map(
-        listPage<WebhookRow, WebhookSort>({
-          select: columns,
-          from: sql`webhooks w`,
-          where: [sql`w.user_id = ${userId}`, ...(query.status !== undefined ? [sql`w.status = ${query.status}`] : [])],
-          columns: { created_at: "w.created_at", updated_at: "w.updated_at" },
-          createdColumn: "w.created_at",
-          idColumn: "w.id",
-          searchColumns: ["w.url"]
-        }, query),
-        (page) => ({ ...page, items: page.items.map(toWebhook) })
-      )
+    const list = (userId: string, query: ListQuery<WebhookSort, WebhookStatus>) =>
+      listPage(WebhookRow, {
+        select: columns,
+        from: sql`webhooks w`,
+        where: [sql`w.user_id = ${userId}`, ...(query.status !== undefined ? [sql`w.status = ${query.status}`] : [])],
+        columns: { created_at: "w.created_at", updated_at: "w.updated_at" },
+        createdColumn: "w.created_at",
+        idColumn: "w.id",
+        searchColumns: ["w.url"]
+      }, query)
 
-    const update = (
-      id: string,
-      patch: {
-        readonly url?: string
-        readonly events?: string
-        readonly secret?: string
-        readonly status?: "active"
-        readonly failed_at?: null
-        readonly updated_at: string
-      }
-    ) => sql`UPDATE webhooks SET ${sql.update(patch)} WHERE id = ${id}`
+    const update = Rows.write({
+      Request: Schema.Struct({ id: WebhookId, change: WebhookChange }),
+      execute: ({ change, id }) => sql`UPDATE webhooks SET ${sql.update(change)} WHERE id = ${id}`
+    })
 
-    const remove = (id: string) => sql`DELETE FROM webhooks WHERE id = ${id}`
+    const remove = Rows.write({ Request: WebhookId, execute: (id) => sql`DELETE FROM webhooks WHERE id = ${id}` })
 
-    const listDeliveries = (webhookId: string, query: ListQuery<"created_at", Delivery["status"]>) =>
-      listPage<Delivery, "created_at">({
+    const listDeliveries = (webhookId: WebhookId, query: ListQuery<"created_at", DeliveryStatus>) =>
+      listPage(Delivery, {
         select: deliveryColumns,
         from: sql`deliveries d`,
         where: [
@@ -91,32 +92,35 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         searchColumns: ["d.event_type"]
       }, query)
 
-    const findDelivery = (webhookId: string, id: string) =>
-      Effect.map(
-        sql<Delivery>`SELECT ${deliveryColumns} FROM deliveries d WHERE d.id = ${id} AND d.webhook_id = ${webhookId}`,
-        (rows) => Option.fromNullable(rows[0])
-      )
+    const findDelivery = Rows.findOne({
+      Request: Schema.Struct({ webhookId: WebhookId, id: DeliveryId }),
+      Result: Delivery,
+      execute: ({ id, webhookId }) =>
+        sql`SELECT ${deliveryColumns} FROM deliveries d WHERE d.id = ${id} AND d.webhook_id = ${webhookId}`
+    })
 
-    const attemptsOf = (deliveryId: string) =>
-      sql<Attempt>`
+    const attemptsOf = Rows.findAll({
+      Request: DeliveryId,
+      Result: Attempt,
+      execute: (deliveryId) =>
+        sql`
         SELECT number, attempted_at, duration_ms, status_code, error, response_body, outcome
         FROM delivery_attempts WHERE delivery_id = ${deliveryId} ORDER BY number`
+    })
 
     /** A manual retry: due now, one attempt; a retry of a delivery already waiting just brings it forward. */
-    const scheduleNow = (id: string, now: string) =>
+    const scheduleNow = (id: DeliveryId, now: string) =>
       sql`UPDATE deliveries SET
             manual = CASE WHEN status = 'pending' THEN manual ELSE 1 END,
             status = 'pending', next_attempt_at = ${now}
-          WHERE id = ${id}`
+          WHERE id = ${id}`.pipe(Effect.asVoid)
 
-    /**
-     * Claims up to `limit` due deliveries for `lease`: a claim lapses at `claimedUntil`, after which any process
-     * may take the delivery again. On PostgreSQL, `SKIP LOCKED` keeps concurrent claimers off each other's rows.
-     */
-    const claim = (limit: number, now: string, claimedUntil: string, token: string) =>
-      Effect.gen(function*() {
+    const claimIds = Rows.findAll({
+      Request: Schema.Struct({ limit: Schema.Int, now: Schema.String, claimedUntil: Schema.String, token: Schema.String }),
+      Result: Id,
+      execute: ({ claimedUntil, limit, now, token }) => {
         const lock = sql.onDialectOrElse({ pg: () => sql`FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })
-        const ids = yield* sql<{ readonly id: string }>`
+        return sql`
           UPDATE deliveries SET claimed_until = ${claimedUntil}, claim_token = ${token}
           WHERE id IN (
             SELECT id FROM deliveries
@@ -125,14 +129,31 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
             ORDER BY next_attempt_at LIMIT ${limit} ${lock}
           )
           RETURNING id`
-        if (ids.length === 0) return []
-        return yield* sql<ClaimedDelivery>`
+      }
+    })
+
+    const claimed = Rows.findAll({
+      Request: Schema.Struct({ ids: Schema.Array(Schema.String), token: Schema.String }),
+      Result: ClaimedDelivery,
+      execute: ({ ids, token }) =>
+        sql`
           SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.attempt_count, d.manual, d.claim_token, d.next_attempt_at,
                  w.url, w.secret, w.status AS webhook_status, e.payload, e.trace_context
           FROM deliveries d
           JOIN webhooks w ON w.id = d.webhook_id
           JOIN events e ON e.id = d.event_id
-          WHERE d.id IN ${sql.in(ids.map((row) => row.id))} AND d.claim_token = ${token}`
+          WHERE d.id IN ${sql.in(ids)} AND d.claim_token = ${token}`
+    })
+
+    /**
+     * Claims up to `limit` due deliveries for `lease`: a claim lapses at `claimedUntil`, after which any process
+     * may take the delivery again. On PostgreSQL, `SKIP LOCKED` keeps concurrent claimers off each other's rows.
+     */
+    const claim = (limit: number, now: string, claimedUntil: string, token: string) =>
+      Effect.gen(function*() {
+        const ids = yield* claimIds({ limit, now, claimedUntil, token })
+        if (ids.length === 0) return []
+        return yield* claimed({ ids: ids.map((row) => row.id), token })
       })
 
     const insertAttempts = (attempts: ReadonlyArray<AttemptRecord>) =>
@@ -140,28 +161,42 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         ? Effect.void
         : sql`INSERT INTO delivery_attempts ${sql.insert(attempts.map((attempt) => ({ ...attempt })))}`.pipe(Effect.asVoid)
 
+    const settleClaim = Rows.findAll({
+      Request: Schema.Struct({
+        id: Schema.String,
+        claimToken: Schema.String,
+        status: Delivery.fields.status,
+        attempt_count: Schema.Int,
+        next_attempt_at: Schema.NullOr(Schema.String),
+        last_attempt_at: Schema.String
+      }),
+      Result: Id,
+      execute: ({ claimToken, id, ...outcome }) =>
+        sql`
+          UPDATE deliveries SET ${
+          sql.update({ ...outcome, manual: 0, claimed_until: null, claim_token: null })
+        }
+          WHERE id = ${id} AND claim_token = ${claimToken}
+          RETURNING id`
+    })
+
     /** Writes the outcome if this process still holds the claim; answers whether it did. */
     const settle = (
       claimed: ClaimedDelivery,
       outcome: {
-        readonly status: Delivery["status"]
+        readonly status: DeliveryStatus
         readonly attempt_count: number
         readonly next_attempt_at: string | null
         readonly last_attempt_at: string
       }
     ) =>
       Effect.map(
-        sql<{ readonly id: string }>`
-          UPDATE deliveries SET ${
-          sql.update({ ...outcome, manual: 0, claimed_until: null, claim_token: null })
-        }
-          WHERE id = ${claimed.id} AND claim_token = ${claimed.claim_token}
-          RETURNING id`,
+        settleClaim({ id: claimed.id, claimToken: claimed.claim_token, ...outcome }),
         (rows) => rows.length > 0
       )
 
     /** `active` changes only webhooks that are failed; `failed` marks them all. */
-    const markWebhooks = (ids: ReadonlyArray<string>, status: "active" | "failed", now: string) =>
+    const markWebhooks = (ids: ReadonlyArray<string>, status: WebhookStatus, now: string) =>
       ids.length === 0
         ? Effect.void
         : status === "active"
@@ -171,18 +206,22 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
               WHERE id IN ${sql.in(ids)}`.pipe(Effect.asVoid)
 
     const pendingCount = Effect.map(
-      sql<{ readonly n: number }>`SELECT CAST(count(*) AS INTEGER) AS n FROM deliveries WHERE status = 'pending'`,
-      (rows) => Number(rows[0]?.n ?? 0)
+      Rows.single({
+        Request: Schema.Void,
+        Result: Schema.Struct({ n: Rows.Count }),
+        execute: () => sql`SELECT CAST(count(*) AS INTEGER) AS n FROM deliveries WHERE status = 'pending'`
+      })(undefined),
+      (row) => row.n
     )
 
     return {
       insert,
-      find,
+      find: (userId: string, id: WebhookId) => find({ userId, id }),
       list,
-      update,
+      update: (id: WebhookId, change: WebhookChange) => update({ id, change }),
       remove,
       listDeliveries,
-      findDelivery,
+      findDelivery: (webhookId: WebhookId, id: DeliveryId) => findDelivery({ webhookId, id }),
       attemptsOf,
       scheduleNow,
       claim,

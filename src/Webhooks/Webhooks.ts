@@ -1,16 +1,26 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option } from "effect"
-import type { Principal } from "../Auth/Principal.js"
-import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
-import { isUniqueViolation } from "../Sql/Errors.js"
-import { makeId, randomBase62 } from "../Domain/Ids.js"
-import type { ListQuery } from "../Domain/Lists.js"
-import { nowIso } from "../Domain/Time.js"
-import { Events } from "../Events/Events.js"
 import { WebhookConfig } from "../Config.js"
-import type { CreatedWebhook, CreateWebhook, Delivery, UpdateWebhook, Webhook } from "./Api.js"
+import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
+import { type DeliveryId, makeId, randomBase62, WebhookId } from "../Domain/Ids.js"
+import type { ListQuery } from "../Domain/Lists.js"
+import type { Principal } from "../Domain/Principal.js"
+import { nowIso } from "../Domain/Time.js"
+import type {
+  CreatedWebhook,
+  Delivery,
+  DeliveryStatus,
+  DeliveryWithAttempts,
+  NewWebhook,
+  Webhook,
+  WebhookPatch,
+  WebhookSort,
+  WebhookStatus
+} from "../Domain/Webhook.js"
+import { Events } from "../Events/Events.js"
+import { isUniqueViolation } from "../Sql/Errors.js"
 import { checkTarget } from "./Delivery/Targets.js"
-import { type WebhookSort, WebhooksRepo } from "./Repo.js"
+import { WebhooksRepo } from "./Repo.js"
 
 /** One webhook per URL per user: a second registration would deliver every event twice. */
 const urlTaken = (url: string) => <A, R>(effect: Effect.Effect<A, SqlError, R>) =>
@@ -33,26 +43,26 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     const guard = (url: string) =>
       Effect.mapError(checkTarget(url, allowPrivateTargets), (refused) => ValidationFailed.field("url", refused.message))
 
-    const find = (principal: Principal, id: string) =>
+    const find = (principal: Principal, id: WebhookId) =>
       Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), orNotFound<Webhook>("webhook", id))
 
     const list = Effect.fn("Webhooks.list", { captureStackTrace: false })(
-      function*(principal: Principal, query: ListQuery<WebhookSort, "active" | "failed">) {
+      function*(principal: Principal, query: ListQuery<WebhookSort, WebhookStatus>) {
         return yield* Effect.orDie(repo.list(principal.userId, query))
       }
     )
 
-    const create = Effect.fn("Webhooks.create", { captureStackTrace: false })(function*(principal: Principal, input: CreateWebhook) {
+    const create = Effect.fn("Webhooks.create", { captureStackTrace: false })(function*(principal: Principal, input: NewWebhook) {
       yield* guard(input.url)
       const generated = input.secret === undefined ? `whsec_${randomBase62(32)}` : undefined
       const now = nowIso()
       const eventTypes = Array.from(new Set(input.events))
-      const id = makeId("webhook")
+      const id = WebhookId.make(makeId("webhook"))
       yield* urlTaken(input.url)(repo.insert({
         id,
         user_id: principal.userId,
         url: input.url,
-        events: JSON.stringify(eventTypes),
+        events: eventTypes,
         secret: input.secret ?? generated ?? "",
         created_at: now,
         updated_at: now
@@ -70,17 +80,17 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return created
     })
 
-    const get = Effect.fn("Webhooks.get", { captureStackTrace: false })(function*(principal: Principal, id: string) {
+    const get = Effect.fn("Webhooks.get", { captureStackTrace: false })(function*(principal: Principal, id: WebhookId) {
       return yield* find(principal, id)
     })
 
-    const update = Effect.fn("Webhooks.update", { captureStackTrace: false })(function*(principal: Principal, id: string, patch: UpdateWebhook) {
+    const update = Effect.fn("Webhooks.update", { captureStackTrace: false })(function*(principal: Principal, id: WebhookId, patch: WebhookPatch) {
       yield* find(principal, id)
       if (patch.url !== undefined) yield* guard(patch.url)
       const now = nowIso()
       yield* urlTaken(patch.url ?? "that URL")(repo.update(id, {
         ...(patch.url !== undefined ? { url: patch.url } : {}),
-        ...(patch.events !== undefined ? { events: JSON.stringify(Array.from(new Set(patch.events))) } : {}),
+        ...(patch.events !== undefined ? { events: Array.from(new Set(patch.events)) } : {}),
         ...(patch.secret !== undefined ? { secret: patch.secret } : {}),
         ...(patch.status === "active" ? { status: "active" as const, failed_at: null } : {}),
         updated_at: now
@@ -88,32 +98,33 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return yield* find(principal, id)
     })
 
-    const remove = Effect.fn("Webhooks.delete", { captureStackTrace: false })(function*(principal: Principal, id: string) {
+    const remove = Effect.fn("Webhooks.remove", { captureStackTrace: false })(function*(principal: Principal, id: WebhookId) {
       yield* find(principal, id)
       yield* Effect.orDie(repo.remove(id))
     })
 
     const deliveries = Effect.fn("Webhooks.deliveries", { captureStackTrace: false })(
-      function*(principal: Principal, id: string, query: ListQuery<"created_at", Delivery["status"]>) {
+      function*(principal: Principal, id: WebhookId, query: ListQuery<"created_at", DeliveryStatus>) {
         yield* find(principal, id)
         return yield* Effect.orDie(repo.listDeliveries(id, query))
       }
     )
 
-    const findDelivery = (principal: Principal, id: string, deliveryId: string) =>
+    const findDelivery = (principal: Principal, id: WebhookId, deliveryId: DeliveryId) =>
       Effect.flatMap(
         find(principal, id),
         () => Effect.flatMap(Effect.orDie(repo.findDelivery(id, deliveryId)), orNotFound<Delivery>("delivery", deliveryId))
       )
 
-    const delivery = Effect.fn("Webhooks.delivery", { captureStackTrace: false })(function*(principal: Principal, id: string, deliveryId: string) {
+    const delivery = Effect.fn("Webhooks.delivery", { captureStackTrace: false })(function*(principal: Principal, id: WebhookId, deliveryId: DeliveryId) {
       const found = yield* findDelivery(principal, id, deliveryId)
       const attempts = yield* Effect.orDie(repo.attemptsOf(deliveryId))
-      return { ...found, attempts }
+      const withAttempts: DeliveryWithAttempts = { ...found, attempts }
+      return withAttempts
     })
 
     /** The dashboard's retry button: one immediate attempt; if it fails the delivery stays failed. */
-    const retry = Effect.fn("Webhooks.retry", { captureStackTrace: false })(function*(principal: Principal, id: string, deliveryId: string) {
+    const retry = Effect.fn("Webhooks.retry", { captureStackTrace: false })(function*(principal: Principal, id: WebhookId, deliveryId: DeliveryId) {
       yield* findDelivery(principal, id, deliveryId)
       yield* events.transaction(repo.scheduleNow(deliveryId, nowIso())).pipe(Effect.orDie)
       return yield* findDelivery(principal, id, deliveryId)

@@ -133,10 +133,26 @@ describe("API reference", () => {
           checked++
         }
       }
-      // Every /v1 operation documents at least 400, 401 and 404.
-      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(["400", "401", "404"]))
+      // Every /v1 operation documents at least 401 and 404, and 400 when it takes parameters or a body.
+      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(["401", "404"]))
+      if ((operation.parameters ?? []).length > 0 || operation.requestBody !== undefined) {
+        expect(Object.keys(operation.responses), `${method} ${path}`).toContain("400")
+      }
     }
     expect(checked).toBeGreaterThan(0)
+  })
+
+  test("each operation documents the errors it can answer: body errors only with a body, 409 only on a clash", () => {
+    for (const [method, path, operation] of operations()) {
+      const statuses = Object.keys(operation.responses)
+      const hasBody = operation.requestBody !== undefined
+      expect(statuses.includes("413"), `${method} ${path} 413`).toBe(hasBody)
+      expect(statuses.includes("415"), `${method} ${path} 415`).toBe(hasBody)
+      const clash = path === "/v1/webhooks" && method === "post" || path === "/v1/webhooks/{id}" && method === "put"
+      expect(statuses.includes("409"), `${method} ${path} 409`).toBe(clash)
+    }
+    const me = doc.paths["/v1/users/me"].get.responses
+    expect(Object.keys(me).sort()).toEqual(["200", "401", "403", "404", "405", "429", "500", "503"])
   })
 
   test("a bearer security scheme, required by the operations", () => {

@@ -2,15 +2,15 @@ import { HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@eff
 import { Context, Effect, Layer, Option } from "effect"
 import { Api } from "../Api.js"
 import { ApiKeys, KEY_PREFIX } from "../ApiKeys/ApiKeys.js"
+import { currentIssuer } from "../Auth/Issuer.js"
+import { SigningKeys } from "../Auth/Jwt.js"
+import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { Forbidden, Unauthorized } from "../Domain/Errors.js"
+import type { Principal } from "../Domain/Principal.js"
 import { hasAnyScope, type Scope } from "../Domain/Scopes.js"
 import { ACCESS_PREFIX, OAuth } from "../OAuth/OAuth.js"
-import { guardClient, limitCredential } from "../RateLimit/Http.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
-import { Authentication } from "./Api.js"
-import { currentIssuer } from "./Issuer.js"
-import { SigningKeys } from "./Jwt.js"
-import { type Principal, RequiredScopes } from "./Principal.js"
+import { guardClient, limitCredential } from "./RateLimit.js"
 
 /** `METHOD /path` → the scopes its endpoint declares. Built once from the contract. */
 const scopesByRoute: ReadonlyMap<string, ReadonlyArray<Scope>> = (() => {
@@ -76,7 +76,7 @@ export const AuthenticationLive = Layer.effect(
             Effect.fail(new Unauthorized({ message: "Send credentials as Authorization: Bearer <token>" }))
           )
         }
-        // Rate limits (src/RateLimit/Http.ts): no token is checked while the client IP's bucket is empty; a
+        // Rate limits (src/Http/RateLimit.ts): no token is checked while the client IP's bucket is empty; a
         // valid credential then spends one of its own tokens, before its scopes are checked.
         return guardClient(limits).pipe(
           Effect.zipRight(authenticate(token).pipe(Effect.tapError(() => challenge("invalid_token")))),

@@ -1,9 +1,12 @@
+/**
+ * Who is calling, as every bearer kind (API key, OAuth access token, session JWT) describes it once authenticated.
+ * Services take a `Principal`; the bearer middleware (src/Http/Authentication.ts) provides `CurrentPrincipal`.
+ */
 import { Context } from "effect"
-import type { Scope } from "../Domain/Scopes.js"
+import type { Scope } from "./Scopes.js"
 
 export type CredentialKind = "api_key" | "oauth" | "jwt"
 
-/** Who is calling, as every bearer kind describes it once authenticated. */
 export interface Principal {
   readonly userId: string
   readonly orgId: string
@@ -12,6 +15,3 @@ export interface Principal {
 }
 
 export class CurrentPrincipal extends Context.Tag("CurrentPrincipal")<CurrentPrincipal, Principal>() {}
-
-/** The scopes an endpoint needs (any one of), declared beside the endpoint with `.annotate(RequiredScopes, …)`. */
-export class RequiredScopes extends Context.Tag("RequiredScopes")<RequiredScopes, ReadonlyArray<Scope>>() {}

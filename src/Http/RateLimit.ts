@@ -12,10 +12,10 @@
  */
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Duration, Effect, Exit, FiberRef, Metric, Option } from "effect"
-import type { Principal } from "../Auth/Principal.js"
 import { RateLimited } from "../Domain/Errors.js"
+import type { Principal } from "../Domain/Principal.js"
 import { rateLimitRejections } from "../Observability/Metrics.js"
-import type { Decision, RateLimitService } from "./RateLimit.js"
+import type { Decision, RateLimitService } from "../RateLimit/RateLimit.js"
 
 /** Set around each `/v1` request; the bearer middleware marks it once the request is counted to a credential. */
 const CountedToCredential = FiberRef.unsafeMake<{ counted: boolean } | undefined>(undefined)

@@ -3,7 +3,7 @@
  * wraps it with `meta`, reading the request id of the request being served.
  */
 import { Effect, ParseResult, Schema } from "effect"
-import { currentRequestId } from "./RequestId.js"
+import { currentRequestId } from "../Domain/RequestId.js"
 
 /** `{ data: <object>, meta: { request_id } }` */
 export const Success = <A, I>(data: Schema.Schema<A, I>) =>
@@ -16,14 +16,6 @@ export const Success = <A, I>(data: Schema.Schema<A, I>) =>
       encode: (value) => Effect.map(currentRequestId, (request_id) => ({ data: value, meta: { request_id } }))
     }
   )
-
-/** One page of a list, as services return it. */
-export interface Page<A> {
-  readonly items: ReadonlyArray<A>
-  readonly total: number
-  readonly page: number
-  readonly per_page: number
-}
 
 /** `{ data: [<object>…], meta: { total, page, per_page, request_id } }` */
 export const List = <A, I>(item: Schema.Schema<A, I>) =>

@@ -1,0 +1,42 @@
+/** The GitHub-style `Link` header of a list page. */
+import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { ServerConfig } from "../Config.js"
+import { publicBaseUrl } from "../Domain/BaseUrl.js"
+import type { Page } from "../Domain/Lists.js"
+
+/**
+ * The `Link` header (RFC 8288) for a page, as GitHub sends it: first, prev, next, last, keeping the other
+ * query parameters as the client sent them.
+ */
+export const linkHeader = (
+  requestUrl: string,
+  baseUrl: string,
+  page: { readonly page: number; readonly per_page: number; readonly total: number }
+): string => {
+  const url = new URL(requestUrl, baseUrl)
+  const last = Math.max(1, Math.ceil(page.total / page.per_page))
+  const at = (n: number) => {
+    url.searchParams.set("page", String(n))
+    url.searchParams.set("per_page", String(page.per_page))
+    return url.toString()
+  }
+  const links: Array<string> = []
+  if (page.page < last) links.push(`<${at(page.page + 1)}>; rel="next"`)
+  if (page.page > 1) links.push(`<${at(Math.min(page.page - 1, last))}>; rel="prev"`)
+  links.push(`<${at(1)}>; rel="first"`)
+  links.push(`<${at(last)}>; rel="last"`)
+  return links.join(", ")
+}
+
+/** Adds the `Link` header for a page to the response being built, and answers the page. */
+export const withLinks = <A>(page: Page<A>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const { baseUrl } = yield* Effect.orDie(ServerConfig)
+    const link = linkHeader(request.url, publicBaseUrl(baseUrl, request.headers), page)
+    yield* HttpApp.appendPreResponseHandler((_request, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, "link", link))
+    )
+    return page
+  })

@@ -1,0 +1,23 @@
+import { Schema } from "effect"
+
+/**
+ * A request body schema that refuses unknown (and read-only) fields and reports every problem at once.
+ * With `nonEmpty`, an empty object is refused too (a PUT that changes nothing is a mistake).
+ */
+export const strictBody = <Fields extends Schema.Struct.Fields>(
+  fields: Fields,
+  identifier: string,
+  options?: { readonly nonEmpty?: boolean }
+) => {
+  const struct = Schema.Struct(fields).annotations({
+    identifier,
+    parseOptions: { onExcessProperty: "error", errors: "all" }
+  })
+  return options?.nonEmpty === true
+    ? struct.pipe(
+      Schema.filter((body) => Object.keys(body).length > 0 || "must contain at least one field to change", {
+        identifier
+      })
+    )
+    : struct
+}

@@ -1,0 +1,49 @@
+/** A project: the record services take and return, the row repositories decode, and its field rules. */
+import { Schema } from "effect"
+import { ProjectId, TeamId, UserId } from "./Ids.js"
+import { oneOf } from "./Lists.js"
+import { optional, TrimmedName } from "./Payload.js"
+import { Timestamp } from "./Time.js"
+
+export const Visibility = oneOf("private", "team", "public")
+export type Visibility = typeof Visibility.Type
+export const ProjectStatus = oneOf("active", "archived")
+export type ProjectStatus = typeof ProjectStatus.Type
+
+export const Project = Schema.Struct({
+  id: ProjectId,
+  name: Schema.String,
+  description: Schema.String,
+  visibility: Visibility,
+  status: ProjectStatus,
+  owner_id: UserId,
+  team_id: Schema.NullOr(TeamId),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "Project" })
+export type Project = typeof Project.Type
+
+export const ProjectName = TrimmedName
+export const ProjectDescription = Schema.String.pipe(
+  Schema.maxLength(2000, { message: () => "must be at most 2000 characters" })
+)
+
+export type ProjectSort = "created_at" | "updated_at" | "name"
+
+/** What creating a project takes (the body of `POST /v1/projects`). */
+export const NewProject = Schema.Struct({
+  name: ProjectName,
+  description: optional(ProjectDescription),
+  visibility: optional(Visibility),
+  team_id: optional(TeamId)
+})
+export type NewProject = typeof NewProject.Type
+
+/** What may change in a project (the body of `PUT /v1/projects/:id`). */
+export const ProjectPatch = Schema.Struct({
+  name: optional(ProjectName),
+  description: optional(ProjectDescription),
+  visibility: optional(Visibility),
+  status: optional(ProjectStatus)
+})
+export type ProjectPatch = typeof ProjectPatch.Type

@@ -1,0 +1,119 @@
+/** Webhooks, their deliveries and delivery attempts: the records, and the field rules of a registration. */
+import { Schema } from "effect"
+import { EventType } from "./EventTypes.js"
+import { DeliveryId, EventId, WebhookId } from "./Ids.js"
+import { oneOf } from "./Lists.js"
+import { HttpUrl, optional } from "./Payload.js"
+import { Timestamp } from "./Time.js"
+
+export const WebhookStatus = oneOf("active", "failed")
+export type WebhookStatus = typeof WebhookStatus.Type
+export const DeliveryStatus = oneOf("pending", "delivered", "failed")
+export type DeliveryStatus = typeof DeliveryStatus.Type
+
+export const Webhook = Schema.Struct({
+  id: WebhookId,
+  url: Schema.String,
+  events: Schema.Array(EventType),
+  status: WebhookStatus,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  failed_at: Schema.NullOr(Timestamp)
+}).annotations({ identifier: "Webhook" })
+export type Webhook = typeof Webhook.Type
+
+export const CreatedWebhook = Schema.Struct({
+  ...Webhook.fields,
+  secret: optional(Schema.String.annotations({
+    description: "Only when the service generated the secret (`whsec_…`): shown this once"
+  }))
+}).annotations({ identifier: "CreatedWebhook" })
+export type CreatedWebhook = typeof CreatedWebhook.Type
+
+export const WebhookUrl = HttpUrl.pipe(
+  Schema.filter((value) => {
+    const url = new URL(value)
+    return url.username === "" && url.password === "" || "must not carry credentials"
+  })
+)
+export const WebhookEvents = Schema.Array(EventType).pipe(
+  Schema.minItems(1, { message: () => "must name at least one event type" })
+)
+export const WebhookSecret = Schema.String.pipe(
+  Schema.minLength(16, { message: () => "must be at least 16 characters" }),
+  Schema.maxLength(256, { message: () => "must be at most 256 characters" })
+)
+
+/** What registering a webhook takes (the body of `POST /v1/webhooks`). */
+export const NewWebhook = Schema.Struct({
+  url: WebhookUrl,
+  events: WebhookEvents,
+  secret: optional(WebhookSecret)
+})
+export type NewWebhook = typeof NewWebhook.Type
+
+/** What may change in a webhook (the body of `PUT /v1/webhooks/:id`); `status` only back to `active`. */
+export const WebhookPatch = Schema.Struct({
+  url: optional(WebhookUrl),
+  events: optional(WebhookEvents),
+  secret: optional(WebhookSecret),
+  status: optional(Schema.Literal("active").annotations({ message: () => "can only be set to active" }))
+})
+export type WebhookPatch = typeof WebhookPatch.Type
+
+export type WebhookSort = "created_at" | "updated_at"
+
+export const Delivery = Schema.Struct({
+  id: DeliveryId,
+  webhook_id: WebhookId,
+  event_id: EventId,
+  event_type: EventType,
+  status: DeliveryStatus,
+  attempt_count: Schema.Int,
+  next_attempt_at: Schema.NullOr(Timestamp),
+  last_attempt_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp
+}).annotations({ identifier: "Delivery" })
+export type Delivery = typeof Delivery.Type
+
+export const Attempt = Schema.Struct({
+  number: Schema.Int,
+  attempted_at: Timestamp,
+  duration_ms: Schema.Int,
+  status_code: Schema.NullOr(Schema.Int),
+  error: Schema.NullOr(Schema.String),
+  response_body: Schema.NullOr(Schema.String),
+  outcome: oneOf("succeeded", "failed")
+}).annotations({ identifier: "DeliveryAttempt" })
+export type Attempt = typeof Attempt.Type
+
+/** An attempt as stored: with the delivery it belongs to. */
+export const AttemptRecord = Schema.Struct({ ...Attempt.fields, delivery_id: DeliveryId })
+export type AttemptRecord = typeof AttemptRecord.Type
+
+export const DeliveryWithAttempts = Schema.Struct({
+  ...Delivery.fields,
+  attempts: Schema.Array(Attempt)
+}).annotations({ identifier: "DeliveryWithAttempts" })
+export type DeliveryWithAttempts = typeof DeliveryWithAttempts.Type
+
+/** A delivery claimed by a worker, with everything its attempt needs. */
+export const ClaimedDelivery = Schema.Struct({
+  id: DeliveryId,
+  webhook_id: WebhookId,
+  event_id: EventId,
+  event_type: Schema.String,
+  attempt_count: Schema.Int,
+  /** 1 for a manual retry (one attempt only), else 0. */
+  manual: Schema.Int,
+  /** When the attempt fell due (for the lag metric). */
+  next_attempt_at: Timestamp,
+  url: Schema.String,
+  secret: Schema.String,
+  webhook_status: WebhookStatus,
+  /** The event's JSON, sent as stored. */
+  payload: Schema.String,
+  trace_context: Schema.NullOr(Schema.String),
+  claim_token: Schema.String
+})
+export type ClaimedDelivery = typeof ClaimedDelivery.Type
