@@ -1,0 +1,166 @@
+/**
+ * Checks the import graph of src/ against the ranks of /work/plan/ARCHITECTURE.md (summarised in the README's
+ * Layout section). Exits 1, listing each offending import, when:
+ *
+ * - a module imports a module of a higher rank (dependencies point down: Domain ← Sql ← storage ← services ←
+ *   contract ← handlers ← server wiring);
+ * - folders import each other in a circle. Root files (`src/Api.ts`, `src/Http.ts`, `src/main.ts`, …) are nodes
+ *   of their own. One edge is not a folder edge: a handler's import of the root `HttpApi` (`Projects/Http.ts` →
+ *   `Api.ts`, which holds `Projects/Api.ts`'s group), which `HttpApiBuilder.group(Api, …)` needs, as in Effect's
+ *   own examples; nothing can hide behind it, since `Api.ts` may import only contract modules (rank 4);
+ * - a storage module (`<Area>/Repo.ts`, `Sql/`) imports the HTTP contract or server (`Api.ts`, `Contract/`,
+ *   `Http/`);
+ * - `Domain/` imports anything but `effect` and `@effect/platform` (and other Domain modules).
+ *
+ * Run: `bun run check:imports`.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs"
+import { dirname, join, normalize, relative } from "node:path"
+import ts from "typescript"
+
+const root = join(import.meta.dir, "..", "src")
+
+const listModules = (dir: string): Array<string> =>
+  readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) return listModules(path)
+    return name.endsWith(".ts") && !name.endsWith(".d.ts") ? [relative(root, path)] : []
+  })
+
+/** The rank of a module, by its path under src/. */
+const rankOf = (module: string): number => {
+  const [top = "", ...rest] = module.split("/")
+  const file = rest.at(-1) ?? top
+  if (rest.length === 0) {
+    if (module === "Config.ts") return 0
+    if (module === "Api.ts") return 4
+    return 6 // Http.ts, main.ts, cli.ts
+  }
+  if (top === "Domain" || top === "Observability") return 0
+  if (top === "Sql") return 1
+  if (top === "Http") return 6
+  if (top === "Contract") return 4
+  if (file === "Repo.ts" || top === "RateLimit") return 2
+  if (file === "Api.ts") return 4
+  if (file === "Http.ts" || (top === "OAuth" && file.startsWith("Pages"))) return 5
+  return 3 // services: <Area>/<Area>.ts, Events/, Auth/, OAuth/, Webhooks/Delivery/
+}
+
+const rankNames = ["domain", "sql", "storage", "service", "contract", "handler", "server"]
+
+const nodeOf = (module: string): string => {
+  const parts = module.split("/")
+  return parts.length === 1 ? module : `${parts[0]}/`
+}
+
+const isStorage = (module: string) => module.startsWith("Sql/") || module.endsWith("/Repo.ts")
+const isWire = (module: string) =>
+  module === "Api.ts" || module.endsWith("/Api.ts") || module.startsWith("Contract/") || module.startsWith("Http/") ||
+  module === "Http.ts"
+
+const domainMayImport = (specifier: string) =>
+  specifier === "effect" || specifier.startsWith("effect/") || specifier === "@effect/platform" ||
+  specifier.startsWith("@effect/platform/")
+
+interface Import {
+  readonly from: string
+  readonly specifier: string
+  /** The imported module under src/, when it is one. */
+  readonly to: string | undefined
+}
+
+const modules = listModules(root).sort()
+const known = new Set(modules)
+
+const importsOf = (module: string): Array<Import> => {
+  const text = readFileSync(join(root, module), "utf8")
+  const { importedFiles } = ts.preProcessFile(text, true, true)
+  return importedFiles.map(({ fileName: specifier }) => {
+    if (!specifier.startsWith(".")) return { from: module, specifier, to: undefined }
+    const target = normalize(join(dirname(module), specifier)).replace(/\.js$/, ".ts")
+    return { from: module, specifier, to: known.has(target) ? target : undefined }
+  })
+}
+
+const imports = modules.flatMap(importsOf)
+const problems: Array<string> = []
+
+for (const { from, specifier, to } of imports) {
+  if (from.startsWith("Domain/") && to === undefined && !specifier.startsWith(".") && !domainMayImport(specifier)) {
+    problems.push(`domain   src/${from} imports "${specifier}" (Domain imports only effect and @effect/platform)`)
+  }
+  if (to === undefined) continue
+  if (from.startsWith("Domain/") && !to.startsWith("Domain/")) {
+    problems.push(`domain   src/${from} imports src/${to} (Domain imports only Domain, effect, @effect/platform)`)
+  }
+  if (isStorage(from) && isWire(to)) {
+    problems.push(`storage  src/${from} imports src/${to} (storage never imports the HTTP contract)`)
+  }
+  const [a, b] = [rankOf(from), rankOf(to)]
+  if (b > a) {
+    problems.push(`rank     src/${from} (${a} ${rankNames[a]}) imports src/${to} (${b} ${rankNames[b]})`)
+  }
+}
+
+/** Folder cycles: strongly connected components of the graph of folders and root files. */
+const key = nodeOf
+const edges = new Map<string, Map<string, Array<Import>>>()
+for (const item of imports) {
+  if (item.to === undefined || item.to === "Api.ts") continue
+  const [a, b] = [key(item.from), key(item.to)]
+  if (a === b) continue
+  const out = edges.get(a) ?? new Map<string, Array<Import>>()
+  out.set(b, [...(out.get(b) ?? []), item])
+  edges.set(a, out)
+}
+const nodes = Array.from(new Set(modules.map(key))).sort()
+let counter = 0
+const index = new Map<string, number>()
+const low = new Map<string, number>()
+const stack: Array<string> = []
+const onStack = new Set<string>()
+const components: Array<Array<string>> = []
+const connect = (node: string): void => {
+  index.set(node, counter)
+  low.set(node, counter)
+  counter++
+  stack.push(node)
+  onStack.add(node)
+  for (const next of edges.get(node)?.keys() ?? []) {
+    if (!index.has(next)) {
+      connect(next)
+      low.set(node, Math.min(low.get(node)!, low.get(next)!))
+    } else if (onStack.has(next)) {
+      low.set(node, Math.min(low.get(node)!, index.get(next)!))
+    }
+  }
+  if (low.get(node) === index.get(node)) {
+    const component: Array<string> = []
+    let member: string | undefined
+    do {
+      member = stack.pop()!
+      onStack.delete(member)
+      component.push(member)
+    } while (member !== node)
+    if (component.length > 1) components.push(component.sort())
+  }
+}
+for (const node of nodes) if (!index.has(node)) connect(node)
+for (const component of components) {
+  const members = new Set(component)
+  for (const from of component) {
+    for (const [to, items] of edges.get(from) ?? []) {
+      if (!members.has(to)) continue
+      for (const item of items) {
+        problems.push(`cycle    src/${item.from} imports src/${item.to} (folders ${component.join(" ⇄ ")})`)
+      }
+    }
+  }
+}
+
+if (problems.length > 0) {
+  console.log(problems.join("\n"))
+  console.log(`\n${problems.length} import${problems.length === 1 ? "" : "s"} break the structure`)
+  process.exit(1)
+}
+console.log(`${modules.length} modules, ${imports.length} imports: the structure holds`)
