@@ -24,16 +24,20 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
         (rows) => Option.fromNullable(rows[0])
       )
 
+    /**
+     * `updated_at` never goes back: of two concurrent writes the one that commits last may have read the clock
+     * first, so the row keeps the later of its stored time and this write's (both fixed-width ISO text).
+     */
     const update = (project: Project) =>
       sql`UPDATE projects SET ${
         sql.update({
           name: project.name,
           description: project.description,
           visibility: project.visibility,
-          status: project.status,
-          updated_at: project.updated_at
+          status: project.status
         })
-      } WHERE id = ${project.id}`
+      }, updated_at = CASE WHEN updated_at > ${project.updated_at} THEN updated_at ELSE ${project.updated_at} END
+      WHERE id = ${project.id}`
 
     const remove = (id: string) => sql`DELETE FROM projects WHERE id = ${id}`
 
