@@ -80,15 +80,16 @@ export interface ListQuery<Sort extends string = string, Status extends string =
  */
 export const linkHeader = (
   request: HttpServerRequest.HttpServerRequest,
-  baseUrl: string,
+  /** The absolute base, or undefined for links relative to the request (path and query only). */
+  baseUrl: string | undefined,
   page: { readonly page: number; readonly per_page: number; readonly total: number }
 ): string => {
-  const url = new URL(request.url, baseUrl)
+  const url = new URL(request.url, baseUrl ?? "http://localhost")
   const last = Math.max(1, Math.ceil(page.total / page.per_page))
   const at = (n: number) => {
     url.searchParams.set("page", String(n))
     url.searchParams.set("per_page", String(page.per_page))
-    return url.toString()
+    return baseUrl === undefined ? `${url.pathname}${url.search}` : url.toString()
   }
   const links: Array<string> = []
   if (page.page < last) links.push(`<${at(page.page + 1)}>; rel="next"`)
