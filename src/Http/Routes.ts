@@ -72,10 +72,12 @@ const ESCAPED_UNRESERVED = /%(?:[46][1-9A-Fa-f]|[57][0-9Aa]|3[0-9]|2[DdEe]|5[Ff]
 
 /**
  * Whether `path` is written the one way the server serves it: no percent escape of an unreserved character
- * (RFC 3986 §2.3 says such a URI is equivalent to the unescaped one, so the router would serve it).
- * Case, empty segments and trailing slashes are left to the strict router below, which does not fold them.
+ * (RFC 3986 §2.3 says such a URI is equivalent to the unescaped one, so the router would serve it), and no empty
+ * segment (`//`, or a trailing `/`, which the router would take as an empty parameter). Case is left to the
+ * strict router below, which does not fold it.
  */
-export const isCanonical = (path: string): boolean => !ESCAPED_UNRESERVED.test(path)
+export const isCanonical = (path: string): boolean =>
+  !ESCAPED_UNRESERVED.test(path) && !path.includes("//") && (path === "/" || !path.endsWith("/"))
 
 /** The router matches paths exactly as written: `/V1/projects`, `/v1//projects` and `/v1/projects/` are unknown. */
 export const StrictRouting = HttpRouter.setRouterConfig({
