@@ -29,7 +29,7 @@ const raw = (payload: string | Uint8Array, ms = 5000): Promise<string> => {
     const socket = connect(Number(port), hostname, () => socket.write(payload))
     const done = () => resolve(Buffer.concat(chunks).toString("utf8"))
     const timer = setTimeout(() => socket.destroy(), ms)
-    socket.on("data", (chunk) => chunks.push(chunk))
+    socket.on("data", (chunk) => chunks.push(Buffer.from(chunk)))
     socket.on("close", () => {
       clearTimeout(timer)
       done()
