@@ -19,8 +19,9 @@ import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { AuthenticationLive } from "./Http/Authentication.js"
 import { ServerConfig } from "./Config.js"
 import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
-import { ApiMiddlewareLive, matching } from "./Http/Failures.js"
+import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
+import { pathOf, routeOf, StrictRouting } from "./Http/Routes.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
 import { requestDuration } from "./Observability/Metrics.js"
 import { TraceSampler } from "./Observability/Sampling.js"
@@ -39,10 +40,6 @@ const isHealth = (url: string) => url.startsWith("/health/")
  * the in-flight count for graceful shutdown, and one access-log line. The response is sent inside `app`,
  * so headers go on through a pre-response handler, not by changing the returned response.
  */
-/** `GET /v1/projects/:id`: the route template, so spans and metrics group by endpoint, not by id. */
-const routeOf = (method: string, path: string): string | undefined =>
-  path.startsWith("/v1/") ? matching(path).find((route) => route.method === method)?.path : path
-
 const serveMiddleware = (app: HttpApp.Default) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -50,7 +47,7 @@ const serveMiddleware = (app: HttpApp.Default) =>
     const sampler = yield* TraceSampler
     const requestId = requestIdFrom(request.headers["x-request-id"])
     const started = performance.now()
-    const path = request.url.split("?")[0] ?? request.url
+    const path = pathOf(request.url)
     const route = routeOf(request.method, path)
     yield* HttpApp.appendPreResponseHandler((_request, response) =>
       Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
@@ -150,6 +147,7 @@ export const HttpLive = GracefulShutdown.pipe(
       HttpServer.withLogAddress,
       // Our own server span (named by route) replaces the platform's.
       HttpMiddleware.withTracerDisabledWhen(() => true),
+      Layer.provide(StrictRouting),
       Layer.provide(BunServerLive)
     )
   ),

@@ -3,7 +3,7 @@
  * used for the metadata, the JWT `iss`/`aud` when signing, and their check.
  */
 import { HttpServerRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { ServerConfig } from "../Config.js"
 import { publicBaseUrl } from "../Domain/BaseUrl.js"
 
@@ -19,7 +19,8 @@ export interface Issuer {
 export const currentIssuer = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const { baseUrl: configured } = yield* Effect.orDie(ServerConfig)
-  const baseUrl = publicBaseUrl(configured, request.headers)
+  // A `Host` that is not a host name (only a hand-made request sends one) names no address: use localhost's.
+  const baseUrl = Option.getOrElse(publicBaseUrl(configured, request.headers), () => "http://localhost")
   const issuer: Issuer = { baseUrl, authUrl: `${baseUrl}/oauth`, audience: `${baseUrl}/v1` }
   return issuer
 })

@@ -1,25 +1,26 @@
 /** The GitHub-style `Link` header of a list page. */
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { ServerConfig } from "../Config.js"
 import { publicBaseUrl } from "../Domain/BaseUrl.js"
 import type { Page } from "../Domain/Lists.js"
 
 /**
  * The `Link` header (RFC 8288) for a page, as GitHub sends it: first, prev, next, last, keeping the other
- * query parameters as the client sent them.
+ * query parameters as the client sent them. Without a usable base the links are relative to the request (path and
+ * query only), as RFC 8288 allows.
  */
 export const linkHeader = (
   requestUrl: string,
-  baseUrl: string,
+  baseUrl: Option.Option<string>,
   page: { readonly page: number; readonly per_page: number; readonly total: number }
 ): string => {
-  const url = new URL(requestUrl, baseUrl)
+  const url = new URL(requestUrl, Option.getOrElse(baseUrl, () => "http://localhost"))
   const last = Math.max(1, Math.ceil(page.total / page.per_page))
   const at = (n: number) => {
     url.searchParams.set("page", String(n))
     url.searchParams.set("per_page", String(page.per_page))
-    return url.toString()
+    return Option.isSome(baseUrl) ? url.toString() : `${url.pathname}${url.search}`
   }
   const links: Array<string> = []
   if (page.page < last) links.push(`<${at(page.page + 1)}>; rel="next"`)

@@ -24,14 +24,27 @@ export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()("Va
   static field(field: string, message: string): ValidationFailed {
     return new ValidationFailed({ message: `${field} ${message}`, details: [{ field, message }] })
   }
-  static of(details: ReadonlyArray<FieldIssue>): ValidationFailed {
+  /** At most this many `details` entries are answered; the message counts the rest. */
+  static readonly maxDetails = 50
+
+  /**
+   * The failure for a list of field problems: the first `maxDetails` of them in `details`, and the message says
+   * how many were left out (`atLeast` when the list itself was cut short, so the true count is not known).
+   */
+  static of(details: ReadonlyArray<FieldIssue>, options?: { readonly atLeast?: boolean }): ValidationFailed {
     const first = details[0]
+    const shown = details.slice(0, ValidationFailed.maxDetails)
+    const more = options?.atLeast === true ? "or more " : ""
     const message = first === undefined
       ? "The request is invalid"
-      : details.length === 1
+      : details.length === 1 && more === ""
       ? `${first.field === "" ? "body" : first.field} ${first.message}`
+      : shown.length < details.length || more !== ""
+      ? `${details.length} ${more}fields are invalid; the first ${shown.length} are in details, ${
+        details.length - shown.length
+      } ${more}left out`
       : `${details.length} fields are invalid; see details`
-    return new ValidationFailed({ message, details })
+    return new ValidationFailed({ message, details: shown })
   }
 }
 

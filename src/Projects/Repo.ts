@@ -27,6 +27,10 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
       execute: ({ id, userId }) => sql`SELECT ${columns} FROM projects p WHERE p.id = ${id} AND ${visibleTo(userId)}`
     })
 
+    /**
+     * `updated_at` never goes back: of two concurrent writes the one that commits last may have read the clock
+     * first, so the row keeps the later of its stored time and this write's (both fixed-width ISO text).
+     */
     const update = Rows.write({
       Request: Project,
       execute: (project) =>
@@ -35,10 +39,10 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
             name: project.name,
             description: project.description,
             visibility: project.visibility,
-            status: project.status,
-            updated_at: project.updated_at
+            status: project.status
           })
-        } WHERE id = ${project.id}`
+        }, updated_at = CASE WHEN updated_at > ${project.updated_at} THEN updated_at ELSE ${project.updated_at} END
+        WHERE id = ${project.id}`
     })
 
     const remove = Rows.write({ Request: ProjectId, execute: (id) => sql`DELETE FROM projects WHERE id = ${id}` })

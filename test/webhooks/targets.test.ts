@@ -49,6 +49,37 @@ describe("isBlockedAddress", () => {
     ["febf::1", "link-local, top of fe80::/10"],
     ["ff02::1", "multicast"],
     ["2001:db8::1", "documentation"],
+    // Forms that embed an IPv4 address, and the rest of the IANA IPv6 special-purpose registry.
+    ["::127.0.0.1", "IPv4-compatible loopback (deprecated ::/96)"],
+    ["::7f00:1", "IPv4-compatible loopback, hex form"],
+    ["::8.8.8.8", "IPv4-compatible, even of a public address (deprecated, not routable)"],
+    ["::ffff:0:7f00:1", "SIIT IPv4-translated loopback (::ffff:0:0:0/96)"],
+    ["::ffff:0:808:808", "SIIT IPv4-translated, even of a public address"],
+    ["2002:7f00:1::", "6to4 of loopback"],
+    ["2002:a9fe:a9fe::1", "6to4 of the metadata address"],
+    ["2002:808:808::1", "6to4 of a public address (6to4 is deprecated)"],
+    ["2001:0:4136:e378:8000:63bf:80ff:fffe", "Teredo (2001::/32), whose client address is 127.0.0.1 obfuscated"],
+    ["2001::1", "Teredo"],
+    ["2001:2::1", "benchmarking (2001:2::/48)"],
+    ["2001:1::1", "PCP anycast"],
+    ["2001:20::1", "ORCHIDv2"],
+    ["64:ff9b:1::a9fe:a9fe", "local-use IPv4/IPv6 translation (64:ff9b:1::/48)"],
+    ["100::1", "discard-only (100::/64)"],
+    ["5f00::1", "segment routing SIDs (5f00::/16)"],
+    ["fec0::1", "deprecated site-local"],
+    ["3fff::1", "documentation (3fff::/20)"],
+    ["2620:4f:8000::1", "AS112 direct delegation"],
+    ["4000::1", "outside global unicast 2000::/3"],
+    ["::2", "reserved ::/8"],
+    ["192.31.196.1", "AS112-v4"],
+    ["192.52.193.1", "AMT"],
+    ["192.88.99.1", "6to4 relay anycast"],
+    ["192.175.48.1", "AS112 direct delegation"],
+    ["192.0.0.9", "PCP anycast"],
+    ["::ffff:192.0.0.170", "IPv4-mapped NAT64 discovery"],
+    ["64:ff9b::10.0.0.1", "NAT64 of a private address"],
+    ["1:2:3:4:5:6:7:8:9", "malformed: nine groups"],
+    ["1::2::3", "malformed: two '::'"],
     ["not-an-ip", "not an IP literal at all"],
     ["localhost", "a name, not an address"],
     ["", "empty"]
@@ -76,7 +107,10 @@ describe("isBlockedAddress", () => {
     ["2606:4700:4700::1111"],
     ["2a00:1450:4001:80b::200e"],
     ["::ffff:8.8.8.8"], // IPv4-mapped public
-    ["64:ff9b::808:808"] // NAT64 of 8.8.8.8
+    ["64:ff9b::808:808"], // NAT64 of 8.8.8.8
+    ["2001:4860:4860::8888"], // global unicast just past 2001::/23
+    ["2003::1"], // just past 6to4 2002::/16
+    ["3ffe::1"] // just below 3fff::/20
   ])("%s is allowed", (ip) => {
     expect(isBlockedAddress(ip)).toBe(false)
   })
@@ -100,7 +134,14 @@ describe("checkTarget", () => {
     "http://0x7f.0.0.1/x",
     "http://127.1/x",
     "http://[::ffff:127.0.0.1]/x",
-    "http://[0:0:0:0:0:0:0:1]/x"
+    "http://[0:0:0:0:0:0:0:1]/x",
+    // IPv4-compatible, SIIT and 6to4 spellings of loopback (WHATWG URL writes them in hex).
+    "http://[::127.0.0.1]/",
+    "http://[::7f00:1]/",
+    "http://[::ffff:0:7f00:1]/",
+    "http://[2002:7f00:1::]/",
+    "http://[64:ff9b::127.0.0.1]/",
+    "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/"
   ])("refuses %s without private targets allowed", async (url) => {
     const result = await check(url)
     expect(Either.isLeft(result)).toBe(true)

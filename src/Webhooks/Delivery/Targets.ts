@@ -13,22 +13,29 @@ export class TargetRefused extends Schema.TaggedError<TargetRefused>()("TargetRe
 
 const v4ToInt = (ip: string) => ip.split(".").reduce((acc, part) => acc * 256 + Number(part), 0)
 
+/**
+ * Every entry of the IANA IPv4 Special-Purpose Address Registry (globally reachable or not: none is a place a
+ * webhook should go), plus multicast.
+ */
 const V4_BLOCKED: ReadonlyArray<readonly [string, number]> = [
-  ["0.0.0.0", 8], // "this" network
-  ["10.0.0.0", 8], // private
-  ["100.64.0.0", 10], // carrier-grade NAT
-  ["127.0.0.0", 8], // loopback
-  ["169.254.0.0", 16], // link-local, cloud metadata (169.254.169.254)
-  ["172.16.0.0", 12], // private
-  ["192.0.0.0", 24], // IETF protocol assignments
-  ["192.0.2.0", 24], // documentation
-  ["192.88.99.0", 24], // 6to4 relay
-  ["192.168.0.0", 16], // private
-  ["198.18.0.0", 15], // benchmarking
-  ["198.51.100.0", 24], // documentation
-  ["203.0.113.0", 24], // documentation
-  ["224.0.0.0", 4], // multicast
-  ["240.0.0.0", 4] // reserved, broadcast
+  ["0.0.0.0", 8], // "this" network (RFC 791)
+  ["10.0.0.0", 8], // private (RFC 1918)
+  ["100.64.0.0", 10], // shared address space, carrier-grade NAT (RFC 6598)
+  ["127.0.0.0", 8], // loopback (RFC 1122)
+  ["169.254.0.0", 16], // link-local, cloud metadata 169.254.169.254 (RFC 3927)
+  ["172.16.0.0", 12], // private (RFC 1918)
+  ["192.0.0.0", 24], // IETF protocol assignments: DS-Lite, PCP/TURN anycast, NAT64 discovery (RFC 6890)
+  ["192.0.2.0", 24], // documentation TEST-NET-1 (RFC 5737)
+  ["192.31.196.0", 24], // AS112-v4 (RFC 7535)
+  ["192.52.193.0", 24], // AMT (RFC 7450)
+  ["192.88.99.0", 24], // deprecated 6to4 relay anycast (RFC 7526)
+  ["192.168.0.0", 16], // private (RFC 1918)
+  ["192.175.48.0", 24], // direct delegation AS112 service (RFC 7534)
+  ["198.18.0.0", 15], // benchmarking (RFC 2544)
+  ["198.51.100.0", 24], // documentation TEST-NET-2 (RFC 5737)
+  ["203.0.113.0", 24], // documentation TEST-NET-3 (RFC 5737)
+  ["224.0.0.0", 4], // multicast (RFC 5771)
+  ["240.0.0.0", 4] // reserved (RFC 1112), limited broadcast 255.255.255.255 (RFC 919)
 ]
 
 const inV4 = (ip: string, [base, bits]: readonly [string, number]) => {
@@ -36,19 +43,60 @@ const inV4 = (ip: string, [base, bits]: readonly [string, number]) => {
   return ((v4ToInt(ip) & mask) >>> 0) === ((v4ToInt(base) & mask) >>> 0)
 }
 
-/** Expands an IPv6 address to its eight 16-bit groups. */
-const v6Groups = (ip: string): Array<number> => {
+/** An IPv6 address as a 128-bit number, or undefined when it is not one. */
+const v6ToBigInt = (ip: string): bigint | undefined => {
   let text = ip.toLowerCase().split("%")[0]!
   const v4Tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
   if (v4Tail !== null) {
+    if (isIP(v4Tail[1]!) !== 4) return undefined
     const n = v4ToInt(v4Tail[1]!)
     text = text.slice(0, -v4Tail[1]!.length) + `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`
   }
-  const [head, tail] = text.includes("::") ? text.split("::") : [text, undefined]
-  const left = head === "" || head === undefined ? [] : head.split(":")
-  const right = tail === undefined || tail === "" ? [] : tail.split(":")
-  const fill = tail === undefined ? [] : Array(8 - left.length - right.length).fill("0")
-  return [...left, ...fill, ...right].map((group) => parseInt(group, 16))
+  const halves = text.split("::")
+  if (halves.length > 2) return undefined
+  const left = halves[0] === "" ? [] : halves[0]!.split(":")
+  const right = halves.length === 1 || halves[1] === "" ? [] : halves[1]!.split(":")
+  const missing = 8 - left.length - right.length
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined
+  const groups = [...left, ...Array<string>(halves.length === 1 ? 0 : missing).fill("0"), ...right]
+  if (!groups.every((group) => /^[0-9a-f]{1,4}$/.test(group))) return undefined
+  return groups.reduce((acc, group) => (acc << 16n) | BigInt(parseInt(group, 16)), 0n)
+}
+
+const v6Range = (base: string, bits: number) => {
+  const value = v6ToBigInt(base)!
+  const mask = bits === 0 ? 0n : ((1n << BigInt(bits)) - 1n) << BigInt(128 - bits)
+  return { value: value & mask, mask }
+}
+
+const inV6 = (n: bigint, range: { readonly value: bigint; readonly mask: bigint }) => (n & range.mask) === range.value
+
+/** Global unicast (RFC 4291): every IPv6 address outside it is loopback, local, multicast, reserved or embedded. */
+const GLOBAL_UNICAST = v6Range("2000::", 3)
+
+/** IPv6 forms that carry an IPv4 address in their last 32 bits, judged by that address. */
+const V6_EMBEDDING_V4 = [
+  v6Range("::ffff:0:0", 96), // IPv4-mapped (RFC 4291)
+  v6Range("64:ff9b::", 96) // NAT64 well-known prefix (RFC 6052)
+]
+
+/**
+ * The IANA IPv6 Special-Purpose Address Registry's entries inside global unicast; the ones outside it (`::/128`,
+ * `::1/128`, IPv4-compatible `::/96`, SIIT `::ffff:0:0:0/96`, `64:ff9b:1::/48`, discard `100::/64`, segment
+ * routing `5f00::/16`, unique local `fc00::/7`, link-local `fe80::/10`, site-local `fec0::/10`, multicast
+ * `ff00::/8`) are refused as not global unicast.
+ */
+const V6_BLOCKED = [
+  v6Range("2001::", 23), // IETF protocol assignments: Teredo 2001::/32 (embeds an obfuscated IPv4), PCP, AMT, AS112, ORCHID (RFC 2928)
+  v6Range("2001:db8::", 32), // documentation (RFC 3849)
+  v6Range("2002::", 16), // 6to4 (RFC 3056, deprecated by RFC 7526), embeds an IPv4 address
+  v6Range("2620:4f:8000::", 48), // direct delegation AS112 service (RFC 7534)
+  v6Range("3fff::", 20) // documentation (RFC 9637)
+]
+
+const v4FromBits = (n: bigint) => {
+  const v4 = Number(n & 0xffffffffn)
+  return [v4 >>> 24, (v4 >>> 16) & 255, (v4 >>> 8) & 255, v4 & 255].join(".")
 }
 
 /** Whether an IP literal is one a webhook may not reach. */
@@ -56,20 +104,11 @@ export const isBlockedAddress = (ip: string): boolean => {
   const family = isIP(ip)
   if (family === 4) return V4_BLOCKED.some((range) => inV4(ip, range))
   if (family !== 6) return true
-  const g = v6Groups(ip)
-  const [a = 0, b = 0, c = 0, d = 0, e = 0, f = 0] = g
-  if (g.every((group) => group === 0)) return true // ::
-  if (g.slice(0, 7).every((group) => group === 0) && g[7] === 1) return true // ::1
-  // IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d): judge the embedded IPv4 address.
-  if ((a === 0 && b === 0 && c === 0 && d === 0 && e === 0 && f === 0xffff) || (a === 0x64 && b === 0xff9b)) {
-    const n = ((g[6] ?? 0) << 16 | (g[7] ?? 0)) >>> 0
-    return isBlockedAddress([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join("."))
-  }
-  if ((a & 0xfe00) === 0xfc00) return true // unique local fc00::/7 (incl. fd00:ec2::254 metadata)
-  if ((a & 0xffc0) === 0xfe80) return true // link-local fe80::/10
-  if ((a & 0xff00) === 0xff00) return true // multicast
-  if (a === 0x2001 && b === 0x0db8) return true // documentation
-  return false
+  const n = v6ToBigInt(ip)
+  if (n === undefined) return true
+  if (V6_EMBEDDING_V4.some((range) => inV6(n, range))) return isBlockedAddress(v4FromBits(n))
+  if (!inV6(n, GLOBAL_UNICAST)) return true
+  return V6_BLOCKED.some((range) => inV6(n, range))
 }
 
 const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1")

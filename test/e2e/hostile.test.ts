@@ -1,0 +1,366 @@
+/**
+ * Hostile input and faults, over real HTTP (raw sockets where a client library would tidy the request): bounded
+ * work per request, one path form, media types, bad `Host`, deep nesting, NUL and lone surrogates, concurrent
+ * writes, pipelining, the SSRF guard at registration, and (on PostgreSQL) connections terminated mid-traffic.
+ */
+import { SQL } from "bun"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { connect } from "node:net"
+import { type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
+
+let server: Server
+let alice: TestUser
+
+beforeAll(async () => {
+  server = await startServer({ env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "100000" } })
+  alice = await server.user()
+}, 60_000)
+afterAll(async () => {
+  await server?.stop()
+})
+
+const KIB = 1024
+
+/** Sends `payload` as is on a new connection; answers every byte received until the server closes or `ms` pass. */
+const raw = (payload: string | Uint8Array, ms = 5000): Promise<string> => {
+  const { hostname, port } = new URL(server.url)
+  return new Promise((resolve) => {
+    const chunks: Array<Buffer> = []
+    const socket = connect(Number(port), hostname, () => socket.write(payload))
+    const done = () => resolve(Buffer.concat(chunks).toString("utf8"))
+    const timer = setTimeout(() => socket.destroy(), ms)
+    socket.on("data", (chunk) => chunks.push(Buffer.from(chunk)))
+    socket.on("close", () => {
+      clearTimeout(timer)
+      done()
+    })
+    socket.on("error", () => {})
+  })
+}
+
+/** The status codes of the responses in a raw byte stream, in order. */
+const statuses = (text: string) => Array.from(text.matchAll(/HTTP\/1\.1 (\d{3}) /g), (match) => Number(match[1]))
+
+const expectEnvelope = (body: any, code: string, status: number) => {
+  expect(body?.error?.code).toBe(code)
+  expect(body?.error?.status).toBe(status)
+  expect(body?.error?.request_id).toMatch(/^req_/)
+}
+
+describe("bounded work per request", () => {
+  const big = async (path: string, body: unknown) => {
+    const text = JSON.stringify(body)
+    expect(text.length).toBeLessThan(1024 * KIB)
+    // Health is asked while the big request is on its way; it must be answered first.
+    const order: Array<string> = []
+    const bigRequest = server.request(path, { method: "POST", key: alice.key, rawBody: text, headers: { "content-type": "application/json" } })
+      .then((res) => {
+        order.push("big")
+        return res
+      })
+    await Bun.sleep(5)
+    const health = server.request("/health/live").then((res) => {
+      order.push("health")
+      return res
+    })
+    const [res, live] = await Promise.all([bigRequest, health])
+    expect(live.status).toBe(200)
+    return { res, order }
+  }
+
+  test("100,000 events on POST /v1/webhooks: a small validation_failed naming the array, health answered meanwhile", async () => {
+    const { res } = await big("/v1/webhooks", { url: "https://93.184.216.34/hook", events: Array(100_000).fill("x") })
+    expect(res.status).toBe(400)
+    expectEnvelope(res.body, "validation_failed", 400)
+    expect(res.text.length).toBeLessThanOrEqual(64 * KIB)
+    expect(res.body.error.details).toEqual([{ field: "events", message: "must have at most 100 items (got 100000)" }])
+  })
+
+  test("100,000 scopes on POST /v1/api-keys: the same", async () => {
+    const { res } = await big("/v1/api-keys", { name: "k", scopes: Array(100_000).fill("read") })
+    expect(res.status).toBe(400)
+    expect(res.text.length).toBeLessThanOrEqual(64 * KIB)
+    expect(res.body.error.details).toEqual([{ field: "scopes", message: "must have at most 100 items (got 100000)" }])
+  })
+
+  test("60,000 unknown fields on a project: refused by count, not one entry each", async () => {
+    const body: Record<string, number> = { name: 1 }
+    for (let i = 0; i < 60_000; i++) body[`f${i}`] = i
+    const { res } = await big("/v1/projects", body)
+    expect(res.status).toBe(400)
+    expect(res.text.length).toBeLessThanOrEqual(64 * KIB)
+    expect(res.body.error.details).toEqual([{ field: "", message: "must have at most 100 fields (got 60001)" }])
+  })
+
+  test("many problems under the caps: at most 50 details, and the message counts what was left out", async () => {
+    const body: Record<string, unknown> = { name: "", events: Array(100).fill(7), url: 5 }
+    for (let i = 0; i < 90; i++) body[`unknown${i}`] = i
+    const res = await server.request("/v1/webhooks", { method: "POST", key: alice.key, body })
+    expect(res.status).toBe(400)
+    expectEnvelope(res.body, "validation_failed", 400)
+    expect(res.body.error.details.length).toBe(50)
+    expect(res.body.error.message).toMatch(/^\d+ fields are invalid; the first 50 are in details, \d+ left out$/)
+    const [, total, , left] = /^(\d+) fields are invalid; the first (\d+) are in details, (\d+) left out$/.exec(res.body.error.message)!
+    expect(Number(total) - Number(left)).toBe(50)
+  })
+
+  test("a value nested 10,000 levels deep in a known field is 400 bad_request", async () => {
+    const deep = "[".repeat(10_000) + "]".repeat(10_000)
+    const res = await server.request("/v1/projects", {
+      method: "POST",
+      key: alice.key,
+      rawBody: `{"name": ${deep}}`,
+      headers: { "content-type": "application/json" }
+    })
+    expect(res.status).toBe(400)
+    expectEnvelope(res.body, "bad_request", 400)
+    expect(res.body.error.message).toBe("The body is nested deeper than 32 levels")
+  })
+
+  test("32 levels are fine as far as nesting goes (the schema then says what is wrong)", async () => {
+    const res = await server.request("/v1/projects", {
+      method: "POST",
+      key: alice.key,
+      rawBody: `{"name": ${"[".repeat(31)}${"]".repeat(31)}}`,
+      headers: { "content-type": "application/json" }
+    })
+    expect(res.status).toBe(400)
+    expectEnvelope(res.body, "validation_failed", 400)
+    expect(res.body.error.details[0].field).toBe("name")
+  })
+})
+
+describe("one path form", () => {
+  const spellings = ["/V1/projects", "/%761/projects", "/v1//projects", "/v1/projects/", "/v1/Projects", "/v1/pr%6fjects"]
+
+  test.each(spellings)("%s is an unknown path: 404 in the envelope, even with credentials", async (path) => {
+    const res = await server.request(path, { key: alice.key })
+    expect(res.status).toBe(404)
+    expectEnvelope(res.body, "not_found", 404)
+  })
+
+  test.each(spellings)("%s with a 10 MB text/plain body: a small 404, nothing echoed", async (path) => {
+    const res = await server.request(path, {
+      method: "POST",
+      key: alice.key,
+      rawBody: "x".repeat(10 * 1024 * KIB),
+      headers: { "content-type": "text/plain" }
+    })
+    expect(res.status).toBe(404)
+    expect(res.text.length).toBeLessThan(KIB)
+  })
+
+  test("bad tokens on another spelling of /v1/users/me are never checked (404, not 401)", async () => {
+    for (let i = 0; i < 10; i++) {
+      const res = await server.request("/V1/users/me", { key: `pcs_guess${i}` })
+      expect(res.status).toBe(404)
+    }
+  })
+
+  test("a percent-escaped character that needs escaping is left to the route (an invalid id, not a 404)", async () => {
+    const res = await server.request("/v1/projects/prj%20x", { key: alice.key })
+    expect(res.status).toBe(400)
+    expectEnvelope(res.body, "validation_failed", 400)
+  })
+})
+
+describe("media types", () => {
+  test.each(["application/vnd.api+json", "application/merge-patch+json", "application/json-patch+json", "text/json"])(
+    "%s is 415 unsupported_media_type, never a 500",
+    async (type) => {
+      const res = await server.request("/v1/projects", {
+        method: "POST",
+        key: alice.key,
+        rawBody: JSON.stringify({ name: "p" }),
+        headers: { "content-type": type }
+      })
+      expect(res.status).toBe(415)
+      expectEnvelope(res.body, "unsupported_media_type", 415)
+    }
+  )
+
+  test("application/json with a charset parameter is JSON", async () => {
+    const res = await server.request("/v1/projects", {
+      method: "POST",
+      key: alice.key,
+      rawBody: JSON.stringify({ name: "charset" }),
+      headers: { "content-type": "Application/JSON; charset=utf-8" }
+    })
+    expect(res.status).toBe(201)
+  })
+})
+
+describe("bad Host", () => {
+  test.each(["a b", "", "[", "x/y", "exa mple.com:80", "host:99999", "[::1"])(
+    "Host %p on a list: 200 with links relative to the request",
+    async (host) => {
+      const text = await raw(
+        `GET /v1/projects?per_page=1 HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${alice.key}\r\nConnection: close\r\n\r\n`
+      )
+      const status = statuses(text)[0]
+      // Bun itself may refuse a Host it cannot parse (400); the service must never answer 500.
+      expect([200, 400]).toContain(status!)
+      if (status === 200) {
+        const link = /\r\nlink: (.*)\r\n/i.exec(text)?.[1]
+        expect(link).toContain(`</v1/projects?per_page=1&page=1>; rel="first"`)
+      }
+    }
+  )
+
+  test("a good Host is used for absolute links", async () => {
+    const text = await raw(
+      `GET /v1/projects?per_page=1 HTTP/1.1\r\nHost: api.example.com:8443\r\nAuthorization: Bearer ${alice.key}\r\nConnection: close\r\n\r\n`
+    )
+    expect(statuses(text)[0]).toBe(200)
+    expect(text).toContain("<http://api.example.com:8443/v1/projects?per_page=1&page=1>")
+  })
+})
+
+describe("NUL and lone surrogates are refused alike on every engine", () => {
+  test.each([
+    ["a NUL in a body string", `{"name": "a\\u0000b"}`, "name", /NUL/],
+    ["a lone high surrogate", `{"name": "\\ud800"}`, "name", /lone surrogate/],
+    ["a lone low surrogate", `{"name": "x\\udc00y"}`, "name", /lone surrogate/],
+    ["a NUL in a field name", `{"name": "ok", "a\\u0000": 1}`, "a\u0000", /NUL/]
+  ])("%s: 400 validation_failed naming the field", async (_what, body, field, message) => {
+    const res = await server.request("/v1/projects", {
+      method: "POST",
+      key: alice.key,
+      rawBody: body,
+      headers: { "content-type": "application/json" }
+    })
+    expect(res.status).toBe(400)
+    expectEnvelope(res.body, "validation_failed", 400)
+    expect(res.body.error.details[0].field).toBe(field)
+    expect(res.body.error.details[0].message).toMatch(message)
+  })
+
+  test("a surrogate pair (an emoji) is stored and answered as sent", async () => {
+    const res = await server.request("/v1/projects", { method: "POST", key: alice.key, body: { name: "rocket 🚀" } })
+    expect(res.status).toBe(201)
+    const read = await server.request(`/v1/projects/${res.body.data.id}`, { key: alice.key })
+    expect(read.body.data.name).toBe("rocket 🚀")
+  })
+
+  test("a NUL in a query value: 400 validation_failed on that parameter", async () => {
+    const res = await server.request("/v1/projects?search=a%00b", { key: alice.key })
+    expect(res.status).toBe(400)
+    expectEnvelope(res.body, "validation_failed", 400)
+    expect(res.body.error.details).toEqual([{ field: "search", message: "must not contain a NUL character (U+0000)" }])
+  })
+
+  test("a NUL in an OAuth form or query: 400 invalid_request in the RFC 6749 form", async () => {
+    const form = await server.request("/oauth/token", {
+      method: "POST",
+      rawBody: "grant_type=authorization_code&code=a%00b&client_id=x",
+      headers: { "content-type": "application/x-www-form-urlencoded" }
+    })
+    expect(form.status).toBe(400)
+    expect(form.body.error).toBe("invalid_request")
+    const login = await server.request("/oauth/login", {
+      method: "POST",
+      body: { email: "a\u0000@example.com", password: "whatever-long-enough" }
+    })
+    expect(login.status).toBe(400)
+    expect(login.body.error).toBe("invalid_request")
+    const authorize = await server.request("/oauth/authorize?client_id=cli_%00&response_type=code")
+    expect(authorize.status).toBe(400)
+  })
+})
+
+describe("concurrent writes", () => {
+  test("updated_at never goes back under concurrent PUTs of one project", async () => {
+    const created = await server.request("/v1/projects", { method: "POST", key: alice.key, body: { name: "race" } })
+    const id = created.body.data.id
+    const answers = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        server.request(`/v1/projects/${id}`, { method: "PUT", key: alice.key, body: { name: `race ${i}` } }))
+    )
+    const statuses = answers.map((res) => res.status)
+    expect(statuses.every((status) => status === 200 || status === 503)).toBe(true)
+    const latest = answers.filter((res) => res.status === 200).map((res) => res.body.data.updated_at).sort().at(-1)
+    const stored = await server.request(`/v1/projects/${id}`, { key: alice.key })
+    expect(stored.body.data.updated_at >= latest).toBe(true)
+  })
+})
+
+describe("HTTP/1.1 pipelining", () => {
+  test("requests answered without waiting on I/O are answered in order through the whole stack", async () => {
+    const body = JSON.stringify({ name: "p" })
+    const text = await raw(
+      "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n" +
+        "GET /v1/nowhere HTTP/1.1\r\nHost: x\r\n\r\n" +
+        "PATCH /v1/projects HTTP/1.1\r\nHost: x\r\n\r\n" +
+        `POST /v1/projects HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        "GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    expect(statuses(text)).toEqual([200, 404, 405, 415, 200])
+  })
+
+  // Bun 1.4.5's server (uWS) closes a connection, without writing the response in flight, when it parses the next
+  // request while a response is still pending (`HTTP_RESPONSE_PENDING` → `us_socket_close`). Reproduced with a bare
+  // `Bun.serve` whose handler awaits a timer: no middleware and no body reading involved. Upstream: oven-sh/bun
+  // PRs #33664, #35036, #38128 (not in a release yet). Flip this to `test` when Bun is upgraded past the fix.
+  test.todo("a pipelined request behind one that waits on the database is answered in order (Bun's server closes the connection)")
+})
+
+describe("SSRF at registration", () => {
+  test.each(["http://[::127.0.0.1]/", "http://[::7f00:1]/", "http://[::ffff:0:7f00:1]/", "http://[2002:7f00:1::]/"])(
+    "%s is refused with validation_failed on url",
+    async (url) => {
+      const res = await server.request("/v1/webhooks", { method: "POST", key: alice.key, body: { url, events: ["project.created"] } })
+      expect(res.status).toBe(400)
+      expectEnvelope(res.body, "validation_failed", 400)
+      expect(res.body.error.details[0].field).toBe("url")
+    }
+  )
+})
+
+describe.skipIf(!usingPostgres())("PostgreSQL connections terminated mid-traffic", () => {
+  test("answers are 200 or 503 unavailable with Retry-After, never 500, and the pool recovers", async () => {
+    const admin = new SQL(process.env.DATABASE_URL!)
+    const database = new URL(server.databaseUrl).pathname.slice(1)
+    let terminated = 0
+    let running = true
+    const killer = (async () => {
+      while (running) {
+        const rows = await admin`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+          WHERE datname = ${database} AND pid <> pg_backend_pid()`
+        terminated += rows.length
+        await Bun.sleep(15)
+      }
+    })()
+    const answers: Array<{ status: number; retryAfter: string | null; body: any }> = []
+    await Promise.all(Array.from({ length: 6 }, async () => {
+      for (let i = 0; i < 25; i++) {
+        const res = i % 2 === 0
+          ? await server.request("/v1/projects", { key: alice.key })
+          : await server.request("/v1/projects", { method: "POST", key: alice.key, body: { name: `p${i}` } })
+        answers.push({ status: res.status, retryAfter: res.headers.get("retry-after"), body: res.body })
+      }
+    }))
+    running = false
+    await killer
+    await admin.close()
+    expect(terminated).toBeGreaterThan(0)
+    const unexpected = answers.filter((answer) => ![200, 201, 503].includes(answer.status))
+    expect(unexpected).toEqual([])
+    for (const answer of answers.filter((answer) => answer.status === 503)) {
+      expect(answer.retryAfter).toBe("1")
+      expectEnvelope(answer.body, "unavailable", 503)
+    }
+    // With nobody terminating them, connections are replaced and every request succeeds again.
+    for (let i = 0; i < 10; i++) {
+      const res = await server.request("/v1/projects", { key: alice.key })
+      if (res.status === 200) continue
+      expect(res.status).toBe(503)
+      await Bun.sleep(100)
+    }
+    const last = await server.request("/v1/projects", { key: alice.key })
+    expect(last.status).toBe(200)
+  }, 60_000)
+})
+
+describe.skipIf(usingPostgres())("PostgreSQL connections terminated mid-traffic", () => {
+  test.skip("runs on PostgreSQL only: SQLite is in-process and has no connection to lose", () => {})
+})
