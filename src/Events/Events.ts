@@ -50,7 +50,7 @@ export class Events extends Effect.Service<Events>()("Events", {
           id: event.id,
           type,
           payload: JSON.stringify(event),
-          trace_context: Option.getOrNull(Option.map(span, traceparentOf)),
+          trace_context: Option.getOrNull(Option.flatMap(span, traceparentOf)),
           created_at: now
         })
       }`
