@@ -2,10 +2,11 @@
  * OAuth clients: registration (operators, through the CLI), lookup, and client authentication at the token and
  * revocation endpoints. Secrets are shown once, at registration, and kept as SHA-256.
  */
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { OAuthClient, OAuthError } from "../Domain/OAuth.js"
 import { ValidationFailed } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
+import { TrimmedName } from "../Domain/Payload.js"
 import { nowIso } from "../Domain/Time.js"
 import { OAuthRepo } from "./Repo.js"
 import { newClientSecret, sameHash, sha256hex } from "./Secrets.js"
@@ -42,8 +43,9 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
 
     /** `bun run cli oauth-clients create`. */
     const create = Effect.fn("OAuthClients.create", { captureStackTrace: false })(function*(input: NewClient) {
-      const name = input.name.trim()
-      if (name.length < 1 || name.length > 100) return yield* ValidationFailed.field("name", "must be 1 to 100 characters")
+      const name = yield* Schema.decodeUnknown(TrimmedName)(input.name).pipe(
+        Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
+      )
       if (input.redirectUris.length === 0) return yield* ValidationFailed.field("redirect-uri", "at least one is required")
       for (const uri of input.redirectUris) {
         if (!URL.canParse(uri) || uri.includes("#")) {

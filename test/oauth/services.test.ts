@@ -70,10 +70,14 @@ describe("OAuthClients", () => {
     expect(publicClient.client_secret).toBeUndefined()
   })
 
-  test("registration refuses a fragment, a relative URL and no URL at all", async () => {
+  test("registration refuses a fragment, a relative URL, no URL at all, and a blank or over-long name", async () => {
     for (const redirectUris of [["https://a.example/cb#x"], ["/callback"], []]) {
       const error = await fails(Effect.flatMap(OAuthClients, (c) => c.create({ name: "X", redirectUris, isPublic: false })))
       expect(error._tag).toBe("ValidationFailed")
+    }
+    for (const name of ["", "   ", "x".repeat(101)]) {
+      const error = await fails(Effect.flatMap(OAuthClients, (c) => c.create({ name, redirectUris: [REDIRECT], isPublic: false })))
+      expect(error).toMatchObject({ _tag: "ValidationFailed", message: "name must be 1 to 100 characters" })
     }
   })
 
