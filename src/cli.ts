@@ -5,7 +5,7 @@
 import { Cause, Effect, Exit, Layer, Option, Schema } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
-import { OAuth } from "./OAuth/OAuth.js"
+import { OAuthClients } from "./OAuth/Clients.js"
 import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
 import { ValidationFailed } from "./Domain/Errors.js"
 import { parseInstant } from "./Domain/Time.js"
@@ -114,7 +114,7 @@ const command = (words: ReadonlyArray<string>) =>
       }
       case "oauth-clients create": {
         yield* known("name", "redirect-uri")
-        return yield* (yield* OAuth).createClient({
+        return yield* (yield* OAuthClients).create({
           name: yield* required("name"),
           redirectUris: flags.get("redirect-uri") ?? [],
           isPublic
@@ -130,7 +130,7 @@ const command = (words: ReadonlyArray<string>) =>
     }
   })
 
-const ServicesLive = Layer.mergeAll(Users.Default, Teams.Default, ApiKeys.Default, OAuth.Default).pipe(
+const ServicesLive = Layer.mergeAll(Users.Default, Teams.Default, ApiKeys.Default, OAuthClients.Default).pipe(
   Layer.provideMerge(SqlLive)
 )
 

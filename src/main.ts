@@ -6,7 +6,9 @@ import { Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
 import { SignIn } from "./Auth/SignIn.js"
-import { OAuth } from "./OAuth/OAuth.js"
+import { OAuthAuthorizations } from "./OAuth/Authorizations.js"
+import { OAuthClients } from "./OAuth/Clients.js"
+import { OAuthTokens } from "./OAuth/Tokens.js"
 import { HttpLive } from "./Http.js"
 import { LoggingLive } from "./Observability/Logging.js"
 import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
@@ -25,7 +27,9 @@ export const ServicesLive = Layer.mergeAll(
   Teams.Default,
   Users.Default,
   ApiKeys.Default,
-  OAuth.Default,
+  OAuthClients.Default,
+  OAuthAuthorizations.Default,
+  OAuthTokens.Default,
   SigningKeys.Default,
   SignIn.Default,
   Webhooks.Default,

@@ -3,9 +3,9 @@
  * caller's transaction; `transaction` runs a change with its events and wakes the delivery worker once the
  * transaction has committed, so new deliveries start within milliseconds rather than at the next poll.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Option, Queue } from "effect"
+import { Effect, Option, Queue, Schema } from "effect"
 import { makeId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
 import { traceparentOf } from "../Observability/TraceContext.js"
@@ -26,11 +26,19 @@ export interface EventEnvelope {
   readonly data: unknown
 }
 
+/** A webhook's subscription: `events` is JSON text, a list of event type names. */
+const Subscription = Schema.Struct({ id: Schema.String, events: Schema.parseJson(Schema.Array(Schema.String)) })
+
 export class Events extends Effect.Service<Events>()("Events", {
   dependencies: [DeliveryDoorbell.Default],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const doorbell = yield* DeliveryDoorbell
+    const subscriptionsOf = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: Subscription,
+      execute: (recipients) => sql`SELECT id, events FROM webhooks WHERE user_id IN ${sql.in(recipients)}`
+    })
 
     /**
      * Records `type` about a resource owned by `recipients` (user ids) and queues a delivery to each of their
@@ -50,17 +58,13 @@ export class Events extends Effect.Service<Events>()("Events", {
           id: event.id,
           type,
           payload: JSON.stringify(event),
-          trace_context: Option.getOrNull(Option.map(span, traceparentOf)),
+          trace_context: Option.getOrNull(Option.flatMap(span, traceparentOf)),
           created_at: now
         })
       }`
       if (recipients.length === 0) return event
-      const hooks = yield* sql<{ readonly id: string; readonly events: string }>`
-        SELECT id, events FROM webhooks WHERE user_id IN ${sql.in(recipients)}`
-      const subscribed = hooks.filter((hook) => {
-        const types: unknown = JSON.parse(hook.events)
-        return Array.isArray(types) && types.includes(type)
-      })
+      const hooks = yield* subscriptionsOf(recipients).pipe(Effect.catchTag("ParseError", Effect.die))
+      const subscribed = hooks.filter((hook) => hook.events.includes(type))
       if (subscribed.length > 0) {
         yield* sql`INSERT INTO deliveries ${
           sql.insert(subscribed.map((hook) => ({

@@ -8,7 +8,7 @@ import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { Forbidden, Unauthorized } from "../Domain/Errors.js"
 import type { Principal } from "../Domain/Principal.js"
 import { hasAnyScope, type Scope } from "../Domain/Scopes.js"
-import { ACCESS_PREFIX, OAuth } from "../OAuth/OAuth.js"
+import { ACCESS_PREFIX, OAuthTokens } from "../OAuth/Tokens.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
 import { guardClient, limitCredential } from "./RateLimit.js"
 
@@ -39,7 +39,7 @@ export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const apiKeys = yield* ApiKeys
-    const oauth = yield* OAuth
+    const oauth = yield* OAuthTokens
     const keys = yield* SigningKeys
     const limits = yield* RateLimit
 

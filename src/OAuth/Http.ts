@@ -12,13 +12,16 @@
  *   GET  /.well-known/oauth-authorization-server[/oauth]   RFC 8414 metadata
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, Option, ParseResult, Schema } from "effect"
 import { currentIssuer } from "../Auth/Issuer.js"
 import { JWT_TTL_SECONDS, SigningKeys } from "../Auth/Jwt.js"
 import { SignIn, SignInFailed } from "../Auth/SignIn.js"
+import { OAuthError } from "../Domain/OAuth.js"
 import { scopeNames } from "../Domain/Scopes.js"
-import { OAuth, OAuthError } from "./OAuth.js"
+import { OAuthAuthorizations } from "./Authorizations.js"
+import { type ClientCredentials, OAuthClients } from "./Clients.js"
 import { consentPage, errorPage, signInPage } from "./Pages.js"
+import { type IssuedTokens, OAuthTokens } from "./Tokens.js"
 
 const MAX_BODY_BYTES = 64 * 1024
 
@@ -38,11 +41,15 @@ const html = (body: string, status = 200) =>
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers: { ...noStore, ...headers } })
 
-const oauthError = (error: OAuthError) =>
+/**
+ * An RFC 6749 §5.2 answer: 401 for `invalid_client` (with `WWW-Authenticate: Basic` when the client tried HTTP
+ * Basic), 400 for the rest.
+ */
+const oauthError = (error: OAuthError, triedBasic: boolean) =>
   json(
     { error: error.error, error_description: error.description },
-    error.status,
-    error.basic ? { "www-authenticate": `Basic realm="oauth", charset="UTF-8"` } : {}
+    error.error === "invalid_client" ? 401 : 400,
+    error.error === "invalid_client" && triedBasic ? { "www-authenticate": `Basic realm="oauth", charset="UTF-8"` } : {}
   )
 
 const tooMany = (retryAfter: number) =>
@@ -55,7 +62,7 @@ const tooMany = (retryAfter: number) =>
 const contentType = (request: HttpServerRequest.HttpServerRequest) =>
   (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
 
-/** The body's parameters, from `application/x-www-form-urlencoded` or a JSON object of strings. */
+/** The body's parameters, from `application/x-www-form-urlencoded` or a JSON object of strings; a key once. */
 const readParams = (request: HttpServerRequest.HttpServerRequest, allowForm = true) =>
   Effect.gen(function*() {
     const type = contentType(request)
@@ -94,7 +101,7 @@ const basicCredentials = (request: HttpServerRequest.HttpServerRequest) =>
     const header = request.headers["authorization"]
     if (header === undefined) return Option.none()
     const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header)
-    const invalid = OAuthError.of("invalid_client", "Malformed Basic credentials", 401, true)
+    const invalid = OAuthError.of("invalid_client", "Malformed Basic credentials")
     if (match === null) return yield* invalid
     const decoded = Buffer.from(match[1]!, "base64").toString("utf8")
     const colon = decoded.indexOf(":")
@@ -105,11 +112,123 @@ const basicCredentials = (request: HttpServerRequest.HttpServerRequest) =>
 
 const clientIp = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(request.remoteAddress, () => "unknown")
 
+/** A parameter that may be absent (present but empty is kept: some checks tell the two apart). */
+const Text = Schema.optionalWith(Schema.String, { as: "Option" })
+/** A form field read as empty when absent. */
+const Field = Schema.optionalWith(Schema.String, { default: () => "" })
+/** A required parameter: absent or empty is `"<name> is required"`. */
+const required = (name: string) =>
+  Schema.propertySignature(Schema.String.pipe(Schema.minLength(1, { message: () => `${name} is required` })))
+    .annotations({ missingMessage: () => `${name} is required` })
+/** A space-separated list (`scope`), split; blank is empty. */
+const SpaceSeparated = Schema.transform(Schema.String, Schema.Array(Schema.String), {
+  strict: true,
+  decode: (text) => text.trim() === "" ? [] : text.split(" ").filter((item) => item !== ""),
+  encode: (items) => items.join(" ")
+})
+
+/** `GET /authorize` (RFC 6749 §4.1.1, RFC 7636 §4.3). Never fails: what is wrong is the service's to answer. */
+const AuthorizeQuery = Schema.Struct({
+  client_id: Text,
+  redirect_uri: Text,
+  response_type: Text,
+  scope: Schema.optionalWith(SpaceSeparated, { default: () => [] }),
+  state: Text,
+  code_challenge: Text,
+  code_challenge_method: Text
+}).pipe(Schema.rename({
+  client_id: "clientId",
+  redirect_uri: "redirectUri",
+  response_type: "responseType",
+  code_challenge: "codeChallenge",
+  code_challenge_method: "codeChallengeMethod"
+}))
+
+/** The sign-in form (and the consent form's first two fields). */
+const SignInForm = Schema.Struct({ pending: Field, csrf_token: Field, email: Field, password: Field })
+const ConsentForm = Schema.Struct({ pending: Field, csrf_token: Field, decision: Schema.Literal("approve", "deny") })
+
+/** `client_secret_post` credentials (§2.3.1). */
+const ClientParams = Schema.Struct({ client_id: Text, client_secret: Text })
+const GrantType = Schema.Struct({ grant_type: required("grant_type") })
+const CodeExchangeParams = Schema.Struct({
+  code: required("code"),
+  redirect_uri: required("redirect_uri"),
+  code_verifier: Text
+}).pipe(Schema.rename({ redirect_uri: "redirectUri", code_verifier: "codeVerifier" }))
+const RefreshParams = Schema.Struct({
+  refresh_token: required("refresh_token"),
+  scope: Schema.optionalWith(SpaceSeparated, { as: "Option" })
+}).pipe(Schema.rename({ refresh_token: "refreshToken" }))
+const RevokeParams = Schema.Struct({ token: required("token") })
+const bothRequired = "email and password are required"
+const LoginParams = Schema.Struct({
+  email: Schema.propertySignature(Schema.String).annotations({ missingMessage: () => bothRequired }),
+  password: Schema.propertySignature(Schema.String).annotations({ missingMessage: () => bothRequired })
+})
+
+/** Parameters → a typed request; the first thing wrong is the `invalid_request` description. */
+const decodeParams = <A, I>(schema: Schema.Schema<A, I>) => (params: Record<string, string | undefined>) =>
+  Schema.decodeUnknown(schema)(params).pipe(
+    Effect.mapError((error) =>
+      OAuthError.of(
+        "invalid_request",
+        ParseResult.ArrayFormatter.formatErrorSync(error)[0]?.message ?? "The request is invalid"
+      )
+    )
+  )
+
+/** Who the client says it is: HTTP Basic or `client_id`/`client_secret` in the body, never both. */
+const clientCredentials = (
+  basic: Option.Option<{ readonly id: string; readonly secret: string }>,
+  params: Record<string, string | undefined>
+) =>
+  Effect.gen(function*() {
+    const { client_id: clientId, client_secret: clientSecret } = yield* decodeParams(ClientParams)(params)
+    if (Option.isSome(basic)) {
+      if (Option.isSome(clientSecret)) return yield* OAuthError.of("invalid_request", "Use one client authentication method, not two")
+      if (Option.isSome(clientId) && clientId.value !== basic.value.id) {
+        return yield* OAuthError.of("invalid_request", "client_id does not match the Basic credentials")
+      }
+      const credentials: ClientCredentials = { id: basic.value.id, secret: Option.some(basic.value.secret) }
+      return credentials
+    }
+    if (Option.isNone(clientId) || clientId.value === "") {
+      return yield* OAuthError.of("invalid_client", "Client authentication failed")
+    }
+    const credentials: ClientCredentials = { id: clientId.value, secret: clientSecret }
+    return credentials
+  })
+
+/** The token endpoint's answer (§5.1). */
+const tokenResponse = (issued: IssuedTokens) => ({
+  access_token: issued.accessToken,
+  token_type: "Bearer",
+  expires_in: issued.expiresIn,
+  refresh_token: issued.refreshToken,
+  scope: issued.scope
+})
+
+/** The redirect back to the client, with `iss` (RFC 9207) and the client's `state`. */
+const redirectTo = (redirectUri: string, params: Record<string, string | null | undefined>) => {
+  const url = new URL(redirectUri)
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null) url.searchParams.set(key, value)
+  }
+  return HttpServerResponse.redirect(url.toString(), { status: 302, headers: noStore })
+}
+
 /** A defect on these routes is answered in their own form, not the `/v1` envelope. */
 const guardJson = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.catchAllCause(handler, (cause) => {
     const failure = Cause.failureOption(cause)
-    if (Option.isSome(failure) && failure.value instanceof OAuthError) return Effect.succeed(oauthError(failure.value))
+    if (Option.isSome(failure) && failure.value instanceof OAuthError) {
+      const error = failure.value
+      return Effect.map(
+        HttpServerRequest.HttpServerRequest,
+        (request) => oauthError(error, request.headers["authorization"] !== undefined)
+      )
+    }
     if (Cause.isInterruptedOnly(cause)) return Effect.interrupt
     return Effect.as(
       Effect.logError("unexpected failure", cause),
@@ -137,7 +256,9 @@ const expiredForm = "This sign-in form has expired or was already used."
 
 export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
-    const oauth = yield* OAuth
+    const clients = yield* OAuthClients
+    const authorizations = yield* OAuthAuthorizations
+    const tokens = yield* OAuthTokens
     const keys = yield* SigningKeys
     const signIn = yield* SignIn
 
@@ -169,55 +290,61 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
     yield* router.get("/oauth/authorize", guardHtml(Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const { authUrl } = yield* currentIssuer
-      const query = new URL(request.url, "http://localhost").searchParams
-      const params: Record<string, string | undefined> = {}
-      for (const [key, value] of query) params[key] ??= value
-      const outcome = yield* oauth.startAuthorization(params, authUrl)
-      switch (outcome._tag) {
-        case "ErrorPage":
-          return html(errorPage(outcome.message), 400)
-        case "Redirect":
-          return HttpServerResponse.redirect(outcome.location, { status: 302, headers: noStore })
-        case "SignIn":
-          return html(signInPage({
+      const params: Record<string, string> = {}
+      for (const [key, value] of new URL(request.url, "http://localhost").searchParams) params[key] ??= value
+      const query = yield* Effect.orDie(Schema.decodeUnknown(AuthorizeQuery)(params))
+      return yield* authorizations.start(query).pipe(
+        Effect.map((started) =>
+          html(signInPage({
             action: signInAction(authUrl),
-            pending: outcome.pending,
-            csrf: outcome.csrf,
-            clientName: outcome.client.name
+            pending: started.pending.id,
+            csrf: started.csrf,
+            clientName: started.client.name
           }))
-      }
+        ),
+        Effect.catchTags({
+          UntrustedAuthorizationRequest: (untrusted) => Effect.succeed(html(errorPage(untrusted.message), 400)),
+          AuthorizationRejected: (rejected) =>
+            Effect.succeed(redirectTo(rejected.redirectUri, {
+              error: rejected.error,
+              error_description: rejected.description,
+              state: rejected.state,
+              iss: authUrl
+            }))
+        })
+      )
     })))
 
     yield* router.post("/oauth/authorize/sign-in", guardHtml(Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const { authUrl } = yield* currentIssuer
-      const params = yield* readParams(request)
-      const pending = yield* oauth.pendingFor(params.pending ?? "", params.csrf_token ?? "", "sign_in")
-      if (Option.isNone(pending)) return html(errorPage(expiredForm), 400)
+      const form = yield* Effect.flatMap(readParams(request), decodeParams(SignInForm))
+      const awaiting = yield* authorizations.find({ pending: form.pending, csrf: form.csrf_token }, "sign_in")
+      if (Option.isNone(awaiting)) return html(errorPage(expiredForm), 400)
       const again = (error: string, status: number) =>
         html(signInPage({
           action: signInAction(authUrl),
-          pending: params.pending ?? "",
-          csrf: params.csrf_token ?? "",
-          clientName: pending.value.client.name,
-          email: params.email ?? "",
+          pending: form.pending,
+          csrf: form.csrf_token,
+          clientName: awaiting.value.client.name,
+          email: form.email,
           error
         }), status)
       const perIp = yield* signIn.perIp("login", clientIp(request))
       if (!perIp.allowed) return again("Too many sign-in attempts; wait a minute and try again.", 429)
-      const user = yield* Effect.either(signIn.verify(params.email ?? "", params.password ?? ""))
+      const user = yield* Effect.either(signIn.verify(form.email, form.password))
       if (user._tag === "Left") {
         return user.left.reason === "limited"
           ? again("Too many failed sign-ins for this account; try again later.", 429)
           : again(SignInFailed.invalidMessage, 401)
       }
-      const csrf = yield* oauth.signedIn(pending.value.row.id, user.right.id)
+      const csrf = yield* authorizations.signedIn(awaiting.value.pending.id, user.right.id)
       return html(consentPage({
         action: consentAction(authUrl),
-        pending: pending.value.row.id,
+        pending: awaiting.value.pending.id,
         csrf,
-        clientName: pending.value.client.name,
-        scopes: pending.value.scopes
+        clientName: awaiting.value.client.name,
+        scopes: awaiting.value.scopes
       }))
     })))
 
@@ -225,12 +352,20 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
       const request = yield* HttpServerRequest.HttpServerRequest
       const { authUrl } = yield* currentIssuer
       const params = yield* readParams(request)
-      if (params.decision !== "approve" && params.decision !== "deny") {
-        return html(errorPage("The consent form was not answered."), 400)
-      }
-      const location = yield* oauth.decide(params.pending ?? "", params.csrf_token ?? "", params.decision === "approve", authUrl)
-      if (Option.isNone(location)) return html(errorPage(expiredForm), 400)
-      return HttpServerResponse.redirect(location.value, { status: 302, headers: noStore })
+      const form = yield* Effect.option(decodeParams(ConsentForm)(params))
+      if (Option.isNone(form)) return html(errorPage("The consent form was not answered."), 400)
+      const { csrf_token: csrf, decision, pending } = form.value
+      const decided = yield* authorizations.decide({ pending, csrf }, decision === "approve")
+      if (Option.isNone(decided)) return html(errorPage(expiredForm), 400)
+      const { outcome, redirectUri, state } = decided.value
+      return outcome._tag === "Approved"
+        ? redirectTo(redirectUri, { code: outcome.code, state, iss: authUrl })
+        : redirectTo(redirectUri, {
+          error: "access_denied",
+          error_description: "The user refused the request",
+          state,
+          iss: authUrl
+        })
     })))
 
     yield* router.post("/oauth/token", guardJson(Effect.gen(function*() {
@@ -239,15 +374,25 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
       if (!perIp.allowed) return tooMany(perIp.retryAfter)
       const basic = yield* basicCredentials(request)
       const params = yield* readParams(request)
-      const tokens = yield* oauth.token(params, basic)
-      return json(tokens)
+      const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
+      const { grant_type: grantType } = yield* decodeParams(GrantType)(params)
+      switch (grantType) {
+        case "authorization_code":
+          return json(tokenResponse(yield* tokens.exchangeCode(client, yield* decodeParams(CodeExchangeParams)(params))))
+        case "refresh_token":
+          return json(tokenResponse(yield* tokens.refresh(client, yield* decodeParams(RefreshParams)(params))))
+        default:
+          return yield* OAuthError.of("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+      }
     })))
 
     yield* router.post("/oauth/revoke", guardJson(Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const basic = yield* basicCredentials(request)
       const params = yield* readParams(request)
-      yield* oauth.revoke(params, basic)
+      const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
+      const { token } = yield* decodeParams(RevokeParams)(params)
+      yield* tokens.revoke(client, token)
       return json({})
     })))
 
@@ -255,10 +400,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
       const request = yield* HttpServerRequest.HttpServerRequest
       const perIp = yield* signIn.perIp("login", clientIp(request))
       if (!perIp.allowed) return tooMany(perIp.retryAfter)
-      const params = yield* readParams(request, false)
-      if (params.email === undefined || params.password === undefined) {
-        return yield* OAuthError.of("invalid_request", "email and password are required")
-      }
+      const params = yield* Effect.flatMap(readParams(request, false), decodeParams(LoginParams))
       const user = yield* Effect.either(signIn.verify(params.email, params.password))
       if (user._tag === "Left") {
         return user.left.reason === "limited"

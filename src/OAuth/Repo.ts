@@ -1,108 +1,313 @@
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+/**
+ * The authorization server's storage: clients, pending authorizations, codes and tokens. Rows are decoded at this
+ * boundary against the records of `Domain/OAuth.ts` (JSON text and 0/1 columns included) with `SqlSchema`.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { AccessCredential, AuthorizationCode, OAuthClient, OAuthToken, PendingAuthorization } from "../Domain/OAuth.js"
 
-export interface ClientRow {
-  readonly id: string
-  readonly name: string
-  readonly secret_hash: string | null
-  readonly redirect_uris: string
-  readonly is_public: number | boolean
-  readonly created_at: string
-}
+/** `oauth_clients`: `redirect_uris` is JSON text, `is_public` 0/1 (a boolean where the driver says so). */
+const ClientRow = Schema.transform(
+  Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    secret_hash: Schema.NullOr(Schema.String),
+    redirect_uris: Schema.parseJson(Schema.Array(Schema.String)),
+    is_public: Schema.Union(Schema.Boolean, Schema.Number)
+  }),
+  Schema.typeSchema(OAuthClient),
+  {
+    strict: true,
+    decode: (row) =>
+      new OAuthClient({
+        id: row.id,
+        name: row.name,
+        secretHash: row.secret_hash,
+        redirectUris: row.redirect_uris,
+        isPublic: row.is_public === true || row.is_public === 1
+      }),
+    encode: (client) => ({
+      id: client.id,
+      name: client.name,
+      secret_hash: client.secretHash,
+      redirect_uris: client.redirectUris,
+      is_public: client.isPublic ? 1 : 0
+    })
+  }
+)
 
-export interface PendingRow {
-  readonly id: string
-  readonly client_id: string
-  readonly redirect_uri: string
-  readonly scope: string
-  readonly state: string | null
-  readonly code_challenge: string | null
-  readonly user_id: string | null
-  readonly stage: "sign_in" | "consent"
-  readonly csrf_hash: string
-  readonly created_at: string
-  readonly expires_at: string
-}
+const PendingRow = Schema.transform(
+  Schema.Struct({
+    id: Schema.String,
+    client_id: Schema.String,
+    redirect_uri: Schema.String,
+    scope: Schema.String,
+    state: Schema.NullOr(Schema.String),
+    code_challenge: Schema.NullOr(Schema.String),
+    user_id: Schema.NullOr(Schema.String),
+    stage: Schema.Literal("sign_in", "consent"),
+    csrf_hash: Schema.String,
+    created_at: Schema.String,
+    expires_at: Schema.String
+  }),
+  Schema.typeSchema(PendingAuthorization),
+  {
+    strict: true,
+    decode: (row) =>
+      new PendingAuthorization({
+        id: row.id,
+        clientId: row.client_id,
+        redirectUri: row.redirect_uri,
+        scope: row.scope,
+        state: row.state,
+        codeChallenge: row.code_challenge,
+        userId: row.user_id,
+        stage: row.stage,
+        csrfHash: row.csrf_hash,
+        createdAt: row.created_at,
+        expiresAt: row.expires_at
+      }),
+    encode: (pending) => ({
+      id: pending.id,
+      client_id: pending.clientId,
+      redirect_uri: pending.redirectUri,
+      scope: pending.scope,
+      state: pending.state,
+      code_challenge: pending.codeChallenge,
+      user_id: pending.userId,
+      stage: pending.stage,
+      csrf_hash: pending.csrfHash,
+      created_at: pending.createdAt,
+      expires_at: pending.expiresAt
+    })
+  }
+)
 
-export interface CodeRow {
-  readonly id: string
-  readonly code_hash: string
-  readonly client_id: string
-  readonly user_id: string
-  readonly redirect_uri: string
-  readonly scope: string
-  readonly code_challenge: string | null
-  readonly created_at: string
-  readonly expires_at: string
-  readonly used_at: string | null
-}
+const CodeRow = Schema.transform(
+  Schema.Struct({
+    id: Schema.String,
+    code_hash: Schema.String,
+    client_id: Schema.String,
+    user_id: Schema.String,
+    redirect_uri: Schema.String,
+    scope: Schema.String,
+    code_challenge: Schema.NullOr(Schema.String),
+    created_at: Schema.String,
+    expires_at: Schema.String,
+    used_at: Schema.NullOr(Schema.String)
+  }),
+  Schema.typeSchema(AuthorizationCode),
+  {
+    strict: true,
+    decode: (row) =>
+      new AuthorizationCode({
+        id: row.id,
+        codeHash: row.code_hash,
+        clientId: row.client_id,
+        userId: row.user_id,
+        redirectUri: row.redirect_uri,
+        scope: row.scope,
+        codeChallenge: row.code_challenge,
+        createdAt: row.created_at,
+        expiresAt: row.expires_at,
+        usedAt: row.used_at
+      }),
+    encode: (code) => ({
+      id: code.id,
+      code_hash: code.codeHash,
+      client_id: code.clientId,
+      user_id: code.userId,
+      redirect_uri: code.redirectUri,
+      scope: code.scope,
+      code_challenge: code.codeChallenge,
+      created_at: code.createdAt,
+      expires_at: code.expiresAt,
+      used_at: code.usedAt
+    })
+  }
+)
 
-export interface TokenRow {
-  readonly id: string
-  readonly token_hash: string
-  readonly kind: "access" | "refresh"
-  readonly client_id: string
-  readonly user_id: string
-  readonly scope: string
-  readonly family_id: string
-  readonly created_at: string
-  readonly expires_at: string
-  readonly used_at: string | null
-  readonly revoked_at: string | null
-}
+const TokenRow = Schema.transform(
+  Schema.Struct({
+    id: Schema.String,
+    token_hash: Schema.String,
+    kind: Schema.Literal("access", "refresh"),
+    client_id: Schema.String,
+    user_id: Schema.String,
+    scope: Schema.String,
+    family_id: Schema.String,
+    created_at: Schema.String,
+    expires_at: Schema.String,
+    used_at: Schema.NullOr(Schema.String),
+    revoked_at: Schema.NullOr(Schema.String)
+  }),
+  Schema.typeSchema(OAuthToken),
+  {
+    strict: true,
+    decode: (row) =>
+      new OAuthToken({
+        id: row.id,
+        tokenHash: row.token_hash,
+        kind: row.kind,
+        clientId: row.client_id,
+        userId: row.user_id,
+        scope: row.scope,
+        familyId: row.family_id,
+        createdAt: row.created_at,
+        expiresAt: row.expires_at,
+        usedAt: row.used_at,
+        revokedAt: row.revoked_at
+      }),
+    encode: (token) => ({
+      id: token.id,
+      token_hash: token.tokenHash,
+      kind: token.kind,
+      client_id: token.clientId,
+      user_id: token.userId,
+      scope: token.scope,
+      family_id: token.familyId,
+      created_at: token.createdAt,
+      expires_at: token.expiresAt,
+      used_at: token.usedAt,
+      revoked_at: token.revokedAt
+    })
+  }
+)
+
+const AccessCredentialRow = Schema.transform(
+  Schema.Struct({
+    id: Schema.String,
+    token_hash: Schema.String,
+    user_id: Schema.String,
+    org_id: Schema.String,
+    scope: Schema.String
+  }),
+  Schema.typeSchema(AccessCredential),
+  {
+    strict: true,
+    decode: (row) =>
+      new AccessCredential({
+        id: row.id,
+        tokenHash: row.token_hash,
+        userId: row.user_id,
+        orgId: row.org_id,
+        scope: row.scope
+      }),
+    encode: (credential) => ({
+      id: credential.id,
+      token_hash: credential.tokenHash,
+      user_id: credential.userId,
+      org_id: credential.orgId,
+      scope: credential.scope
+    })
+  }
+)
+
+/** A conditional update's `RETURNING id`: whether it changed a row. */
+const Changed = Schema.Struct({ id: Schema.String })
+const changedAny = (rows: ReadonlyArray<unknown>) => rows.length > 0
+
+const ById = Schema.Struct({ id: Schema.String, now: Schema.String })
 
 export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 
-    const insertClient = (client: ClientRow) => sql`INSERT INTO oauth_clients ${sql.insert({ ...client })}`
-    const findClient = (id: string) => Effect.map(sql<ClientRow>`SELECT * FROM oauth_clients WHERE id = ${id}`, first)
+    const insertClient = SqlSchema.void({
+      Request: Schema.Struct({ client: ClientRow, createdAt: Schema.String }),
+      execute: ({ client, createdAt }) => sql`INSERT INTO oauth_clients ${sql.insert({ ...client, created_at: createdAt })}`
+    })
+    const findClient = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ClientRow,
+      execute: (id) => sql`SELECT id, name, secret_hash, redirect_uris, is_public FROM oauth_clients WHERE id = ${id}`
+    })
 
-    const insertPending = (row: PendingRow) => sql`INSERT INTO oauth_authorizations ${sql.insert({ ...row })}`
-    const findPending = (id: string, now: string) =>
-      Effect.map(sql<PendingRow>`SELECT * FROM oauth_authorizations WHERE id = ${id} AND expires_at > ${now}`, first)
+    const insertPending = SqlSchema.void({
+      Request: PendingRow,
+      execute: (row) => sql`INSERT INTO oauth_authorizations ${sql.insert({ ...row })}`
+    })
+    const findPending = SqlSchema.findOne({
+      Request: ById,
+      Result: PendingRow,
+      execute: ({ id, now }) => sql`SELECT * FROM oauth_authorizations WHERE id = ${id} AND expires_at > ${now}`
+    })
     /** After sign-in: bound to the user, with a new form token. */
-    const toConsent = (id: string, userId: string, csrfHash: string) =>
-      sql`UPDATE oauth_authorizations SET user_id = ${userId}, stage = 'consent', csrf_hash = ${csrfHash}
-        WHERE id = ${id} AND stage = 'sign_in'`
+    const toConsent = SqlSchema.void({
+      Request: Schema.Struct({ id: Schema.String, userId: Schema.String, csrfHash: Schema.String }),
+      execute: ({ csrfHash, id, userId }) =>
+        sql`UPDATE oauth_authorizations SET user_id = ${userId}, stage = 'consent', csrf_hash = ${csrfHash}
+          WHERE id = ${id} AND stage = 'sign_in'`
+    })
     /** The consent form is answered once: the pending authorization is taken, with its form token. */
-    const takePending = (id: string, csrfHash: string, now: string) =>
-      Effect.map(
-        sql<PendingRow>`DELETE FROM oauth_authorizations
-          WHERE id = ${id} AND stage = 'consent' AND csrf_hash = ${csrfHash} AND expires_at > ${now} RETURNING *`,
-        first
-      )
-    const deleteExpiredPending = (now: string) => sql`DELETE FROM oauth_authorizations WHERE expires_at <= ${now}`
+    const takePending = SqlSchema.findOne({
+      Request: Schema.Struct({ id: Schema.String, csrfHash: Schema.String, now: Schema.String }),
+      Result: PendingRow,
+      execute: ({ csrfHash, id, now }) =>
+        sql`DELETE FROM oauth_authorizations
+          WHERE id = ${id} AND stage = 'consent' AND csrf_hash = ${csrfHash} AND expires_at > ${now} RETURNING *`
+    })
+    const deleteExpiredPending = SqlSchema.void({
+      Request: Schema.String,
+      execute: (now) => sql`DELETE FROM oauth_authorizations WHERE expires_at <= ${now}`
+    })
 
-    const insertCode = (row: CodeRow) => sql`INSERT INTO oauth_codes ${sql.insert({ ...row })}`
-    const findCode = (hash: string) => Effect.map(sql<CodeRow>`SELECT * FROM oauth_codes WHERE code_hash = ${hash}`, first)
-    const claimCode = (id: string, now: string) =>
+    const insertCode = SqlSchema.void({
+      Request: CodeRow,
+      execute: (row) => sql`INSERT INTO oauth_codes ${sql.insert({ ...row })}`
+    })
+    const findCode = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: CodeRow,
+      execute: (hash) => sql`SELECT * FROM oauth_codes WHERE code_hash = ${hash}`
+    })
+    const claimCode = (request: typeof ById.Type) =>
       Effect.map(
-        sql<{ readonly id: string }>`UPDATE oauth_codes SET used_at = ${now} WHERE id = ${id} AND used_at IS NULL RETURNING id`,
-        (rows) => rows.length > 0
+        SqlSchema.findAll({
+          Request: ById,
+          Result: Changed,
+          execute: ({ id, now }) =>
+            sql`UPDATE oauth_codes SET used_at = ${now} WHERE id = ${id} AND used_at IS NULL RETURNING id`
+        })(request),
+        changedAny
       )
 
-    const insertToken = (row: TokenRow) => sql`INSERT INTO oauth_tokens ${sql.insert({ ...row })}`
-    const findToken = (hash: string) =>
-      Effect.map(sql<TokenRow>`SELECT * FROM oauth_tokens WHERE token_hash = ${hash}`, first)
-    const findAccessCredential = (hash: string, now: string) =>
+    const insertToken = SqlSchema.void({
+      Request: TokenRow,
+      execute: (row) => sql`INSERT INTO oauth_tokens ${sql.insert({ ...row })}`
+    })
+    const findToken = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: TokenRow,
+      execute: (hash) => sql`SELECT * FROM oauth_tokens WHERE token_hash = ${hash}`
+    })
+    const findAccessCredential = SqlSchema.findOne({
+      Request: Schema.Struct({ hash: Schema.String, now: Schema.String }),
+      Result: AccessCredentialRow,
+      execute: ({ hash, now }) =>
+        sql`SELECT t.id, t.token_hash, t.user_id, t.scope, u.org_id FROM oauth_tokens t JOIN users u ON u.id = t.user_id
+          WHERE t.token_hash = ${hash} AND t.kind = 'access' AND t.revoked_at IS NULL AND t.expires_at > ${now}`
+    })
+    const claimRefresh = (request: typeof ById.Type) =>
       Effect.map(
-        sql<TokenRow & { readonly org_id: string }>`
-          SELECT t.*, u.org_id FROM oauth_tokens t JOIN users u ON u.id = t.user_id
-          WHERE t.token_hash = ${hash} AND t.kind = 'access' AND t.revoked_at IS NULL AND t.expires_at > ${now}`,
-        first
+        SqlSchema.findAll({
+          Request: ById,
+          Result: Changed,
+          execute: ({ id, now }) =>
+            sql`UPDATE oauth_tokens SET used_at = ${now}
+              WHERE id = ${id} AND kind = 'refresh' AND used_at IS NULL AND revoked_at IS NULL RETURNING id`
+        })(request),
+        changedAny
       )
-    const claimRefresh = (id: string, now: string) =>
-      Effect.map(
-        sql<{ readonly id: string }>`UPDATE oauth_tokens SET used_at = ${now}
-          WHERE id = ${id} AND kind = 'refresh' AND used_at IS NULL AND revoked_at IS NULL RETURNING id`,
-        (rows) => rows.length > 0
-      )
-    const revokeFamily = (familyId: string, now: string) =>
-      sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE family_id = ${familyId} AND revoked_at IS NULL`
-    const revokeToken = (id: string, now: string) =>
-      sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL`
+    const revokeFamily = SqlSchema.void({
+      Request: Schema.Struct({ familyId: Schema.String, now: Schema.String }),
+      execute: ({ familyId, now }) =>
+        sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE family_id = ${familyId} AND revoked_at IS NULL`
+    })
+    const revokeToken = SqlSchema.void({
+      Request: ById,
+      execute: ({ id, now }) => sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL`
+    })
 
     return {
       insertClient,

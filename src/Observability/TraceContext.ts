@@ -1,19 +1,17 @@
-/** W3C trace context (`traceparent`) to and from Effect spans. */
-import { Option, Tracer } from "effect"
+/**
+ * W3C trace context for what crosses a process boundary outside a request: the `traceparent` kept with an event
+ * and sent with each delivery attempt. Written and read by the platform's `HttpTraceContext` — the same parser the
+ * server uses for incoming requests — so there is one set of rules.
+ */
+import { Headers, HttpTraceContext } from "@effect/platform"
+import { Option, type Tracer } from "effect"
 
 /** `00-<trace id>-<span id>-<flags>` for a span. */
-export const traceparentOf = (span: Tracer.AnySpan): string =>
-  `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
+export const traceparentOf = (span: Tracer.Span): Option.Option<string> =>
+  Headers.get(HttpTraceContext.toHeaders(span), "traceparent")
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
-
-/** The remote parent a `traceparent` names, if it is well-formed (and not all zeros). */
-export const parseTraceparent = (value: string | null | undefined): Option.Option<Tracer.ExternalSpan> => {
-  const match = TRACEPARENT.exec(value ?? "")
-  if (match === null || /^0+$/.test(match[1]!) || /^0+$/.test(match[2]!)) return Option.none()
-  return Option.some(Tracer.externalSpan({
-    traceId: match[1]!,
-    spanId: match[2]!,
-    sampled: (parseInt(match[3]!, 16) & 1) === 1
-  }))
-}
+/** The remote parent a stored `traceparent` names, if it is well-formed. */
+export const parentOf = (traceparent: string | null | undefined): Option.Option<Tracer.ExternalSpan> =>
+  traceparent === null || traceparent === undefined
+    ? Option.none()
+    : HttpTraceContext.w3c(Headers.unsafeFromRecord({ traceparent }))

@@ -504,3 +504,92 @@ async function runSql(databaseUrl: string, query: string) {
   await sql.unsafe(query)
   await sql.close()
 }
+
+describe("request decoding at the edge", () => {
+  test("each malformed token, revocation and login request gets its RFC 6749 answer and description", async () => {
+    const secretPost = { client_id: confidential.client_id, client_secret: confidential.client_secret }
+    const basic = `Basic ${btoa(`${confidential.client_id}:${confidential.client_secret}`)}`
+    const description = async (res: Response, status: number, error: string) =>
+      (await expectOAuthError(res, status, error)).error_description
+    expect(await description(await tokenRequest({ ...secretPost }), 400, "invalid_request")).toBe("grant_type is required")
+    expect(await description(await tokenRequest({ ...secretPost, grant_type: "" }), 400, "invalid_request"))
+      .toBe("grant_type is required")
+    expect(await description(await tokenRequest({ ...secretPost, grant_type: "authorization_code" }), 400, "invalid_request"))
+      .toBe("code is required")
+    expect(await description(
+      await tokenRequest({ ...secretPost, grant_type: "authorization_code", code: "abc" }, {}, true),
+      400,
+      "invalid_request"
+    )).toBe("redirect_uri is required")
+    expect(await description(
+      await tokenRequest({ ...secretPost, grant_type: "refresh_token", refresh_token: "" }),
+      400,
+      "invalid_request"
+    )).toBe("refresh_token is required")
+    // Client authentication comes before the grant is looked at.
+    const unknownClient = await tokenRequest({ client_id: "cli_01jd3xkq8w0000000000000000", client_secret: "x" })
+    expect((await expectOAuthError(unknownClient, 401, "invalid_client")).error_description).toBe("Client authentication failed")
+    expect(unknownClient.headers.get("www-authenticate")).toBeNull()
+    // Two methods at once, or a body client_id naming another client than Basic does.
+    const both = await tokenRequest({ grant_type: "refresh_token", client_secret: "x" }, { authorization: basic })
+    expect(await description(both, 400, "invalid_request")).toBe("Use one client authentication method, not two")
+    const mismatch = await tokenRequest({ grant_type: "refresh_token", client_id: publicClient.client_id }, { authorization: basic })
+    expect(await description(mismatch, 400, "invalid_request")).toBe("client_id does not match the Basic credentials")
+    const malformed = await tokenRequest({ grant_type: "refresh_token" }, { authorization: "Basic !!!" })
+    expect(await description(malformed, 401, "invalid_client")).toBe("Malformed Basic credentials")
+    expect(malformed.headers.get("www-authenticate")).toContain("Basic")
+    // A JSON value that is not a string, and a repeated form key.
+    const notString = await fetch(as.token_endpoint!, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...secretPost, grant_type: 1 })
+    })
+    expect(await description(notString, 400, "invalid_request")).toBe("grant_type must be a string")
+    const repeated = await fetch(as.token_endpoint!, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `client_id=${confidential.client_id}&grant_type=a&grant_type=b`
+    })
+    expect(await description(repeated, 400, "invalid_request")).toBe("grant_type is repeated")
+
+    const revoke = await fetch(as.revocation_endpoint!, { method: "POST", body: new URLSearchParams(secretPost) })
+    expect(await description(revoke, 400, "invalid_request")).toBe("token is required")
+
+    const login = await fetch(`${server.url}/oauth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: user.email })
+    })
+    expect(await description(login, 400, "invalid_request")).toBe("email and password are required")
+  })
+
+  test("authorize: a missing response_type, an empty one and a lone code_challenge_method each redirect their error", async () => {
+    const redirected = async (edit: (url: URL) => void) => {
+      const url = authorizeUrl({ clientId: confidential.client_id, state: "st" })
+      edit(url)
+      const res = await fetch(url, { redirect: "manual" })
+      expect(res.status).toBe(302)
+      const location = new URL(res.headers.get("location")!)
+      expect(location.searchParams.get("state")).toBe("st")
+      expect(location.searchParams.get("iss")).toBe(issuer.href)
+      return [location.searchParams.get("error"), location.searchParams.get("error_description")]
+    }
+    expect(await redirected((url) => url.searchParams.delete("response_type")))
+      .toEqual(["invalid_request", "response_type is required"])
+    expect(await redirected((url) => url.searchParams.set("response_type", "")))
+      .toEqual(["unsupported_response_type", "Only response_type=code is supported"])
+    expect(await redirected((url) => url.searchParams.set("code_challenge_method", "S256")))
+      .toEqual(["invalid_request", "code_challenge_method without code_challenge"])
+    expect(await redirected((url) => {
+      url.searchParams.set("code_challenge", "a".repeat(43))
+      url.searchParams.set("code_challenge_method", "plain")
+    })).toEqual(["invalid_request", "code_challenge_method must be S256"])
+    expect(await redirected((url) => url.searchParams.set("scope", "  "))).toEqual([
+      "invalid_scope",
+      "scope must be one or more of: read, write, projects:read, projects:write, team:manage, billing:read (space-separated)"
+    ])
+    const noClient = await fetch(`${as.authorization_endpoint}?response_type=code`, { redirect: "manual" })
+    expect(noClient.status).toBe(400)
+    expect(await noClient.text()).toContain("The request has no client_id.")
+  })
+})

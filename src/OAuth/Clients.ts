@@ -1,0 +1,98 @@
+/**
+ * OAuth clients: registration (operators, through the CLI), lookup, and client authentication at the token and
+ * revocation endpoints. Secrets are shown once, at registration, and kept as SHA-256.
+ */
+import { Effect, Option, Schema } from "effect"
+import { OAuthClient, OAuthError } from "../Domain/OAuth.js"
+import { ValidationFailed } from "../Domain/Errors.js"
+import { makeId } from "../Domain/Ids.js"
+import { TrimmedName } from "../Domain/Payload.js"
+import { nowIso } from "../Domain/Time.js"
+import { OAuthRepo } from "./Repo.js"
+import { newClientSecret, sameHash, sha256hex } from "./Secrets.js"
+
+export interface NewClient {
+  readonly name: string
+  readonly redirectUris: ReadonlyArray<string>
+  readonly isPublic: boolean
+}
+
+/** A registration as the operator sees it, once: the secret (confidential clients) is not shown again. */
+export interface RegisteredClient {
+  readonly client_id: string
+  readonly client_secret?: string
+  readonly name: string
+  readonly redirect_uris: ReadonlyArray<string>
+  readonly public: boolean
+}
+
+/** A client's credentials as presented (by HTTP Basic or in the body): its id, and its secret if one was sent. */
+export interface ClientCredentials {
+  readonly id: string
+  readonly secret: Option.Option<string>
+}
+
+export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients", {
+  dependencies: [OAuthRepo.Default],
+  effect: Effect.gen(function*() {
+    const repo = yield* OAuthRepo
+
+    const find = Effect.fn("OAuthClients.find", { captureStackTrace: false })(function*(id: string) {
+      return yield* Effect.orDie(repo.findClient(id))
+    })
+
+    /** `bun run cli oauth-clients create`. */
+    const create = Effect.fn("OAuthClients.create", { captureStackTrace: false })(function*(input: NewClient) {
+      const name = yield* Schema.decodeUnknown(TrimmedName)(input.name).pipe(
+        Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
+      )
+      if (input.redirectUris.length === 0) return yield* ValidationFailed.field("redirect-uri", "at least one is required")
+      for (const uri of input.redirectUris) {
+        if (!URL.canParse(uri) || uri.includes("#")) {
+          return yield* ValidationFailed.field("redirect-uri", `must be an absolute URL without a fragment: ${uri}`)
+        }
+      }
+      const redirectUris = Array.from(new Set(input.redirectUris))
+      const secret = input.isPublic ? Option.none() : Option.some(newClientSecret())
+      const client = new OAuthClient({
+        id: makeId("client"),
+        name,
+        secretHash: Option.getOrNull(Option.map(secret, sha256hex)),
+        redirectUris,
+        isPublic: input.isPublic
+      })
+      yield* Effect.orDie(repo.insertClient({ client, createdAt: nowIso() }))
+      const registered: RegisteredClient = {
+        client_id: client.id,
+        ...Option.match(secret, { onNone: () => ({}), onSome: (value) => ({ client_secret: value }) }),
+        name,
+        redirect_uris: redirectUris,
+        public: input.isPublic
+      }
+      return registered
+    })
+
+    /**
+     * Client authentication (client_secret_basic, client_secret_post, or none for a public client). Every failure
+     * is the same `invalid_client`, whether the client is unknown or the secret wrong.
+     */
+    const authenticate = Effect.fn("OAuthClients.authenticate", { captureStackTrace: false })(function*(
+      credentials: ClientCredentials
+    ) {
+      const invalidClient = OAuthError.of("invalid_client", "Client authentication failed")
+      const found = yield* find(credentials.id)
+      if (Option.isNone(found)) return yield* invalidClient
+      const client = found.value
+      if (client.isPublic) {
+        // A public client has no secret: sending one means the client is misconfigured.
+        if (Option.isSome(credentials.secret) && credentials.secret.value !== "") return yield* invalidClient
+        return client
+      }
+      if (Option.isNone(credentials.secret) || client.secretHash === null) return yield* invalidClient
+      if (!sameHash(sha256hex(credentials.secret.value), client.secretHash)) return yield* invalidClient
+      return client
+    })
+
+    return { find, create, authenticate } as const
+  })
+}) {}

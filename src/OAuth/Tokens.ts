@@ -1,0 +1,222 @@
+/**
+ * Tokens: the authorization-code exchange (with the PKCE check), refresh-token rotation (a reused refresh token
+ * or code revokes its whole family), RFC 7009 revocation, and the lookup of a `pco_…` bearer for `/v1`.
+ * Access tokens last an hour, refresh tokens 30 days; both are kept as SHA-256.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import type { Principal } from "../Domain/Principal.js"
+import { Unauthorized } from "../Domain/Errors.js"
+import { randomBase62 } from "../Domain/Ids.js"
+import { knownScopes, type OAuthClient, OAuthError, OAuthToken, scopeText, storedScopes } from "../Domain/OAuth.js"
+import { nowIso } from "../Domain/Time.js"
+import { OAuthRepo } from "./Repo.js"
+import {
+  ACCESS_PATTERN,
+  later,
+  newAccessToken,
+  newRefreshToken,
+  PKCE_PATTERN,
+  sameHash,
+  sha256hex,
+  verifierMatches
+} from "./Secrets.js"
+
+export { ACCESS_PREFIX, REFRESH_PREFIX } from "./Secrets.js"
+export const ACCESS_TTL_SECONDS = 3600
+export const REFRESH_TTL_SECONDS = 30 * 24 * 3600
+
+/** The authorization-code grant's parameters (RFC 6749 §4.1.3). */
+export interface CodeExchange {
+  readonly code: string
+  readonly redirectUri: string
+  readonly codeVerifier: Option.Option<string>
+}
+
+/** The refresh-token grant's parameters (§6): `scope`, when given, may only narrow the grant. */
+export interface Refresh {
+  readonly refreshToken: string
+  readonly scope: Option.Option<ReadonlyArray<string>>
+}
+
+/** What a grant issues: an access token and the next refresh token of the family. */
+export interface IssuedTokens {
+  readonly accessToken: string
+  readonly refreshToken: string
+  readonly expiresIn: number
+  readonly scope: string
+}
+
+const reusedCode = "The authorization code was already used; the tokens issued from it are revoked"
+const reusedRefresh = "The refresh token was already used; every token of this grant is revoked"
+
+export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
+  dependencies: [OAuthRepo.Default],
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* OAuthRepo
+
+    /** An access token and a refresh token in one family (the code's id, kept down the refresh chain). */
+    const issue = (grant: {
+      readonly clientId: string
+      readonly userId: string
+      readonly grantedScope: string
+      readonly accessScope: string
+      readonly familyId: string
+    }) =>
+      Effect.gen(function*() {
+        const accessToken = newAccessToken()
+        const refreshToken = newRefreshToken()
+        const now = nowIso()
+        const token = (kind: OAuthToken["kind"], secret: string, scope: string, ttl: number) =>
+          new OAuthToken({
+            id: `tok_${randomBase62(26)}`,
+            tokenHash: sha256hex(secret),
+            kind,
+            clientId: grant.clientId,
+            userId: grant.userId,
+            scope,
+            familyId: grant.familyId,
+            createdAt: now,
+            expiresAt: later(ttl),
+            usedAt: null,
+            revokedAt: null
+          })
+        yield* repo.insertToken(token("access", accessToken, grant.accessScope, ACCESS_TTL_SECONDS))
+        yield* repo.insertToken(token("refresh", refreshToken, grant.grantedScope, REFRESH_TTL_SECONDS))
+        const issued: IssuedTokens = {
+          accessToken,
+          refreshToken,
+          expiresIn: ACCESS_TTL_SECONDS,
+          scope: grant.accessScope
+        }
+        return issued
+      })
+
+    const revokeFamily = (familyId: string) => Effect.orDie(repo.revokeFamily({ familyId, now: nowIso() }))
+
+    /**
+     * Spends a code or refresh token and issues the next tokens in one transaction. Losing the race to spend it
+     * means it was used twice: the whole family is revoked.
+     */
+    const spendAndIssue = <E>(
+      spend: Effect.Effect<boolean, E>,
+      grant: Parameters<typeof issue>[0],
+      reused: string
+    ) =>
+      Effect.gen(function*() {
+        const issued = yield* Effect.gen(function*() {
+          if (!(yield* spend)) return Option.none()
+          return Option.some(yield* issue(grant))
+        }).pipe(sql.withTransaction, Effect.orDie)
+        if (Option.isNone(issued)) {
+          yield* revokeFamily(grant.familyId)
+          return yield* OAuthError.of("invalid_grant", reused)
+        }
+        return issued.value
+      })
+
+    /** `grant_type=authorization_code` for an authenticated client. */
+    const exchangeCode = Effect.fn("OAuthTokens.exchangeCode", { captureStackTrace: false })(function*(
+      client: OAuthClient,
+      request: CodeExchange
+    ) {
+      const invalid = (description: string) => OAuthError.of("invalid_grant", description)
+      const found = yield* Effect.orDie(repo.findCode(sha256hex(request.code)))
+      if (Option.isNone(found) || found.value.clientId !== client.id) {
+        return yield* invalid("The authorization code is invalid")
+      }
+      const code = found.value
+      if (code.usedAt !== null) {
+        yield* revokeFamily(code.id)
+        yield* Effect.logWarning("authorization code reused; its tokens are revoked", { client_id: client.id })
+        return yield* invalid(reusedCode)
+      }
+      if (code.expiresAt <= nowIso()) return yield* invalid("The authorization code has expired")
+      if (code.redirectUri !== request.redirectUri) {
+        return yield* invalid("redirect_uri does not match the authorization request")
+      }
+      if (code.codeChallenge !== null) {
+        if (Option.isNone(request.codeVerifier) || !PKCE_PATTERN.test(request.codeVerifier.value)) {
+          return yield* invalid("code_verifier is missing or malformed")
+        }
+        if (!verifierMatches(request.codeVerifier.value, code.codeChallenge)) {
+          return yield* invalid("code_verifier does not match the code_challenge")
+        }
+      } else if (Option.isSome(request.codeVerifier)) {
+        return yield* invalid("code_verifier was sent but the authorization request had no code_challenge")
+      }
+      return yield* spendAndIssue(
+        repo.claimCode({ id: code.id, now: nowIso() }),
+        { clientId: client.id, userId: code.userId, grantedScope: code.scope, accessScope: code.scope, familyId: code.id },
+        reusedCode
+      )
+    })
+
+    /** `grant_type=refresh_token`: rotates the refresh token; a narrowed scope applies to the access token only. */
+    const refresh = Effect.fn("OAuthTokens.refresh", { captureStackTrace: false })(function*(
+      client: OAuthClient,
+      request: Refresh
+    ) {
+      const invalid = (description: string) => OAuthError.of("invalid_grant", description)
+      const found = yield* Effect.orDie(repo.findToken(sha256hex(request.refreshToken)))
+      if (Option.isNone(found) || found.value.kind !== "refresh" || found.value.clientId !== client.id) {
+        return yield* invalid("The refresh token is invalid")
+      }
+      const token = found.value
+      if (token.revokedAt !== null) return yield* invalid("The refresh token is revoked")
+      if (token.usedAt !== null) {
+        yield* revokeFamily(token.familyId)
+        yield* Effect.logWarning("refresh token reused; its family is revoked", { client_id: client.id })
+        return yield* invalid(reusedRefresh)
+      }
+      if (token.expiresAt <= nowIso()) return yield* invalid("The refresh token has expired")
+      const granted = storedScopes(token.scope)
+      let accessScope = token.scope
+      if (Option.isSome(request.scope) && request.scope.value.length > 0) {
+        const asked = knownScopes(request.scope.value)
+        if (asked === undefined || !asked.every((scope) => granted.includes(scope))) {
+          return yield* OAuthError.of("invalid_scope", `scope may only narrow the granted scope: ${token.scope}`)
+        }
+        accessScope = scopeText(asked)
+      }
+      return yield* spendAndIssue(
+        repo.claimRefresh({ id: token.id, now: nowIso() }),
+        { clientId: client.id, userId: token.userId, grantedScope: token.scope, accessScope, familyId: token.familyId },
+        reusedRefresh
+      )
+    })
+
+    /**
+     * RFC 7009: unknown tokens and other clients' tokens are answered the same, and left alone. A refresh token
+     * takes its whole grant with it (§2.1); an access token goes alone.
+     */
+    const revoke = Effect.fn("OAuthTokens.revoke", { captureStackTrace: false })(function*(
+      client: OAuthClient,
+      token: string
+    ) {
+      const found = yield* Effect.orDie(repo.findToken(sha256hex(token)))
+      if (Option.isNone(found) || found.value.clientId !== client.id) return
+      if (found.value.kind === "refresh") yield* revokeFamily(found.value.familyId)
+      else yield* Effect.orDie(repo.revokeToken({ id: found.value.id, now: nowIso() }))
+    })
+
+    /** A `pco_…` bearer → its principal, or 401 (unknown, expired and revoked alike). */
+    const authenticate = Effect.fn("OAuthTokens.authenticate", { captureStackTrace: false })(function*(token: string) {
+      const invalid = new Unauthorized({ message: "The OAuth access token is invalid, expired or revoked" })
+      if (!ACCESS_PATTERN.test(token)) return yield* invalid
+      const hash = sha256hex(token)
+      const found = yield* Effect.orDie(repo.findAccessCredential({ hash, now: nowIso() }))
+      if (Option.isNone(found) || !sameHash(found.value.tokenHash, hash)) return yield* invalid
+      const principal: Principal = {
+        userId: found.value.userId,
+        orgId: found.value.orgId,
+        scopes: storedScopes(found.value.scope),
+        credential: { kind: "oauth", id: found.value.id }
+      }
+      return principal
+    })
+
+    return { exchangeCode, refresh, revoke, authenticate } as const
+  })
+}) {}

@@ -1,0 +1,35 @@
+/**
+ * The worker's own reads beside `WebhooksRepo`'s claims and settlements: when it should look next, and which
+ * webhooks a batch is about to turn `failed` (for the operator's log line). Rows decoded with `SqlSchema`.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+
+export class DeliveryScheduleRepo extends Effect.Service<DeliveryScheduleRepo>()("DeliveryScheduleRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const nextDue = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ due: Schema.NullOr(Schema.String) }),
+      execute: (now) =>
+        sql`SELECT MIN(next_attempt_at) AS due FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${now}`
+    })
+
+    /** When the next pending delivery falls due after `now` (ISO), if one is waiting (the `deliveries_due` index). */
+    const nextDueAfter = (now: string) =>
+      Effect.map(nextDue(now), (row) => Option.flatMap(row, ({ due }) => Option.fromNullable(due)))
+
+    const notFailed = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: (ids) => sql`SELECT id FROM webhooks WHERE id IN ${sql.in(ids)} AND status <> 'failed'`
+    })
+
+    /** Those of `ids` whose webhook is not `failed` yet. */
+    const notFailedAmong = (ids: ReadonlyArray<string>) =>
+      ids.length === 0 ? Effect.succeed([]) : Effect.map(notFailed(ids), (rows) => rows.map((row) => row.id))
+
+    return { nextDueAfter, notFailedAmong } as const
+  })
+}) {}
