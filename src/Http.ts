@@ -19,6 +19,7 @@ import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { AuthenticationLive } from "./Auth/Http.js"
 import { ServerConfig } from "./Config.js"
 import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
+import { DashboardRoutes } from "./Http/Dashboard.js"
 import { ApiMiddlewareLive, matching } from "./Http/Failures.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
@@ -41,7 +42,9 @@ const isHealth = (url: string) => url.startsWith("/health/")
  */
 /** `GET /v1/projects/:id`: the route template, so spans and metrics group by endpoint, not by id. */
 const routeOf = (method: string, path: string): string | undefined =>
-  path.startsWith("/v1/") ? matching(path).find((route) => route.method === method)?.path : path
+  path.startsWith("/v1/")
+    ? matching(path).find((route) => route.method === method)?.path
+    : path.startsWith("/dashboard/") ? "/dashboard/*" : path
 
 const serveMiddleware = (app: HttpApp.Default) =>
   Effect.gen(function*() {
@@ -146,6 +149,7 @@ export const HttpLive = GracefulShutdown.pipe(
       Layer.provide(ApiMiddlewareLive),
       Layer.provide(HealthRoutes),
       Layer.provide(OAuthRoutes),
+      Layer.provide(DashboardRoutes),
       Layer.provide(ApiLive),
       HttpServer.withLogAddress,
       // Our own server span (named by route) replaces the platform's.
