@@ -211,11 +211,21 @@ export const confirmAction = (message: string, confirmLabel: string): Promise<bo
 export const badge = (status: string): HTMLSpanElement => h("span", { class: `badge badge-${status}` }, status)
 
 const formatter = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" })
+const precise = new Intl.DateTimeFormat(undefined, {
+  year: "numeric",
+  month: "short",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+  second: "2-digit",
+  fractionalSecondDigits: 3
+})
 
-export const when = (iso: string | null | undefined): Child =>
+/** A timestamp in the reader's time zone (the exact ISO value in its `datetime` and tooltip). */
+export const when = (iso: string | null | undefined, options: { readonly milliseconds?: boolean } = {}): Child =>
   iso === null || iso === undefined
     ? h("span", { class: "muted" }, "—")
-    : h("time", { datetime: iso, title: iso }, formatter.format(new Date(iso)))
+    : h("time", { datetime: iso, title: iso }, (options.milliseconds === true ? precise : formatter).format(new Date(iso)))
 
 export interface Column<T> {
   readonly label: string

@@ -309,7 +309,7 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
         "Attempts",
         [
           { label: "#", cell: (a) => String(a.number) },
-          { label: "Time", cell: (a) => when(a.attempted_at) },
+          { label: "Time", cell: (a) => when(a.attempted_at, { milliseconds: true }) },
           { label: "Duration", cell: (a) => `${a.duration_ms} ms` },
           { label: "Status code", cell: (a) => a.status_code === null ? h("span", { class: "muted" }, "none") : String(a.status_code) },
           { label: "Outcome", cell: (a) => badge(a.outcome) },
@@ -320,7 +320,7 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
             cell: (a) =>
               a.response_body === null || a.response_body === ""
                 ? h("span", { class: "muted" }, "empty")
-                : h("details", null, h("summary", null, `${a.response_body.length} characters`), h("pre", null, a.response_body))
+                : h("details", null, h("summary", null, `Show (${a.response_body.length} characters)`), h("pre", null, a.response_body))
           }
         ],
         current.attempts,

@@ -95,6 +95,9 @@ export const openBrowser = async (options: { readonly origin?: string } = {}): P
     await page.setViewportSize(DESKTOP)
     await page.screenshot({ path: join(SHOTS, `${name}-desktop.png`), fullPage: true })
     await page.setViewportSize(PHONE)
+    // At 375 px nothing may stick out sideways (the page must not scroll horizontally).
+    const width = await page.evaluate(() => document.documentElement.scrollWidth)
+    expect({ page: name, width }).toEqual({ page: name, width: PHONE.width })
     await page.screenshot({ path: join(SHOTS, `${name}-phone.png`), fullPage: true })
     await page.setViewportSize(viewport)
   }
