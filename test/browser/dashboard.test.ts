@@ -12,7 +12,6 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
-  signIn,
   userWithPassword
 } from "./browser.ts"
 
