@@ -262,6 +262,7 @@ export const table = <T>(caption: string, columns: ReadonlyArray<Column<T>>, row
 /** Previous / next links for a list page; `hrefFor(n)` is the address of page n. */
 export const pager = (meta: ListMeta, hrefFor: (page: number) => string): HTMLElement | null => {
   const last = Math.max(1, Math.ceil(meta.total / meta.per_page))
+  if (meta.total === 0 && meta.page === 1) return null
   if (meta.total <= meta.per_page && meta.page === 1) {
     return h("p", { class: "muted pager-summary" }, `${meta.total} in all`)
   }

@@ -97,7 +97,12 @@ export const openBrowser = async (options: { readonly origin?: string } = {}): P
     await page.setViewportSize(PHONE)
     // At 375 px nothing may stick out sideways (the page must not scroll horizontally).
     const width = await page.evaluate(() => document.documentElement.scrollWidth)
-    expect({ page: name, width }).toEqual({ page: name, width: PHONE.width })
+    const sticking = width <= PHONE.width ? [] : await page.evaluate((limit) =>
+      Array.from(document.querySelectorAll("body *"))
+        .filter((element) => element.getBoundingClientRect().right > limit + 1)
+        .slice(-5)
+        .map((element) => `${element.tagName.toLowerCase()}.${element.className}: ${(element.textContent ?? "").slice(0, 40)}`), PHONE.width)
+    expect({ page: name, width, sticking }).toEqual({ page: name, width: PHONE.width, sticking: [] })
     await page.screenshot({ path: join(SHOTS, `${name}-phone.png`), fullPage: true })
     await page.setViewportSize(viewport)
   }

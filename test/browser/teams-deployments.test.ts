@@ -119,13 +119,13 @@ describe.skipIf(!ready)("teams and deployments (needs the endpoints of decisions
     await signIn(page, server.url, ann)
     await page.goto(teamUrl)
     const member = page.locator("tbody tr", { hasText: bob.email }).first()
-    await member.getByLabel(`Role of ${bob.name}`).selectOption("member")
+    await member.getByLabel(`Role of ${bob.name}`, { exact: true }).selectOption("member")
     await member.getByRole("button", { name: `Change the role of ${bob.name}` }).click()
     await page.reload()
-    await expect(page.locator("tbody tr", { hasText: bob.email }).first().getByLabel(`Role of ${bob.name}`).inputValue()).resolves.toBe("member")
+    await expect(page.locator("tbody tr", { hasText: bob.email }).first().getByLabel(`Role of ${bob.name}`, { exact: true }).inputValue()).resolves.toBe("member")
     // The last owner cannot be demoted: the API's message shows.
     const self = page.locator("tbody tr", { hasText: ann.email }).first()
-    await self.getByLabel(`Role of ${ann.name}`).selectOption("member")
+    await self.getByLabel(`Role of ${ann.name}`, { exact: true }).selectOption("member")
     await self.getByRole("button", { name: `Change the role of ${ann.name}` }).click()
     await self.getByRole("alert").waitFor()
 
