@@ -20,6 +20,7 @@ import { AuthenticationLive } from "./Http/Authentication.js"
 import { ServerConfig } from "./Config.js"
 import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
+import { DashboardRoutes } from "./Http/Dashboard.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { pathOf, routeOf, StrictRouting } from "./Http/Routes.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
@@ -143,6 +144,7 @@ export const HttpLive = GracefulShutdown.pipe(
       Layer.provide(ApiMiddlewareLive),
       Layer.provide(HealthRoutes),
       Layer.provide(OAuthRoutes),
+      Layer.provide(DashboardRoutes),
       Layer.provide(ApiLive),
       HttpServer.withLogAddress,
       // Our own server span (named by route) replaces the platform's.

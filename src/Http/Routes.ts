@@ -65,7 +65,9 @@ export const queryOf = (url: string): string => {
 
 /** `GET /v1/projects/:id`: the route template, so spans and metrics group by endpoint, not by id. */
 export const routeOf = (method: string, path: string): string | undefined =>
-  path.startsWith("/v1/") ? matching(path).find((route) => route.method === method)?.path : path
+  path.startsWith("/v1/")
+    ? matching(path).find((route) => route.method === method)?.path
+    : path.startsWith("/dashboard/") ? "/dashboard/*" : path
 
 /** `%41`–`%5A`, `%61`–`%7A`, `%30`–`%39`, `%2D`, `%2E`, `%5F`, `%7E`: escapes of characters that need none. */
 const ESCAPED_UNRESERVED = /%(?:[46][1-9A-Fa-f]|[57][0-9Aa]|3[0-9]|2[DdEe]|5[Ff]|7[Ee])/

@@ -1,0 +1,113 @@
+/**
+ * The dashboard's entry: the layout (header, navigation, sign-out), the routes, and rendering a page into <main>.
+ */
+import { api, signedIn, signOut, whenSessionEnds } from "./api.ts"
+import { h, replace } from "./dom.ts"
+import { apiKeysPage } from "./pages/apiKeys.ts"
+import { projectPage, projectsPage } from "./pages/projects.ts"
+import { signInPage } from "./pages/signIn.ts"
+import { teamPage, teamsPage } from "./pages/teams.ts"
+import { deliveryPage, webhookPage, webhooksPage } from "./pages/webhooks.ts"
+import { BASE, flashNext, interceptLinks, makeContext, match, navigate, route, setRenderer, takeFlash } from "./router.ts"
+import type { User } from "./types.ts"
+import { errorBox } from "./ui.ts"
+
+const ID = "([^/]+)"
+route(/^\/sign-in$/, signInPage, { public: true })
+route(/^\/$/, () => navigate(`${BASE}/projects`, { replace: true }))
+route(/^\/projects$/, projectsPage)
+route(new RegExp(`^/projects/${ID}$`), projectPage)
+route(/^\/teams$/, teamsPage)
+route(new RegExp(`^/teams/${ID}$`), teamPage)
+route(/^\/settings$/, () => navigate(`${BASE}/settings/api-keys`, { replace: true }))
+route(/^\/settings\/api-keys$/, apiKeysPage)
+route(/^\/webhooks$/, webhooksPage)
+route(new RegExp(`^/webhooks/${ID}$`), webhookPage)
+route(new RegExp(`^/webhooks/${ID}/deliveries/${ID}$`), deliveryPage)
+
+const nav = [
+  ["Projects", `${BASE}/projects`],
+  ["Teams", `${BASE}/teams`],
+  ["Webhooks", `${BASE}/webhooks`],
+  ["API keys", `${BASE}/settings/api-keys`]
+] as const
+
+let me: Promise<User> | undefined
+
+const header = (): HTMLElement => {
+  const who = h("span", { class: "who-name" })
+  me ??= api.get<User>("/users/me")
+  me.then((user) => (who.textContent = user.name), () => (me = undefined))
+  return h(
+    "header",
+    { class: "top" },
+    h("a", { class: "brand", href: `${BASE}/projects` }, "Project Collaboration"),
+    h(
+      "nav",
+      { class: "main-nav", "aria-label": "Main" },
+      h("ul", null, nav.map(([label, href]) => h("li", null, h("a", { href, "data-section": href }, label))))
+    ),
+    h(
+      "div",
+      { class: "who" },
+      who,
+      h("button", {
+        type: "button",
+        class: "link-button",
+        onclick: () => {
+          signOut()
+          me = undefined
+          flashNext("You are signed out.")
+          navigate(`${BASE}/sign-in`)
+        }
+      }, "Sign out")
+    )
+  )
+}
+
+const app = document.getElementById("app")!
+
+const render = (focus: boolean): void => {
+  const path = location.pathname
+  const found = match(path)
+  if (found !== undefined && found.route.public !== true && !signedIn()) {
+    const next = path + location.search
+    navigate(`${BASE}/sign-in${next === BASE || next === `${BASE}/` ? "" : `?next=${encodeURIComponent(next)}`}`, { replace: true })
+    return
+  }
+  const withNav = found === undefined ? signedIn() : found.route.public !== true
+  const main = h("main", { id: "main", tabindex: -1 })
+  let top = app.querySelector("header.top")
+  if (withNav && top === null) top = header()
+  replace(app, withNav ? top : null, main)
+  for (const link of Array.from(app.querySelectorAll<HTMLAnchorElement>("[data-section]"))) {
+    const section = link.getAttribute("data-section") ?? ""
+    if (path === section || path.startsWith(`${section}/`)) link.setAttribute("aria-current", "page")
+    else link.removeAttribute("aria-current")
+  }
+  const message = takeFlash()
+  if (message !== undefined) main.append(h("p", { class: "flash", role: "status" }, message))
+  const root = h("div", { class: "page" })
+  main.append(root)
+  if (found === undefined) {
+    document.title = "Not found · Dashboard"
+    root.append(h("h1", { tabindex: -1 }, "Not found"), h("p", null, "There is no such page. ", h("a", { href: `${BASE}/projects` }, "Go to your projects.")))
+  } else {
+    const context = makeContext(root, found.params, () => render(false))
+    Promise.resolve()
+      .then(() => found.route.render(context))
+      .catch((error: unknown) => root.append(errorBox(error)))
+  }
+  if (focus) queueMicrotask(() => root.querySelector<HTMLElement>("h1")?.focus())
+}
+
+whenSessionEnds((message) => {
+  me = undefined
+  if (location.pathname === `${BASE}/sign-in`) return
+  flashNext(message)
+  navigate(`${BASE}/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`, { replace: true })
+})
+
+setRenderer(render)
+interceptLinks()
+render(false)

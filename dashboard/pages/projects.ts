@@ -1,0 +1,280 @@
+/** Projects: the list (search, status, sort, paging), creating one, and a project's page with its deployments. */
+import { api, messageOf } from "../api.ts"
+import { h } from "../dom.ts"
+import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
+import type { Deployment, Project, Team } from "../types.ts"
+import {
+  actionButton,
+  badge,
+  confirmAction,
+  errorBox,
+  field,
+  input,
+  onSubmit,
+  pager,
+  select,
+  table,
+  valueOf,
+  when
+} from "../ui.ts"
+
+const visibilities = [["private", "Private (only you)"], ["team", "Team (its members)"], ["public", "Public"]] as const
+
+const projectLink = (project: Project) => h("a", { href: `${BASE}/projects/${encodeURIComponent(project.id)}` }, project.name)
+
+/** A GET-style filter form: applying it changes the address (so filters survive reloads and can be shared). */
+export const filterForm = (
+  context: PageContext,
+  label: string,
+  fields: ReadonlyArray<HTMLElement>,
+  names: ReadonlyArray<string>,
+  pageParam = "page"
+): HTMLFormElement => {
+  const form = h(
+    "form",
+    { class: "filters", role: "search", "aria-label": label },
+    fields,
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Apply"))
+  )
+  form.addEventListener("submit", (event) => {
+    event.preventDefault()
+    const query: Record<string, string | undefined> = { [pageParam]: undefined }
+    for (const name of names) query[name] = valueOf(form, name) || undefined
+    navigate(context.href(query))
+  })
+  return form
+}
+
+const textarea = (value = "") => {
+  const area = h("textarea", { rows: 3 })
+  area.value = value
+  return area
+}
+
+export const projectsPage = async (context: PageContext): Promise<void> => {
+  const q = (name: string) => context.query.get(name) ?? ""
+  context.title("Projects")
+
+  const teamSelect = select([["", "No team"]], "")
+  const create = h(
+    "details",
+    { class: "card create" },
+    h("summary", null, "New project"),
+    onSubmit(
+      h(
+        "form",
+        { class: "stack", "aria-label": "New project" },
+        field({ label: "Name", name: "name", control: input({ required: true, maxlength: 100 }) }),
+        field({ label: "Description", name: "description", control: textarea() }),
+        field({ label: "Visibility", name: "visibility", control: select(visibilities, "private") }),
+        field({ label: "Team", name: "team_id", control: teamSelect, hint: "Needed for team visibility." }),
+        h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Create project"))
+      ),
+      async (form) => {
+        const teamId = valueOf(form, "team_id")
+        const project = await api.post<Project>("/projects", {
+          name: valueOf(form, "name"),
+          description: valueOf(form, "description"),
+          visibility: valueOf(form, "visibility"),
+          ...(teamId === "" ? {} : { team_id: teamId })
+        })
+        flashNext(`Project “${project.name}” created.`)
+        navigate(`${BASE}/projects/${encodeURIComponent(project.id)}`)
+      }
+    )
+  )
+  api.list<Team>("/teams", { per_page: 100, sort: "name", order: "asc" }).then(
+    (teams) => teamSelect.append(...teams.data.map((team) => h("option", { value: team.id }, team.name))),
+    () => {}
+  )
+
+  const filters = filterForm(context, "Filter projects", [
+    field({ label: "Search", name: "search", control: input({ type: "search", value: q("search"), placeholder: "Name or description" }) }),
+    field({ label: "Status", name: "status", control: select([["", "Any"], ["active", "Active"], ["archived", "Archived"]], q("status")) }),
+    field({
+      label: "Sort by",
+      name: "sort",
+      control: select([["created_at", "Created"], ["updated_at", "Updated"], ["name", "Name"]], q("sort") || "created_at")
+    }),
+    field({ label: "Order", name: "order", control: select([["desc", "Descending"], ["asc", "Ascending"]], q("order") || "desc") })
+  ], ["search", "status", "sort", "order"])
+
+  const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading…"))
+  context.root.append(create, filters, list)
+
+  try {
+    const page = await api.list<Project>("/projects", {
+      page: q("page") || undefined,
+      per_page: 20,
+      search: q("search") || undefined,
+      status: q("status") || undefined,
+      sort: q("sort") || undefined,
+      order: q("order") || undefined
+    })
+    list.replaceChildren(
+      table<Project>("Projects", [
+        { label: "Name", cell: projectLink },
+        { label: "Status", cell: (project) => badge(project.status) },
+        { label: "Visibility", cell: (project) => project.visibility },
+        { label: "Updated", cell: (project) => when(project.updated_at) }
+      ], page.data, q("search") !== "" || q("status") !== "" ? "No project matches these filters." : "No projects yet. Create one above."),
+      pager(page.meta, (n) => context.href({ page: n })) ?? ""
+    )
+  } catch (error) {
+    list.replaceChildren(errorBox(error))
+  }
+}
+
+export const projectPage = async (context: PageContext): Promise<void> => {
+  const id = context.params[0] ?? ""
+  const path = `/projects/${encodeURIComponent(id)}`
+  const crumbs = h("p", { class: "crumbs" }, h("a", { href: `${BASE}/projects` }, "← Projects"))
+  context.root.append(crumbs)
+  let project: Project
+  try {
+    project = await api.get<Project>(path)
+  } catch (error) {
+    context.title("Project")
+    context.root.append(errorBox(error))
+    return
+  }
+  context.title(project.name, badge(project.status))
+
+  const actions = h("div", { class: "actions" })
+  actions.append(
+    actionButton(project.status === "active" ? "Archive" : "Unarchive", async () => {
+      const status = project.status === "active" ? "archived" : "active"
+      await api.put<Project>(path, { status })
+      flashNext(status === "archived" ? "Project archived." : "Project restored to active.")
+      context.refresh()
+    }),
+    actionButton("Delete project", async () => {
+      if (!await confirmAction(`Delete “${project.name}” and its deployments for good? This cannot be undone.`, "Delete project")) return
+      await api.delete(path)
+      flashNext(`Project “${project.name}” deleted.`)
+      navigate(`${BASE}/projects`)
+    }, { className: "danger" })
+  )
+
+  const details = h(
+    "dl",
+    { class: "facts" },
+    h("dt", null, "ID"), h("dd", null, h("code", null, project.id)),
+    h("dt", null, "Visibility"), h("dd", null, project.visibility),
+    h("dt", null, "Team"), h("dd", null, project.team_id === null ? "—" : h("a", { href: `${BASE}/teams/${project.team_id}` }, project.team_id)),
+    h("dt", null, "Created"), h("dd", null, when(project.created_at)),
+    h("dt", null, "Updated"), h("dd", null, when(project.updated_at))
+  )
+
+  const edit = h(
+    "details",
+    { class: "card" },
+    h("summary", null, "Edit project"),
+    onSubmit(
+      h(
+        "form",
+        { class: "stack", "aria-label": "Edit project" },
+        field({ label: "Name", name: "name", control: input({ value: project.name, required: true, maxlength: 100 }) }),
+        field({ label: "Description", name: "description", control: textarea(project.description) }),
+        field({ label: "Visibility", name: "visibility", control: select(visibilities, project.visibility) }),
+        h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Save changes"))
+      ),
+      async (form) => {
+        await api.put<Project>(path, {
+          name: valueOf(form, "name"),
+          description: valueOf(form, "description"),
+          visibility: valueOf(form, "visibility")
+        })
+        flashNext("Project saved.")
+        context.refresh()
+      }
+    )
+  )
+
+  context.root.append(
+    project.description === "" ? h("p", { class: "muted" }, "No description.") : h("p", { class: "description" }, project.description),
+    details,
+    actions,
+    edit,
+    deploymentsSection(context, path, project)
+  )
+}
+
+const deploymentsSection = (context: PageContext, projectPath: string, project: Project): HTMLElement => {
+  const q = (name: string) => context.query.get(name) ?? ""
+  const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading deployments…"))
+
+  const finish = (deployment: Deployment) =>
+    h(
+      "div",
+      { class: "row-actions" },
+      actionButton("Succeeded", () => finishAs(deployment, "succeeded"), { ariaLabel: `Mark ${deployment.ref} succeeded` }),
+      actionButton("Failed", () => finishAs(deployment, "failed"), { ariaLabel: `Mark ${deployment.ref} failed`, className: "danger" })
+    )
+  const finishAs = async (deployment: Deployment, status: "succeeded" | "failed") => {
+    await api.put<Deployment>(`${projectPath}/deployments/${encodeURIComponent(deployment.id)}`, { status })
+    await load()
+  }
+
+  const load = async () => {
+    try {
+      const page = await api.list<Deployment>(`${projectPath}/deployments`, {
+        page: q("dpage") || undefined,
+        per_page: 20,
+        status: q("dstatus") || undefined,
+        environment: q("denv") || undefined
+      })
+      list.replaceChildren(
+        table<Deployment>("Deployments", [
+          { label: "Ref", cell: (d) => h("code", null, d.ref) },
+          { label: "Environment", cell: (d) => d.environment },
+          { label: "Status", cell: (d) => badge(d.status) },
+          { label: "Started", cell: (d) => when(d.created_at) },
+          { label: "Finished", cell: (d) => when(d.finished_at) },
+          { label: "Description", cell: (d) => d.description || h("span", { class: "muted" }, "—") },
+          { label: "Finish", cell: (d) => d.status === "running" ? finish(d) : h("span", { class: "muted" }, "—") }
+        ], page.data, "No deployments yet."),
+        pager(page.meta, (n) => context.href({ dpage: n })) ?? ""
+      )
+    } catch (error) {
+      list.replaceChildren(errorBox(error))
+    }
+  }
+
+  const create = onSubmit(
+    h(
+      "form",
+      { class: "stack", "aria-label": "New deployment" },
+      project.status === "archived" ? h("p", { class: "muted" }, "Archived projects cannot be deployed; unarchive it first.") : null,
+      field({ label: "Environment", name: "environment", control: input({ value: "production", maxlength: 64 }), hint: "Lower-case letters, digits, “_”, “.” and “-”." }),
+      field({ label: "Ref", name: "ref", control: input({ required: true, maxlength: 200, placeholder: "main, v1.2.0 or a commit" }) }),
+      field({ label: "Description", name: "description", control: input({ maxlength: 2000 }) }),
+      h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Start deployment"))
+    ),
+    async (form) => {
+      await api.post<Deployment>(`${projectPath}/deployments`, {
+        environment: valueOf(form, "environment"),
+        ref: valueOf(form, "ref"),
+        description: valueOf(form, "description")
+      })
+      form.reset()
+      await load()
+    }
+  )
+
+  const filters = filterForm(context, "Filter deployments", [
+    field({
+      label: "Status",
+      name: "dstatus",
+      control: select([["", "Any"], ["running", "Running"], ["succeeded", "Succeeded"], ["failed", "Failed"]], q("dstatus"))
+    }),
+    field({ label: "Environment", name: "denv", control: input({ value: q("denv"), placeholder: "production" }) })
+  ], ["dstatus", "denv"], "dpage")
+
+  load().catch((error: unknown) => list.replaceChildren(h("p", null, messageOf(error))))
+  return h("section", { class: "section", "aria-labelledby": "deployments-title" },
+    h("h2", { id: "deployments-title" }, "Deployments"),
+    h("details", { class: "card" }, h("summary", null, "Start a deployment"), create),
+    filters,
+    list)
+}

@@ -1,0 +1,151 @@
+/**
+ * The records the dashboard reads, as the API contract describes them (docs: /docs, decisions.md). The dashboard
+ * is a client of its own service and trusts the shape of its answers; only the envelope is checked (api.ts).
+ */
+export interface ListMeta {
+  readonly total: number
+  readonly page: number
+  readonly per_page: number
+  readonly request_id: string
+}
+
+export interface Page<T> {
+  readonly data: ReadonlyArray<T>
+  readonly meta: ListMeta
+}
+
+export interface User {
+  readonly id: string
+  readonly email: string
+  readonly name: string
+  readonly avatar_url: string | null
+}
+
+export type Visibility = "private" | "team" | "public"
+export interface Project {
+  readonly id: string
+  readonly name: string
+  readonly description: string
+  readonly visibility: Visibility
+  readonly status: "active" | "archived"
+  readonly owner_id: string
+  readonly team_id: string | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export type DeploymentStatus = "running" | "succeeded" | "failed"
+export interface Deployment {
+  readonly id: string
+  readonly project_id: string
+  readonly environment: string
+  readonly ref: string
+  readonly description: string
+  readonly status: DeploymentStatus
+  readonly created_by: string
+  readonly created_at: string
+  readonly updated_at: string
+  readonly finished_at: string | null
+}
+
+export type Role = "owner" | "admin" | "member"
+export interface Team {
+  readonly id: string
+  readonly name: string
+  readonly created_at: string
+  readonly updated_at?: string
+  /** The caller's role (on a single read). */
+  readonly role?: Role
+}
+
+export interface Member {
+  readonly user_id: string
+  readonly name: string
+  readonly email: string
+  readonly avatar_url: string | null
+  readonly role: Role
+  readonly joined_at: string
+}
+
+export type InvitationStatus = "pending" | "accepted" | "declined" | "revoked" | "expired"
+export interface Invitation {
+  readonly id: string
+  readonly team_id: string
+  readonly email: string
+  readonly role: Role
+  readonly status: InvitationStatus
+  readonly invited_by: string
+  readonly created_at: string
+  readonly expires_at: string
+  readonly answered_at: string | null
+}
+
+export const scopes = ["read", "write", "projects:read", "projects:write", "team:manage", "billing:read"] as const
+export type Scope = typeof scopes[number]
+
+export interface ApiKey {
+  readonly id: string
+  readonly name: string
+  readonly scopes: ReadonlyArray<Scope>
+  readonly prefix: string
+  readonly status: "active" | "expired" | "revoked"
+  readonly created_at: string
+  readonly expires_at: string | null
+  readonly last_used_at: string | null
+  readonly revoked_at: string | null
+}
+export interface CreatedApiKey extends ApiKey {
+  readonly key: string
+}
+
+export const eventTypes = [
+  "project.created",
+  "project.updated",
+  "project.deleted",
+  "member.invited",
+  "member.joined",
+  "member.removed",
+  "deployment.started",
+  "deployment.completed",
+  "deployment.failed"
+] as const
+export type EventType = typeof eventTypes[number]
+
+export interface Webhook {
+  readonly id: string
+  readonly url: string
+  readonly events: ReadonlyArray<EventType>
+  readonly status: "active" | "failed"
+  readonly created_at: string
+  readonly updated_at: string
+  readonly failed_at: string | null
+}
+export interface CreatedWebhook extends Webhook {
+  readonly secret?: string
+}
+
+export type DeliveryStatus = "pending" | "delivered" | "failed"
+export interface Delivery {
+  readonly id: string
+  readonly webhook_id: string
+  readonly event_id: string
+  readonly event_type: EventType
+  readonly status: DeliveryStatus
+  readonly attempt_count: number
+  readonly next_attempt_at: string | null
+  readonly last_attempt_at: string | null
+  readonly created_at: string
+}
+
+export interface Attempt {
+  readonly number: number
+  readonly attempted_at: string
+  readonly duration_ms: number
+  readonly status_code: number | null
+  readonly error: string | null
+  readonly response_body: string | null
+  readonly outcome: "succeeded" | "failed"
+}
+export interface DeliveryWithAttempts extends Delivery {
+  readonly attempts: ReadonlyArray<Attempt>
+}

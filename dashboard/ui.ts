@@ -1,0 +1,327 @@
+/**
+ * The dashboard's building blocks: labelled fields that show their own API error, forms that report
+ * `error.message` and put each of `error.details` next to its field, confirmation dialogs, tables that become
+ * cards on a phone, pagers, status badges, and the shown-once secret panel.
+ */
+import { ApiError, messageOf } from "./api.ts"
+import { type Child, h, uid } from "./dom.ts"
+import type { ListMeta } from "./types.ts"
+
+type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
+
+/**
+ * A label, its control, an optional hint and a slot for the API's message about this field. `name` is the API's
+ * field name: `details` entries for `name` or `name.<n>` land here.
+ */
+export const field = (options: {
+  readonly label: string
+  readonly name: string
+  readonly control: Control
+  readonly hint?: string
+}): HTMLDivElement => {
+  const id = options.control.id || uid(options.name.replace(/[^a-z0-9]/gi, ""))
+  options.control.id = id
+  if (options.control.name === "") options.control.name = options.name
+  const errorId = `${id}-error`
+  const hintId = options.hint === undefined ? undefined : `${id}-hint`
+  options.control.setAttribute("aria-describedby", [hintId, errorId].filter((x) => x !== undefined).join(" "))
+  return h(
+    "div",
+    { class: "field", "data-field": options.name },
+    h("label", { for: id }, options.label),
+    options.control,
+    options.hint === undefined ? null : h("p", { class: "hint", id: hintId }, options.hint),
+    h("p", { class: "field-error", id: errorId })
+  )
+}
+
+/** A group of checkboxes under one field name (`scopes`, `events`), with a legend and its error slot. */
+export const checkboxes = (options: {
+  readonly legend: string
+  readonly name: string
+  readonly values: ReadonlyArray<string>
+  readonly checked?: ReadonlyArray<string>
+  readonly hint?: string
+}): HTMLFieldSetElement => {
+  const errorId = uid(`${options.name}-error`)
+  return h(
+    "fieldset",
+    { class: "field checks", "data-field": options.name, "aria-describedby": errorId },
+    h("legend", null, options.legend),
+    options.hint === undefined ? null : h("p", { class: "hint" }, options.hint),
+    h(
+      "div",
+      { class: "check-grid" },
+      options.values.map((value) => {
+        const id = uid(options.name)
+        return h(
+          "div",
+          { class: "check" },
+          h("input", {
+            type: "checkbox",
+            id,
+            name: options.name,
+            value,
+            checked: options.checked?.includes(value) ?? false
+          }),
+          h("label", { for: id }, value)
+        )
+      })
+    ),
+    h("p", { class: "field-error", id: errorId })
+  )
+}
+
+export const input = (attrs: Record<string, string | number | boolean | undefined> = {}): HTMLInputElement =>
+  h("input", { type: "text", ...attrs })
+
+export const select = (
+  options: ReadonlyArray<readonly [value: string, label: string]>,
+  selected?: string,
+  attrs: Record<string, string | boolean | undefined> = {}
+): HTMLSelectElement =>
+  h(
+    "select",
+    attrs,
+    options.map(([value, label]) => h("option", { value, selected: value === selected }, label))
+  )
+
+export const checkedValues = (form: HTMLFormElement, name: string): Array<string> =>
+  Array.from(form.querySelectorAll<HTMLInputElement>(`input[type=checkbox][name="${name}"]`))
+    .filter((box) => box.checked)
+    .map((box) => box.value)
+
+export const valueOf = (form: HTMLFormElement, name: string): string => {
+  const control = form.elements.namedItem(name)
+  return control instanceof HTMLInputElement || control instanceof HTMLSelectElement ||
+      control instanceof HTMLTextAreaElement
+    ? control.value
+    : ""
+}
+
+const clearErrors = (form: HTMLFormElement) => {
+  form.querySelector(".form-error")?.remove()
+  for (const slot of Array.from(form.querySelectorAll(".field-error"))) slot.textContent = ""
+  for (const invalid of Array.from(form.querySelectorAll("[aria-invalid]"))) invalid.removeAttribute("aria-invalid")
+}
+
+/** Shows an error on a form: `error.message` on top, each detail next to its field (or on top when unmatched). */
+export const showFormError = (form: HTMLFormElement, error: unknown): void => {
+  clearErrors(form)
+  const unmatched: Array<string> = []
+  if (error instanceof ApiError) {
+    for (const detail of error.details) {
+      const name = detail.field.split(".")[0] ?? detail.field
+      const wrapper = form.querySelector(`[data-field="${CSS.escape(name)}"]`)
+      const slot = wrapper?.querySelector(".field-error")
+      if (wrapper === null || wrapper === undefined || slot === null || slot === undefined) {
+        unmatched.push(`${detail.field}: ${detail.message}`)
+        continue
+      }
+      slot.textContent = slot.textContent === "" ? detail.message : `${slot.textContent}; ${detail.message}`
+      wrapper.querySelector("input, select, textarea")?.setAttribute("aria-invalid", "true")
+    }
+  }
+  const box = h(
+    "div",
+    { class: "form-error", role: "alert" },
+    h("p", null, messageOf(error)),
+    unmatched.length === 0 ? null : h("ul", null, unmatched.map((line) => h("li", null, line)))
+  )
+  form.prepend(box)
+  const firstInvalid = form.querySelector<HTMLElement>("[aria-invalid=true]")
+  firstInvalid?.focus()
+}
+
+/** Runs `action` on submit with the form's buttons disabled; any failure is shown on the form. */
+export const onSubmit = (form: HTMLFormElement, action: (form: HTMLFormElement) => Promise<void>): HTMLFormElement => {
+  form.noValidate = true
+  form.addEventListener("submit", (event) => {
+    event.preventDefault()
+    const buttons = Array.from(form.querySelectorAll("button"))
+    for (const button of buttons) button.disabled = true
+    form.setAttribute("aria-busy", "true")
+    clearErrors(form)
+    action(form)
+      .catch((error: unknown) => showFormError(form, error))
+      .finally(() => {
+        for (const button of buttons) button.disabled = false
+        form.removeAttribute("aria-busy")
+      })
+  })
+  return form
+}
+
+/** A button whose click runs `action`; a failure is shown in `errors` (or beside the button). */
+export const actionButton = (
+  label: string,
+  action: () => Promise<void>,
+  options: { readonly className?: string; readonly errors?: HTMLElement; readonly ariaLabel?: string } = {}
+): HTMLButtonElement => {
+  const button: HTMLButtonElement = h("button", {
+    type: "button",
+    class: options.className,
+    "aria-label": options.ariaLabel,
+    onclick: () => {
+      button.disabled = true
+      const place = options.errors ?? button.parentElement
+      place?.querySelector(":scope > .inline-error")?.remove()
+      action()
+        .catch((error: unknown) => {
+          const note = h("p", { class: "inline-error", role: "alert" }, messageOf(error))
+          if (options.errors !== undefined) options.errors.prepend(note)
+          else button.after(note)
+        })
+        .finally(() => {
+          if (button.isConnected) button.disabled = false
+        })
+    }
+  }, label)
+  return button
+}
+
+/** A modal confirmation (native `<dialog>`: focus stays inside, Escape cancels). Resolves true on confirm. */
+export const confirmAction = (message: string, confirmLabel: string): Promise<boolean> => {
+  const titleId = uid("confirm")
+  const dialog = h(
+    "dialog",
+    { class: "confirm", "aria-labelledby": titleId },
+    h(
+      "form",
+      { method: "dialog" },
+      h("p", { id: titleId }, message),
+      h(
+        "div",
+        { class: "actions" },
+        h("button", { type: "submit", value: "cancel", autofocus: true }, "Cancel"),
+        h("button", { type: "submit", value: "confirm", class: "danger" }, confirmLabel)
+      )
+    )
+  )
+  document.body.append(dialog)
+  dialog.showModal()
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => {
+      resolve(dialog.returnValue === "confirm")
+      dialog.remove()
+    })
+  })
+}
+
+export const badge = (status: string): HTMLSpanElement => h("span", { class: `badge badge-${status}` }, status)
+
+const formatter = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" })
+const precise = new Intl.DateTimeFormat(undefined, {
+  year: "numeric",
+  month: "short",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+  second: "2-digit",
+  fractionalSecondDigits: 3
+})
+
+/** A timestamp in the reader's time zone (the exact ISO value in its `datetime` and tooltip). */
+export const when = (iso: string | null | undefined, options: { readonly milliseconds?: boolean } = {}): Child =>
+  iso === null || iso === undefined
+    ? h("span", { class: "muted" }, "—")
+    : h("time", { datetime: iso, title: iso }, (options.milliseconds === true ? precise : formatter).format(new Date(iso)))
+
+export interface Column<T> {
+  readonly label: string
+  readonly cell: (row: T) => Child
+  readonly className?: string
+}
+
+/** A table; below 640 px each row becomes a card, every cell labelled by its column. */
+export const table = <T>(caption: string, columns: ReadonlyArray<Column<T>>, rows: ReadonlyArray<T>, empty: string): HTMLElement =>
+  rows.length === 0
+    ? h("p", { class: "empty" }, empty)
+    : h(
+      "div",
+      { class: "table-wrap" },
+      h(
+        "table",
+        null,
+        h("caption", { class: "visually-hidden" }, caption),
+        h("thead", null, h("tr", null, columns.map((column) => h("th", { scope: "col", class: column.className }, column.label)))),
+        h(
+          "tbody",
+          null,
+          rows.map((row) =>
+            h(
+              "tr",
+              null,
+              columns.map((column) => h("td", { "data-label": column.label, class: column.className }, column.cell(row)))
+            )
+          )
+        )
+      )
+    )
+
+/** Previous / next links for a list page; `hrefFor(n)` is the address of page n. */
+export const pager = (meta: ListMeta, hrefFor: (page: number) => string): HTMLElement | null => {
+  const last = Math.max(1, Math.ceil(meta.total / meta.per_page))
+  if (meta.total === 0 && meta.page === 1) return null
+  if (meta.total <= meta.per_page && meta.page === 1) {
+    return h("p", { class: "muted pager-summary" }, `${meta.total} in all`)
+  }
+  return h(
+    "nav",
+    { class: "pager", "aria-label": "Pages" },
+    meta.page > 1 ? h("a", { href: hrefFor(meta.page - 1), rel: "prev" }, "← Previous") : h("span", { class: "muted" }, "← Previous"),
+    h("span", null, `Page ${meta.page} of ${last} · ${meta.total} in all`),
+    meta.page < last ? h("a", { href: hrefFor(meta.page + 1), rel: "next" }, "Next →") : h("span", { class: "muted" }, "Next →")
+  )
+}
+
+export const errorBox = (error: unknown): HTMLElement =>
+  h(
+    "div",
+    { class: "form-error", role: "alert" },
+    h("p", null, messageOf(error)),
+    error instanceof ApiError && error.details.length > 0
+      ? h("ul", null, error.details.map((detail) => h("li", null, `${detail.field}: ${detail.message}`)))
+      : null
+  )
+
+const copy = async (value: HTMLInputElement): Promise<void> => {
+  if (navigator.clipboard !== undefined && window.isSecureContext) {
+    await navigator.clipboard.writeText(value.value)
+    return
+  }
+  value.select()
+  if (!document.execCommand("copy")) throw new Error("Copying is not allowed here: select the text and copy it yourself.")
+}
+
+/** A secret shown this once, with a copy button; "Done" removes it from the page for good. */
+export const secretOnce = (options: { readonly title: string; readonly label: string; readonly value: string }): HTMLElement => {
+  const id = uid("secret")
+  const status = h("span", { class: "copy-status", role: "status" })
+  const valueInput = h("input", { id, class: "secret-value", readonly: true, value: options.value, spellcheck: "false", autocomplete: "off" })
+  const panel: HTMLElement = h(
+    "section",
+    { class: "secret-once", "aria-labelledby": `${id}-title` },
+    h("h2", { id: `${id}-title` }, options.title),
+    h("p", null, h("strong", null, "Copy it now: it will not be shown again.")),
+    h("label", { for: id }, options.label),
+    h(
+      "div",
+      { class: "secret-row" },
+      valueInput,
+      h("button", {
+        type: "button",
+        class: "primary",
+        onclick: () => {
+          copy(valueInput).then(
+            () => (status.textContent = "Copied to the clipboard."),
+            (error: unknown) => (status.textContent = messageOf(error))
+          )
+        }
+      }, "Copy")
+    ),
+    status,
+    h("div", { class: "actions" }, h("button", { type: "button", onclick: () => panel.remove() }, "Done"))
+  )
+  return panel
+}
