@@ -21,7 +21,8 @@ import { type Scope, scopeNames } from "../Domain/Scopes.js"
 import { nowIso } from "../Domain/Time.js"
 import { OAuthClients } from "./Clients.js"
 import { OAuthRepo } from "./Repo.js"
-import { later, newCode, newFormSecret, PKCE_PATTERN, sameHash, sha256hex } from "./Secrets.js"
+import { sameHash, sha256Hex } from "../Domain/Secrets.js"
+import { later, newCode, newFormSecret, PKCE_PATTERN } from "./Secrets.js"
 
 export const CODE_TTL_SECONDS = 600
 export const PENDING_TTL_SECONDS = 600
@@ -122,7 +123,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
         codeChallenge: Option.getOrNull(challenge),
         userId: null,
         stage: "sign_in",
-        csrfHash: sha256hex(csrf),
+        csrfHash: sha256Hex(csrf),
         createdAt: now,
         expiresAt: later(PENDING_TTL_SECONDS)
       })
@@ -137,7 +138,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       stage: PendingAuthorization["stage"]
     ) {
       const found = yield* Effect.orDie(repo.findPending({ id: form.pending, now: nowIso() }))
-      if (Option.isNone(found) || found.value.stage !== stage || !sameHash(sha256hex(form.csrf), found.value.csrfHash)) {
+      if (Option.isNone(found) || found.value.stage !== stage || !sameHash(sha256Hex(form.csrf), found.value.csrfHash)) {
         return Option.none<Awaiting>()
       }
       const client = yield* clients.find(found.value.clientId)
@@ -151,7 +152,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       userId: string
     ) {
       const csrf = newFormSecret()
-      yield* Effect.orDie(repo.toConsent({ id: pending, userId, csrfHash: sha256hex(csrf) }))
+      yield* Effect.orDie(repo.toConsent({ id: pending, userId, csrfHash: sha256Hex(csrf) }))
       return csrf
     })
 
@@ -163,7 +164,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       form: FormTokens,
       approve: boolean
     ) {
-      const taken = yield* Effect.orDie(repo.takePending({ id: form.pending, csrfHash: sha256hex(form.csrf), now: nowIso() }))
+      const taken = yield* Effect.orDie(repo.takePending({ id: form.pending, csrfHash: sha256Hex(form.csrf), now: nowIso() }))
       if (Option.isNone(taken)) return Option.none<Decision>()
       const pending = taken.value
       const userId = pending.userId
@@ -176,7 +177,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       yield* Effect.orDie(repo.insertCode(
         new AuthorizationCode({
           id: `code_${randomBase62(26)}`,
-          codeHash: sha256hex(code),
+          codeHash: sha256Hex(code),
           clientId: pending.clientId,
           userId,
           redirectUri: pending.redirectUri,

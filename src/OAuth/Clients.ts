@@ -9,7 +9,8 @@ import { makeId } from "../Domain/Ids.js"
 import { TrimmedName } from "../Domain/Payload.js"
 import { nowIso } from "../Domain/Time.js"
 import { OAuthRepo } from "./Repo.js"
-import { newClientSecret, sameHash, sha256hex } from "./Secrets.js"
+import { sameHash, sha256Hex } from "../Domain/Secrets.js"
+import { newClientSecret } from "./Secrets.js"
 
 export interface NewClient {
   readonly name: string
@@ -57,7 +58,7 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       const client = new OAuthClient({
         id: makeId("client"),
         name,
-        secretHash: Option.getOrNull(Option.map(secret, sha256hex)),
+        secretHash: Option.getOrNull(Option.map(secret, sha256Hex)),
         redirectUris,
         isPublic: input.isPublic
       })
@@ -89,7 +90,7 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
         return client
       }
       if (Option.isNone(credentials.secret) || client.secretHash === null) return yield* invalidClient
-      if (!sameHash(sha256hex(credentials.secret.value), client.secretHash)) return yield* invalidClient
+      if (!sameHash(sha256Hex(credentials.secret.value), client.secretHash)) return yield* invalidClient
       return client
     })
 

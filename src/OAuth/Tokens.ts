@@ -11,16 +11,8 @@ import { randomBase62 } from "../Domain/Ids.js"
 import { knownScopes, type OAuthClient, OAuthError, OAuthToken, scopeText, storedScopes } from "../Domain/OAuth.js"
 import { nowIso } from "../Domain/Time.js"
 import { OAuthRepo } from "./Repo.js"
-import {
-  ACCESS_PATTERN,
-  later,
-  newAccessToken,
-  newRefreshToken,
-  PKCE_PATTERN,
-  sameHash,
-  sha256hex,
-  verifierMatches
-} from "./Secrets.js"
+import { sameHash, sha256Hex } from "../Domain/Secrets.js"
+import { ACCESS_PATTERN, later, newAccessToken, newRefreshToken, PKCE_PATTERN, verifierMatches } from "./Secrets.js"
 
 export { ACCESS_PREFIX, REFRESH_PREFIX } from "./Secrets.js"
 export const ACCESS_TTL_SECONDS = 3600
@@ -71,7 +63,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
         const token = (kind: OAuthToken["kind"], secret: string, scope: string, ttl: number) =>
           new OAuthToken({
             id: `tok_${randomBase62(26)}`,
-            tokenHash: sha256hex(secret),
+            tokenHash: sha256Hex(secret),
             kind,
             clientId: grant.clientId,
             userId: grant.userId,
@@ -122,7 +114,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       request: CodeExchange
     ) {
       const invalid = (description: string) => OAuthError.of("invalid_grant", description)
-      const found = yield* Effect.orDie(repo.findCode(sha256hex(request.code)))
+      const found = yield* Effect.orDie(repo.findCode(sha256Hex(request.code)))
       if (Option.isNone(found) || found.value.clientId !== client.id) {
         return yield* invalid("The authorization code is invalid")
       }
@@ -159,7 +151,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       request: Refresh
     ) {
       const invalid = (description: string) => OAuthError.of("invalid_grant", description)
-      const found = yield* Effect.orDie(repo.findToken(sha256hex(request.refreshToken)))
+      const found = yield* Effect.orDie(repo.findToken(sha256Hex(request.refreshToken)))
       if (Option.isNone(found) || found.value.kind !== "refresh" || found.value.clientId !== client.id) {
         return yield* invalid("The refresh token is invalid")
       }
@@ -195,7 +187,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       client: OAuthClient,
       token: string
     ) {
-      const found = yield* Effect.orDie(repo.findToken(sha256hex(token)))
+      const found = yield* Effect.orDie(repo.findToken(sha256Hex(token)))
       if (Option.isNone(found) || found.value.clientId !== client.id) return
       if (found.value.kind === "refresh") yield* revokeFamily(found.value.familyId)
       else yield* Effect.orDie(repo.revokeToken({ id: found.value.id, now: nowIso() }))
@@ -205,7 +197,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
     const authenticate = Effect.fn("OAuthTokens.authenticate", { captureStackTrace: false })(function*(token: string) {
       const invalid = new Unauthorized({ message: "The OAuth access token is invalid, expired or revoked" })
       if (!ACCESS_PATTERN.test(token)) return yield* invalid
-      const hash = sha256hex(token)
+      const hash = sha256Hex(token)
       const found = yield* Effect.orDie(repo.findAccessCredential({ hash, now: nowIso() }))
       if (Option.isNone(found) || !sameHash(found.value.tokenHash, hash)) return yield* invalid
       const principal: Principal = {
