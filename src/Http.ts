@@ -3,7 +3,6 @@
  */
 import {
   HttpApiBuilder,
-  HttpApiScalar,
   HttpApp,
   HttpMiddleware,
   HttpServer,
@@ -19,6 +18,7 @@ import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { AuthenticationLive } from "./Auth/Http.js"
 import { ServerConfig } from "./Config.js"
 import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
+import { DocsRoutes } from "./Http/Docs.js"
 import { ApiMiddlewareLive, matching } from "./Http/Failures.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
@@ -141,8 +141,8 @@ const BunServerLive = Layer.unwrapEffect(
 export const HttpLive = GracefulShutdown.pipe(
   Layer.provide(
     HttpApiBuilder.serve(serveMiddleware).pipe(
-      Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
-      Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
+      // `/docs`, its assets, and `/v1/openapi.json`.
+      Layer.provide(DocsRoutes),
       Layer.provide(ApiMiddlewareLive),
       Layer.provide(HealthRoutes),
       Layer.provide(OAuthRoutes),
