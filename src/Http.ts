@@ -67,12 +67,13 @@ const serveMiddleware = (app: HttpApp.Default) =>
             ),
             seconds
           ),
-          Effect.logInfo("request", {
+          // The fields as annotations: attributes of the OTLP log record (queryable), not a JSON string in its body.
+          Effect.logInfo("request").pipe(Effect.annotateLogs({
             method: request.method,
             path,
             status: response.status,
             duration_ms: Math.round(seconds * 100_000) / 100
-          })
+          }))
         )
       }),
       Effect.locally(CurrentRequestId, requestId),
