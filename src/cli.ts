@@ -256,7 +256,8 @@ const usageLine = (command: Command) =>
     command.words,
     ...command.flags.map((flag) => {
       const text = flag.value === undefined ? `--${flag.name}` : `--${flag.name} ${flag.value}`
-      return flag.required ? `${text}${flag.repeatable ? " …" : ""}` : `[${text}]${flag.repeatable ? " …" : ""}`
+      const more = flag.repeatable ? ` [${text} …]` : ""
+      return flag.required ? `${text}${more}` : `[${text}]${more}`
     })
   ].join(" ")
 

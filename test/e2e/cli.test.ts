@@ -268,7 +268,7 @@ describe("flags and exit codes", () => {
       expect(run.stderr).toMatch(/^error: /)
       expect(run.stderr).not.toMatch(/\n\s+at /)
     }
-  }, 20_000)
+  }, 60_000)
 
   test("an unreachable database is one line on stderr and exit 1, no stack trace", async () => {
     const runs = await Promise.all([
@@ -376,3 +376,11 @@ describe("oauth-clients list, rotate-secret and delete", () => {
     }
   }, 40_000)
 })
+
+test("the README's table of operator commands lists every command as --help shows it", async () => {
+  const readme = (await Bun.file(new URL("../../README.md", import.meta.url)).text()).replace(/\\\|/g, "|")
+  const help = await cli("--help")
+  const lines = help.stdout.split("\n").filter((line) => line.startsWith("  ")).map((line) => line.trim())
+  expect(lines.length).toBeGreaterThan(10)
+  for (const line of lines) expect({ line, documented: readme.includes(`| \`${line}\` |`) }).toEqual({ line, documented: true })
+}, 15_000)
