@@ -8,7 +8,7 @@ beforeAll(async () => {
   databaseUrl = await freshDatabaseUrl()
   const migrated = await runCli(databaseUrl, ["migrate"])
   if (migrated.code !== 0) throw new Error(`migrate failed: ${migrated.stderr}`)
-}, 20_000)
+}, 60_000)
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const uniqueEmail = (tag: string) => `${tag}.${Math.random().toString(36).slice(2, 10)}@example.com`
@@ -52,7 +52,7 @@ describe("migrate", () => {
     const second = await runCli(fresh, ["migrate"])
     expect(second.code).toBe(0)
     expect(JSON.parse(second.stdout)).toEqual({ data: [] })
-  }, 15_000)
+  }, 60_000)
 })
 
 describe("users create", () => {
@@ -66,7 +66,7 @@ describe("users create", () => {
     expect(user.avatar_url).toBeNull()
     expect(user.created_at).toMatch(TIMESTAMP)
     expect(user.updated_at).toBe(user.created_at)
-  }, 15_000)
+  }, 60_000)
 
   test("a password is accepted and never printed", async () => {
     const { stdout, code } = await cli("users", "create", "--email", uniqueEmail("pw"), "--name", "Pw", "--password", "correct horse battery")
@@ -74,7 +74,7 @@ describe("users create", () => {
     expect(stdout).not.toContain("correct horse battery")
     expect(stdout).not.toContain("password")
     expect(stdout).not.toContain("argon2")
-  }, 15_000)
+  }, 60_000)
 
   test("a duplicate email (any case) is refused with a clear message", async () => {
     const email = uniqueEmail("dup")
@@ -82,25 +82,25 @@ describe("users create", () => {
     const stderr = await fails("users", "create", "--email", email.toUpperCase(), "--name", "Second")
     expect(stderr).toContain("already exists")
     expect(stderr).toContain(email)
-  }, 15_000)
+  }, 60_000)
 
   test("missing --email prints the usage", async () => {
     const stderr = await fails("users", "create", "--name", "Nobody")
     expect(stderr).toContain("--email")
     expect(stderr).toContain("usage")
-  }, 15_000)
+  }, 60_000)
 
   test("an invalid email, an empty name or a short password is refused", async () => {
     expect(await fails("users", "create", "--email", "not-an-email", "--name", "X")).toContain("email")
     expect(await fails("users", "create", "--email", uniqueEmail("noname"), "--name", "   ")).toContain("name")
     expect(await fails("users", "create", "--email", uniqueEmail("short"), "--name", "S", "--password", "short"))
       .toContain("password")
-  }, 15_000)
+  }, 60_000)
 
   test("unknown flags and a flag without a value are usage errors", async () => {
     expect(await fails("users", "create", "--email", uniqueEmail("x"), "--name", "X", "--admin", "yes")).toContain("--admin")
     expect(await fails("users", "create", "--email", uniqueEmail("x"), "--name")).toContain("usage")
-  }, 15_000)
+  }, 60_000)
 })
 
 describe("api-keys create", () => {
@@ -127,7 +127,7 @@ describe("api-keys create", () => {
     expect(unknownScope).toContain("scopes")
     expect(unknownUser).toContain("usr_01jd3xkq8w0000000000000000")
     expect(badExpiry).toContain("expires-at")
-  }, 15_000)
+  }, 60_000)
 
   test("--expires-at in the future is accepted; in the past refused", async () => {
     const user = await ok("users", "create", "--email", uniqueEmail("exp"), "--name", "Exp")
@@ -140,7 +140,7 @@ describe("api-keys create", () => {
     expect(past.code).not.toBe(0)
     expect(past.stdout.trim()).toBe("")
     expect(past.stderr).toContain("future")
-  }, 15_000)
+  }, 60_000)
 })
 
 describe("teams", () => {
@@ -175,7 +175,7 @@ describe("teams", () => {
     expect(owner2).toContain("already a member")
     expect(badRole).toContain("role")
     expect(noTeam).toContain("team_01jd3xkq8w0000000000000000")
-  }, 15_000)
+  }, 60_000)
 
   test("teams create with an unknown owner or without a name is refused", async () => {
     const [unknownOwner, noName] = await Promise.all([
@@ -184,7 +184,7 @@ describe("teams", () => {
     ])
     expect(unknownOwner).toContain("usr_01jd3xkq8w0000000000000000")
     expect(noName).toContain("--name")
-  }, 15_000)
+  }, 60_000)
 })
 
 describe("usage", () => {
@@ -198,7 +198,7 @@ describe("usage", () => {
     expect(unknown).toContain("usage")
     expect(none).toContain("usage")
     expect(half).toContain("usage")
-  }, 15_000)
+  }, 60_000)
 })
 
 describe("help", () => {
@@ -213,7 +213,7 @@ describe("help", () => {
       }
       expect(run.stdout).toContain("exit status")
     }
-  }, 15_000)
+  }, 60_000)
 
   test("a command's --help (or -h, anywhere) describes its flags on stdout and exits 0", async () => {
     const runs = await Promise.all([
@@ -230,14 +230,14 @@ describe("help", () => {
     const area = await cli("oauth-clients", "--help")
     expect(area.code).toBe(0)
     expect(area.stdout).toContain("oauth-clients rotate-secret --client CLIENT_ID")
-  }, 15_000)
+  }, 60_000)
 
   test("no command is a usage error (2) with the usage on stderr", async () => {
     const run = await cli()
     expect(run.code).toBe(2)
     expect(run.stdout).toBe("")
     expect(run.stderr).toContain("usage")
-  }, 15_000)
+  }, 60_000)
 })
 
 describe("flags and exit codes", () => {
@@ -246,7 +246,7 @@ describe("flags and exit codes", () => {
     const user = await ok("users", "create", `--email=${email}`, "--name=A = B")
     expect(user.email).toBe(email)
     expect(user.name).toBe("A = B")
-  }, 15_000)
+  }, 60_000)
 
   test("usage errors exit 2; unknown records 3; refused values 4", async () => {
     const user = await ok("users", "create", "--email", uniqueEmail("codes"), "--name", "Codes")
@@ -303,7 +303,7 @@ describe("users list and delete", () => {
     const again = await cli("users", "delete", "--user", user.id)
     expect(again.code).toBe(3)
     expect(again.stderr).toContain(user.id)
-  }, 20_000)
+  }, 60_000)
 })
 
 describe("api-keys list and revoke", () => {
@@ -329,7 +329,7 @@ describe("api-keys list and revoke", () => {
     expect(again.revoked_at).toBe(revoked.revoked_at)
     const unknownUser = await cli("api-keys", "list", "--user", "usr_01jd3xkq8w0000000000000000")
     expect(unknownUser.code).toBe(3)
-  }, 20_000)
+  }, 60_000)
 })
 
 describe("oauth-clients list, rotate-secret and delete", () => {
@@ -383,4 +383,4 @@ test("the README's table of operator commands lists every command as --help show
   const lines = help.stdout.split("\n").filter((line) => line.startsWith("  ")).map((line) => line.trim())
   expect(lines.length).toBeGreaterThan(10)
   for (const line of lines) expect({ line, documented: readme.includes(`| \`${line}\` |`) }).toEqual({ line, documented: true })
-}, 15_000)
+}, 60_000)
