@@ -186,7 +186,7 @@ export const WebhookConfig = Config.all({
       : Either.left(
         ConfigError.InvalidData(
           ["WEBHOOK_CLAIM_TIMEOUT"],
-          `WEBHOOK_CLAIM_TIMEOUT (${Duration.format(c.claimTimeout)}) must exceed WEBHOOK_TIMEOUT (${
+          `WEBHOOK_CLAIM_TIMEOUT must exceed WEBHOOK_TIMEOUT (they are ${Duration.format(c.claimTimeout)} and ${
             Duration.format(c.timeout)
           })`
         )
@@ -255,7 +255,7 @@ export const TelemetryConfig = Config.all({
             : Either.left(
               ConfigError.InvalidData(
                 ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"],
-                `OTEL_BSP_MAX_EXPORT_BATCH_SIZE (${size}) must not exceed OTEL_BSP_MAX_QUEUE_SIZE (${rest.maxQueueSize})`
+                `OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE (they are ${size} and ${rest.maxQueueSize})`
               )
             )
       })

@@ -172,10 +172,10 @@ describe("the README's configuration table", () => {
 describe("settings that cannot work stop start-up, naming the variable", () => {
   const refused: ReadonlyArray<readonly [Record<string, string>, ReadonlyArray<string>]> = [
     [{ LOG_LEVEL: "loud" }, ["LOG_LEVEL", "warning"]],
-    [{ WEBHOOK_CLAIM_TIMEOUT: "5s", WEBHOOK_TIMEOUT: "10s" }, ["WEBHOOK_CLAIM_TIMEOUT (5s) must exceed WEBHOOK_TIMEOUT (10s)"]],
+    [{ WEBHOOK_CLAIM_TIMEOUT: "5s", WEBHOOK_TIMEOUT: "10s" }, ["WEBHOOK_CLAIM_TIMEOUT must exceed WEBHOOK_TIMEOUT (they are 5s and 10s)"]],
     [
       { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "5000", OTEL_BSP_MAX_QUEUE_SIZE: "2048" },
-      ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE (5000) must not exceed OTEL_BSP_MAX_QUEUE_SIZE (2048)"]
+      ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE (they are 5000 and 2048)"]
     ],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" }, ["OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL"]],
     [{ BASE_URL: "localhost:3000" }, ["BASE_URL must be an http:// or https:// URL"]],

@@ -3,7 +3,7 @@ import { expect, test } from "bun:test"
 import { startupFailure } from "../support/server.ts"
 
 test.each([
-  [{ OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "5000", OTEL_BSP_MAX_QUEUE_SIZE: "100" }, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE (5000) must not exceed OTEL_BSP_MAX_QUEUE_SIZE (100)"],
+  [{ OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "5000", OTEL_BSP_MAX_QUEUE_SIZE: "100" }, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE (they are 5000 and 100)"],
   [{ OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0" }, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must be at least 1"],
   [{ OTEL_BSP_SCHEDULE_DELAY: "0" }, "OTEL_BSP_SCHEDULE_DELAY must be an integer of at least 1"],
   [{ OTEL_BSP_EXPORT_TIMEOUT: "soon" }, "OTEL_BSP_EXPORT_TIMEOUT"],
