@@ -25,14 +25,14 @@ export const parseDuration = (text: string): Duration.Duration | undefined => {
 const durationSetting = (name: string) => (raw: string) => {
   const parsed = parseDuration(raw.trim())
   return parsed === undefined
-    ? Either.left(ConfigError.InvalidData([], `${name} must be a duration such as 500ms, 10s, 1m or 2h`))
+    ? Either.left(ConfigError.InvalidData([name], `${name} must be a duration such as 500ms, 10s, 1m or 2h`))
     : Either.right(parsed)
 }
 
 /** An integer setting of at least 1. */
 const positiveInteger = (name: string, fallback: number) =>
   Config.integer(name).pipe(
-    Config.validate({ message: `${name} must be at least 1`, validation: (n) => n >= 1 }),
+    Config.validate({ message: `${name} must be an integer of at least 1`, validation: (n) => n >= 1 }),
     Config.withDefault(fallback)
   )
 
@@ -40,7 +40,10 @@ export type DatabaseConfig =
   | { readonly _tag: "sqlite"; readonly filename: string }
   | { readonly _tag: "pg"; readonly url: Redacted.Redacted }
 
-/** `DATABASE_URL`: unset → `./data/service.sqlite`; `sqlite:<path>`, `sqlite::memory:`; `postgres://…`. */
+/**
+ * `DATABASE_URL`: unset → `./data/service.sqlite`; `sqlite:<path>`, `sqlite::memory:`, a bare file path (as the
+ * default is written, e.g. `./data/service.sqlite` or `/var/lib/pcs/db.sqlite`), or `postgres://…`.
+ */
 export const parseDatabaseUrl = (raw: string | undefined): DatabaseConfig | string => {
   if (raw === undefined || raw.trim() === "") return { _tag: "sqlite", filename: "./data/service.sqlite" }
   const value = raw.trim()
@@ -52,17 +55,36 @@ export const parseDatabaseUrl = (raw: string | undefined): DatabaseConfig | stri
     if (rest === "") return "DATABASE_URL `sqlite:` needs a path, or `sqlite::memory:`"
     return { _tag: "sqlite", filename: rest }
   }
-  return "DATABASE_URL must start with sqlite:, postgres:// or postgresql://"
+  // Any other `scheme:` (mysql://, file:, …) is refused rather than taken for a file name.
+  if (/^[a-z][a-z0-9+.-]*:/i.test(value) && value !== ":memory:") {
+    return "DATABASE_URL must be a file path, sqlite:<path>, sqlite::memory:, or a postgres:// / postgresql:// URL"
+  }
+  return { _tag: "sqlite", filename: value }
 }
 
 export const DatabaseUrl: Config.Config<DatabaseConfig> = Config.option(Config.string("DATABASE_URL")).pipe(
   Config.mapOrFail((raw) => {
     const parsed = parseDatabaseUrl(Option.getOrUndefined(raw))
     return typeof parsed === "string"
-      ? Either.left(ConfigError.InvalidData([], parsed))
+      ? Either.left(ConfigError.InvalidData(["DATABASE_URL"], parsed))
       : Either.right(parsed)
   })
 )
+
+/**
+ * An absolute `http://` or `https://` URL. `Config.url` alone takes `localhost:4318` as a URL whose scheme is
+ * `localhost:`, which then fails at the first request instead of at start-up.
+ */
+const httpUrl = (name: string, example: string) =>
+  Config.string(name).pipe(
+    Config.mapOrFail((raw) => {
+      const value = raw.trim()
+      const url = URL.canParse(value) ? new URL(value) : undefined
+      return url !== undefined && (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
+        ? Either.right(url)
+        : Either.left(ConfigError.InvalidData([], `${name} must be an http:// or https:// URL such as ${example}; got ${JSON.stringify(raw)}`))
+    })
+  )
 
 export const ServerConfig = Config.all({
   /** 0 picks a free port (the tests use it). */
@@ -71,7 +93,7 @@ export const ServerConfig = Config.all({
     Config.withDefault(3000)
   ),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
-  baseUrl: Config.option(Config.url("BASE_URL")),
+  baseUrl: Config.option(httpUrl("BASE_URL", "https://api.example.com")),
   /** How long in-flight requests get to finish after SIGTERM. */
   shutdownTimeout: Config.string("SHUTDOWN_TIMEOUT").pipe(
     Config.withDefault("20s"),
@@ -79,7 +101,34 @@ export const ServerConfig = Config.all({
   )
 })
 
-export const LogLevelConfig = Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
+const logLevels: Record<string, LogLevel.LogLevel> = {
+  all: LogLevel.All,
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warning: LogLevel.Warning,
+  warn: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None,
+  off: LogLevel.None
+}
+
+/** `trace`, `debug`, `info`, `warning` (or `warn`), `error`, `fatal`, `none` (or `off`); any case. */
+export const LogLevelConfig = Config.string("LOG_LEVEL").pipe(
+  Config.withDefault("info"),
+  Config.mapOrFail((raw) => {
+    const level = logLevels[raw.trim().toLowerCase()]
+    return level === undefined
+      ? Either.left(
+        ConfigError.InvalidData(
+          ["LOG_LEVEL"],
+          `LOG_LEVEL must be one of trace, debug, info, warning, error, fatal, none; got ${JSON.stringify(raw)}`
+        )
+      )
+      : Either.right(level)
+  })
+)
 
 /** Rate limits on `/v1`: a token bucket per credential, and one per client IP for requests without a valid one. */
 export const RateLimitConfig = Config.all({
@@ -112,7 +161,7 @@ export const WebhookConfig = Config.all({
       const delays = raw.split(",").map((part) => parseDuration(part.trim()))
       return delays.length === 4 && delays.every((d) => d !== undefined)
         ? Either.right(delays.filter((d) => d !== undefined))
-        : Either.left(ConfigError.InvalidData([], "WEBHOOK_RETRY_DELAYS must be four durations such as 1m,5m,30m,2h"))
+        : Either.left(ConfigError.InvalidData(["WEBHOOK_RETRY_DELAYS"], "WEBHOOK_RETRY_DELAYS must be four durations such as 1m,5m,30m,2h"))
     })
   ),
   timeout: Config.string("WEBHOOK_TIMEOUT").pipe(Config.withDefault("10s"), Config.mapOrFail(durationSetting("WEBHOOK_TIMEOUT"))),
@@ -131,10 +180,18 @@ export const WebhookConfig = Config.all({
   ),
   allowPrivateTargets: Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false))
 }).pipe(
-  Config.validate({
-    message: "WEBHOOK_CLAIM_TIMEOUT must exceed WEBHOOK_TIMEOUT",
-    validation: (c) => Duration.greaterThan(c.claimTimeout, c.timeout)
-  })
+  Config.mapOrFail((c) =>
+    Duration.greaterThan(c.claimTimeout, c.timeout)
+      ? Either.right(c)
+      : Either.left(
+        ConfigError.InvalidData(
+          ["WEBHOOK_CLAIM_TIMEOUT"],
+          `WEBHOOK_CLAIM_TIMEOUT must exceed WEBHOOK_TIMEOUT (they are ${Duration.format(c.claimTimeout)} and ${
+            Duration.format(c.timeout)
+          })`
+        )
+      )
+  )
 )
 
 /** `otlp` (the default) or `none`, per signal. */
@@ -157,7 +214,7 @@ const keyValueList = (name: string) =>
 
 /** OpenTelemetry, through the standard variables. No endpoint: nothing is exported and spans are not made. */
 export const TelemetryConfig = Config.all({
-  endpoint: Config.option(Config.url("OTEL_EXPORTER_OTLP_ENDPOINT")),
+  endpoint: Config.option(httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT", "http://jaeger:4318")),
   protocol: Config.literal("http/protobuf", "http/json")("OTEL_EXPORTER_OTLP_PROTOCOL").pipe(
     Config.withDefault("http/protobuf" as const)
   ),
@@ -181,12 +238,28 @@ export const TelemetryConfig = Config.all({
     scheduleDelay: positiveInteger("OTEL_BSP_SCHEDULE_DELAY", 1000),
     exportTimeout: positiveInteger("OTEL_BSP_EXPORT_TIMEOUT", 30_000),
     maxQueueSize: positiveInteger("OTEL_BSP_MAX_QUEUE_SIZE", 32_768),
-    maxExportBatchSize: positiveInteger("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 4096)
+    // Unset: no default here; it is derived below from the queue size.
+    maxExportBatchSize: Config.option(
+      Config.integer("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").pipe(
+        Config.validate({ message: "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must be at least 1", validation: (n) => n >= 1 })
+      )
+    )
   }).pipe(
-    Config.validate({
-      message: "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE",
-      validation: (b) => b.maxExportBatchSize <= b.maxQueueSize
-    })
+    Config.mapOrFail(({ maxExportBatchSize, ...rest }) =>
+      Option.match(maxExportBatchSize, {
+        // Unset: 4096, or the whole queue when the queue is smaller.
+        onNone: () => Either.right({ ...rest, maxExportBatchSize: Math.min(4096, rest.maxQueueSize) }),
+        onSome: (size) =>
+          size <= rest.maxQueueSize
+            ? Either.right({ ...rest, maxExportBatchSize: size })
+            : Either.left(
+              ConfigError.InvalidData(
+                ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"],
+                `OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE (they are ${size} and ${rest.maxQueueSize})`
+              )
+            )
+      })
+    )
   ),
   metrics: exporterSetting("OTEL_METRICS_EXPORTER"),
   logs: exporterSetting("OTEL_LOGS_EXPORTER"),

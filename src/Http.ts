@@ -3,7 +3,6 @@
  */
 import {
   HttpApiBuilder,
-  HttpApiScalar,
   HttpApp,
   HttpMiddleware,
   HttpServer,
@@ -21,6 +20,7 @@ import { ServerConfig } from "./Config.js"
 import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
+import { DocsRoutes } from "./Http/Docs.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { pathOf, routeOf, StrictRouting } from "./Http/Routes.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
@@ -65,12 +65,13 @@ const serveMiddleware = (app: HttpApp.Default) =>
             ),
             seconds
           ),
-          Effect.logInfo("request", {
+          // The fields as annotations: attributes of the OTLP log record (queryable), not a JSON string in its body.
+          Effect.logInfo("request").pipe(Effect.annotateLogs({
             method: request.method,
             path,
             status: response.status,
             duration_ms: Math.round(seconds * 100_000) / 100
-          })
+          }))
         )
       }),
       Effect.locally(CurrentRequestId, requestId),
@@ -139,8 +140,8 @@ const BunServerLive = Layer.unwrapEffect(
 export const HttpLive = GracefulShutdown.pipe(
   Layer.provide(
     HttpApiBuilder.serve(serveMiddleware).pipe(
-      Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
-      Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
+      // `/docs`, its assets, and `/v1/openapi.json`.
+      Layer.provide(DocsRoutes),
       Layer.provide(ApiMiddlewareLive),
       Layer.provide(HealthRoutes),
       Layer.provide(OAuthRoutes),

@@ -1,170 +1,423 @@
 /**
- * Operator commands: `bun run cli <command> [--flag value …]`. Prints one JSON document (`{"data": …}`) on stdout
- * and exits 0; on bad input prints a clear message on stderr and exits 1. Uses the server's `DATABASE_URL`.
+ * Operator commands: `bun run cli <command> [--flag value | --flag=value …]`. Uses the server's `DATABASE_URL`.
+ * A success prints one JSON document (`{"data": …}`) on stdout; a failure prints one line on stderr (and the
+ * command's usage after a usage error). `--help` / `-h` anywhere prints usage on stdout. Exit codes: see `EXIT`.
  */
 import { Cause, Effect, Exit, Layer, Option, Schema } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
-import { SigningKeys } from "./Auth/Jwt.js"
-import { OAuthClients } from "./OAuth/Clients.js"
 import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
-import { ValidationFailed } from "./Domain/Errors.js"
+import { SigningKeys } from "./Auth/Jwt.js"
+import { Conflict, Forbidden, NotFound, ValidationFailed } from "./Domain/Errors.js"
 import { parseInstant } from "./Domain/Time.js"
+import { OAuthClients } from "./OAuth/Clients.js"
+import { Operator } from "./Operator/Operator.js"
 import { SqlClientLive, SqlLive } from "./Sql/Client.js"
 import { runMigrations } from "./Sql/Migrations.js"
 import { TeamRole } from "./Teams/Api.js"
 import { Teams } from "./Teams/Teams.js"
 import { Users } from "./Users/Users.js"
 
-const USAGE = `usage: bun run cli <command> [options]
-
-  users create --email E --name N [--password P]
-  users set-password --user USER_ID --password P
-  api-keys create --user USER_ID --name N --scopes read,write [--expires-at T]
-  teams create --name N --owner USER_ID
-  teams add-member --team TEAM_ID --user USER_ID [--role owner|admin|member]
-  oauth-clients create --name N --redirect-uri U [--redirect-uri U2 …] [--public]
-  jwt-keys rotate
-  migrate`
+/** What the exit status means (also in the README and in `--help`). */
+export const EXIT = {
+  ok: 0,
+  /** The command could not run: the database is unreachable, or an unexpected error. */
+  failure: 1,
+  /** Unknown command or flag, a missing flag or value. */
+  usage: 2,
+  /** The user, key, team or client named does not exist. */
+  notFound: 3,
+  /** A value was refused (bad email, unknown scope, a duplicate, …). */
+  refused: 4
+} as const
 
 class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
 
-/** `--name value` pairs; a flag may repeat. */
-const parseFlags = (args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const flags = new Map<string, Array<string>>()
-    for (let i = 0; i < args.length; i += 2) {
-      const flag = args[i]!
-      const value = args[i + 1]
-      if (!flag.startsWith("--") || value === undefined || value.startsWith("--")) {
-        return yield* new UsageError({ message: `expected --flag value, got ${JSON.stringify(flag)}` })
-      }
-      flags.set(flag.slice(2), [...(flags.get(flag.slice(2)) ?? []), value])
-    }
-    return flags
-  })
+interface Flag {
+  readonly name: string
+  /** The value's placeholder in the usage (`E`); absent for a switch such as `--public`. */
+  readonly value?: string
+  readonly required?: boolean
+  readonly repeatable?: boolean
+  readonly description: string
+}
 
-const command = (words: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const [area, verb, ...given] = words
-    // `--public` is the one flag without a value.
-    const isPublic = given.includes("--public")
-    const rest = given.filter((word) => word !== "--public")
-    const flags = yield* parseFlags(area === "migrate" ? [verb ?? "", ...rest].filter((w) => w !== "") : rest)
-    if (isPublic && `${area} ${verb}` !== "oauth-clients create") {
-      return yield* new UsageError({ message: "--public is only for oauth-clients create" })
-    }
-    const optional = (name: string) => Option.fromNullable(flags.get(name)?.at(-1))
-    const required = (name: string) =>
-      Option.match(optional(name), {
-        onNone: () => Effect.fail(new UsageError({ message: `--${name} is required` })),
-        onSome: Effect.succeed
-      })
-    const known = (...names: Array<string>) =>
-      Effect.forEach(flags.keys(), (flag) =>
-        names.includes(flag) ? Effect.void : Effect.fail(new UsageError({ message: `unknown flag --${flag}` })))
+type Flags = ReadonlyMap<string, ReadonlyArray<string>>
 
-    switch (`${area} ${verb}`) {
-      case "users create": {
-        yield* known("email", "name", "password")
-        const users = yield* Users
-        const user = yield* users.create({
-          email: yield* required("email"),
-          name: yield* required("name"),
-          password: Option.getOrUndefined(optional("password"))
-        })
-        const { org_id: _, ...record } = user
-        return record
-      }
-      case "api-keys create": {
-        yield* known("user", "name", "scopes", "expires-at")
-        const userId = yield* required("user")
+type Services = Users | Teams | ApiKeys | OAuthClients | Operator
+
+interface Command {
+  readonly words: string
+  readonly summary: string
+  readonly flags: ReadonlyArray<Flag>
+  /** `standalone`: provides what it needs itself (no migrations run first). */
+  readonly run:
+    | { readonly _tag: "services"; readonly effect: (flags: Flags) => Effect.Effect<unknown, unknown, Services> }
+    | { readonly _tag: "standalone"; readonly effect: (flags: Flags) => Effect.Effect<unknown, unknown> }
+}
+
+const last = (flags: Flags, name: string) => Option.fromNullable(flags.get(name)?.at(-1))
+/** Present after parsing: `required` flags are checked there. */
+const value = (flags: Flags, name: string) => flags.get(name)?.at(-1) ?? ""
+
+/** The user record without the internal organisation id. */
+const publicUser = <U extends { readonly org_id: string }>({ org_id: _, ...user }: U) => user
+
+const services = (effect: (flags: Flags) => Effect.Effect<unknown, unknown, Services>) =>
+  ({ _tag: "services", effect }) as const
+
+const commands: ReadonlyArray<Command> = [
+  {
+    words: "users create",
+    summary: "Create a user (with an organisation of their own).",
+    flags: [
+      { name: "email", value: "E", required: true, description: "email address (stored lower-cased)" },
+      { name: "name", value: "N", required: true, description: "display name, 1–100 characters" },
+      { name: "password", value: "P", description: "at least 8 characters; needed to sign in (OAuth, sessions)" }
+    ],
+    run: services((flags) =>
+      Effect.map(
+        Effect.flatMap(Users, (users) =>
+          users.create({
+            email: value(flags, "email"),
+            name: value(flags, "name"),
+            password: Option.getOrUndefined(last(flags, "password"))
+          })),
+        publicUser
+      )
+    )
+  },
+  {
+    words: "users list",
+    summary: "List every user, oldest first.",
+    flags: [],
+    run: services(() => Effect.flatMap(Operator, (operator) => operator.listUsers()))
+  },
+  {
+    words: "users delete",
+    summary: "Delete a user and everything theirs: projects, API keys, webhooks, team memberships, OAuth grants.",
+    flags: [{ name: "user", value: "USER_ID", required: true, description: "the user's id" }],
+    run: services((flags) => Effect.flatMap(Operator, (operator) => operator.deleteUser(value(flags, "user"))))
+  },
+  {
+    words: "users set-password",
+    summary: "Set (or replace) a user's password.",
+    flags: [
+      { name: "user", value: "USER_ID", required: true, description: "the user's id" },
+      { name: "password", value: "P", required: true, description: "at least 8 characters" }
+    ],
+    run: services((flags) =>
+      Effect.map(
+        Effect.flatMap(Users, (users) => users.setPassword(value(flags, "user"), value(flags, "password"))),
+        publicUser
+      )
+    )
+  },
+  {
+    words: "api-keys create",
+    summary: "Issue an API key for a user; the key is shown this once.",
+    flags: [
+      { name: "user", value: "USER_ID", required: true, description: "the key's owner" },
+      { name: "name", value: "N", required: true, description: "a label, 1–100 characters" },
+      { name: "scopes", value: "S", required: true, description: "comma-separated: read,write,projects:read,…" },
+      { name: "expires-at", value: "T", description: "ISO 8601 date or date-time with a zone" }
+    ],
+    run: services((flags) =>
+      Effect.gen(function*() {
+        const userId = value(flags, "user")
         yield* (yield* Users).get(userId)
-        const name = yield* Schema.decodeUnknown(KeyName)(yield* required("name")).pipe(
+        const name = yield* Schema.decodeUnknown(KeyName)(value(flags, "name")).pipe(
           Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
         )
-        const scopes = yield* Schema.decodeUnknown(KeyScopes)((yield* required("scopes")).split(",")).pipe(
+        const scopes = yield* Schema.decodeUnknown(KeyScopes)(value(flags, "scopes").split(",")).pipe(
           Effect.mapError(() => ValidationFailed.field("scopes", "must be a comma-separated list of scopes"))
         )
-        const expiresRaw = Option.getOrUndefined(optional("expires-at"))
+        const expiresRaw = Option.getOrUndefined(last(flags, "expires-at"))
         const expires_at = expiresRaw === undefined ? null : parseInstant(expiresRaw)
         if (expires_at === undefined) {
           return yield* ValidationFailed.field("expires-at", "must be an ISO 8601 date or date-time with a zone")
         }
         return yield* (yield* ApiKeys).issue(userId, { name, scopes, expires_at })
-      }
-      case "teams create": {
-        yield* known("name", "owner")
-        return yield* (yield* Teams).create({ name: yield* required("name"), ownerId: yield* required("owner") })
-      }
-      case "teams add-member": {
-        yield* known("team", "user", "role")
-        const role = yield* Schema.decodeUnknown(TeamRole)(Option.getOrElse(optional("role"), () => "member")).pipe(
+      })
+    )
+  },
+  {
+    words: "api-keys list",
+    summary: "List API keys (never the keys themselves), oldest first.",
+    flags: [{ name: "user", value: "USER_ID", description: "only this user's keys" }],
+    run: services((flags) =>
+      Effect.gen(function*() {
+        const userId = Option.getOrNull(last(flags, "user"))
+        if (userId !== null) yield* (yield* Users).get(userId)
+        return yield* (yield* Operator).listKeys(userId)
+      })
+    )
+  },
+  {
+    words: "api-keys revoke",
+    summary: "Revoke an API key (again: no change; it keeps its first revoked_at).",
+    flags: [{ name: "key", value: "KEY_ID", required: true, description: "the key's id (key_…)" }],
+    run: services((flags) => Effect.flatMap(Operator, (operator) => operator.revokeKey(value(flags, "key"))))
+  },
+  {
+    words: "teams create",
+    summary: "Create a team with its first owner.",
+    flags: [
+      { name: "name", value: "N", required: true, description: "1–100 characters" },
+      { name: "owner", value: "USER_ID", required: true, description: "the team's first owner" }
+    ],
+    run: services((flags) =>
+      Effect.flatMap(Teams, (teams) => teams.create({ name: value(flags, "name"), ownerId: value(flags, "owner") }))
+    )
+  },
+  {
+    words: "teams add-member",
+    summary: "Add a user to a team.",
+    flags: [
+      { name: "team", value: "TEAM_ID", required: true, description: "the team" },
+      { name: "user", value: "USER_ID", required: true, description: "the new member" },
+      { name: "role", value: "owner|admin|member", description: "default member" }
+    ],
+    run: services((flags) =>
+      Effect.gen(function*() {
+        const role = yield* Schema.decodeUnknown(TeamRole)(Option.getOrElse(last(flags, "role"), () => "member")).pipe(
           Effect.mapError(() => ValidationFailed.field("role", "must be owner, admin or member"))
         )
-        return yield* (yield* Teams).addMember({
-          teamId: yield* required("team"),
-          userId: yield* required("user"),
-          role
-        })
-      }
-      case "users set-password": {
-        yield* known("user", "password")
-        const { org_id: _, ...record } = yield* (yield* Users).setPassword(yield* required("user"), yield* required("password"))
-        return record
-      }
-      case "oauth-clients create": {
-        yield* known("name", "redirect-uri")
-        return yield* (yield* OAuthClients).create({
-          name: yield* required("name"),
+        return yield* (yield* Teams).addMember({ teamId: value(flags, "team"), userId: value(flags, "user"), role })
+      })
+    )
+  },
+  {
+    words: "oauth-clients create",
+    summary: "Register an OAuth client; a confidential client's secret is shown this once.",
+    flags: [
+      { name: "name", value: "N", required: true, description: "shown on the consent page" },
+      { name: "redirect-uri", value: "U", required: true, repeatable: true, description: "exact callback URL; repeat for more" },
+      { name: "public", description: "no secret (PKCE required): for browser and mobile apps" }
+    ],
+    run: services((flags) =>
+      Effect.flatMap(OAuthClients, (clients) =>
+        clients.create({
+          name: value(flags, "name"),
           redirectUris: flags.get("redirect-uri") ?? [],
-          isPublic
-        })
-      }
-      case "jwt-keys rotate": {
-        yield* known()
-        // Built here only: other commands neither need a signing key nor should make one.
-        return yield* Effect.flatMap(SigningKeys, (keys) => keys.rotate).pipe(Effect.provide(SigningKeys.Default))
-      }
-      default:
-        return yield* new UsageError({ message: `unknown command: ${words.join(" ") || "(none)"}` })
+          isPublic: flags.has("public")
+        }))
+    )
+  },
+  {
+    words: "oauth-clients list",
+    summary: "List OAuth clients (never their secrets), oldest first.",
+    flags: [],
+    run: services(() => Effect.flatMap(Operator, (operator) => operator.listClients()))
+  },
+  {
+    words: "oauth-clients delete",
+    summary: "Delete an OAuth client with its pending authorizations, codes and tokens.",
+    flags: [{ name: "client", value: "CLIENT_ID", required: true, description: "the client's id (cli_…)" }],
+    run: services((flags) => Effect.flatMap(Operator, (operator) => operator.deleteClient(value(flags, "client"))))
+  },
+  {
+    words: "oauth-clients rotate-secret",
+    summary: "Replace a confidential client's secret (shown this once); the old one stops working at once.",
+    flags: [{ name: "client", value: "CLIENT_ID", required: true, description: "the client's id (cli_…)" }],
+    run: services((flags) =>
+      Effect.flatMap(Operator, (operator) => operator.rotateClientSecret(value(flags, "client")))
+    )
+  },
+  {
+    words: "jwt-keys rotate",
+    summary: "Retire the JWT signing key and make a new one (the old one verifies for 1 h 30 s more).",
+    flags: [],
+    run: {
+      _tag: "standalone",
+      // Built here only: other commands neither need a signing key nor should make one.
+      effect: () =>
+        Effect.flatMap(SigningKeys, (keys) => keys.rotate).pipe(
+          Effect.provide(SigningKeys.Default.pipe(Layer.provide(SqlLive)))
+        )
     }
+  },
+  {
+    words: "migrate",
+    summary: "Apply the database migrations not yet applied (the server also does this on start-up).",
+    flags: [],
+    run: {
+      _tag: "standalone",
+      effect: () =>
+        Effect.map(
+          Effect.provide(runMigrations, SqlClientLive),
+          (applied) => applied.map(([id, name]) => ({ id, name }))
+        )
+    }
+  }
+]
+
+const usageLine = (command: Command) =>
+  [
+    command.words,
+    ...command.flags.map((flag) => {
+      const text = flag.value === undefined ? `--${flag.name}` : `--${flag.name} ${flag.value}`
+      const more = flag.repeatable ? ` [${text} …]` : ""
+      return flag.required ? `${text}${more}` : `[${text}]${more}`
+    })
+  ].join(" ")
+
+const EXIT_CODES = `exit status: ${EXIT.ok} done · ${EXIT.failure} could not run (database unreachable, unexpected error) · ` +
+  `${EXIT.usage} usage error · ${EXIT.notFound} not found · ${EXIT.refused} a value was refused (invalid, duplicate)`
+
+const USAGE = `usage: bun run cli <command> [--flag value | --flag=value …]
+
+${commands.map((command) => `  ${usageLine(command)}`).join("\n")}
+
+Every command prints one JSON document ({"data": …}) on stdout; errors go to stderr.
+\`bun run cli <command> --help\` describes a command. Uses DATABASE_URL as the server does.
+${EXIT_CODES}`
+
+const commandHelp = (command: Command) => {
+  const width = Math.max(0, ...command.flags.map((flag) => `--${flag.name}${flag.value === undefined ? "" : ` ${flag.value}`}`.length))
+  const flags = command.flags.map((flag) => {
+    const text = `--${flag.name}${flag.value === undefined ? "" : ` ${flag.value}`}`
+    return `  ${text.padEnd(width)}  ${flag.description}${flag.required ? " (required)" : ""}`
+  })
+  return [`usage: bun run cli ${usageLine(command)}`, "", command.summary, ...(flags.length > 0 ? ["", ...flags] : []), "", EXIT_CODES]
+    .join("\n")
+}
+
+const isHelp = (word: string) => word === "--help" || word === "-h"
+
+/** `--name value` or `--name=value`; a switch takes no value; only repeatable flags may repeat. */
+const parseFlags = (command: Command, args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const flags = new Map<string, Array<string>>()
+    for (let i = 0; i < args.length; i++) {
+      const word = args[i]!
+      if (!word.startsWith("--") || word === "--") {
+        return yield* new UsageError({ message: `unexpected argument ${JSON.stringify(word)}` })
+      }
+      const equals = word.indexOf("=")
+      const name = equals < 0 ? word.slice(2) : word.slice(2, equals)
+      const flag = command.flags.find((candidate) => candidate.name === name)
+      if (flag === undefined) return yield* new UsageError({ message: `unknown flag --${name} for ${command.words}` })
+      let given: string
+      if (flag.value === undefined) {
+        if (equals >= 0) return yield* new UsageError({ message: `--${name} takes no value` })
+        given = ""
+      } else if (equals >= 0) {
+        given = word.slice(equals + 1)
+      } else {
+        const next = args[i + 1]
+        if (next === undefined || next.startsWith("--")) {
+          return yield* new UsageError({ message: `--${name} needs a value (${flag.value})` })
+        }
+        given = next
+        i++
+      }
+      const previous = flags.get(name)
+      if (previous !== undefined && !flag.repeatable) {
+        return yield* new UsageError({ message: `--${name} is given more than once` })
+      }
+      flags.set(name, [...(previous ?? []), given])
+    }
+    for (const flag of command.flags) {
+      if (flag.required && !flags.has(flag.name)) return yield* new UsageError({ message: `--${flag.name} is required` })
+    }
+    return flags
   })
 
-const ServicesLive = Layer.mergeAll(Users.Default, Teams.Default, ApiKeys.Default, OAuthClients.Default).pipe(
+/** The command named by the leading words, and the words after them. */
+const findCommand = (argv: ReadonlyArray<string>) => {
+  for (const command of commands) {
+    const words = command.words.split(" ")
+    if (words.every((word, i) => argv[i] === word)) return { command, rest: argv.slice(words.length) }
+  }
+  return undefined
+}
+
+const ServicesLive = Layer.mergeAll(Users.Default, Teams.Default, ApiKeys.Default, OAuthClients.Default, Operator.Default).pipe(
   Layer.provideMerge(SqlLive)
 )
 
-const main = (argv: ReadonlyArray<string>): Effect.Effect<unknown, unknown> => {
-  if (argv[0] === "migrate") {
-    return Effect.map(
-      Effect.provide(runMigrations, SqlClientLive),
-      (applied) => applied.map(([id, name]) => ({ id, name }))
-    )
+const execute = (command: Command, rest: ReadonlyArray<string>): Effect.Effect<unknown, unknown> =>
+  Effect.flatMap(parseFlags(command, rest), (flags) =>
+    command.run._tag === "services"
+      ? Effect.provide(command.run.effect(flags), ServicesLive)
+      : command.run.effect(flags))
+
+const messageOf = (error: unknown): string =>
+  error !== null && typeof error === "object" && "message" in error && typeof error.message === "string"
+    ? error.message
+    : String(error)
+
+/** One line for an error and what caused it (`SqlError: … — connect ECONNREFUSED 127.0.0.1:1`), never a stack. */
+const describe = (error: unknown): string => {
+  const parts: Array<string> = []
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && current !== undefined && current !== null; depth++) {
+    const text = messageOf(current).split("\n")[0]!.trim()
+    if (text !== "" && !parts.includes(text)) parts.push(text)
+    current = typeof current === "object" && "cause" in current ? current.cause : undefined
   }
-  return Effect.provide(command(argv), ServicesLive)
+  return parts.join(": ")
 }
 
-const describe = (error: unknown): string =>
-  error !== null && typeof error === "object" && "message" in error ? String(error.message) : String(error)
+const isSqlError = (error: unknown) =>
+  error !== null && typeof error === "object" && "_tag" in error && error._tag === "SqlError"
+
+/** The exit status and the stderr line for a failed run. */
+export const failureOf = (cause: Cause.Cause<unknown>): { readonly code: number; readonly message: string } => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (error instanceof UsageError) return { code: EXIT.usage, message: error.message }
+    if (error instanceof NotFound) return { code: EXIT.notFound, message: error.message }
+    if (error instanceof ValidationFailed || error instanceof Conflict || error instanceof Forbidden) {
+      return { code: EXIT.refused, message: error.message }
+    }
+    if (isSqlError(error)) return { code: EXIT.failure, message: `the database failed: ${describe(error)}` }
+    return { code: EXIT.failure, message: describe(error) }
+  }
+  const defect = Cause.dieOption(cause)
+  if (Option.isSome(defect)) {
+    return isSqlError(defect.value)
+      ? { code: EXIT.failure, message: `the database could not be used (check DATABASE_URL): ${describe(defect.value)}` }
+      : { code: EXIT.failure, message: describe(defect.value) }
+  }
+  return { code: EXIT.failure, message: Cause.isInterruptedOnly(cause) ? "interrupted" : "unexpected failure" }
+}
 
 if (import.meta.main) {
   const argv = process.argv.slice(2)
-  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "help") {
-    process.stderr.write(`${USAGE}\n`)
-    process.exit(argv.length === 0 ? 1 : 0)
+  const found = findCommand(argv)
+  const print = (stream: NodeJS.WriteStream, text: string) =>
+    new Promise<void>((resolve) => stream.write(`${text}\n`, () => resolve()))
+  if (argv.length === 0) {
+    await print(process.stderr, USAGE)
+    process.exit(EXIT.usage)
   }
-  const exit = await Effect.runPromiseExit(main(argv))
+  if (found === undefined) {
+    if (argv[0] === "help" || isHelp(argv[0]!)) {
+      await print(process.stdout, USAGE)
+      process.exit(EXIT.ok)
+    }
+    // `users --help`: the commands of that area.
+    const area = commands.filter((command) => command.words.split(" ")[0] === argv[0])
+    if (area.length > 0 && argv.slice(1).some(isHelp)) {
+      await print(process.stdout, `usage:\n${area.map((command) => `  bun run cli ${usageLine(command)}`).join("\n")}\n\n${EXIT_CODES}`)
+      process.exit(EXIT.ok)
+    }
+    await print(process.stderr, `error: unknown command: ${argv.join(" ")}\n\n${USAGE}`)
+    process.exit(EXIT.usage)
+  }
+  if (found.rest.some(isHelp)) {
+    await print(process.stdout, commandHelp(found.command))
+    process.exit(EXIT.ok)
+  }
+  const exit = await Effect.runPromiseExit(execute(found.command, found.rest))
   if (Exit.isSuccess(exit)) {
-    process.stdout.write(`${JSON.stringify({ data: exit.value }, null, 2)}\n`)
-    process.exit(0)
+    await print(process.stdout, JSON.stringify({ data: exit.value }, null, 2))
+    process.exit(EXIT.ok)
   }
-  const failure = Cause.failureOption(exit.cause)
-  if (Option.isSome(failure)) {
-    const error = failure.value
-    process.stderr.write(`error: ${describe(error)}\n`)
-    if (error instanceof UsageError) process.stderr.write(`\n${USAGE}\n`)
-  } else {
-    process.stderr.write(`error: ${Cause.pretty(exit.cause)}\n`)
-  }
-  process.exit(1)
+  const { code, message } = failureOf(exit.cause)
+  await print(process.stderr, `error: ${message}`)
+  if (code === EXIT.usage) await print(process.stderr, `\n${commandHelp(found.command)}`)
+  process.exit(code)
 }

@@ -160,6 +160,23 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
       )
     })
 
+    /**
+     * A token signed by us for another address (minted through `127.0.0.1`, used through `localhost`): say so.
+     * Claims are checked after the signature, so the issuer named here is one this server signed.
+     */
+    const issuerMismatch = (error: unknown, issuer: Issuer): Unauthorized | undefined => {
+      if (!(error instanceof jose.errors.JWTClaimValidationFailed) || (error.claim !== "iss" && error.claim !== "aud")) {
+        return undefined
+      }
+      const given = error.claim === "iss" ? error.payload.iss : error.payload.aud
+      const expected = error.claim === "iss" ? issuer.authUrl : issuer.audience
+      return new Unauthorized({
+        message: `The JWT's ${error.claim} is ${JSON.stringify(given)} but this server is ${JSON.stringify(expected)}: ` +
+          "it was issued through another address (host name or scheme). Use the address the token was made " +
+          "through, or set BASE_URL so that every address shares one issuer"
+      })
+    }
+
     /** A bearer JWT → the principal it names, or 401 for anything wrong with it. */
     const verify = Effect.fn("SigningKeys.verify", { captureStackTrace: false })(function*(token: string, issuer: Issuer) {
       const invalid = new Unauthorized({ message: "The JWT is invalid or expired" })
@@ -176,7 +193,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
             clockTolerance: CLOCK_SKEW_SECONDS,
             requiredClaims: ["sub", "exp", "iat", "jti"]
           }),
-        catch: () => invalid
+        catch: (error) => issuerMismatch(error, issuer) ?? invalid
       })
       if (typeof payload.sub !== "string" || typeof payload.org !== "string" || typeof payload.scope !== "string") {
         return yield* invalid

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, test } from "bun:test"
-import { freshDatabaseUrl, runCli } from "../support/server.ts"
+import { freshDatabaseUrl, runCli, startServer } from "../support/server.ts"
 
 /** One database shared by the tests below (migrated first); `migrate` gets its own. */
 let databaseUrl: string
@@ -8,7 +8,7 @@ beforeAll(async () => {
   databaseUrl = await freshDatabaseUrl()
   const migrated = await runCli(databaseUrl, ["migrate"])
   if (migrated.code !== 0) throw new Error(`migrate failed: ${migrated.stderr}`)
-}, 20_000)
+}, 60_000)
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const uniqueEmail = (tag: string) => `${tag}.${Math.random().toString(36).slice(2, 10)}@example.com`
@@ -52,7 +52,7 @@ describe("migrate", () => {
     const second = await runCli(fresh, ["migrate"])
     expect(second.code).toBe(0)
     expect(JSON.parse(second.stdout)).toEqual({ data: [] })
-  }, 15_000)
+  }, 60_000)
 })
 
 describe("users create", () => {
@@ -66,7 +66,7 @@ describe("users create", () => {
     expect(user.avatar_url).toBeNull()
     expect(user.created_at).toMatch(TIMESTAMP)
     expect(user.updated_at).toBe(user.created_at)
-  }, 15_000)
+  }, 60_000)
 
   test("a password is accepted and never printed", async () => {
     const { stdout, code } = await cli("users", "create", "--email", uniqueEmail("pw"), "--name", "Pw", "--password", "correct horse battery")
@@ -74,7 +74,7 @@ describe("users create", () => {
     expect(stdout).not.toContain("correct horse battery")
     expect(stdout).not.toContain("password")
     expect(stdout).not.toContain("argon2")
-  }, 15_000)
+  }, 60_000)
 
   test("a duplicate email (any case) is refused with a clear message", async () => {
     const email = uniqueEmail("dup")
@@ -82,25 +82,25 @@ describe("users create", () => {
     const stderr = await fails("users", "create", "--email", email.toUpperCase(), "--name", "Second")
     expect(stderr).toContain("already exists")
     expect(stderr).toContain(email)
-  }, 15_000)
+  }, 60_000)
 
   test("missing --email prints the usage", async () => {
     const stderr = await fails("users", "create", "--name", "Nobody")
     expect(stderr).toContain("--email")
     expect(stderr).toContain("usage")
-  }, 15_000)
+  }, 60_000)
 
   test("an invalid email, an empty name or a short password is refused", async () => {
     expect(await fails("users", "create", "--email", "not-an-email", "--name", "X")).toContain("email")
     expect(await fails("users", "create", "--email", uniqueEmail("noname"), "--name", "   ")).toContain("name")
     expect(await fails("users", "create", "--email", uniqueEmail("short"), "--name", "S", "--password", "short"))
       .toContain("password")
-  }, 15_000)
+  }, 60_000)
 
   test("unknown flags and a flag without a value are usage errors", async () => {
     expect(await fails("users", "create", "--email", uniqueEmail("x"), "--name", "X", "--admin", "yes")).toContain("--admin")
     expect(await fails("users", "create", "--email", uniqueEmail("x"), "--name")).toContain("usage")
-  }, 15_000)
+  }, 60_000)
 })
 
 describe("api-keys create", () => {
@@ -127,7 +127,7 @@ describe("api-keys create", () => {
     expect(unknownScope).toContain("scopes")
     expect(unknownUser).toContain("usr_01jd3xkq8w0000000000000000")
     expect(badExpiry).toContain("expires-at")
-  }, 15_000)
+  }, 60_000)
 
   test("--expires-at in the future is accepted; in the past refused", async () => {
     const user = await ok("users", "create", "--email", uniqueEmail("exp"), "--name", "Exp")
@@ -140,7 +140,7 @@ describe("api-keys create", () => {
     expect(past.code).not.toBe(0)
     expect(past.stdout.trim()).toBe("")
     expect(past.stderr).toContain("future")
-  }, 15_000)
+  }, 60_000)
 })
 
 describe("teams", () => {
@@ -175,7 +175,7 @@ describe("teams", () => {
     expect(owner2).toContain("already a member")
     expect(badRole).toContain("role")
     expect(noTeam).toContain("team_01jd3xkq8w0000000000000000")
-  }, 15_000)
+  }, 60_000)
 
   test("teams create with an unknown owner or without a name is refused", async () => {
     const [unknownOwner, noName] = await Promise.all([
@@ -184,7 +184,7 @@ describe("teams", () => {
     ])
     expect(unknownOwner).toContain("usr_01jd3xkq8w0000000000000000")
     expect(noName).toContain("--name")
-  }, 15_000)
+  }, 60_000)
 })
 
 describe("usage", () => {
@@ -198,5 +198,189 @@ describe("usage", () => {
     expect(unknown).toContain("usage")
     expect(none).toContain("usage")
     expect(half).toContain("usage")
-  }, 15_000)
+  }, 60_000)
 })
+
+describe("help", () => {
+  test("--help, -h and help print the usage on stdout and exit 0", async () => {
+    const runs = await Promise.all([cli("--help"), cli("-h"), cli("help")])
+    for (const run of runs) {
+      expect(run.code).toBe(0)
+      expect(run.stderr).toBe("")
+      expect(run.stdout).toContain("usage: bun run cli")
+      for (const command of ["users list", "users delete", "api-keys revoke", "oauth-clients rotate-secret", "migrate"]) {
+        expect(run.stdout).toContain(command)
+      }
+      expect(run.stdout).toContain("exit status")
+    }
+  }, 60_000)
+
+  test("a command's --help (or -h, anywhere) describes its flags on stdout and exits 0", async () => {
+    const runs = await Promise.all([
+      cli("users", "create", "--help"),
+      cli("users", "create", "-h"),
+      cli("users", "create", "--email", "x@example.com", "--help")
+    ])
+    for (const run of runs) {
+      expect(run.code).toBe(0)
+      expect(run.stderr).toBe("")
+      expect(run.stdout).toContain("usage: bun run cli users create --email E --name N [--password P]")
+      expect(run.stdout).toContain("--password P")
+    }
+    const area = await cli("oauth-clients", "--help")
+    expect(area.code).toBe(0)
+    expect(area.stdout).toContain("oauth-clients rotate-secret --client CLIENT_ID")
+  }, 60_000)
+
+  test("no command is a usage error (2) with the usage on stderr", async () => {
+    const run = await cli()
+    expect(run.code).toBe(2)
+    expect(run.stdout).toBe("")
+    expect(run.stderr).toContain("usage")
+  }, 60_000)
+})
+
+describe("flags and exit codes", () => {
+  test("--flag=value works like --flag value, including values with = in them", async () => {
+    const email = uniqueEmail("equals")
+    const user = await ok("users", "create", `--email=${email}`, "--name=A = B")
+    expect(user.email).toBe(email)
+    expect(user.name).toBe("A = B")
+  }, 60_000)
+
+  test("usage errors exit 2; unknown records 3; refused values 4", async () => {
+    const user = await ok("users", "create", "--email", uniqueEmail("codes"), "--name", "Codes")
+    const runs = await Promise.all([
+      cli("projects", "destroy"),
+      cli("users", "create", "--name", "No Email"),
+      cli("users", "list", "--admin"),
+      cli("users", "create", "--email", "a@example.com", "--email", "b@example.com", "--name", "Twice"),
+      cli("oauth-clients", "create", "--name", "x", "--redirect-uri", "http://localhost/cb", "--public=yes"),
+      cli("users", "delete", "--user", "usr_01jd3xkq8w0000000000000000"),
+      cli("api-keys", "revoke", "--key", "key_01jd3xkq8w0000000000000000"),
+      cli("oauth-clients", "rotate-secret", "--client", "cli_01jd3xkq8w0000000000000000"),
+      cli("users", "create", "--email", "not-an-email", "--name", "X"),
+      cli("users", "create", "--email", user.email, "--name", "Duplicate")
+    ])
+    expect(runs.map((run) => run.code)).toEqual([2, 2, 2, 2, 2, 3, 3, 3, 4, 4])
+    for (const run of runs) {
+      expect(run.stdout).toBe("")
+      expect(run.stderr).toMatch(/^error: /)
+      expect(run.stderr).not.toMatch(/\n\s+at /)
+    }
+  }, 60_000)
+
+  test("an unreachable database is one line on stderr and exit 1, no stack trace", async () => {
+    const runs = await Promise.all([
+      runCli("postgres://nobody:secret@127.0.0.1:1/none", ["users", "list"]),
+      runCli("postgres://nobody:secret@127.0.0.1:1/none", ["migrate"])
+    ])
+    for (const run of runs) {
+      expect(run.code).toBe(1)
+      expect(run.stdout).toBe("")
+      expect(run.stderr.trim().split("\n")).toHaveLength(1)
+      expect(run.stderr).toContain("database")
+      expect(run.stderr).toContain("ECONNREFUSED")
+      expect(run.stderr).not.toContain("secret")
+    }
+  }, 30_000)
+})
+
+describe("users list and delete", () => {
+  test("list shows every user without internal fields; delete removes one and their keys", async () => {
+    const user = await ok("users", "create", "--email", uniqueEmail("listed"), "--name", "Listed", "--password", "correct horse battery")
+    const key = await ok("api-keys", "create", "--user", user.id, "--name", "k", "--scopes", "read")
+    const users = await ok("users", "list")
+    expect(Array.isArray(users)).toBe(true)
+    const listed = users.find((candidate: { id: string }) => candidate.id === user.id)
+    expect(listed).toEqual(user)
+    expect(JSON.stringify(users)).not.toContain("password")
+    expect(JSON.stringify(users)).not.toContain("org_")
+
+    expect(await ok("users", "delete", "--user", user.id)).toEqual({ id: user.id, deleted: true })
+    expect((await ok("users", "list")).some((candidate: { id: string }) => candidate.id === user.id)).toBe(false)
+    expect((await ok("api-keys", "list")).some((candidate: { id: string }) => candidate.id === key.id)).toBe(false)
+    const again = await cli("users", "delete", "--user", user.id)
+    expect(again.code).toBe(3)
+    expect(again.stderr).toContain(user.id)
+  }, 60_000)
+})
+
+describe("api-keys list and revoke", () => {
+  test("list never shows a key; --user filters; revoke is idempotent", async () => {
+    const [ann, bob] = await Promise.all([
+      ok("users", "create", "--email", uniqueEmail("ann"), "--name", "Ann"),
+      ok("users", "create", "--email", uniqueEmail("bob"), "--name", "Bob")
+    ])
+    const annKey = await ok("api-keys", "create", "--user", ann.id, "--name", "ann's", "--scopes", "read,write")
+    await ok("api-keys", "create", "--user", bob.id, "--name", "bob's", "--scopes", "read")
+    const annKeys = await ok("api-keys", "list", "--user", ann.id)
+    expect(annKeys).toHaveLength(1)
+    const { key: secret, ...record } = annKey
+    expect(annKeys[0]).toEqual({ ...record, user_id: ann.id })
+    const all = await ok("api-keys", "list")
+    expect(JSON.stringify(all)).not.toContain(secret)
+    expect(all.filter((key: { user_id: string }) => key.user_id === ann.id || key.user_id === bob.id)).toHaveLength(2)
+
+    const revoked = await ok("api-keys", "revoke", "--key", annKey.id)
+    expect(revoked.status).toBe("revoked")
+    expect(revoked.revoked_at).toMatch(TIMESTAMP)
+    const again = await ok("api-keys", "revoke", "--key", annKey.id)
+    expect(again.revoked_at).toBe(revoked.revoked_at)
+    const unknownUser = await cli("api-keys", "list", "--user", "usr_01jd3xkq8w0000000000000000")
+    expect(unknownUser.code).toBe(3)
+  }, 60_000)
+})
+
+describe("oauth-clients list, rotate-secret and delete", () => {
+  test("a rotated secret is shown once and replaces the old one at the token endpoint; delete removes the client", async () => {
+    const server = await startServer({ databaseUrl })
+    try {
+      const created = await ok("oauth-clients", "create", "--name", "Rotating", "--redirect-uri", "http://localhost:8080/cb")
+      const listed = await ok("oauth-clients", "list")
+      const entry = listed.find((client: { client_id: string }) => client.client_id === created.client_id)
+      expect(entry).toEqual({
+        client_id: created.client_id,
+        name: "Rotating",
+        redirect_uris: ["http://localhost:8080/cb"],
+        public: false,
+        created_at: expect.stringMatching(TIMESTAMP)
+      })
+      expect(JSON.stringify(listed)).not.toContain(created.client_secret)
+
+      // RFC 7009: revoking an unknown token answers 200 once the client has authenticated, 401 otherwise.
+      const authenticates = async (secret: string) =>
+        (await server.request("/oauth/revoke", {
+          method: "POST",
+          rawBody: new URLSearchParams({ token: "pcr_unknown", client_id: created.client_id, client_secret: secret }).toString(),
+          headers: { "content-type": "application/x-www-form-urlencoded" }
+        })).status
+      expect(await authenticates(created.client_secret)).toBe(200)
+
+      const rotated = await ok("oauth-clients", "rotate-secret", "--client", created.client_id)
+      expect(rotated.client_secret).toMatch(/^pcc_[0-9A-Za-z]{40}$/)
+      expect(rotated.client_secret).not.toBe(created.client_secret)
+      expect(await authenticates(created.client_secret)).toBe(401)
+      expect(await authenticates(rotated.client_secret)).toBe(200)
+
+      const publicClient = await ok("oauth-clients", "create", "--name", "SPA", "--redirect-uri", "http://localhost:8080/cb", "--public")
+      const noSecret = await cli("oauth-clients", "rotate-secret", "--client", publicClient.client_id)
+      expect(noSecret.code).toBe(4)
+      expect(noSecret.stderr).toContain("public")
+
+      expect(await ok("oauth-clients", "delete", "--client", created.client_id)).toEqual({ client_id: created.client_id, deleted: true })
+      expect(await authenticates(rotated.client_secret)).toBe(401)
+      expect((await cli("oauth-clients", "delete", "--client", created.client_id)).code).toBe(3)
+    } finally {
+      await server.stop()
+    }
+  }, 40_000)
+})
+
+test("the README's table of operator commands lists every command as --help shows it", async () => {
+  const readme = (await Bun.file(new URL("../../README.md", import.meta.url)).text()).replace(/\\\|/g, "|")
+  const help = await cli("--help")
+  const lines = help.stdout.split("\n").filter((line) => line.startsWith("  ")).map((line) => line.trim())
+  expect(lines.length).toBeGreaterThan(10)
+  for (const line of lines) expect({ line, documented: readme.includes(`| \`${line}\` |`) }).toEqual({ line, documented: true })
+}, 60_000)

@@ -1,0 +1,344 @@
+/**
+ * The published OpenAPI document: the one generated from the `HttpApi`, completed for client generators.
+ *
+ * - `page` and `per_page` are typed integers (they travel as query strings, and are decoded from text, so the
+ *   generated schema says `string`; a typed client should send numbers).
+ * - `servers` names this server (`BASE_URL`, else the scheme and host the client used, as for the OAuth issuer).
+ * - Beside `bearer`, an OAuth 2.0 authorization-code scheme with its URLs and scopes; each endpoint accepts either,
+ *   the OAuth one with the scopes it needs (any one of them; `/v1/api-keys` takes no OAuth token).
+ * - The authorization server's routes (`/oauth/token`, `/oauth/revoke`, `/oauth/login`, `/oauth/authorize`,
+ *   `/oauth/jwks.json`, the RFC 8414 metadata) are described here; they are served by `src/OAuth/Http.ts`, outside
+ *   the `HttpApi`, because they answer in RFC 6749 forms, not in the `/v1` envelope. The browser-only form posts
+ *   behind the sign-in and consent pages are left out.
+ */
+import { OpenApi } from "@effect/platform"
+import { Context, Option } from "effect"
+import { Api } from "../Api.js"
+import { RequiredScopes } from "../Contract/Security.js"
+import { scopeNames } from "../Domain/Scopes.js"
+
+/** What the document needs to know about where it is served. */
+export interface Served {
+  /** `https://api.example.com`: the paths (`/v1/…`, `/oauth/…`) follow it. */
+  readonly baseUrl: string
+  /** `{baseUrl}/oauth`. */
+  readonly authUrl: string
+}
+
+const scopeDescriptions: Record<(typeof scopeNames)[number], string> = {
+  read: "read everything the user can read",
+  write: "change everything the user can change",
+  "projects:read": "read projects",
+  "projects:write": "create, change and delete projects",
+  "team:manage": "manage teams and their members",
+  "billing:read": "read billing information"
+}
+
+/** Query parameters that are integers on the wire, though decoded from text. */
+const integerQuery: Record<string, { readonly minimum: number; readonly maximum?: number; readonly default: number }> = {
+  page: { minimum: 1, default: 1 },
+  per_page: { minimum: 1, maximum: 100, default: 20 }
+}
+
+/** `/v1/projects/:id` → `/v1/projects/{id}`, with the scopes the endpoint asks for. */
+const endpointScopes: ReadonlyMap<string, ReadonlyArray<string>> = new Map(
+  Object.values(Api.groups).flatMap((group) =>
+    Object.values(group.endpoints).map((endpoint) =>
+      [
+        `${endpoint.method.toLowerCase()} ${endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}")}`,
+        Option.getOrElse(Context.getOption(endpoint.annotations, RequiredScopes), () => [])
+      ] as const
+    )
+  )
+)
+
+/** OAuth tokens manage no API keys (see `ApiKeys.create`/`list`/`revoke`). */
+const acceptsOAuth = (path: string) => !path.startsWith("/v1/api-keys")
+
+const securityFor = (method: string, path: string): Array<Record<string, Array<string>>> => {
+  if (!acceptsOAuth(path)) return [{ bearer: [] }]
+  const scopes = endpointScopes.get(`${method} ${path}`) ?? []
+  // OpenAPI lists the scopes a requirement needs all of; ours need any one, so one requirement each.
+  return [{ bearer: [] }, ...(scopes.length === 0 ? [{ oauth2: [] }] : scopes.map((scope) => ({ oauth2: [scope] })))]
+}
+
+const methods: ReadonlyArray<OpenApi.OpenAPISpecMethodName> = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+
+const completePaths = (paths: OpenApi.OpenAPISpecPaths): OpenApi.OpenAPISpecPaths =>
+  Object.fromEntries(
+    Object.entries(paths).map(([path, item]) => {
+      const completed: OpenApi.OpenAPISpecPathItem = {}
+      for (const method of methods) {
+        const operation = item[method]
+        if (operation === undefined) continue
+        completed[method] = {
+          ...operation,
+          security: securityFor(method, path),
+          parameters: operation.parameters.map((parameter) => {
+            const integer = parameter.in === "query" ? integerQuery[parameter.name] : undefined
+            return integer === undefined ? parameter : {
+              ...parameter,
+              schema: {
+                type: "integer",
+                ...integer,
+                ...(parameter.description === undefined ? {} : { description: parameter.description })
+              }
+            }
+          })
+        }
+      }
+      return [path, completed]
+    })
+  )
+
+const json = (schema: unknown) => ({ "application/json": { schema } })
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
+const oauthErrorResponse = (description: string) => ({ description, content: json(ref("OAuthError")) })
+const rateLimitedResponse = {
+  description: "Too many requests from this address (or failed sign-ins for this account); see `Retry-After`",
+  headers: { "Retry-After": { description: "seconds to wait", schema: { type: "integer" } } },
+  content: json(ref("OAuthError"))
+}
+/** RFC 6749 bodies: form-encoded (as the RFC says) or a JSON object of strings. */
+const formOrJson = (schema: unknown) => ({
+  required: true,
+  content: { "application/x-www-form-urlencoded": { schema }, "application/json": { schema } }
+})
+const tags = ["OAuth"]
+
+const oauthSchemas = {
+  OAuthError: {
+    type: "object",
+    description: "RFC 6749 §5.2 error",
+    required: ["error"],
+    properties: {
+      error: {
+        type: "string",
+        examples: ["invalid_request", "invalid_client", "invalid_grant", "unsupported_grant_type", "invalid_scope", "rate_limited"]
+      },
+      error_description: { type: "string" }
+    }
+  },
+  OAuthTokens: {
+    type: "object",
+    required: ["access_token", "token_type", "expires_in", "refresh_token", "scope"],
+    properties: {
+      access_token: { type: "string", description: "`pco_…`, for `Authorization: Bearer`" },
+      token_type: { type: "string", const: "Bearer" },
+      expires_in: { type: "integer", description: "seconds (3600)" },
+      refresh_token: { type: "string", description: "`pcr_…`; each refresh returns a new one" },
+      scope: { type: "string", description: "space-separated scopes granted" }
+    }
+  },
+  TokenRequest: {
+    type: "object",
+    required: ["grant_type"],
+    properties: {
+      grant_type: { type: "string", enum: ["authorization_code", "refresh_token"] },
+      code: { type: "string", description: "authorization_code: the code from the redirect" },
+      redirect_uri: { type: "string", description: "authorization_code: the same as in the authorization request" },
+      code_verifier: { type: "string", description: "authorization_code: the PKCE verifier, when a challenge was sent" },
+      refresh_token: { type: "string", description: "refresh_token: the current refresh token" },
+      scope: { type: "string", description: "refresh_token: a narrower space-separated scope" },
+      client_id: { type: "string", description: "unless HTTP Basic is used" },
+      client_secret: { type: "string", description: "confidential clients, unless HTTP Basic is used" }
+    }
+  },
+  RevokeRequest: {
+    type: "object",
+    required: ["token"],
+    properties: {
+      token: { type: "string", description: "an access (`pco_…`) or refresh (`pcr_…`) token" },
+      token_type_hint: { type: "string", enum: ["access_token", "refresh_token"] },
+      client_id: { type: "string" },
+      client_secret: { type: "string" }
+    }
+  },
+  LoginRequest: {
+    type: "object",
+    required: ["email", "password"],
+    properties: { email: { type: "string", format: "email" }, password: { type: "string", format: "password" } }
+  },
+  Session: {
+    type: "object",
+    required: ["access_token", "token_type", "expires_in"],
+    properties: {
+      access_token: { type: "string", description: "an EdDSA-signed JWT (one hour), for `Authorization: Bearer`" },
+      token_type: { type: "string", const: "Bearer" },
+      expires_in: { type: "integer" }
+    }
+  },
+  Jwks: {
+    type: "object",
+    required: ["keys"],
+    properties: {
+      keys: {
+        type: "array",
+        items: {
+          type: "object",
+          required: ["kty", "crv", "x", "kid"],
+          properties: {
+            kty: { type: "string", const: "OKP" },
+            crv: { type: "string", const: "Ed25519" },
+            x: { type: "string" },
+            kid: { type: "string" },
+            alg: { type: "string", const: "EdDSA" },
+            use: { type: "string", const: "sig" }
+          }
+        }
+      }
+    }
+  },
+  AuthorizationServerMetadata: {
+    type: "object",
+    description: "RFC 8414",
+    required: ["issuer", "authorization_endpoint", "token_endpoint"],
+    properties: {
+      issuer: { type: "string", format: "uri" },
+      authorization_endpoint: { type: "string", format: "uri" },
+      token_endpoint: { type: "string", format: "uri" },
+      revocation_endpoint: { type: "string", format: "uri" },
+      jwks_uri: { type: "string", format: "uri" },
+      scopes_supported: { type: "array", items: { type: "string" } },
+      response_types_supported: { type: "array", items: { type: "string" } },
+      grant_types_supported: { type: "array", items: { type: "string" } },
+      code_challenge_methods_supported: { type: "array", items: { type: "string" } },
+      token_endpoint_auth_methods_supported: { type: "array", items: { type: "string" } }
+    },
+    additionalProperties: true
+  }
+}
+
+const metadataOperation = (operationId: string) => ({
+  get: {
+    operationId,
+    tags,
+    summary: "Authorization server metadata (RFC 8414)",
+    security: [],
+    responses: { 200: { description: "The metadata", content: json(ref("AuthorizationServerMetadata")) } }
+  }
+})
+
+const oauthPaths = {
+  "/oauth/authorize": {
+    get: {
+      operationId: "oauth.authorize",
+      tags,
+      summary: "Start an authorization (a browser page: sign-in, then consent)",
+      description: "Open in the user's browser. Afterwards the browser is sent to `redirect_uri` with `code`, " +
+        "`state` and `iss`, or `error=access_denied`. An unknown client or unregistered `redirect_uri` gets an " +
+        "HTML error page instead of a redirect.",
+      security: [],
+      parameters: [
+        { name: "response_type", in: "query", required: true, schema: { type: "string", const: "code" } },
+        { name: "client_id", in: "query", required: true, schema: { type: "string" } },
+        { name: "redirect_uri", in: "query", required: true, schema: { type: "string", format: "uri" } },
+        { name: "scope", in: "query", required: true, description: "space-separated scope names", schema: { type: "string" } },
+        { name: "state", in: "query", required: false, schema: { type: "string" } },
+        { name: "code_challenge", in: "query", required: false, description: "PKCE; required for public clients", schema: { type: "string" } },
+        { name: "code_challenge_method", in: "query", required: false, schema: { type: "string", const: "S256" } }
+      ],
+      responses: {
+        200: { description: "The sign-in page", content: { "text/html": { schema: { type: "string" } } } },
+        302: { description: "Back to the client with an error (`invalid_scope`, …)" },
+        400: { description: "An HTML error page (unknown client, unregistered redirect URI)", content: { "text/html": { schema: { type: "string" } } } }
+      }
+    }
+  },
+  "/oauth/token": {
+    post: {
+      operationId: "oauth.token",
+      tags,
+      summary: "Exchange an authorization code, or a refresh token, for tokens",
+      security: [{}, { oauthClientBasic: [] }],
+      requestBody: formOrJson(ref("TokenRequest")),
+      responses: {
+        200: {
+          description: "Tokens (`Cache-Control: no-store`)",
+          content: json(ref("OAuthTokens"))
+        },
+        400: oauthErrorResponse("`invalid_request`, `invalid_grant`, `unsupported_grant_type`, `invalid_scope`"),
+        401: oauthErrorResponse("`invalid_client`"),
+        429: rateLimitedResponse
+      }
+    }
+  },
+  "/oauth/revoke": {
+    post: {
+      operationId: "oauth.revoke",
+      tags,
+      summary: "Revoke an access or refresh token (RFC 7009)",
+      description: "A refresh token takes its grant's access tokens with it. An unknown token is not an error.",
+      security: [{}, { oauthClientBasic: [] }],
+      requestBody: formOrJson(ref("RevokeRequest")),
+      responses: {
+        200: { description: "Revoked (or unknown)", content: json({ type: "object" }) },
+        400: oauthErrorResponse("`invalid_request`"),
+        401: oauthErrorResponse("`invalid_client`")
+      }
+    }
+  },
+  "/oauth/login": {
+    post: {
+      operationId: "oauth.login",
+      tags,
+      summary: "Sign in with email and password for a session JWT",
+      security: [],
+      requestBody: { required: true, content: json(ref("LoginRequest")) },
+      responses: {
+        200: { description: "A session JWT (one hour)", content: json(ref("Session")) },
+        400: oauthErrorResponse("`invalid_request`"),
+        401: oauthErrorResponse("`invalid_grant`: the email or password is wrong"),
+        429: rateLimitedResponse
+      }
+    }
+  },
+  "/oauth/jwks.json": {
+    get: {
+      operationId: "oauth.jwks",
+      tags,
+      summary: "The public keys that verify session JWTs",
+      security: [],
+      responses: { 200: { description: "A JSON Web Key Set", content: json(ref("Jwks")) } }
+    }
+  },
+  "/.well-known/oauth-authorization-server": metadataOperation("oauth.metadata"),
+  "/.well-known/oauth-authorization-server/oauth": metadataOperation("oauth.metadataForIssuer")
+}
+
+/** Generated once: the `HttpApi` does not change while the server runs. */
+const generated = OpenApi.fromApi(Api)
+const paths = { ...completePaths(generated.paths), ...oauthPaths }
+
+/** The document as served at `served`. */
+export const openApiDocument = (served: Served) => ({
+  ...generated,
+  servers: [{ url: served.baseUrl, description: "this server" }],
+  paths,
+  components: {
+    ...generated.components,
+    schemas: { ...generated.components.schemas, ...oauthSchemas },
+    securitySchemes: {
+      ...generated.components.securitySchemes,
+      oauth2: {
+        type: "oauth2",
+        description: "OAuth 2.0 authorization code (PKCE with S256; required for public clients). Access tokens are " +
+          "`pco_…`, sent as `Authorization: Bearer`.",
+        flows: {
+          authorizationCode: {
+            authorizationUrl: `${served.authUrl}/authorize`,
+            tokenUrl: `${served.authUrl}/token`,
+            refreshUrl: `${served.authUrl}/token`,
+            scopes: scopeDescriptions
+          }
+        }
+      },
+      oauthClientBasic: {
+        type: "http",
+        scheme: "basic",
+        description: "OAuth client authentication (`client_secret_basic`): client id and secret, each form-encoded"
+      }
+    }
+  },
+  tags: [...generated.tags, { name: "OAuth", description: "The authorization server (RFC 6749, 7009, 8414, 9207)" }]
+})
