@@ -4,9 +4,10 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { ApiKeysApi } from "./ApiKeys/Api.js"
+import { DeploymentsApi } from "./Deployments/Api.js"
 import { ApiErrors } from "./Domain/Errors.js"
 import { ProjectsApi } from "./Projects/Api.js"
-import { TeamsApi } from "./Teams/Api.js"
+import { InvitationsApi, TeamsApi } from "./Teams/Api.js"
 import { UsersApi } from "./Users/Api.js"
 import { WebhooksApi } from "./Webhooks/Api.js"
 
@@ -46,6 +47,8 @@ export class Api extends HttpApi.make("api")
   .add(ProjectsApi)
   .add(UsersApi)
   .add(TeamsApi)
+  .add(InvitationsApi)
+  .add(DeploymentsApi)
   .add(ApiKeysApi)
   .add(WebhooksApi)
   .addError(ApiErrors.BadRequest)
@@ -65,7 +68,7 @@ export class Api extends HttpApi.make("api")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(
     OpenApi.Description,
-    "Projects, users, teams, API keys and webhooks. Every response wears an envelope: `{data, meta}` on success, " +
+    "Projects and their deployments, users, teams and invitations, API keys and webhooks. Every response wears an envelope: `{data, meta}` on success, " +
       "`{data: [...], meta: {total, page, per_page}}` for lists, `{error: {code, message, status, request_id}}` on failure."
   )
   .annotate(OpenApi.Transform, withoutFrameworkDecodeError)

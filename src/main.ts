@@ -5,6 +5,7 @@ import { BunRuntime } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
+import { Deployments } from "./Deployments/Deployments.js"
 import { SignIn } from "./Auth/SignIn.js"
 import { OAuth } from "./OAuth/OAuth.js"
 import { HttpLive } from "./Http.js"
@@ -13,6 +14,7 @@ import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
 import { Projects } from "./Projects/Projects.js"
 import { RateLimitLive } from "./RateLimit/RateLimit.js"
 import { SqlLive } from "./Sql/Client.js"
+import { Invitations } from "./Teams/Invitations.js"
 import { Teams } from "./Teams/Teams.js"
 import { Users } from "./Users/Users.js"
 import { DeliveryDoorbell } from "./Events/Events.js"
@@ -23,6 +25,8 @@ import { Webhooks } from "./Webhooks/Webhooks.js"
 export const ServicesLive = Layer.mergeAll(
   Projects.Default,
   Teams.Default,
+  Invitations.Default,
+  Deployments.Default,
   Users.Default,
   ApiKeys.Default,
   OAuth.Default,

@@ -86,6 +86,8 @@ export const ApiKeyId = idSchema("apiKey")
 export const WebhookId = idSchema("webhook")
 export const EventId = idSchema("event")
 export const DeliveryId = idSchema("delivery")
+export const InvitationId = idSchema("invitation")
+export const DeploymentId = idSchema("deployment")
 
 /** Random base62 text from a CSPRNG, without modulo bias. */
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
