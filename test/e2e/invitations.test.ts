@@ -275,7 +275,7 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
     await server.cli("teams", "add-member", "--team", team.id, "--user", ivan.id)
     expectError(await accept(ivan, invitation.id), 409, "conflict", "already a member")
     expect((await teamInvitations(team.id, "?status=pending")).map((i) => i.id)).toEqual([invitation.id])
-  }, 15_000)
+  }, 30_000)
 
   test("an invitation to an email with no account yet is answered once the account exists", async () => {
     const team = await makeTeam()
@@ -286,7 +286,7 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
     const newcomer: TestUser = { id: created.id, email, name: "Newcomer", key: key.key, keyId: "" }
     expect((await myInvitations(newcomer)).map((i) => i.id)).toEqual([invitation.id])
     expect((await accept(newcomer, invitation.id)).body.data).toMatchObject({ user_id: created.id, role: "member" })
-  }, 15_000)
+  }, 30_000)
 
   test("scopes: read to list; write or team:manage to answer", async () => {
     const team = await makeTeam()
@@ -298,7 +298,7 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
     expectError(await decline(readOnly, forRead.id), 403, "forbidden")
     expectError(await call(manageOnly, "GET", "/v1/invitations"), 403, "forbidden", "read")
     expect((await accept(manageOnly, forManage.id)).status).toBe(200)
-  }, 15_000)
+  }, 30_000)
 })
 
 describe("expiry (INVITATION_TTL=1s on a second server)", () => {
@@ -326,7 +326,7 @@ describe("expiry (INVITATION_TTL=1s on a second server)", () => {
     expect((await accept(invitee, fresh.body.data.id, short)).status).toBe(200)
     const statuses = (await teamInvitations(team.id, "", owner, short)).map((i) => [i.id, i.status])
     expect(statuses).toEqual(expect.arrayContaining([[invitation.id, "expired"], [fresh.body.data.id, "accepted"]]))
-  }, 15_000)
+  }, 30_000)
 
   test("an INVITATION_TTL that is not a duration stops the server at start-up", async () => {
     const error = await startupFailure({ INVITATION_TTL: "a week" })
