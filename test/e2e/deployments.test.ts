@@ -33,7 +33,7 @@ beforeAll(async () => {
   teamId = (await call(ann, "POST", "/v1/teams", { name: "Ann's team" })).body.data.id
   const invitation = await call(ann, "POST", `/v1/teams/${teamId}/invitations`, { email: tess.email, role: "member" })
   await call(tess, "POST", `/v1/invitations/${invitation.body.data.id}/accept`)
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
 })

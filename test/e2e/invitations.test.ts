@@ -30,7 +30,7 @@ beforeAll(async () => {
     server.user({ name: "Ivan", scopes: ALL }),
     server.user({ name: "Omar", scopes: ALL })
   ])
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await Promise.all([server?.stop(), short?.stop()])
 })

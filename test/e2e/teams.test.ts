@@ -30,7 +30,7 @@ beforeAll(async () => {
     server.user({ name: "Writer", scopes: "read,write" }),
     server.user({ name: "Manager", scopes: "team:manage" })
   ])
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
 })
