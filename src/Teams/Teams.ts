@@ -172,8 +172,8 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
      * Makes a user a member and announces `member.joined`, inside the caller's transaction (an accepted invitation,
      * or the CLI's `teams add-member`). 409 when they already are one.
      */
-    const join = (teamId: string, userId: string, role: TeamRole) =>
-      Effect.gen(function*() {
+    const join = Effect.fn("Teams.join", { captureStackTrace: false })(
+      function*(teamId: string, userId: string, role: TeamRole) {
         yield* repo.addMember({ team_id: teamId, user_id: userId, role, joined_at: nowIso() }).pipe(
           Effect.catchTag("SqlError", (error): Effect.Effect<never, Conflict | SqlError> =>
             isUniqueViolation(error)
@@ -183,7 +183,8 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
         const member = yield* memberOf(teamId, userId)
         yield* announce("member.joined", { team_id: teamId, user_id: userId, email: member.email, role }, [userId])
         return member
-      })
+      }
+    )
 
     /** `cli teams add-member`: an operator adds someone directly. */
     const addMember = Effect.fn("Teams.addMember", { captureStackTrace: false })(

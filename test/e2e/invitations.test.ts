@@ -70,7 +70,7 @@ const makeTeam = async (name = "Team") => {
 const teamInvitations = async (teamId: string, query = "", as: TestUser = olive, on: Server = server) => {
   const res = await call(as, "GET", `/v1/teams/${teamId}/invitations${query}`, undefined, on)
   expect(res.status).toBe(200)
-  return res.body.data as Array<{ id: string; status: string; email: string }>
+  return res.body.data as Array<{ id: string; status: string; email: string; answered_at: string | null }>
 }
 
 const myInvitations = async (user: TestUser, on: Server = server) => {
@@ -239,7 +239,7 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
     expect((await call(ivan, "GET", `/v1/teams/${team.id}`)).body.data.role).toBe("admin")
     const [accepted] = await teamInvitations(team.id, "?status=accepted&sort=created_at&order=desc&per_page=1")
     expect(accepted).toMatchObject({ id: invitation.id, status: "accepted" })
-    expect((accepted as unknown as { answered_at: string }).answered_at).toMatch(TIMESTAMP)
+    expect(accepted?.answered_at).toMatch(TIMESTAMP)
     expect((await myInvitations(ivan)).map((i) => i.id)).not.toContain(invitation.id)
     expectError(await accept(ivan, invitation.id), 409, "conflict", "accepted")
     expectError(await decline(ivan, invitation.id), 409, "conflict", "accepted")

@@ -57,9 +57,10 @@ const call = (user: TestUser, method: string, path: string, body?: unknown) =>
 beforeAll(async () => {
   receiver = startReceiver()
   server = await startServer({ env: ENV })
-  ;[olive, adam, mia, ivan, lena, cleo, dora, xavi] = await Promise.all(
-    ["Olive", "Adam", "Mia", "Ivan", "Lena", "Cleo", "Dora", "Xavi"].map((name) => server.user({ name, scopes: ALL }))
-  ) as [TestUser, TestUser, TestUser, TestUser, TestUser, TestUser, TestUser, TestUser]
+  const named = (name: string) => server.user({ name, scopes: ALL })
+  ;[olive, adam, mia, ivan, lena, cleo, dora, xavi] = await Promise.all([
+    named("Olive"), named("Adam"), named("Mia"), named("Ivan"), named("Lena"), named("Cleo"), named("Dora"), named("Xavi")
+  ])
   everyone = [olive, adam, mia, ivan, lena, cleo, dora, xavi]
   for (const user of everyone) {
     const path = `/hook-${user.name.toLowerCase()}`
