@@ -5,9 +5,10 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { ApiKeysApi } from "./ApiKeys/Api.js"
+import { DeploymentsApi } from "./Deployments/Api.js"
 import { ApiErrors } from "./Domain/Errors.js"
 import { ProjectsApi } from "./Projects/Api.js"
-import { TeamsApi } from "./Teams/Api.js"
+import { InvitationsApi, TeamsApi } from "./Teams/Api.js"
 import { UsersApi } from "./Users/Api.js"
 import { WebhooksApi } from "./Webhooks/Api.js"
 
@@ -68,8 +69,9 @@ const withoutFrameworkDecodeError = (spec: Record<string, unknown>): Record<stri
 export class Api extends HttpApi.make("api")
   .add(ProjectsApi)
   .add(UsersApi)
-  // The Teams group does not declare its errors per endpoint yet; both its endpoints take parameters.
-  .add(TeamsApi.addError(ApiErrors.ValidationFailed))
+  .add(TeamsApi)
+  .add(InvitationsApi)
+  .add(DeploymentsApi)
   .add(ApiKeysApi)
   .add(WebhooksApi)
   // What any `/v1` request can get, whatever its route; the rest is declared per endpoint (src/Contract/Errors.ts)
@@ -83,7 +85,7 @@ export class Api extends HttpApi.make("api")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(
     OpenApi.Description,
-    "Projects, users, teams, API keys and webhooks. Every response wears an envelope: `{data, meta}` on success, " +
+    "Projects and their deployments, users, teams and invitations, API keys and webhooks. Every response wears an envelope: `{data, meta}` on success, " +
       "`{data: [...], meta: {total, page, per_page}}` for lists, `{error: {code, message, status, request_id}}` on failure."
   )
   .annotate(OpenApi.Transform, withoutFrameworkDecodeError)

@@ -194,6 +194,15 @@ export const WebhookConfig = Config.all({
   )
 )
 
+/** Teams: how long an invitation stays open (seven days unless `INVITATION_TTL` says otherwise). */
+export const TeamsConfig = Config.all({
+  invitationTtl: Config.string("INVITATION_TTL").pipe(
+    Config.withDefault("7d"),
+    Config.mapOrFail(durationSetting("INVITATION_TTL")),
+    Config.validate({ message: "INVITATION_TTL must be more than 0", validation: (d) => Duration.toMillis(d) > 0 })
+  )
+})
+
 /** `otlp` (the default) or `none`, per signal. */
 const exporterSetting = (name: string) =>
   Config.literal("otlp", "none")(name).pipe(Config.withDefault("otlp" as const), Config.map((value) => value === "otlp"))

@@ -15,6 +15,7 @@ import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Layer, Metric, Option } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
+import { DeploymentsHttp } from "./Deployments/Http.js"
 import { AuthenticationLive } from "./Http/Authentication.js"
 import { ServerConfig } from "./Config.js"
 import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
@@ -27,7 +28,7 @@ import { OAuthRoutes } from "./OAuth/Http.js"
 import { requestDuration } from "./Observability/Metrics.js"
 import { TraceSampler } from "./Observability/Sampling.js"
 import { ProjectsHttp } from "./Projects/Http.js"
-import { TeamsHttp } from "./Teams/Http.js"
+import { InvitationsHttp, TeamsHttp } from "./Teams/Http.js"
 import { UsersHttp } from "./Users/Http.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
 
@@ -127,7 +128,7 @@ const HealthRoutes = HttpApiBuilder.Router.use((router) =>
 )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([ProjectsHttp, UsersHttp, TeamsHttp, ApiKeysHttp, WebhooksHttp]),
+  Layer.provide([ProjectsHttp, UsersHttp, TeamsHttp, InvitationsHttp, DeploymentsHttp, ApiKeysHttp, WebhooksHttp]),
   Layer.provide(AuthenticationLive)
 )
 

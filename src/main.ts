@@ -5,6 +5,7 @@ import { BunRuntime } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
+import { Deployments } from "./Deployments/Deployments.js"
 import { SignIn } from "./Auth/SignIn.js"
 import { OAuthAuthorizations } from "./OAuth/Authorizations.js"
 import { OAuthClients } from "./OAuth/Clients.js"
@@ -15,6 +16,7 @@ import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
 import { Projects } from "./Projects/Projects.js"
 import { RateLimitLive } from "./RateLimit/RateLimit.js"
 import { SqlLive } from "./Sql/Client.js"
+import { Invitations } from "./Teams/Invitations.js"
 import { Teams } from "./Teams/Teams.js"
 import { Users } from "./Users/Users.js"
 import { DeliveryDoorbell } from "./Events/Events.js"
@@ -25,6 +27,8 @@ import { Webhooks } from "./Webhooks/Webhooks.js"
 export const ServicesLive = Layer.mergeAll(
   Projects.Default,
   Teams.Default,
+  Invitations.Default,
+  Deployments.Default,
   Users.Default,
   ApiKeys.Default,
   OAuthClients.Default,

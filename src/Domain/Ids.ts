@@ -99,6 +99,10 @@ export const EventId = brandedId("event", "EventId")
 export type EventId = typeof EventId.Type
 export const DeliveryId = brandedId("delivery", "DeliveryId")
 export type DeliveryId = typeof DeliveryId.Type
+export const InvitationId = brandedId("invitation", "InvitationId")
+export type InvitationId = typeof InvitationId.Type
+export const DeploymentId = brandedId("deployment", "DeploymentId")
+export type DeploymentId = typeof DeploymentId.Type
 
 /** Random base62 text from a CSPRNG, without modulo bias. */
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

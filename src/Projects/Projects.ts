@@ -17,14 +17,17 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
     const teams = yield* Teams
     const events = yield* Events
 
-    /** An event about a project goes to its owner and, for a team project, to the team's owners and admins. */
+    /** Who hears about a project: its owner and, for a team project, the team's owners and admins. */
+    const audience = (project: Project) =>
+      Effect.map(
+        project.team_id !== null && project.visibility === "team"
+          ? teams.managersOf(project.team_id)
+          : Effect.succeed<ReadonlyArray<string>>([]),
+        (managers) => Array.from(new Set([project.owner_id, ...managers]))
+      )
+
     const announce = (type: EventType, project: Project) =>
-      Effect.gen(function*() {
-        const managers = project.team_id !== null && project.visibility === "team"
-          ? yield* teams.managersOf(project.team_id)
-          : []
-        yield* events.emit(type, Array.from(new Set([project.owner_id, ...managers])), project)
-      })
+      Effect.flatMap(audience(project), (recipients) => events.emit(type, recipients, project))
 
     const findVisible = (principal: Principal, id: ProjectId) =>
       Effect.flatMap(
@@ -101,6 +104,12 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
     })
 
-    return { list, create, get, update, remove } as const
+    /**
+     * A project the caller may change (and so deploy), for other services; 404 otherwise. Today everyone who can
+     * see a project can change it.
+     */
+    const changeable = (principal: Principal, id: ProjectId) => findVisible(principal, id)
+
+    return { list, create, get, update, remove, changeable, audience } as const
   })
 }) {}

@@ -28,7 +28,7 @@ export interface ListSpec<Sort extends string> {
  */
 const likePattern = (search: string) => `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
-const runList = <Row extends object, Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sort>) =>
+const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sort>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const conditions: Array<Fragment> = [...spec.where]
@@ -44,7 +44,7 @@ const runList = <Row extends object, Sort extends string>(spec: ListSpec<Sort>, 
     const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
     const [counted, rows] = yield* Effect.all([
       sql<{ readonly total: unknown }>`SELECT CAST(count(*) AS INTEGER) AS total FROM ${spec.from} ${where}`,
-      sql<Row>`
+      sql`
         SELECT ${spec.select} FROM ${spec.from} ${where}
         ORDER BY ${sql(spec.columns[query.sort])} ${direction}, ${sql(spec.idColumn)} ${direction}
         LIMIT ${query.per_page} OFFSET ${(query.page - 1) * query.per_page}`
@@ -61,28 +61,10 @@ export const listPage = <A, I, R, Sort extends string>(
   query: ListQuery<Sort>
 ): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> =>
   Effect.gen(function*() {
-    const { counted, rows } = yield* runList<object, Sort>(spec, query)
+    const { counted, rows } = yield* runList(spec, query)
     const decoded = yield* Effect.orDie(
       Effect.all([Schema.decodeUnknown(Total)(counted), Schema.decodeUnknown(Schema.Array(Row))(rows)])
     )
     const [total, items] = decoded
     return { items, total: total[0]?.total ?? 0, page: query.page, per_page: query.per_page }
-  })
-
-/**
- * The same, with rows typed but not checked. Only src/Teams/Repo.ts still uses it; it goes once Teams decodes
- * its rows with `listPage`.
- */
-export const listPageUnchecked = <Row extends object, Sort extends string>(
-  spec: ListSpec<Sort>,
-  query: ListQuery<Sort>
-): Effect.Effect<Page<Row>, SqlError, SqlClient.SqlClient> =>
-  Effect.gen(function*() {
-    const { counted, rows } = yield* runList<Row, Sort>(spec, query)
-    return {
-      items: rows,
-      total: Number(counted[0]?.total ?? 0),
-      page: query.page,
-      per_page: query.per_page
-    }
   })

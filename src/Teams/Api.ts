@@ -1,50 +1,170 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { Schema } from "effect"
-import { List } from "../Contract/Envelope.js"
-import { listParamsNoStatus } from "../Contract/ListParams.js"
-import { Authentication, RequiredScopes } from "../Contract/Security.js"
-import { TeamId, UserId } from "../Domain/Ids.js"
-import { oneOf } from "../Domain/Lists.js"
-import { Timestamp } from "../Domain/Time.js"
+import { Authentication } from "../Contract/Security.js"
+import { RequiredScopes } from "../Contract/Security.js"
+import { List, Success } from "../Contract/Envelope.js"
+import { ApiErrors } from "../Domain/Errors.js"
+import { InvitationId, TeamId, UserId } from "../Domain/Ids.js"
+import { Invitation, InviteeEmail, invitationStatuses } from "../Domain/Invitation.js"
+import { listParams, listParamsNoStatus } from "../Contract/ListParams.js"
+import { strictBody } from "../Contract/Payload.js"
+import { Team, TeamMember, TeamName, TeamRole } from "../Domain/Team.js"
 
-export const TeamRole = oneOf("owner", "admin", "member")
-export type TeamRole = typeof TeamRole.Type
+// The records live in Domain; re-exported for the CLI, which reads the role schema from here.
+export { Team, TeamMember, TeamRole }
 
-export const Team = Schema.Struct({
-  id: TeamId,
-  name: Schema.String,
-  created_at: Timestamp
-}).annotations({ identifier: "Team" })
-export type Team = typeof Team.Type
-
-export const TeamMember = Schema.Struct({
-  user_id: UserId,
-  name: Schema.String,
-  email: Schema.String,
-  avatar_url: Schema.NullOr(Schema.String),
-  role: TeamRole,
-  joined_at: Timestamp
-}).annotations({ identifier: "TeamMember" })
-export type TeamMember = typeof TeamMember.Type
-
-export const TeamListParams = listParamsNoStatus({ sort: ["created_at", "name"] })
+export const TeamListParams = listParamsNoStatus({ sort: ["created_at", "updated_at", "name"] })
 /** Members sort by when they joined (the default) or by name. */
 export const MemberListParams = listParamsNoStatus({ sort: ["joined_at", "name"] })
+export const InvitationListParams = listParams({ sort: ["created_at"], status: invitationStatuses })
+export const MyInvitationListParams = listParamsNoStatus({ sort: ["created_at"] })
 
+export const CreateTeam = strictBody({ name: TeamName }, "CreateTeam")
+export const UpdateTeam = strictBody({ name: TeamName }, "UpdateTeam")
+export const UpdateMember = strictBody({ role: TeamRole }, "UpdateMember")
+export const CreateInvitation = strictBody({ email: InviteeEmail, role: TeamRole }, "CreateInvitation")
+
+const teamId = HttpApiSchema.param("team_id", TeamId)
+const userId = HttpApiSchema.param("user_id", UserId)
+const invitationId = HttpApiSchema.param("invitation_id", InvitationId)
+
+const READ = ["read", "team:manage"] as const
+const MANAGE = ["team:manage"] as const
+
+/** Teams, their members and their invitations. A non-member gets 404 for the team and everything under it. */
 export class TeamsApi extends HttpApiGroup.make("teams")
   .add(
     HttpApiEndpoint.get("list", "/teams")
       .setUrlParams(TeamListParams)
       .addSuccess(List(Team))
-      .annotate(RequiredScopes, ["read"])
-      .annotate(OpenApi.Summary, "List the teams you belong to")
+      .annotate(RequiredScopes, READ)
+      .annotate(OpenApi.Summary, "List the teams you belong to, with your role in each")
   )
   .add(
-    HttpApiEndpoint.get("members")`/teams/${HttpApiSchema.param("team_id", TeamId)}/members`
+    HttpApiEndpoint.post("create", "/teams")
+      .setPayload(CreateTeam)
+      .addSuccess(Success(Team), { status: 201 })
+      .addError(ApiErrors.ValidationFailed)
+      .annotate(RequiredScopes, MANAGE)
+      .annotate(OpenApi.Summary, "Create a team; you become its owner")
+  )
+  .add(
+    HttpApiEndpoint.get("get")`/teams/${teamId}`
+      .addSuccess(Success(Team))
+      .addError(ApiErrors.NotFound)
+      .annotate(RequiredScopes, READ)
+      .annotate(OpenApi.Summary, "Read a team (members only), with your role in it")
+  )
+  .add(
+    HttpApiEndpoint.put("update")`/teams/${teamId}`
+      .setPayload(UpdateTeam)
+      .addSuccess(Success(Team))
+      .addError(ApiErrors.Forbidden)
+      .addError(ApiErrors.NotFound)
+      .addError(ApiErrors.ValidationFailed)
+      .annotate(RequiredScopes, MANAGE)
+      .annotate(OpenApi.Summary, "Rename a team (owners and admins)")
+  )
+  .add(
+    HttpApiEndpoint.del("delete")`/teams/${teamId}`
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(ApiErrors.Forbidden)
+      .addError(ApiErrors.NotFound)
+      .addError(ApiErrors.Conflict)
+      .annotate(RequiredScopes, MANAGE)
+      .annotate(OpenApi.Summary, "Delete a team (owners); 409 while projects still belong to it")
+  )
+  .add(
+    HttpApiEndpoint.get("members")`/teams/${teamId}/members`
       .setUrlParams(MemberListParams)
       .addSuccess(List(TeamMember))
-      .annotate(RequiredScopes, ["read", "team:manage"])
+      .addError(ApiErrors.NotFound)
+      .annotate(RequiredScopes, READ)
       .annotate(OpenApi.Summary, "List a team's members (members of the team only)")
+  )
+  .add(
+    HttpApiEndpoint.put("updateMember")`/teams/${teamId}/members/${userId}`
+      .setPayload(UpdateMember)
+      .addSuccess(Success(TeamMember))
+      .addError(ApiErrors.Forbidden)
+      .addError(ApiErrors.NotFound)
+      .addError(ApiErrors.Conflict)
+      .addError(ApiErrors.ValidationFailed)
+      .annotate(RequiredScopes, MANAGE)
+      .annotate(
+        OpenApi.Summary,
+        "Change a member's role (owners: any role; admins: between member and admin); the last owner stays (409)"
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("removeMember")`/teams/${teamId}/members/${userId}`
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(ApiErrors.Forbidden)
+      .addError(ApiErrors.NotFound)
+      .addError(ApiErrors.Conflict)
+      .annotate(RequiredScopes, MANAGE)
+      .annotate(
+        OpenApi.Summary,
+        "Remove a member (owners; admins, not an owner), or leave with your own user id; emits member.removed"
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("invite")`/teams/${teamId}/invitations`
+      .setPayload(CreateInvitation)
+      .addSuccess(Success(Invitation), { status: 201 })
+      .addError(ApiErrors.Forbidden)
+      .addError(ApiErrors.NotFound)
+      .addError(ApiErrors.Conflict)
+      .addError(ApiErrors.ValidationFailed)
+      .annotate(RequiredScopes, MANAGE)
+      .annotate(
+        OpenApi.Summary,
+        "Invite someone by email (owners and admins; only an owner invites an owner); emits member.invited"
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("invitations")`/teams/${teamId}/invitations`
+      .setUrlParams(InvitationListParams)
+      .addSuccess(List(Invitation))
+      .addError(ApiErrors.NotFound)
+      .annotate(RequiredScopes, READ)
+      .annotate(OpenApi.Summary, "List a team's invitations (members of the team only)")
+  )
+  .add(
+    HttpApiEndpoint.del("revokeInvitation")`/teams/${teamId}/invitations/${invitationId}`
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(ApiErrors.Forbidden)
+      .addError(ApiErrors.NotFound)
+      .addError(ApiErrors.Conflict)
+      .annotate(RequiredScopes, MANAGE)
+      .annotate(OpenApi.Summary, "Revoke a pending invitation (owners and admins); 409 once it is answered or expired")
+  )
+  .middleware(Authentication)
+{}
+
+/** The caller's own invitations: those addressed to their email. */
+export class InvitationsApi extends HttpApiGroup.make("invitations")
+  .add(
+    HttpApiEndpoint.get("list", "/invitations")
+      .setUrlParams(MyInvitationListParams)
+      .addSuccess(List(Invitation))
+      .annotate(RequiredScopes, ["read"])
+      .annotate(OpenApi.Summary, "List the pending invitations addressed to your email")
+  )
+  .add(
+    HttpApiEndpoint.post("accept")`/invitations/${invitationId}/accept`
+      .addSuccess(Success(TeamMember))
+      .addError(ApiErrors.NotFound)
+      .addError(ApiErrors.Conflict)
+      .annotate(RequiredScopes, ["write", "team:manage"])
+      .annotate(OpenApi.Summary, "Accept an invitation addressed to you: you join the team; emits member.joined")
+  )
+  .add(
+    HttpApiEndpoint.post("decline")`/invitations/${invitationId}/decline`
+      .addSuccess(Success(Invitation))
+      .addError(ApiErrors.NotFound)
+      .addError(ApiErrors.Conflict)
+      .annotate(RequiredScopes, ["write", "team:manage"])
+      .annotate(OpenApi.Summary, "Decline an invitation addressed to you")
   )
   .middleware(Authentication)
 {}

@@ -1,49 +1,171 @@
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+/**
+ * Teams, their members and invitations in SQL. Rows are decoded against the Domain records at this boundary.
+ * An invitation's `expired` status is computed when read (a pending one whose `expires_at` has passed), so the
+ * reading methods take the current time.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { Invitation, type InvitationStatus } from "../Domain/Invitation.js"
 import type { ListQuery } from "../Domain/Lists.js"
-import { listPageUnchecked as listPage } from "../Sql/Lists.js"
-import type { Team, TeamMember, TeamRole } from "./Api.js"
+import { Team, TeamMember, TeamRole } from "../Domain/Team.js"
+import { listPage } from "../Sql/Lists.js"
+
+export type TeamSort = "created_at" | "updated_at" | "name"
+export type MemberSort = "joined_at" | "name"
+
+const TeamKey = Schema.Struct({ teamId: Schema.String })
+const MemberKey = Schema.Struct({ teamId: Schema.String, userId: Schema.String })
+const Count = Schema.Struct({ n: Schema.Number })
+const UserIdRow = Schema.Struct({ user_id: Schema.String })
+const RoleRow = Schema.Struct({ role: TeamRole })
+
+const TeamRow = Schema.Struct({
+  id: Schema.String,
+  org_id: Schema.String,
+  name: Schema.String,
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
+
+const MemberRow = Schema.Struct({
+  team_id: Schema.String,
+  user_id: Schema.String,
+  role: TeamRole,
+  joined_at: Schema.String
+})
 
 export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const teamColumns = sql`t.id, t.name, t.created_at, t.updated_at, m.role`
+    const memberColumns = sql`u.id AS user_id, u.name, u.email, u.avatar_url, m.role, m.joined_at`
 
-    const insert = (team: Team & { readonly org_id: string }) => sql`INSERT INTO teams ${sql.insert(team)}`
+    const insert = SqlSchema.void({
+      Request: TeamRow,
+      execute: (team) => sql`INSERT INTO teams ${sql.insert(team)}`
+    })
 
-    const findById = (id: string) =>
+    const rename = SqlSchema.void({
+      Request: Schema.Struct({ teamId: Schema.String, name: Schema.String, at: Schema.String }),
+      execute: ({ at, name, teamId }) => sql`UPDATE teams SET name = ${name}, updated_at = ${at} WHERE id = ${teamId}`
+    })
+
+    const remove = SqlSchema.void({
+      Request: TeamKey,
+      execute: ({ teamId }) => sql`DELETE FROM teams WHERE id = ${teamId}`
+    })
+
+    /**
+     * Takes the team's write lock for the rest of the transaction (a no-op update): membership changes that
+     * check "is there another owner?" run one at a time per team on PostgreSQL too.
+     */
+    const lock = SqlSchema.void({
+      Request: TeamKey,
+      execute: ({ teamId }) => sql`UPDATE teams SET updated_at = updated_at WHERE id = ${teamId}`
+    })
+
+    const exists = SqlSchema.findOne({
+      Request: TeamKey,
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ teamId }) => sql`SELECT id FROM teams WHERE id = ${teamId}`
+    })
+
+    const projectCount = (teamId: string) =>
       Effect.map(
-        sql<Team>`SELECT id, name, created_at FROM teams WHERE id = ${id}`,
-        (rows) => Option.fromNullable(rows[0])
+        SqlSchema.findAll({
+          Request: TeamKey,
+          Result: Count,
+          execute: ({ teamId }) => sql`SELECT CAST(count(*) AS INTEGER) AS n FROM projects WHERE team_id = ${teamId}`
+        })({ teamId }),
+        (rows) => rows[0]?.n ?? 0
       )
 
-    const addMember = (member: {
-      readonly team_id: string
-      readonly user_id: string
-      readonly role: TeamRole
-      readonly joined_at: string
-    }) => sql`INSERT INTO team_members ${sql.insert(member)}`
+    /** The team as `userId` sees it (with their role); none when they are not a member. */
+    const findFor = SqlSchema.findOne({
+      Request: MemberKey,
+      Result: Team,
+      execute: ({ teamId, userId }) =>
+        sql`SELECT ${teamColumns} FROM teams t JOIN team_members m ON m.team_id = t.id
+          WHERE t.id = ${teamId} AND m.user_id = ${userId}`
+    })
 
-    const roleOf = (teamId: string, userId: string) =>
+    const addMember = SqlSchema.void({
+      Request: MemberRow,
+      execute: (member) => sql`INSERT INTO team_members ${sql.insert(member)}`
+    })
+
+    const setRole = SqlSchema.void({
+      Request: Schema.Struct({ teamId: Schema.String, userId: Schema.String, role: TeamRole }),
+      execute: ({ role, teamId, userId }) =>
+        sql`UPDATE team_members SET role = ${role} WHERE team_id = ${teamId} AND user_id = ${userId}`
+    })
+
+    const removeMember = SqlSchema.void({
+      Request: MemberKey,
+      execute: ({ teamId, userId }) => sql`DELETE FROM team_members WHERE team_id = ${teamId} AND user_id = ${userId}`
+    })
+
+    const roleOf = SqlSchema.findOne({
+      Request: MemberKey,
+      Result: RoleRow,
+      execute: ({ teamId, userId }) =>
+        sql`SELECT role FROM team_members WHERE team_id = ${teamId} AND user_id = ${userId}`
+    })
+
+    const ownerCount = (teamId: string) =>
       Effect.map(
-        sql<{ readonly role: TeamRole }>`
-          SELECT role FROM team_members WHERE team_id = ${teamId} AND user_id = ${userId}`,
-        (rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.role)
+        SqlSchema.findAll({
+          Request: TeamKey,
+          Result: Count,
+          execute: ({ teamId }) =>
+            sql`SELECT CAST(count(*) AS INTEGER) AS n FROM team_members WHERE team_id = ${teamId} AND role = 'owner'`
+        })({ teamId }),
+        (rows) => rows[0]?.n ?? 0
       )
 
-    const listForUser = (userId: string, query: ListQuery<"created_at" | "name">) =>
-      listPage<Team, "created_at" | "name">({
-        select: sql`t.id, t.name, t.created_at`,
+    const member = SqlSchema.findOne({
+      Request: MemberKey,
+      Result: TeamMember,
+      execute: ({ teamId, userId }) =>
+        sql`SELECT ${memberColumns} FROM team_members m JOIN users u ON u.id = m.user_id
+          WHERE m.team_id = ${teamId} AND m.user_id = ${userId}`
+    })
+
+    /** Whether the account with this (lower-cased) email is a member of the team. */
+    const memberByEmail = SqlSchema.findOne({
+      Request: Schema.Struct({ teamId: Schema.String, email: Schema.String }),
+      Result: UserIdRow,
+      execute: ({ email, teamId }) =>
+        sql`SELECT m.user_id FROM team_members m JOIN users u ON u.id = m.user_id
+          WHERE m.team_id = ${teamId} AND lower(u.email) = ${email}`
+    })
+
+    /** Owners and admins: who hears about a team's resources. */
+    const managersOf = (teamId: string) =>
+      Effect.map(
+        SqlSchema.findAll({
+          Request: TeamKey,
+          Result: UserIdRow,
+          execute: ({ teamId }) =>
+            sql`SELECT user_id FROM team_members WHERE team_id = ${teamId} AND role IN ('owner', 'admin')`
+        })({ teamId }),
+        (rows) => rows.map((row) => row.user_id)
+      )
+
+    const listFor = (userId: string, query: ListQuery<TeamSort>) =>
+      listPage(Team, {
+        select: teamColumns,
         from: sql`teams t JOIN team_members m ON m.team_id = t.id`,
         where: [sql`m.user_id = ${userId}`],
-        columns: { created_at: "t.created_at", name: "t.name" },
+        columns: { created_at: "t.created_at", updated_at: "t.updated_at", name: "t.name" },
         createdColumn: "t.created_at",
         idColumn: "t.id",
         searchColumns: ["t.name"]
       }, query)
 
-    const listMembers = (teamId: string, query: ListQuery<"joined_at" | "name">) =>
-      listPage<TeamMember, "joined_at" | "name">({
-        select: sql`u.id AS user_id, u.name, u.email, u.avatar_url, m.role, m.joined_at`,
+    const listMembers = (teamId: string, query: ListQuery<MemberSort>) =>
+      listPage(TeamMember, {
+        select: memberColumns,
         from: sql`team_members m JOIN users u ON u.id = m.user_id`,
         where: [sql`m.team_id = ${teamId}`],
         columns: { joined_at: "m.joined_at", name: "u.name" },
@@ -52,23 +174,129 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
         searchColumns: ["u.name", "u.email"]
       }, query)
 
-    const member = (teamId: string, userId: string) =>
-      Effect.map(
-        sql<TeamMember>`
-          SELECT u.id AS user_id, u.name, u.email, u.avatar_url, m.role, m.joined_at
-          FROM team_members m JOIN users u ON u.id = m.user_id
-          WHERE m.team_id = ${teamId} AND m.user_id = ${userId}`,
-        (rows) => Option.fromNullable(rows[0])
-      )
+    return {
+      insert,
+      rename,
+      remove,
+      lock,
+      exists,
+      projectCount,
+      findFor,
+      addMember,
+      setRole,
+      removeMember,
+      roleOf,
+      ownerCount,
+      member,
+      memberByEmail,
+      managersOf,
+      listFor,
+      listMembers
+    } as const
+  })
+}) {}
 
-    /** Owners and admins: who hears about a team's resources. */
-    const managersOf = (teamId: string) =>
-      Effect.map(
-        sql<{ readonly user_id: string }>`
-          SELECT user_id FROM team_members WHERE team_id = ${teamId} AND role IN ('owner', 'admin')`,
-        (rows) => rows.map((row) => row.user_id)
-      )
+export type InvitationSort = "created_at"
 
-    return { insert, findById, managersOf, addMember, roleOf, listForUser, listMembers, member } as const
+const InvitationRow = Schema.Struct({
+  id: Schema.String,
+  team_id: Schema.String,
+  email: Schema.String,
+  role: TeamRole,
+  status: Schema.Literal("pending"),
+  invited_by: Schema.String,
+  created_at: Schema.String,
+  expires_at: Schema.String,
+  answered_at: Schema.Null
+})
+
+export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("InvitationsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    /** The stored status, except that a pending invitation past its expiry reads as `expired`. */
+    const status = (now: string) =>
+      sql`CASE WHEN i.status = 'pending' AND i.expires_at <= ${now} THEN 'expired' ELSE i.status END`
+    const columns = (now: string) =>
+      sql`i.id, i.team_id, i.email, i.role, ${status(now)} AS status, i.invited_by, i.created_at, i.expires_at, i.answered_at`
+
+    const insert = SqlSchema.void({
+      Request: InvitationRow,
+      execute: (row) => sql`INSERT INTO invitations ${sql.insert(row)}`
+    })
+
+    /** Marks pending invitations of this team and email that have lapsed as `expired` (so a new one may be made). */
+    const expireLapsed = SqlSchema.void({
+      Request: Schema.Struct({ teamId: Schema.String, email: Schema.String, now: Schema.String }),
+      execute: ({ email, now, teamId }) =>
+        sql`UPDATE invitations SET status = 'expired'
+          WHERE team_id = ${teamId} AND email = ${email} AND status = 'pending' AND expires_at <= ${now}`
+    })
+
+    const find = SqlSchema.findOne({
+      Request: Schema.Struct({ id: Schema.String, now: Schema.String }),
+      Result: Invitation,
+      execute: ({ id, now }) => sql`SELECT ${columns(now)} FROM invitations i WHERE i.id = ${id}`
+    })
+
+    const pendingFor = SqlSchema.findOne({
+      Request: Schema.Struct({ teamId: Schema.String, email: Schema.String, now: Schema.String }),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ email, now, teamId }) =>
+        sql`SELECT id FROM invitations
+          WHERE team_id = ${teamId} AND email = ${email} AND status = 'pending' AND expires_at > ${now}`
+    })
+
+    /**
+     * Moves a still-open invitation to `to` (accepted, declined or revoked); none when it was no longer pending
+     * or had expired, so two answers cannot both win.
+     */
+    const close = SqlSchema.findOne({
+      Request: Schema.Struct({
+        id: Schema.String,
+        to: Schema.Literal("accepted", "declined", "revoked"),
+        answeredAt: Schema.NullOr(Schema.String),
+        now: Schema.String
+      }),
+      Result: Invitation,
+      execute: ({ answeredAt, id, now, to }) =>
+        sql`UPDATE invitations SET status = ${to}, answered_at = ${answeredAt}
+          WHERE id = ${id} AND status = 'pending' AND expires_at > ${now}
+          RETURNING id, team_id, email, role, status, invited_by, created_at, expires_at, answered_at`
+    })
+
+    const listForTeam = (teamId: string, query: ListQuery<InvitationSort, InvitationStatus>, now: string) =>
+      listPage(Invitation, {
+        select: columns(now),
+        from: sql`invitations i`,
+        where: [
+          sql`i.team_id = ${teamId}`,
+          ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
+        ],
+        columns: { created_at: "i.created_at" },
+        createdColumn: "i.created_at",
+        idColumn: "i.id",
+        searchColumns: ["i.email"]
+      }, query)
+
+    /** Open invitations addressed to an email, whatever its case. */
+    const listOpenTo = (email: string, query: ListQuery<InvitationSort>, now: string) =>
+      listPage(Invitation, {
+        select: columns(now),
+        from: sql`invitations i`,
+        where: [sql`i.email = ${email.toLowerCase()}`, sql`i.status = 'pending'`, sql`i.expires_at > ${now}`],
+        columns: { created_at: "i.created_at" },
+        createdColumn: "i.created_at",
+        idColumn: "i.id",
+        searchColumns: ["i.email"]
+      }, query)
+
+    /** The account with this email, if any (emails are stored lower-cased). */
+    const userByEmail = SqlSchema.findOne({
+      Request: Schema.Struct({ email: Schema.String }),
+      Result: Schema.Struct({ id: Schema.String, email: Schema.String }),
+      execute: ({ email }) => sql`SELECT id, email FROM users WHERE lower(email) = ${email}`
+    })
+
+    return { insert, expireLapsed, find, pendingFor, close, listForTeam, listOpenTo, userByEmail } as const
   })
 }) {}

@@ -179,14 +179,15 @@ describe("scopes", () => {
     expectError(projects, 403, "forbidden")
   })
 
-  test("team:manage can list the members of its team, and nothing else", async () => {
+  test("team:manage can list its teams and their members, and nothing else", async () => {
     const team = await server.cli<{ id: string }>("teams", "create", "--name", "Managed", "--owner", manager.id)
     const members = await server.request(`/v1/teams/${team.id}/members`, { key: manager.key })
     expect(members.status).toBe(200)
     expect(members.body.data).toHaveLength(1)
     expect(members.body.data[0]).toMatchObject({ user_id: manager.id, role: "owner" })
 
-    expectError(await server.request("/v1/teams", { key: manager.key }), 403, "forbidden")
+    // GET /v1/teams takes read or team:manage (issue 12).
+    expect((await server.request("/v1/teams", { key: manager.key })).status).toBe(200)
     expectError(await server.request("/v1/users/me", { key: manager.key }), 403, "forbidden")
     expectError(await server.request("/v1/projects", { key: manager.key }), 403, "forbidden")
   }, 15_000)
@@ -207,7 +208,7 @@ describe("routing before authentication", () => {
     const cases: Array<[string, string, Array<string>]> = [
       ["PATCH", "/v1/projects", ["GET", "POST"]],
       ["POST", "/v1/users/me", ["GET", "PUT"]],
-      ["DELETE", "/v1/teams", ["GET"]],
+      ["DELETE", "/v1/teams", ["GET", "POST"]],
       ["POST", "/v1/projects/proj_01jd3xkq8w0000000000000000", ["DELETE", "GET", "PUT"]],
       ["PUT", "/v1/api-keys", ["GET", "POST"]]
     ]

@@ -10,6 +10,8 @@ interface TeamRecord {
   readonly id: string
   readonly name: string
   readonly created_at: string
+  readonly updated_at: string
+  readonly role: string
 }
 
 let annsTeam: TeamRecord // owner: Ann
@@ -128,8 +130,10 @@ describe("GET /v1/teams", () => {
     expect(anns.body.data.map((t: TeamRecord) => t.id).sort()).toEqual([annsTeam.id, sharedTeam.id].sort())
     expect(anns.body.meta).toMatchObject({ total: 2, page: 1, per_page: 20 })
     const shared = anns.body.data.find((t: TeamRecord) => t.id === sharedTeam.id)
-    expect(shared).toEqual(sharedTeam)
-    expect(Object.keys(shared).sort()).toEqual(["created_at", "id", "name"])
+    // The team record as the caller sees it: their own role in it (the CLI printed the owner's).
+    expect(shared).toEqual({ ...sharedTeam, role: "member" })
+    expect(Object.keys(shared).sort()).toEqual(["created_at", "id", "name", "role", "updated_at"])
+    expect(anns.body.data.find((t: TeamRecord) => t.id === annsTeam.id)).toEqual(annsTeam)
 
     const bobs = await server.request("/v1/teams", { key: bob.key })
     expect(bobs.body.data.map((t: TeamRecord) => t.id).sort()).toEqual([bobsTeam.id, sharedTeam.id].sort())

@@ -1,0 +1,82 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication } from "../Contract/Security.js"
+import { RequiredScopes } from "../Contract/Security.js"
+import {
+  Deployment,
+  DeploymentDescription,
+  DeploymentStatus,
+  deploymentStatuses,
+  Environment,
+  Ref
+} from "../Domain/Deployment.js"
+import { List, Success } from "../Contract/Envelope.js"
+import { ApiErrors } from "../Domain/Errors.js"
+import { DeploymentId, ProjectId } from "../Domain/Ids.js"
+import { listParams } from "../Contract/ListParams.js"
+import { optional } from "../Domain/Payload.js"
+import { strictBody } from "../Contract/Payload.js"
+
+export const CreateDeployment = strictBody({
+  environment: Schema.optionalWith(Environment, { default: () => "production", exact: true }),
+  ref: Ref,
+  description: Schema.optionalWith(DeploymentDescription, { default: () => "", exact: true })
+}, "CreateDeployment")
+
+export const UpdateDeployment = strictBody({
+  status: DeploymentStatus.annotations({ description: "`succeeded` or `failed`: a running deployment finishes, once" }),
+  description: optional(DeploymentDescription)
+}, "UpdateDeployment")
+
+const base = listParams({ sort: ["created_at", "updated_at"], status: deploymentStatuses })
+export const DeploymentListParams = Schema.Struct({ ...base.fields, environment: optional(Environment) })
+
+const id = HttpApiSchema.param("id", ProjectId)
+const deploymentId = HttpApiSchema.param("deployment_id", DeploymentId)
+
+/** Deployments of a project: whoever can change the project can deploy it. */
+export class DeploymentsApi extends HttpApiGroup.make("deployments")
+  .add(
+    HttpApiEndpoint.get("list")`/projects/${id}/deployments`
+      .setUrlParams(DeploymentListParams)
+      .addSuccess(List(Deployment))
+      .addError(ApiErrors.NotFound)
+      .annotate(RequiredScopes, ["read", "projects:read"])
+      .annotate(OpenApi.Summary, "List a project's deployments (filters: status, environment)")
+  )
+  .add(
+    HttpApiEndpoint.post("create")`/projects/${id}/deployments`
+      .setPayload(CreateDeployment)
+      .addSuccess(Success(Deployment), { status: 201 })
+      .addError(ApiErrors.NotFound)
+      .addError(ApiErrors.Conflict)
+      .addError(ApiErrors.ValidationFailed)
+      .annotate(RequiredScopes, ["write", "projects:write"])
+      .annotate(
+        OpenApi.Summary,
+        "Start a deployment (status running); emits deployment.started; 409 for an archived project"
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("get")`/projects/${id}/deployments/${deploymentId}`
+      .addSuccess(Success(Deployment))
+      .addError(ApiErrors.NotFound)
+      .annotate(RequiredScopes, ["read", "projects:read"])
+      .annotate(OpenApi.Summary, "Read a deployment")
+  )
+  .add(
+    HttpApiEndpoint.put("update")`/projects/${id}/deployments/${deploymentId}`
+      .setPayload(UpdateDeployment)
+      .addSuccess(Success(Deployment))
+      .addError(ApiErrors.NotFound)
+      .addError(ApiErrors.Conflict)
+      .addError(ApiErrors.ValidationFailed)
+      .annotate(RequiredScopes, ["write", "projects:write"])
+      .annotate(
+        OpenApi.Summary,
+        "Finish a running deployment, once: succeeded (deployment.completed) or failed (deployment.failed); " +
+          "any other change is 409"
+      )
+  )
+  .middleware(Authentication)
+{}

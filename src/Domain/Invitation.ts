@@ -1,0 +1,34 @@
+/**
+ * Invitations to join a team. `expired` is never written by an answer: a pending invitation whose `expires_at`
+ * has passed reads as `expired` (and the store marks it so when a new invitation to the same email is made).
+ */
+import { Schema } from "effect"
+import { InvitationId, TeamId, UserId } from "./Ids.js"
+import { oneOf } from "./Lists.js"
+import { TeamRole } from "./Team.js"
+import { Timestamp } from "./Time.js"
+
+export const invitationStatuses = ["pending", "accepted", "declined", "revoked", "expired"] as const
+export const InvitationStatus = oneOf(...invitationStatuses)
+export type InvitationStatus = typeof InvitationStatus.Type
+
+export const Invitation = Schema.Struct({
+  id: InvitationId,
+  team_id: TeamId,
+  email: Schema.String,
+  role: TeamRole,
+  status: InvitationStatus,
+  invited_by: UserId,
+  created_at: Timestamp,
+  expires_at: Timestamp,
+  answered_at: Schema.NullOr(Timestamp)
+}).annotations({ identifier: "Invitation" })
+export type Invitation = typeof Invitation.Type
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+
+/** An email address as invitations store it: trimmed and lower-cased, at most 254 characters. */
+export const InviteeEmail = Schema.Trim.pipe(
+  Schema.filter((value) => EMAIL.test(value) && value.length <= 254 || "must be an email address"),
+  Schema.transform(Schema.String, { strict: true, decode: (value) => value.toLowerCase(), encode: (value) => value })
+)
