@@ -47,15 +47,37 @@ const makeUser = async (label: string) => {
 // Throughput fans each event out to HOOKS webhooks; the lag run uses a second user with one webhook.
 const key = await makeUser("fanout")
 const lagKey = await makeUser("lag")
-const server = Bun.spawn(["taskset", "-c", "0", "bun", ...(process.env.BENCH_PROFILE ? ["--cpu-prof-md", "--cpu-prof-dir=/tmp/prof"] : []), "src/main.ts"], {
-  cwd: ROOT,
-  env: { ...env, PORT: String(PORT), HOST: "127.0.0.1", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_ENABLED: "false" },
-  stdout: "ignore",
-  stderr: "inherit"
-})
+const server = Bun.spawn(
+  [
+    "taskset",
+    "-c",
+    "0",
+    "bun",
+    ...(process.env.BENCH_PROFILE ? ["--cpu-prof-md", "--cpu-prof-dir=/tmp/prof"] : []),
+    "src/main.ts"
+  ],
+  {
+    cwd: ROOT,
+    env: {
+      ...env,
+      PORT: String(PORT),
+      HOST: "127.0.0.1",
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      RATE_LIMIT_ENABLED: "false"
+    },
+    stdout: "ignore",
+    stderr: "inherit"
+  }
+)
 const base = `http://127.0.0.1:${PORT}`
 for (let i = 0; i < 100; i++) {
-  if (await fetch(`${base}/health/ready`).then((r) => r.ok, () => false)) break
+  if (
+    await fetch(`${base}/health/ready`).then(
+      (r) => r.ok,
+      () => false
+    )
+  )
+    break
   await Bun.sleep(100)
 }
 const api = (path: string, body: unknown, as: string = key) =>
@@ -82,7 +104,9 @@ const waitFor = async (count: number, limitMs: number) => {
 const projects = Math.ceil(EVENTS / HOOKS)
 const started = performance.now()
 for (let i = 0; i < projects; i += 20) {
-  await Promise.all(Array.from({ length: Math.min(20, projects - i) }, (_, j) => api("/v1/projects", { name: `p${i + j}` })))
+  await Promise.all(
+    Array.from({ length: Math.min(20, projects - i) }, (_, j) => api("/v1/projects", { name: `p${i + j}` }))
+  )
 }
 const created = performance.now()
 const complete = await waitFor(projects * HOOKS, 120_000)

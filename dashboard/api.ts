@@ -38,7 +38,12 @@ const loadSession = (): Session | undefined => {
   const text = sessionStorage.getItem(STORAGE_KEY)
   if (text === null) return undefined
   const parsed: unknown = JSON.parse(text)
-  if (isRecord(parsed) && typeof parsed.token === "string" && typeof parsed.expiresAt === "number" && parsed.expiresAt > Date.now()) {
+  if (
+    isRecord(parsed) &&
+    typeof parsed.token === "string" &&
+    typeof parsed.expiresAt === "number" &&
+    parsed.expiresAt > Date.now()
+  ) {
     return { token: parsed.token, expiresAt: parsed.expiresAt }
   }
   sessionStorage.removeItem(STORAGE_KEY)
@@ -70,7 +75,8 @@ const readBody = async (response: Response): Promise<unknown> => {
   }
 }
 
-const unreachable = () => new ApiError(0, "network", "The service could not be reached. Check your connection and try again.")
+const unreachable = () =>
+  new ApiError(0, "network", "The service could not be reached. Check your connection and try again.")
 
 /** `POST {auth_url}/login`: the answer is RFC 6749 shaped (`error_description`), not the `/v1` envelope. */
 export const signIn = async (email: string, password: string): Promise<void> => {
@@ -86,9 +92,10 @@ export const signIn = async (email: string, password: string): Promise<void> => 
     sessionStorage.setItem(STORAGE_KEY, JSON.stringify(current))
     return
   }
-  const description = isRecord(body) && typeof body.error_description === "string"
-    ? body.error_description
-    : `Sign-in failed (HTTP ${response.status})`
+  const description =
+    isRecord(body) && typeof body.error_description === "string"
+      ? body.error_description
+      : `Sign-in failed (HTTP ${response.status})`
   const retryAfter = response.headers.get("retry-after")
   throw new ApiError(
     response.status,
@@ -101,11 +108,12 @@ const toError = (status: number, body: unknown): ApiError => {
   const error = isRecord(body) && isRecord(body.error) ? body.error : undefined
   if (error === undefined) return new ApiError(status, "http_error", `The service answered HTTP ${status}`)
   const details = Array.isArray(error.details)
-    ? error.details.flatMap((detail): Array<FieldIssue> =>
-      isRecord(detail) && typeof detail.field === "string" && typeof detail.message === "string"
-        ? [{ field: detail.field, message: detail.message }]
-        : []
-    )
+    ? error.details.flatMap(
+        (detail): Array<FieldIssue> =>
+          isRecord(detail) && typeof detail.field === "string" && typeof detail.message === "string"
+            ? [{ field: detail.field, message: detail.message }]
+            : []
+      )
     : []
   return new ApiError(
     status,
@@ -162,7 +170,10 @@ export const withQuery = (path: string, query: Query = {}): string => {
 
 export const api = {
   get: async <T>(path: string): Promise<T> => data<T>(await send("GET", path)),
-  list: async <T>(path: string, query?: Query): Promise<{ readonly data: ReadonlyArray<T>; readonly meta: ListMeta }> => {
+  list: async <T>(
+    path: string,
+    query?: Query
+  ): Promise<{ readonly data: ReadonlyArray<T>; readonly meta: ListMeta }> => {
     const body = await send("GET", withQuery(path, query))
     if (isList<T>(body)) return body
     throw new ApiError(0, "bad_response", "The service sent a list the dashboard does not understand")

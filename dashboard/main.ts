@@ -8,7 +8,17 @@ import { projectPage, projectsPage } from "./pages/projects.ts"
 import { signInPage } from "./pages/signIn.ts"
 import { teamPage, teamsPage } from "./pages/teams.ts"
 import { deliveryPage, webhookPage, webhooksPage } from "./pages/webhooks.ts"
-import { BASE, flashNext, interceptLinks, makeContext, match, navigate, route, setRenderer, takeFlash } from "./router.ts"
+import {
+  BASE,
+  flashNext,
+  interceptLinks,
+  makeContext,
+  match,
+  navigate,
+  route,
+  setRenderer,
+  takeFlash
+} from "./router.ts"
 import type { User } from "./types.ts"
 import { errorBox } from "./ui.ts"
 
@@ -37,7 +47,10 @@ let me: Promise<User> | undefined
 const header = (): HTMLElement => {
   const who = h("span", { class: "who-name" })
   me ??= api.get<User>("/users/me")
-  me.then((user) => (who.textContent = user.name), () => (me = undefined))
+  me.then(
+    (user) => (who.textContent = user.name),
+    () => (me = undefined)
+  )
   return h(
     "header",
     { class: "top" },
@@ -45,22 +58,30 @@ const header = (): HTMLElement => {
     h(
       "nav",
       { class: "main-nav", "aria-label": "Main" },
-      h("ul", null, nav.map(([label, href]) => h("li", null, h("a", { href, "data-section": href }, label))))
+      h(
+        "ul",
+        null,
+        nav.map(([label, href]) => h("li", null, h("a", { href, "data-section": href }, label)))
+      )
     ),
     h(
       "div",
       { class: "who" },
       who,
-      h("button", {
-        type: "button",
-        class: "link-button",
-        onclick: () => {
-          signOut()
-          me = undefined
-          flashNext("You are signed out.")
-          navigate(`${BASE}/sign-in`)
-        }
-      }, "Sign out")
+      h(
+        "button",
+        {
+          type: "button",
+          class: "link-button",
+          onclick: () => {
+            signOut()
+            me = undefined
+            flashNext("You are signed out.")
+            navigate(`${BASE}/sign-in`)
+          }
+        },
+        "Sign out"
+      )
     )
   )
 }
@@ -72,7 +93,9 @@ const render = (focus: boolean): void => {
   const found = match(path)
   if (found !== undefined && found.route.public !== true && !signedIn()) {
     const next = path + location.search
-    navigate(`${BASE}/sign-in${next === BASE || next === `${BASE}/` ? "" : `?next=${encodeURIComponent(next)}`}`, { replace: true })
+    navigate(`${BASE}/sign-in${next === BASE || next === `${BASE}/` ? "" : `?next=${encodeURIComponent(next)}`}`, {
+      replace: true
+    })
     return
   }
   const withNav = found === undefined ? signedIn() : found.route.public !== true
@@ -91,7 +114,10 @@ const render = (focus: boolean): void => {
   main.append(root)
   if (found === undefined) {
     document.title = "Not found · Dashboard"
-    root.append(h("h1", { tabindex: -1 }, "Not found"), h("p", null, "There is no such page. ", h("a", { href: `${BASE}/projects` }, "Go to your projects.")))
+    root.append(
+      h("h1", { tabindex: -1 }, "Not found"),
+      h("p", null, "There is no such page. ", h("a", { href: `${BASE}/projects` }, "Go to your projects."))
+    )
   } else {
     const context = makeContext(root, found.params, () => render(false))
     Promise.resolve()

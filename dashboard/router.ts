@@ -2,7 +2,7 @@
  * Client-side routing under /dashboard: the History API, real links (so "open in new tab" works), and a page
  * function per route. The server answers every /dashboard/* address with the same shell, so deep links load.
  */
-import { withQuery, type Query } from "./api.ts"
+import { type Query, withQuery } from "./api.ts"
 import { type Child, h } from "./dom.ts"
 
 export const BASE = "/dashboard"
@@ -61,7 +61,8 @@ export const match = (path: string): { readonly route: Route; readonly params: R
   const relative = path.slice(BASE.length).replace(/\/+$/, "") || "/"
   for (const candidate of routes) {
     const found = candidate.pattern.exec(relative)
-    if (found !== null) return { route: candidate, params: found.slice(1).map((part) => decodeURIComponent(part ?? "")) }
+    if (found !== null)
+      return { route: candidate, params: found.slice(1).map((part) => decodeURIComponent(part ?? "")) }
   }
   return undefined
 }
@@ -92,7 +93,15 @@ export const makeContext = (root: HTMLElement, params: ReadonlyArray<string>, re
 /** Same-origin links under /dashboard are followed without a page load. */
 export const interceptLinks = (): void => {
   document.addEventListener("click", (event) => {
-    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return
+    if (
+      event.defaultPrevented ||
+      event.button !== 0 ||
+      event.metaKey ||
+      event.ctrlKey ||
+      event.shiftKey ||
+      event.altKey
+    )
+      return
     const target = event.target instanceof Element ? event.target.closest("a") : null
     if (target === null || target.target !== "" || target.hasAttribute("download")) return
     const url = new URL(target.href, location.href)

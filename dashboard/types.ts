@@ -81,7 +81,7 @@ export interface Invitation {
 }
 
 export const scopes = ["read", "write", "projects:read", "projects:write", "team:manage", "billing:read"] as const
-export type Scope = typeof scopes[number]
+export type Scope = (typeof scopes)[number]
 
 export interface ApiKey {
   readonly id: string
@@ -109,7 +109,7 @@ export const eventTypes = [
   "deployment.completed",
   "deployment.failed"
 ] as const
-export type EventType = typeof eventTypes[number]
+export type EventType = (typeof eventTypes)[number]
 
 export interface Webhook {
   readonly id: string

@@ -93,8 +93,9 @@ export const checkedValues = (form: HTMLFormElement, name: string): Array<string
 
 export const valueOf = (form: HTMLFormElement, name: string): string => {
   const control = form.elements.namedItem(name)
-  return control instanceof HTMLInputElement || control instanceof HTMLSelectElement ||
-      control instanceof HTMLTextAreaElement
+  return control instanceof HTMLInputElement ||
+    control instanceof HTMLSelectElement ||
+    control instanceof HTMLTextAreaElement
     ? control.value
     : ""
 }
@@ -126,7 +127,13 @@ export const showFormError = (form: HTMLFormElement, error: unknown): void => {
     "div",
     { class: "form-error", role: "alert" },
     h("p", null, messageOf(error)),
-    unmatched.length === 0 ? null : h("ul", null, unmatched.map((line) => h("li", null, line)))
+    unmatched.length === 0
+      ? null
+      : h(
+          "ul",
+          null,
+          unmatched.map((line) => h("li", null, line))
+        )
   )
   form.prepend(box)
   const firstInvalid = form.querySelector<HTMLElement>("[aria-invalid=true]")
@@ -158,25 +165,29 @@ export const actionButton = (
   action: () => Promise<void>,
   options: { readonly className?: string; readonly errors?: HTMLElement; readonly ariaLabel?: string } = {}
 ): HTMLButtonElement => {
-  const button: HTMLButtonElement = h("button", {
-    type: "button",
-    class: options.className,
-    "aria-label": options.ariaLabel,
-    onclick: () => {
-      button.disabled = true
-      const place = options.errors ?? button.parentElement
-      place?.querySelector(":scope > .inline-error")?.remove()
-      action()
-        .catch((error: unknown) => {
-          const note = h("p", { class: "inline-error", role: "alert" }, messageOf(error))
-          if (options.errors !== undefined) options.errors.prepend(note)
-          else button.after(note)
-        })
-        .finally(() => {
-          if (button.isConnected) button.disabled = false
-        })
-    }
-  }, label)
+  const button: HTMLButtonElement = h(
+    "button",
+    {
+      type: "button",
+      class: options.className,
+      "aria-label": options.ariaLabel,
+      onclick: () => {
+        button.disabled = true
+        const place = options.errors ?? button.parentElement
+        place?.querySelector(":scope > .inline-error")?.remove()
+        action()
+          .catch((error: unknown) => {
+            const note = h("p", { class: "inline-error", role: "alert" }, messageOf(error))
+            if (options.errors !== undefined) options.errors.prepend(note)
+            else button.after(note)
+          })
+          .finally(() => {
+            if (button.isConnected) button.disabled = false
+          })
+      }
+    },
+    label
+  )
   return button
 }
 
@@ -225,7 +236,11 @@ const precise = new Intl.DateTimeFormat(undefined, {
 export const when = (iso: string | null | undefined, options: { readonly milliseconds?: boolean } = {}): Child =>
   iso === null || iso === undefined
     ? h("span", { class: "muted" }, "—")
-    : h("time", { datetime: iso, title: iso }, (options.milliseconds === true ? precise : formatter).format(new Date(iso)))
+    : h(
+        "time",
+        { datetime: iso, title: iso },
+        (options.milliseconds === true ? precise : formatter).format(new Date(iso))
+      )
 
 export interface Column<T> {
   readonly label: string
@@ -234,30 +249,45 @@ export interface Column<T> {
 }
 
 /** A table; below 640 px each row becomes a card, every cell labelled by its column. */
-export const table = <T>(caption: string, columns: ReadonlyArray<Column<T>>, rows: ReadonlyArray<T>, empty: string): HTMLElement =>
+export const table = <T>(
+  caption: string,
+  columns: ReadonlyArray<Column<T>>,
+  rows: ReadonlyArray<T>,
+  empty: string
+): HTMLElement =>
   rows.length === 0
     ? h("p", { class: "empty" }, empty)
     : h(
-      "div",
-      { class: "table-wrap" },
-      h(
-        "table",
-        null,
-        h("caption", { class: "visually-hidden" }, caption),
-        h("thead", null, h("tr", null, columns.map((column) => h("th", { scope: "col", class: column.className }, column.label)))),
+        "div",
+        { class: "table-wrap" },
         h(
-          "tbody",
+          "table",
           null,
-          rows.map((row) =>
+          h("caption", { class: "visually-hidden" }, caption),
+          h(
+            "thead",
+            null,
             h(
               "tr",
               null,
-              columns.map((column) => h("td", { "data-label": column.label, class: column.className }, column.cell(row)))
+              columns.map((column) => h("th", { scope: "col", class: column.className }, column.label))
+            )
+          ),
+          h(
+            "tbody",
+            null,
+            rows.map((row) =>
+              h(
+                "tr",
+                null,
+                columns.map((column) =>
+                  h("td", { "data-label": column.label, class: column.className }, column.cell(row))
+                )
+              )
             )
           )
         )
       )
-    )
 
 /** Previous / next links for a list page; `hrefFor(n)` is the address of page n. */
 export const pager = (meta: ListMeta, hrefFor: (page: number) => string): HTMLElement | null => {
@@ -269,9 +299,13 @@ export const pager = (meta: ListMeta, hrefFor: (page: number) => string): HTMLEl
   return h(
     "nav",
     { class: "pager", "aria-label": "Pages" },
-    meta.page > 1 ? h("a", { href: hrefFor(meta.page - 1), rel: "prev" }, "← Previous") : h("span", { class: "muted" }, "← Previous"),
+    meta.page > 1
+      ? h("a", { href: hrefFor(meta.page - 1), rel: "prev" }, "← Previous")
+      : h("span", { class: "muted" }, "← Previous"),
     h("span", null, `Page ${meta.page} of ${last} · ${meta.total} in all`),
-    meta.page < last ? h("a", { href: hrefFor(meta.page + 1), rel: "next" }, "Next →") : h("span", { class: "muted" }, "Next →")
+    meta.page < last
+      ? h("a", { href: hrefFor(meta.page + 1), rel: "next" }, "Next →")
+      : h("span", { class: "muted" }, "Next →")
   )
 }
 
@@ -281,7 +315,11 @@ export const errorBox = (error: unknown): HTMLElement =>
     { class: "form-error", role: "alert" },
     h("p", null, messageOf(error)),
     error instanceof ApiError && error.details.length > 0
-      ? h("ul", null, error.details.map((detail) => h("li", null, `${detail.field}: ${detail.message}`)))
+      ? h(
+          "ul",
+          null,
+          error.details.map((detail) => h("li", null, `${detail.field}: ${detail.message}`))
+        )
       : null
   )
 
@@ -291,14 +329,26 @@ const copy = async (value: HTMLInputElement): Promise<void> => {
     return
   }
   value.select()
-  if (!document.execCommand("copy")) throw new Error("Copying is not allowed here: select the text and copy it yourself.")
+  if (!document.execCommand("copy"))
+    throw new Error("Copying is not allowed here: select the text and copy it yourself.")
 }
 
 /** A secret shown this once, with a copy button; "Done" removes it from the page for good. */
-export const secretOnce = (options: { readonly title: string; readonly label: string; readonly value: string }): HTMLElement => {
+export const secretOnce = (options: {
+  readonly title: string
+  readonly label: string
+  readonly value: string
+}): HTMLElement => {
   const id = uid("secret")
   const status = h("span", { class: "copy-status", role: "status" })
-  const valueInput = h("input", { id, class: "secret-value", readonly: true, value: options.value, spellcheck: "false", autocomplete: "off" })
+  const valueInput = h("input", {
+    id,
+    class: "secret-value",
+    readonly: true,
+    value: options.value,
+    spellcheck: "false",
+    autocomplete: "off"
+  })
   const panel: HTMLElement = h(
     "section",
     { class: "secret-once", "aria-labelledby": `${id}-title` },
@@ -309,16 +359,20 @@ export const secretOnce = (options: { readonly title: string; readonly label: st
       "div",
       { class: "secret-row" },
       valueInput,
-      h("button", {
-        type: "button",
-        class: "primary",
-        onclick: () => {
-          copy(valueInput).then(
-            () => (status.textContent = "Copied to the clipboard."),
-            (error: unknown) => (status.textContent = messageOf(error))
-          )
-        }
-      }, "Copy")
+      h(
+        "button",
+        {
+          type: "button",
+          class: "primary",
+          onclick: () => {
+            copy(valueInput).then(
+              () => (status.textContent = "Copied to the clipboard."),
+              (error: unknown) => (status.textContent = messageOf(error))
+            )
+          }
+        },
+        "Copy"
+      )
     ),
     status,
     h("div", { class: "actions" }, h("button", { type: "button", onclick: () => panel.remove() }, "Done"))

@@ -55,11 +55,16 @@ const nodeOf = (module: string): string => {
 
 const isStorage = (module: string) => module.startsWith("Sql/") || module.endsWith("/Repo.ts")
 const isWire = (module: string) =>
-  module === "Api.ts" || module.endsWith("/Api.ts") || module.startsWith("Contract/") || module.startsWith("Http/") ||
+  module === "Api.ts" ||
+  module.endsWith("/Api.ts") ||
+  module.startsWith("Contract/") ||
+  module.startsWith("Http/") ||
   module === "Http.ts"
 
 const domainMayImport = (specifier: string) =>
-  specifier === "effect" || specifier.startsWith("effect/") || specifier === "@effect/platform" ||
+  specifier === "effect" ||
+  specifier.startsWith("effect/") ||
+  specifier === "@effect/platform" ||
   specifier.startsWith("@effect/platform/")
 
 interface Import {

@@ -38,14 +38,20 @@ const withoutFrameworkDecodeError = (spec: Record<string, unknown>): Record<stri
     return node
   }
   const isDecodeErrorRef = (item: unknown) =>
-    item !== null && typeof item === "object" && "$ref" in item &&
+    item !== null &&
+    typeof item === "object" &&
+    "$ref" in item &&
     item.$ref === "#/components/schemas/HttpApiDecodeError"
   /** A response whose only schema was the framework's decode error (an endpoint without a body or parameters). */
   const onlyDecodeError = (response: unknown) =>
-    response !== null && typeof response === "object" && "content" in response &&
-    response.content !== null && typeof response.content === "object" &&
-    Object.values(response.content).every((media: unknown) =>
-      media !== null && typeof media === "object" && "schema" in media && isDecodeErrorRef(media.schema)
+    response !== null &&
+    typeof response === "object" &&
+    "content" in response &&
+    response.content !== null &&
+    typeof response.content === "object" &&
+    Object.values(response.content).every(
+      (media: unknown) =>
+        media !== null && typeof media === "object" && "schema" in media && isDecodeErrorRef(media.schema)
     )
   const withoutDecodeOnlyResponses = (paths: unknown) => {
     if (paths === null || typeof paths !== "object") return
@@ -88,8 +94,7 @@ export class Api extends HttpApi.make("api")
     "Projects and their deployments, users, teams and invitations, API keys and webhooks. Every response wears an envelope: `{data, meta}` on success, " +
       "`{data: [...], meta: {total, page, per_page}}` for lists, `{error: {code, message, status, request_id}}` on failure."
   )
-  .annotate(OpenApi.Transform, withoutFrameworkDecodeError)
-{}
+  .annotate(OpenApi.Transform, withoutFrameworkDecodeError) {}
 
 /**
  * The same API with every error declared API-wide: the type of what the API-level middleware (src/Http/Failures.ts)
@@ -98,8 +103,7 @@ export class Api extends HttpApi.make("api")
  * encodes an error declared anywhere. Neither served nor documented: only for `HttpApiBuilder.middleware(…)`
  * (which uses its API argument for typing only) and the route table built from `groups`.
  */
-export const ApiForMiddleware = Api
-  .addError(ApiErrors.BadRequest)
+export const ApiForMiddleware = Api.addError(ApiErrors.BadRequest)
   .addError(ApiErrors.Unauthorized)
   .addError(ApiErrors.Forbidden)
   .addError(ApiErrors.Conflict)

@@ -82,7 +82,12 @@ const httpUrl = (name: string, example: string) =>
       const url = URL.canParse(value) ? new URL(value) : undefined
       return url !== undefined && (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
         ? Either.right(url)
-        : Either.left(ConfigError.InvalidData([], `${name} must be an http:// or https:// URL such as ${example}; got ${JSON.stringify(raw)}`))
+        : Either.left(
+            ConfigError.InvalidData(
+              [],
+              `${name} must be an http:// or https:// URL such as ${example}; got ${JSON.stringify(raw)}`
+            )
+          )
     })
   )
 
@@ -121,11 +126,11 @@ export const LogLevelConfig = Config.string("LOG_LEVEL").pipe(
     const level = logLevels[raw.trim().toLowerCase()]
     return level === undefined
       ? Either.left(
-        ConfigError.InvalidData(
-          ["LOG_LEVEL"],
-          `LOG_LEVEL must be one of trace, debug, info, warning, error, fatal, none; got ${JSON.stringify(raw)}`
+          ConfigError.InvalidData(
+            ["LOG_LEVEL"],
+            `LOG_LEVEL must be one of trace, debug, info, warning, error, fatal, none; got ${JSON.stringify(raw)}`
+          )
         )
-      )
       : Either.right(level)
   })
 )
@@ -138,7 +143,10 @@ export const RateLimitConfig = Config.all({
   perCredential: positiveInteger("RATE_LIMIT_PER_MINUTE", 1000),
   /** Requests per client IP per window that carry no valid credential (401, 404, 405, …). */
   perClientIp: positiveInteger("RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE", 100),
-  window: Config.string("RATE_LIMIT_WINDOW").pipe(Config.withDefault("1m"), Config.mapOrFail(durationSetting("RATE_LIMIT_WINDOW"))),
+  window: Config.string("RATE_LIMIT_WINDOW").pipe(
+    Config.withDefault("1m"),
+    Config.mapOrFail(durationSetting("RATE_LIMIT_WINDOW"))
+  ),
   /** Shared counts for every replica; unset → counted in this process. */
   redisUrl: Config.option(Config.redacted("REDIS_URL"))
 })
@@ -161,10 +169,18 @@ export const WebhookConfig = Config.all({
       const delays = raw.split(",").map((part) => parseDuration(part.trim()))
       return delays.length === 4 && delays.every((d) => d !== undefined)
         ? Either.right(delays.filter((d) => d !== undefined))
-        : Either.left(ConfigError.InvalidData(["WEBHOOK_RETRY_DELAYS"], "WEBHOOK_RETRY_DELAYS must be four durations such as 1m,5m,30m,2h"))
+        : Either.left(
+            ConfigError.InvalidData(
+              ["WEBHOOK_RETRY_DELAYS"],
+              "WEBHOOK_RETRY_DELAYS must be four durations such as 1m,5m,30m,2h"
+            )
+          )
     })
   ),
-  timeout: Config.string("WEBHOOK_TIMEOUT").pipe(Config.withDefault("10s"), Config.mapOrFail(durationSetting("WEBHOOK_TIMEOUT"))),
+  timeout: Config.string("WEBHOOK_TIMEOUT").pipe(
+    Config.withDefault("10s"),
+    Config.mapOrFail(durationSetting("WEBHOOK_TIMEOUT"))
+  ),
   claimTimeout: Config.string("WEBHOOK_CLAIM_TIMEOUT").pipe(
     Config.withDefault("60s"),
     Config.mapOrFail(durationSetting("WEBHOOK_CLAIM_TIMEOUT"))
@@ -184,13 +200,13 @@ export const WebhookConfig = Config.all({
     Duration.greaterThan(c.claimTimeout, c.timeout)
       ? Either.right(c)
       : Either.left(
-        ConfigError.InvalidData(
-          ["WEBHOOK_CLAIM_TIMEOUT"],
-          `WEBHOOK_CLAIM_TIMEOUT must exceed WEBHOOK_TIMEOUT (they are ${Duration.format(c.claimTimeout)} and ${
-            Duration.format(c.timeout)
-          })`
+          ConfigError.InvalidData(
+            ["WEBHOOK_CLAIM_TIMEOUT"],
+            `WEBHOOK_CLAIM_TIMEOUT must exceed WEBHOOK_TIMEOUT (they are ${Duration.format(c.claimTimeout)} and ${Duration.format(
+              c.timeout
+            )})`
+          )
         )
-      )
   )
 )
 
@@ -205,28 +221,40 @@ export const TeamsConfig = Config.all({
 
 /** `otlp` (the default) or `none`, per signal. */
 const exporterSetting = (name: string) =>
-  Config.literal("otlp", "none")(name).pipe(Config.withDefault("otlp" as const), Config.map((value) => value === "otlp"))
+  Config.literal(
+    "otlp",
+    "none"
+  )(name).pipe(
+    Config.withDefault("otlp" as const),
+    Config.map((value) => value === "otlp")
+  )
 
 /** `key=value,key2=value2`, as the OpenTelemetry specification writes such lists (percent-decoded). */
 const keyValueList = (name: string) =>
   Config.string(name).pipe(
     Config.withDefault(""),
-    Config.map((raw): Record<string, string> =>
-      Object.fromEntries(
-        raw.split(",").map((pair) => pair.trim()).filter((pair) => pair.includes("=")).map((pair) => {
-          const at = pair.indexOf("=")
-          return [decodeURIComponent(pair.slice(0, at).trim()), decodeURIComponent(pair.slice(at + 1).trim())]
-        })
-      )
+    Config.map(
+      (raw): Record<string, string> =>
+        Object.fromEntries(
+          raw
+            .split(",")
+            .map((pair) => pair.trim())
+            .filter((pair) => pair.includes("="))
+            .map((pair) => {
+              const at = pair.indexOf("=")
+              return [decodeURIComponent(pair.slice(0, at).trim()), decodeURIComponent(pair.slice(at + 1).trim())]
+            })
+        )
     )
   )
 
 /** OpenTelemetry, through the standard variables. No endpoint: nothing is exported and spans are not made. */
 export const TelemetryConfig = Config.all({
   endpoint: Config.option(httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT", "http://jaeger:4318")),
-  protocol: Config.literal("http/protobuf", "http/json")("OTEL_EXPORTER_OTLP_PROTOCOL").pipe(
-    Config.withDefault("http/protobuf" as const)
-  ),
+  protocol: Config.literal(
+    "http/protobuf",
+    "http/json"
+  )("OTEL_EXPORTER_OTLP_PROTOCOL").pipe(Config.withDefault("http/protobuf" as const)),
   serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("project-collaboration-service")),
   traces: exporterSetting("OTEL_TRACES_EXPORTER"),
   /** The standard head samplers; `parentbased_always_on` by default. */
@@ -262,11 +290,11 @@ export const TelemetryConfig = Config.all({
           size <= rest.maxQueueSize
             ? Either.right({ ...rest, maxExportBatchSize: size })
             : Either.left(
-              ConfigError.InvalidData(
-                ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"],
-                `OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE (they are ${size} and ${rest.maxQueueSize})`
+                ConfigError.InvalidData(
+                  ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"],
+                  `OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE (they are ${size} and ${rest.maxQueueSize})`
+                )
               )
-            )
       })
     )
   ),

@@ -5,8 +5,8 @@
  */
 import { Cause, Effect, Exit, Layer, Option, Schema } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
-import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
 import { SigningKeys } from "./Auth/Jwt.js"
+import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
 import { Conflict, Forbidden, NotFound, ValidationFailed } from "./Domain/Errors.js"
 import { parseInstant } from "./Domain/Time.js"
 import { OAuthClients } from "./OAuth/Clients.js"
@@ -81,7 +81,8 @@ const commands: ReadonlyArray<Command> = [
             email: value(flags, "email"),
             name: value(flags, "name"),
             password: Option.getOrUndefined(last(flags, "password"))
-          })),
+          })
+        ),
         publicUser
       )
     )
@@ -122,7 +123,7 @@ const commands: ReadonlyArray<Command> = [
       { name: "expires-at", value: "T", description: "ISO 8601 date or date-time with a zone" }
     ],
     run: services((flags) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const userId = value(flags, "user")
         yield* (yield* Users).get(userId)
         const name = yield* Schema.decodeUnknown(KeyName)(value(flags, "name")).pipe(
@@ -145,7 +146,7 @@ const commands: ReadonlyArray<Command> = [
     summary: "List API keys (never the keys themselves), oldest first.",
     flags: [{ name: "user", value: "USER_ID", description: "only this user's keys" }],
     run: services((flags) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const userId = Option.getOrNull(last(flags, "user"))
         if (userId !== null) yield* (yield* Users).get(userId)
         return yield* (yield* Operator).listKeys(userId)
@@ -178,7 +179,7 @@ const commands: ReadonlyArray<Command> = [
       { name: "role", value: "owner|admin|member", description: "default member" }
     ],
     run: services((flags) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const role = yield* Schema.decodeUnknown(TeamRole)(Option.getOrElse(last(flags, "role"), () => "member")).pipe(
           Effect.mapError(() => ValidationFailed.field("role", "must be owner, admin or member"))
         )
@@ -191,7 +192,13 @@ const commands: ReadonlyArray<Command> = [
     summary: "Register an OAuth client; a confidential client's secret is shown this once.",
     flags: [
       { name: "name", value: "N", required: true, description: "shown on the consent page" },
-      { name: "redirect-uri", value: "U", required: true, repeatable: true, description: "exact callback URL; repeat for more" },
+      {
+        name: "redirect-uri",
+        value: "U",
+        required: true,
+        repeatable: true,
+        description: "exact callback URL; repeat for more"
+      },
       { name: "public", description: "no secret (PKCE required): for browser and mobile apps" }
     ],
     run: services((flags) =>
@@ -200,7 +207,8 @@ const commands: ReadonlyArray<Command> = [
           name: value(flags, "name"),
           redirectUris: flags.get("redirect-uri") ?? [],
           isPublic: flags.has("public")
-        }))
+        })
+      )
     )
   },
   {
@@ -243,9 +251,8 @@ const commands: ReadonlyArray<Command> = [
     run: {
       _tag: "standalone",
       effect: () =>
-        Effect.map(
-          Effect.provide(runMigrations, SqlClientLive),
-          (applied) => applied.map(([id, name]) => ({ id, name }))
+        Effect.map(Effect.provide(runMigrations, SqlClientLive), (applied) =>
+          applied.map(([id, name]) => ({ id, name }))
         )
     }
   }
@@ -261,7 +268,8 @@ const usageLine = (command: Command) =>
     })
   ].join(" ")
 
-const EXIT_CODES = `exit status: ${EXIT.ok} done · ${EXIT.failure} could not run (database unreachable, unexpected error) · ` +
+const EXIT_CODES =
+  `exit status: ${EXIT.ok} done · ${EXIT.failure} could not run (database unreachable, unexpected error) · ` +
   `${EXIT.usage} usage error · ${EXIT.notFound} not found · ${EXIT.refused} a value was refused (invalid, duplicate)`
 
 const USAGE = `usage: bun run cli <command> [--flag value | --flag=value …]
@@ -273,20 +281,29 @@ Every command prints one JSON document ({"data": …}) on stdout; errors go to s
 ${EXIT_CODES}`
 
 const commandHelp = (command: Command) => {
-  const width = Math.max(0, ...command.flags.map((flag) => `--${flag.name}${flag.value === undefined ? "" : ` ${flag.value}`}`.length))
+  const width = Math.max(
+    0,
+    ...command.flags.map((flag) => `--${flag.name}${flag.value === undefined ? "" : ` ${flag.value}`}`.length)
+  )
   const flags = command.flags.map((flag) => {
     const text = `--${flag.name}${flag.value === undefined ? "" : ` ${flag.value}`}`
     return `  ${text.padEnd(width)}  ${flag.description}${flag.required ? " (required)" : ""}`
   })
-  return [`usage: bun run cli ${usageLine(command)}`, "", command.summary, ...(flags.length > 0 ? ["", ...flags] : []), "", EXIT_CODES]
-    .join("\n")
+  return [
+    `usage: bun run cli ${usageLine(command)}`,
+    "",
+    command.summary,
+    ...(flags.length > 0 ? ["", ...flags] : []),
+    "",
+    EXIT_CODES
+  ].join("\n")
 }
 
 const isHelp = (word: string) => word === "--help" || word === "-h"
 
 /** `--name value` or `--name=value`; a switch takes no value; only repeatable flags may repeat. */
 const parseFlags = (command: Command, args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const flags = new Map<string, Array<string>>()
     for (let i = 0; i < args.length; i++) {
       const word = args[i]!
@@ -318,7 +335,8 @@ const parseFlags = (command: Command, args: ReadonlyArray<string>) =>
       flags.set(name, [...(previous ?? []), given])
     }
     for (const flag of command.flags) {
-      if (flag.required && !flags.has(flag.name)) return yield* new UsageError({ message: `--${flag.name} is required` })
+      if (flag.required && !flags.has(flag.name))
+        return yield* new UsageError({ message: `--${flag.name} is required` })
     }
     return flags
   })
@@ -332,15 +350,20 @@ const findCommand = (argv: ReadonlyArray<string>) => {
   return undefined
 }
 
-const ServicesLive = Layer.mergeAll(Users.Default, Teams.Default, ApiKeys.Default, OAuthClients.Default, Operator.Default).pipe(
-  Layer.provideMerge(SqlLive)
-)
+const ServicesLive = Layer.mergeAll(
+  Users.Default,
+  Teams.Default,
+  ApiKeys.Default,
+  OAuthClients.Default,
+  Operator.Default
+).pipe(Layer.provideMerge(SqlLive))
 
 const execute = (command: Command, rest: ReadonlyArray<string>): Effect.Effect<unknown, unknown> =>
   Effect.flatMap(parseFlags(command, rest), (flags) =>
     command.run._tag === "services"
       ? Effect.provide(command.run.effect(flags), ServicesLive)
-      : command.run.effect(flags))
+      : command.run.effect(flags)
+  )
 
 const messageOf = (error: unknown): string =>
   error !== null && typeof error === "object" && "message" in error && typeof error.message === "string"
@@ -378,7 +401,10 @@ export const failureOf = (cause: Cause.Cause<unknown>): { readonly code: number;
   const defect = Cause.dieOption(cause)
   if (Option.isSome(defect)) {
     return isSqlError(defect.value)
-      ? { code: EXIT.failure, message: `the database could not be used (check DATABASE_URL): ${describe(defect.value)}` }
+      ? {
+          code: EXIT.failure,
+          message: `the database could not be used (check DATABASE_URL): ${describe(defect.value)}`
+        }
       : { code: EXIT.failure, message: describe(defect.value) }
   }
   return { code: EXIT.failure, message: Cause.isInterruptedOnly(cause) ? "interrupted" : "unexpected failure" }
@@ -401,7 +427,10 @@ if (import.meta.main) {
     // `users --help`: the commands of that area.
     const area = commands.filter((command) => command.words.split(" ")[0] === argv[0])
     if (area.length > 0 && argv.slice(1).some(isHelp)) {
-      await print(process.stdout, `usage:\n${area.map((command) => `  bun run cli ${usageLine(command)}`).join("\n")}\n\n${EXIT_CODES}`)
+      await print(
+        process.stdout,
+        `usage:\n${area.map((command) => `  bun run cli ${usageLine(command)}`).join("\n")}\n\n${EXIT_CODES}`
+      )
       process.exit(EXIT.ok)
     }
     await print(process.stderr, `error: unknown command: ${argv.join(" ")}\n\n${USAGE}`)

@@ -5,12 +5,13 @@ import { BunRuntime } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
-import { Deployments } from "./Deployments/Deployments.js"
 import { SignIn } from "./Auth/SignIn.js"
+import { Deployments } from "./Deployments/Deployments.js"
+import { DeliveryDoorbell } from "./Events/Events.js"
+import { HttpLive } from "./Http.js"
 import { OAuthAuthorizations } from "./OAuth/Authorizations.js"
 import { OAuthClients } from "./OAuth/Clients.js"
 import { OAuthTokens } from "./OAuth/Tokens.js"
-import { HttpLive } from "./Http.js"
 import { LoggingLive } from "./Observability/Logging.js"
 import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
 import { Projects } from "./Projects/Projects.js"
@@ -19,7 +20,6 @@ import { SqlLive } from "./Sql/Client.js"
 import { Invitations } from "./Teams/Invitations.js"
 import { Teams } from "./Teams/Teams.js"
 import { Users } from "./Users/Users.js"
-import { DeliveryDoorbell } from "./Events/Events.js"
 import { DeliveryWorker } from "./Webhooks/Delivery/Worker.js"
 import { WebhooksRepo } from "./Webhooks/Repo.js"
 import { Webhooks } from "./Webhooks/Webhooks.js"
@@ -38,10 +38,7 @@ export const ServicesLive = Layer.mergeAll(
   SignIn.Default,
   Webhooks.Default,
   DeliveryWorker.pipe(Layer.provide([WebhooksRepo.Default, DeliveryDoorbell.Default]))
-).pipe(
-  Layer.provideMerge(RateLimitLive),
-  Layer.provideMerge(SqlLive)
-)
+).pipe(Layer.provideMerge(RateLimitLive), Layer.provideMerge(SqlLive))
 
 export const MainLive = HttpLive.pipe(Layer.provide(ServicesLive))
 
@@ -51,7 +48,8 @@ export const program = Effect.flatMap(tracingEnabled, (enabled) =>
     Effect.withTracerEnabled(enabled),
     Effect.provide(TelemetryLive),
     Effect.provide(LoggingLive)
-  ))
+  )
+)
 
 if (import.meta.main) {
   BunRuntime.runMain(program, { disablePrettyLogger: true })

@@ -32,13 +32,15 @@ const endOfDay = (date: string): string => new Date(`${date}T23:59:59.999`).toIS
 export const apiKeysPage = async (context: PageContext): Promise<void> => {
   const q = (name: string) => context.query.get(name) ?? ""
   context.title("API keys")
-  context.root.append(h(
-    "p",
-    { class: "muted" },
-    "Keys let programs call the API as you: send one as ",
-    h("code", null, "Authorization: Bearer pcs_…"),
-    ". A key can only have scopes you have; revoked keys stop working at once."
-  ))
+  context.root.append(
+    h(
+      "p",
+      { class: "muted" },
+      "Keys let programs call the API as you: send one as ",
+      h("code", null, "Authorization: Bearer pcs_…"),
+      ". A key can only have scopes you have; revoked keys stop working at once."
+    )
+  )
 
   const created = h("div", { class: "created-slot" })
   const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading…"))
@@ -52,26 +54,43 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
         search: q("search") || undefined
       })
       list.replaceChildren(
-        table<ApiKey>("API keys", [
-          { label: "Name", cell: (key) => key.name },
-          { label: "Key", cell: (key) => h("code", { class: "nowrap" }, `${key.prefix}…`) },
-          { label: "Scopes", cell: (key) => h("span", { class: "scopes" }, key.scopes.join(", ")) },
-          { label: "Status", cell: (key) => badge(key.status) },
-          { label: "Created", cell: (key) => when(key.created_at) },
-          { label: "Expires", cell: (key) => key.expires_at === null ? "Never" : when(key.expires_at) },
-          { label: "Last used", cell: (key) => key.last_used_at === null ? "Never" : when(key.last_used_at) },
-          {
-            label: "Actions",
-            cell: (key) =>
-              key.status === "active"
-                ? actionButton("Revoke", async () => {
-                  if (!await confirmAction(`Revoke the key “${key.name}” (${key.prefix}…)? Programs using it will get 401 at once.`, "Revoke key")) return
-                  await api.delete(`/api-keys/${encodeURIComponent(key.id)}`)
-                  await load()
-                }, { className: "danger", ariaLabel: `Revoke ${key.name}` })
-                : key.status === "revoked" ? when(key.revoked_at) : h("span", { class: "muted" }, "—")
-          }
-        ], page.data, "No keys match."),
+        table<ApiKey>(
+          "API keys",
+          [
+            { label: "Name", cell: (key) => key.name },
+            { label: "Key", cell: (key) => h("code", { class: "nowrap" }, `${key.prefix}…`) },
+            { label: "Scopes", cell: (key) => h("span", { class: "scopes" }, key.scopes.join(", ")) },
+            { label: "Status", cell: (key) => badge(key.status) },
+            { label: "Created", cell: (key) => when(key.created_at) },
+            { label: "Expires", cell: (key) => (key.expires_at === null ? "Never" : when(key.expires_at)) },
+            { label: "Last used", cell: (key) => (key.last_used_at === null ? "Never" : when(key.last_used_at)) },
+            {
+              label: "Actions",
+              cell: (key) =>
+                key.status === "active"
+                  ? actionButton(
+                      "Revoke",
+                      async () => {
+                        if (
+                          !(await confirmAction(
+                            `Revoke the key “${key.name}” (${key.prefix}…)? Programs using it will get 401 at once.`,
+                            "Revoke key"
+                          ))
+                        )
+                          return
+                        await api.delete(`/api-keys/${encodeURIComponent(key.id)}`)
+                        await load()
+                      },
+                      { className: "danger", ariaLabel: `Revoke ${key.name}` }
+                    )
+                  : key.status === "revoked"
+                    ? when(key.revoked_at)
+                    : h("span", { class: "muted" }, "—")
+            }
+          ],
+          page.data,
+          "No keys match."
+        ),
         pager(page.meta, (n) => context.href({ page: n })) ?? ""
       )
     } catch (error) {
@@ -83,8 +102,18 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
     h(
       "form",
       { class: "stack", "aria-label": "New API key" },
-      field({ label: "Name", name: "name", control: input({ required: true, maxlength: 100, placeholder: "CI deploys" }) }),
-      checkboxes({ legend: "Scopes", name: "scopes", values: scopes, checked: ["read"], hint: "read and write cover every *:read and *:write scope." }),
+      field({
+        label: "Name",
+        name: "name",
+        control: input({ required: true, maxlength: 100, placeholder: "CI deploys" })
+      }),
+      checkboxes({
+        legend: "Scopes",
+        name: "scopes",
+        values: scopes,
+        checked: ["read"],
+        hint: "read and write cover every *:read and *:write scope."
+      }),
       field({
         label: "Expires on (optional)",
         name: "expires_at",
@@ -110,15 +139,33 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
     }
   )
 
-  const filters = filterForm(context, "Filter API keys", [
-    field({ label: "Search", name: "search", control: input({ type: "search", value: q("search") }) }),
-    field({
-      label: "Status",
-      name: "status",
-      control: select([["", "Any"], ["active", "Active"], ["expired", "Expired"], ["revoked", "Revoked"]], q("status"))
-    })
-  ], ["search", "status"])
+  const filters = filterForm(
+    context,
+    "Filter API keys",
+    [
+      field({ label: "Search", name: "search", control: input({ type: "search", value: q("search") }) }),
+      field({
+        label: "Status",
+        name: "status",
+        control: select(
+          [
+            ["", "Any"],
+            ["active", "Active"],
+            ["expired", "Expired"],
+            ["revoked", "Revoked"]
+          ],
+          q("status")
+        )
+      })
+    ],
+    ["search", "status"]
+  )
 
-  context.root.append(created, h("details", { class: "card create" }, h("summary", null, "New API key"), form), filters, list)
+  context.root.append(
+    created,
+    h("details", { class: "card create" }, h("summary", null, "New API key"), form),
+    filters,
+    list
+  )
   await load()
 }

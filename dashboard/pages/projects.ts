@@ -18,9 +18,14 @@ import {
   when
 } from "../ui.ts"
 
-const visibilities = [["private", "Private (only you)"], ["team", "Team (its members)"], ["public", "Public"]] as const
+const visibilities = [
+  ["private", "Private (only you)"],
+  ["team", "Team (its members)"],
+  ["public", "Public"]
+] as const
 
-const projectLink = (project: Project) => h("a", { href: `${BASE}/projects/${encodeURIComponent(project.id)}` }, project.name)
+const projectLink = (project: Project) =>
+  h("a", { href: `${BASE}/projects/${encodeURIComponent(project.id)}` }, project.name)
 
 /** A GET-style filter form: applying it changes the address (so filters survive reloads and can be shared). */
 export const filterForm = (
@@ -88,16 +93,53 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
     () => {}
   )
 
-  const filters = filterForm(context, "Filter projects", [
-    field({ label: "Search", name: "search", control: input({ type: "search", value: q("search"), placeholder: "Name or description" }) }),
-    field({ label: "Status", name: "status", control: select([["", "Any"], ["active", "Active"], ["archived", "Archived"]], q("status")) }),
-    field({
-      label: "Sort by",
-      name: "sort",
-      control: select([["created_at", "Created"], ["updated_at", "Updated"], ["name", "Name"]], q("sort") || "created_at")
-    }),
-    field({ label: "Order", name: "order", control: select([["desc", "Descending"], ["asc", "Ascending"]], q("order") || "desc") })
-  ], ["search", "status", "sort", "order"])
+  const filters = filterForm(
+    context,
+    "Filter projects",
+    [
+      field({
+        label: "Search",
+        name: "search",
+        control: input({ type: "search", value: q("search"), placeholder: "Name or description" })
+      }),
+      field({
+        label: "Status",
+        name: "status",
+        control: select(
+          [
+            ["", "Any"],
+            ["active", "Active"],
+            ["archived", "Archived"]
+          ],
+          q("status")
+        )
+      }),
+      field({
+        label: "Sort by",
+        name: "sort",
+        control: select(
+          [
+            ["created_at", "Created"],
+            ["updated_at", "Updated"],
+            ["name", "Name"]
+          ],
+          q("sort") || "created_at"
+        )
+      }),
+      field({
+        label: "Order",
+        name: "order",
+        control: select(
+          [
+            ["desc", "Descending"],
+            ["asc", "Ascending"]
+          ],
+          q("order") || "desc"
+        )
+      })
+    ],
+    ["search", "status", "sort", "order"]
+  )
 
   const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading…"))
   context.root.append(create, filters, list)
@@ -112,12 +154,19 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
       order: q("order") || undefined
     })
     list.replaceChildren(
-      table<Project>("Projects", [
-        { label: "Name", cell: projectLink },
-        { label: "Status", cell: (project) => badge(project.status) },
-        { label: "Visibility", cell: (project) => project.visibility },
-        { label: "Updated", cell: (project) => when(project.updated_at) }
-      ], page.data, q("search") !== "" || q("status") !== "" ? "No project matches these filters." : "No projects yet. Create one above."),
+      table<Project>(
+        "Projects",
+        [
+          { label: "Name", cell: projectLink },
+          { label: "Status", cell: (project) => badge(project.status) },
+          { label: "Visibility", cell: (project) => project.visibility },
+          { label: "Updated", cell: (project) => when(project.updated_at) }
+        ],
+        page.data,
+        q("search") !== "" || q("status") !== ""
+          ? "No project matches these filters."
+          : "No projects yet. Create one above."
+      ),
       pager(page.meta, (n) => context.href({ page: n })) ?? ""
     )
   } catch (error) {
@@ -148,22 +197,41 @@ export const projectPage = async (context: PageContext): Promise<void> => {
       flashNext(status === "archived" ? "Project archived." : "Project restored to active.")
       context.refresh()
     }),
-    actionButton("Delete project", async () => {
-      if (!await confirmAction(`Delete “${project.name}” and its deployments for good? This cannot be undone.`, "Delete project")) return
-      await api.delete(path)
-      flashNext(`Project “${project.name}” deleted.`)
-      navigate(`${BASE}/projects`)
-    }, { className: "danger" })
+    actionButton(
+      "Delete project",
+      async () => {
+        if (
+          !(await confirmAction(
+            `Delete “${project.name}” and its deployments for good? This cannot be undone.`,
+            "Delete project"
+          ))
+        )
+          return
+        await api.delete(path)
+        flashNext(`Project “${project.name}” deleted.`)
+        navigate(`${BASE}/projects`)
+      },
+      { className: "danger" }
+    )
   )
 
   const details = h(
     "dl",
     { class: "facts" },
-    h("dt", null, "ID"), h("dd", null, h("code", null, project.id)),
-    h("dt", null, "Visibility"), h("dd", null, project.visibility),
-    h("dt", null, "Team"), h("dd", null, project.team_id === null ? "—" : h("a", { href: `${BASE}/teams/${project.team_id}` }, project.team_id)),
-    h("dt", null, "Created"), h("dd", null, when(project.created_at)),
-    h("dt", null, "Updated"), h("dd", null, when(project.updated_at))
+    h("dt", null, "ID"),
+    h("dd", null, h("code", null, project.id)),
+    h("dt", null, "Visibility"),
+    h("dd", null, project.visibility),
+    h("dt", null, "Team"),
+    h(
+      "dd",
+      null,
+      project.team_id === null ? "—" : h("a", { href: `${BASE}/teams/${project.team_id}` }, project.team_id)
+    ),
+    h("dt", null, "Created"),
+    h("dd", null, when(project.created_at)),
+    h("dt", null, "Updated"),
+    h("dd", null, when(project.updated_at))
   )
 
   const edit = h(
@@ -192,7 +260,9 @@ export const projectPage = async (context: PageContext): Promise<void> => {
   )
 
   context.root.append(
-    project.description === "" ? h("p", { class: "muted" }, "No description.") : h("p", { class: "description" }, project.description),
+    project.description === ""
+      ? h("p", { class: "muted" }, "No description.")
+      : h("p", { class: "description" }, project.description),
     details,
     actions,
     edit,
@@ -208,8 +278,13 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
     h(
       "div",
       { class: "row-actions" },
-      actionButton("Succeeded", () => finishAs(deployment, "succeeded"), { ariaLabel: `Mark ${deployment.ref} succeeded` }),
-      actionButton("Failed", () => finishAs(deployment, "failed"), { ariaLabel: `Mark ${deployment.ref} failed`, className: "danger" })
+      actionButton("Succeeded", () => finishAs(deployment, "succeeded"), {
+        ariaLabel: `Mark ${deployment.ref} succeeded`
+      }),
+      actionButton("Failed", () => finishAs(deployment, "failed"), {
+        ariaLabel: `Mark ${deployment.ref} failed`,
+        className: "danger"
+      })
     )
   const finishAs = async (deployment: Deployment, status: "succeeded" | "failed") => {
     await api.put<Deployment>(`${projectPath}/deployments/${encodeURIComponent(deployment.id)}`, { status })
@@ -225,15 +300,20 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
         environment: q("denv") || undefined
       })
       list.replaceChildren(
-        table<Deployment>("Deployments", [
-          { label: "Ref", cell: (d) => h("code", null, d.ref) },
-          { label: "Environment", cell: (d) => d.environment },
-          { label: "Status", cell: (d) => badge(d.status) },
-          { label: "Started", cell: (d) => when(d.created_at) },
-          { label: "Finished", cell: (d) => when(d.finished_at) },
-          { label: "Description", cell: (d) => d.description || h("span", { class: "muted" }, "—") },
-          { label: "Finish", cell: (d) => d.status === "running" ? finish(d) : h("span", { class: "muted" }, "—") }
-        ], page.data, "No deployments yet."),
+        table<Deployment>(
+          "Deployments",
+          [
+            { label: "Ref", cell: (d) => h("code", null, d.ref) },
+            { label: "Environment", cell: (d) => d.environment },
+            { label: "Status", cell: (d) => badge(d.status) },
+            { label: "Started", cell: (d) => when(d.created_at) },
+            { label: "Finished", cell: (d) => when(d.finished_at) },
+            { label: "Description", cell: (d) => d.description || h("span", { class: "muted" }, "—") },
+            { label: "Finish", cell: (d) => (d.status === "running" ? finish(d) : h("span", { class: "muted" }, "—")) }
+          ],
+          page.data,
+          "No deployments yet."
+        ),
         pager(page.meta, (n) => context.href({ dpage: n })) ?? ""
       )
     } catch (error) {
@@ -245,9 +325,20 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
     h(
       "form",
       { class: "stack", "aria-label": "New deployment" },
-      project.status === "archived" ? h("p", { class: "muted" }, "Archived projects cannot be deployed; unarchive it first.") : null,
-      field({ label: "Environment", name: "environment", control: input({ value: "production", maxlength: 64 }), hint: "Lower-case letters, digits, “_”, “.” and “-”." }),
-      field({ label: "Ref", name: "ref", control: input({ required: true, maxlength: 200, placeholder: "main, v1.2.0 or a commit" }) }),
+      project.status === "archived"
+        ? h("p", { class: "muted" }, "Archived projects cannot be deployed; unarchive it first.")
+        : null,
+      field({
+        label: "Environment",
+        name: "environment",
+        control: input({ value: "production", maxlength: 64 }),
+        hint: "Lower-case letters, digits, “_”, “.” and “-”."
+      }),
+      field({
+        label: "Ref",
+        name: "ref",
+        control: input({ required: true, maxlength: 200, placeholder: "main, v1.2.0 or a commit" })
+      }),
       field({ label: "Description", name: "description", control: input({ maxlength: 2000 }) }),
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Start deployment"))
     ),
@@ -262,19 +353,36 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
     }
   )
 
-  const filters = filterForm(context, "Filter deployments", [
-    field({
-      label: "Status",
-      name: "dstatus",
-      control: select([["", "Any"], ["running", "Running"], ["succeeded", "Succeeded"], ["failed", "Failed"]], q("dstatus"))
-    }),
-    field({ label: "Environment", name: "denv", control: input({ value: q("denv"), placeholder: "production" }) })
-  ], ["dstatus", "denv"], "dpage")
+  const filters = filterForm(
+    context,
+    "Filter deployments",
+    [
+      field({
+        label: "Status",
+        name: "dstatus",
+        control: select(
+          [
+            ["", "Any"],
+            ["running", "Running"],
+            ["succeeded", "Succeeded"],
+            ["failed", "Failed"]
+          ],
+          q("dstatus")
+        )
+      }),
+      field({ label: "Environment", name: "denv", control: input({ value: q("denv"), placeholder: "production" }) })
+    ],
+    ["dstatus", "denv"],
+    "dpage"
+  )
 
   load().catch((error: unknown) => list.replaceChildren(h("p", null, messageOf(error))))
-  return h("section", { class: "section", "aria-labelledby": "deployments-title" },
+  return h(
+    "section",
+    { class: "section", "aria-labelledby": "deployments-title" },
     h("h2", { id: "deployments-title" }, "Deployments"),
     h("details", { class: "card" }, h("summary", null, "Start a deployment"), create),
     filters,
-    list)
+    list
+  )
 }

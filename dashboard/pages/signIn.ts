@@ -17,13 +17,25 @@ export const signInPage = (context: PageContext): void => {
   context.root.classList.add("narrow")
   context.title("Sign in")
   context.root.append(
-    h("p", { class: "muted" }, "Sign in with your account's email and password to manage your projects, teams, API keys and webhooks."),
+    h(
+      "p",
+      { class: "muted" },
+      "Sign in with your account's email and password to manage your projects, teams, API keys and webhooks."
+    ),
     onSubmit(
       h(
         "form",
         { class: "card stack", "aria-label": "Sign in" },
-        field({ label: "Email", name: "email", control: input({ type: "email", autocomplete: "username", required: true }) }),
-        field({ label: "Password", name: "password", control: input({ type: "password", autocomplete: "current-password", required: true }) }),
+        field({
+          label: "Email",
+          name: "email",
+          control: input({ type: "email", autocomplete: "username", required: true })
+        }),
+        field({
+          label: "Password",
+          name: "password",
+          control: input({ type: "password", autocomplete: "current-password", required: true })
+        }),
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Sign in"))
       ),
       async (form) => {

@@ -24,7 +24,11 @@ import {
 import { filterForm } from "./projects.ts"
 
 const teamHref = (id: string) => `${BASE}/teams/${encodeURIComponent(id)}`
-const roles: ReadonlyArray<readonly [Role, string]> = [["member", "Member"], ["admin", "Admin"], ["owner", "Owner"]]
+const roles: ReadonlyArray<readonly [Role, string]> = [
+  ["member", "Member"],
+  ["admin", "Admin"],
+  ["owner", "Owner"]
+]
 
 export const teamsPage = async (context: PageContext): Promise<void> => {
   const q = (name: string) => context.query.get(name) ?? ""
@@ -35,29 +39,42 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
     try {
       const page = await api.list<Invitation>("/invitations", { per_page: 100 })
       invitations.replaceChildren(
-        table<Invitation>("Invitations for you", [
-          { label: "Team", cell: (inv) => h("code", null, inv.team_id) },
-          { label: "Role", cell: (inv) => inv.role },
-          { label: "Invited", cell: (inv) => when(inv.created_at) },
-          { label: "Expires", cell: (inv) => when(inv.expires_at) },
-          {
-            label: "Answer",
-            cell: (inv) =>
-              h(
-                "div",
-                { class: "row-actions" },
-                actionButton("Accept", async () => {
-                  await api.post<Member>(`/invitations/${encodeURIComponent(inv.id)}/accept`)
-                  flashNext("Invitation accepted: you are a member of the team.")
-                  navigate(teamHref(inv.team_id))
-                }, { className: "primary", ariaLabel: `Accept the invitation to ${inv.team_id}` }),
-                actionButton("Decline", async () => {
-                  await api.post<Invitation>(`/invitations/${encodeURIComponent(inv.id)}/decline`)
-                  await loadInvitations()
-                }, { ariaLabel: `Decline the invitation to ${inv.team_id}` })
-              )
-          }
-        ], page.data, "No pending invitations.")
+        table<Invitation>(
+          "Invitations for you",
+          [
+            { label: "Team", cell: (inv) => h("code", null, inv.team_id) },
+            { label: "Role", cell: (inv) => inv.role },
+            { label: "Invited", cell: (inv) => when(inv.created_at) },
+            { label: "Expires", cell: (inv) => when(inv.expires_at) },
+            {
+              label: "Answer",
+              cell: (inv) =>
+                h(
+                  "div",
+                  { class: "row-actions" },
+                  actionButton(
+                    "Accept",
+                    async () => {
+                      await api.post<Member>(`/invitations/${encodeURIComponent(inv.id)}/accept`)
+                      flashNext("Invitation accepted: you are a member of the team.")
+                      navigate(teamHref(inv.team_id))
+                    },
+                    { className: "primary", ariaLabel: `Accept the invitation to ${inv.team_id}` }
+                  ),
+                  actionButton(
+                    "Decline",
+                    async () => {
+                      await api.post<Invitation>(`/invitations/${encodeURIComponent(inv.id)}/decline`)
+                      await loadInvitations()
+                    },
+                    { ariaLabel: `Decline the invitation to ${inv.team_id}` }
+                  )
+                )
+            }
+          ],
+          page.data,
+          "No pending invitations."
+        )
       )
     } catch (error) {
       invitations.replaceChildren(errorBox(error))
@@ -67,12 +84,23 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
   const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading…"))
   const loadTeams = async () => {
     try {
-      const page = await api.list<Team>("/teams", { page: q("page") || undefined, per_page: 20, search: q("search") || undefined, sort: "name", order: "asc" })
+      const page = await api.list<Team>("/teams", {
+        page: q("page") || undefined,
+        per_page: 20,
+        search: q("search") || undefined,
+        sort: "name",
+        order: "asc"
+      })
       list.replaceChildren(
-        table<Team>("Your teams", [
-          { label: "Name", cell: (team) => h("a", { href: teamHref(team.id) }, team.name) },
-          { label: "Created", cell: (team) => when(team.created_at) }
-        ], page.data, "You are not in a team yet."),
+        table<Team>(
+          "Your teams",
+          [
+            { label: "Name", cell: (team) => h("a", { href: teamHref(team.id) }, team.name) },
+            { label: "Created", cell: (team) => when(team.created_at) }
+          ],
+          page.data,
+          "You are not in a team yet."
+        ),
         pager(page.meta, (n) => context.href({ page: n })) ?? ""
       )
     } catch (error) {
@@ -95,7 +123,12 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
   )
 
   context.root.append(
-    h("section", { class: "section", "aria-labelledby": "mine-title" }, h("h2", { id: "mine-title" }, "Invitations for you"), invitations),
+    h(
+      "section",
+      { class: "section", "aria-labelledby": "mine-title" },
+      h("h2", { id: "mine-title" }, "Invitations for you"),
+      invitations
+    ),
     h(
       "section",
       { class: "section", "aria-labelledby": "teams-title" },
@@ -127,47 +160,72 @@ export const teamPage = async (context: PageContext): Promise<void> => {
   const members = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading members…"))
   const loadMembers = async () => {
     try {
-      const page = await api.list<Member>(`${path}/members`, { page: q("mpage") || undefined, per_page: 50, sort: "name", order: "asc" })
+      const page = await api.list<Member>(`${path}/members`, {
+        page: q("mpage") || undefined,
+        per_page: 50,
+        sort: "name",
+        order: "asc"
+      })
       members.replaceChildren(
-        table<Member>("Members", [
-          { label: "Name", cell: (m) => m.name },
-          { label: "Email", cell: (m) => m.email },
-          {
-            label: "Role",
-            cell: (m) => {
-              if (!manages) return m.role
-              const choice = select(roles, m.role, { "aria-label": `Role of ${m.name}` })
-              return h(
-                "div",
-                { class: "row-actions" },
-                choice,
-                actionButton("Change", async () => {
-                  await api.put<Member>(`${path}/members/${encodeURIComponent(m.user_id)}`, { role: choice.value })
-                  await loadMembers()
-                }, { ariaLabel: `Change the role of ${m.name}` })
-              )
+        table<Member>(
+          "Members",
+          [
+            { label: "Name", cell: (m) => m.name },
+            { label: "Email", cell: (m) => m.email },
+            {
+              label: "Role",
+              cell: (m) => {
+                if (!manages) return m.role
+                const choice = select(roles, m.role, { "aria-label": `Role of ${m.name}` })
+                return h(
+                  "div",
+                  { class: "row-actions" },
+                  choice,
+                  actionButton(
+                    "Change",
+                    async () => {
+                      await api.put<Member>(`${path}/members/${encodeURIComponent(m.user_id)}`, { role: choice.value })
+                      await loadMembers()
+                    },
+                    { ariaLabel: `Change the role of ${m.name}` }
+                  )
+                )
+              }
+            },
+            { label: "Joined", cell: (m) => when(m.joined_at) },
+            {
+              label: "Actions",
+              cell: (m) =>
+                m.user_id === me?.id
+                  ? actionButton(
+                      "Leave",
+                      async () => {
+                        if (!(await confirmAction(`Leave ${team.name}?`, "Leave team"))) return
+                        await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
+                        flashNext(`You left ${team.name}.`)
+                        navigate(`${BASE}/teams`)
+                      },
+                      { className: "danger", ariaLabel: `Leave ${team.name}` }
+                    )
+                  : manages
+                    ? actionButton(
+                        "Remove",
+                        async () => {
+                          if (
+                            !(await confirmAction(`Remove ${m.name} (${m.email}) from ${team.name}?`, "Remove member"))
+                          )
+                            return
+                          await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
+                          await loadMembers()
+                        },
+                        { className: "danger", ariaLabel: `Remove ${m.name}` }
+                      )
+                    : h("span", { class: "muted" }, "—")
             }
-          },
-          { label: "Joined", cell: (m) => when(m.joined_at) },
-          {
-            label: "Actions",
-            cell: (m) =>
-              m.user_id === me?.id
-                ? actionButton("Leave", async () => {
-                  if (!await confirmAction(`Leave ${team.name}?`, "Leave team")) return
-                  await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
-                  flashNext(`You left ${team.name}.`)
-                  navigate(`${BASE}/teams`)
-                }, { className: "danger", ariaLabel: `Leave ${team.name}` })
-                : manages
-                ? actionButton("Remove", async () => {
-                  if (!await confirmAction(`Remove ${m.name} (${m.email}) from ${team.name}?`, "Remove member")) return
-                  await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
-                  await loadMembers()
-                }, { className: "danger", ariaLabel: `Remove ${m.name}` })
-                : h("span", { class: "muted" }, "—")
-          }
-        ], page.data, "No members."),
+          ],
+          page.data,
+          "No members."
+        ),
         pager(page.meta, (n) => context.href({ mpage: n })) ?? ""
       )
     } catch (error) {
@@ -175,7 +233,11 @@ export const teamPage = async (context: PageContext): Promise<void> => {
     }
   }
 
-  const invitations = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading invitations…"))
+  const invitations = h(
+    "div",
+    { class: "list", "aria-live": "polite" },
+    h("p", { class: "loading" }, "Loading invitations…")
+  )
   const loadInvitations = async () => {
     try {
       const page = await api.list<Invitation>(`${path}/invitations`, {
@@ -184,24 +246,34 @@ export const teamPage = async (context: PageContext): Promise<void> => {
         status: q("istatus") || undefined
       })
       invitations.replaceChildren(
-        table<Invitation>("Invitations", [
-          { label: "Email", cell: (inv) => inv.email },
-          { label: "Role", cell: (inv) => inv.role },
-          { label: "Status", cell: (inv) => badge(inv.status) },
-          { label: "Invited", cell: (inv) => when(inv.created_at) },
-          { label: "Expires", cell: (inv) => when(inv.expires_at) },
-          {
-            label: "Actions",
-            cell: (inv) =>
-              inv.status === "pending" && manages
-                ? actionButton("Revoke", async () => {
-                  if (!await confirmAction(`Revoke the invitation to ${inv.email}?`, "Revoke invitation")) return
-                  await api.delete(`${path}/invitations/${encodeURIComponent(inv.id)}`)
-                  await loadInvitations()
-                }, { className: "danger", ariaLabel: `Revoke the invitation to ${inv.email}` })
-                : h("span", { class: "muted" }, inv.answered_at === null ? "—" : when(inv.answered_at))
-          }
-        ], page.data, q("istatus") === "" ? "No invitations." : `No ${q("istatus")} invitations.`),
+        table<Invitation>(
+          "Invitations",
+          [
+            { label: "Email", cell: (inv) => inv.email },
+            { label: "Role", cell: (inv) => inv.role },
+            { label: "Status", cell: (inv) => badge(inv.status) },
+            { label: "Invited", cell: (inv) => when(inv.created_at) },
+            { label: "Expires", cell: (inv) => when(inv.expires_at) },
+            {
+              label: "Actions",
+              cell: (inv) =>
+                inv.status === "pending" && manages
+                  ? actionButton(
+                      "Revoke",
+                      async () => {
+                        if (!(await confirmAction(`Revoke the invitation to ${inv.email}?`, "Revoke invitation")))
+                          return
+                        await api.delete(`${path}/invitations/${encodeURIComponent(inv.id)}`)
+                        await loadInvitations()
+                      },
+                      { className: "danger", ariaLabel: `Revoke the invitation to ${inv.email}` }
+                    )
+                  : h("span", { class: "muted" }, inv.answered_at === null ? "—" : when(inv.answered_at))
+            }
+          ],
+          page.data,
+          q("istatus") === "" ? "No invitations." : `No ${q("istatus")} invitations.`
+        ),
         pager(page.meta, (n) => context.href({ ipage: n })) ?? ""
       )
     } catch (error) {
@@ -214,7 +286,12 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       "form",
       { class: "stack", "aria-label": "Invite someone" },
       field({ label: "Email", name: "email", control: input({ type: "email", required: true }) }),
-      field({ label: "Role", name: "role", control: select(roles, "member"), hint: "Only an owner can invite an owner." }),
+      field({
+        label: "Role",
+        name: "role",
+        control: select(roles, "member"),
+        hint: "Only an owner can invite an owner."
+      }),
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Send invitation"))
     ),
     async (form) => {
@@ -238,32 +315,71 @@ export const teamPage = async (context: PageContext): Promise<void> => {
     }
   )
 
-  const filters = filterForm(context, "Filter invitations", [
-    field({
-      label: "Status",
-      name: "istatus",
-      control: select([["", "Any"], ["pending", "Pending"], ["accepted", "Accepted"], ["declined", "Declined"], ["revoked", "Revoked"], ["expired", "Expired"]], q("istatus"))
-    })
-  ], ["istatus"], "ipage")
+  const filters = filterForm(
+    context,
+    "Filter invitations",
+    [
+      field({
+        label: "Status",
+        name: "istatus",
+        control: select(
+          [
+            ["", "Any"],
+            ["pending", "Pending"],
+            ["accepted", "Accepted"],
+            ["declined", "Declined"],
+            ["revoked", "Revoked"],
+            ["expired", "Expired"]
+          ],
+          q("istatus")
+        )
+      })
+    ],
+    ["istatus"],
+    "ipage"
+  )
 
-  add(context.root,
-    h("dl", { class: "facts" }, h("dt", null, "ID"), h("dd", null, h("code", null, team.id)), h("dt", null, "Created"), h("dd", null, when(team.created_at))),
+  add(
+    context.root,
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", null, "ID"),
+      h("dd", null, h("code", null, team.id)),
+      h("dt", null, "Created"),
+      h("dd", null, when(team.created_at))
+    ),
     manages
       ? h(
-        "div",
-        { class: "actions" },
-        team.role === "owner"
-          ? actionButton("Delete team", async () => {
-            if (!await confirmAction(`Delete the team “${team.name}”? Its projects must be moved or deleted first.`, "Delete team")) return
-            await api.delete(path)
-            flashNext(`Team “${team.name}” deleted.`)
-            navigate(`${BASE}/teams`)
-          }, { className: "danger" })
-          : null
-      )
+          "div",
+          { class: "actions" },
+          team.role === "owner"
+            ? actionButton(
+                "Delete team",
+                async () => {
+                  if (
+                    !(await confirmAction(
+                      `Delete the team “${team.name}”? Its projects must be moved or deleted first.`,
+                      "Delete team"
+                    ))
+                  )
+                    return
+                  await api.delete(path)
+                  flashNext(`Team “${team.name}” deleted.`)
+                  navigate(`${BASE}/teams`)
+                },
+                { className: "danger" }
+              )
+            : null
+        )
       : null,
     manages ? h("details", { class: "card" }, h("summary", null, "Rename team"), rename) : null,
-    h("section", { class: "section", "aria-labelledby": "members-title" }, h("h2", { id: "members-title" }, "Members"), members),
+    h(
+      "section",
+      { class: "section", "aria-labelledby": "members-title" },
+      h("h2", { id: "members-title" }, "Members"),
+      members
+    ),
     h(
       "section",
       { class: "section", "aria-labelledby": "invitations-title" },

@@ -5,13 +5,7 @@
 import { api } from "../api.ts"
 import { h, replace } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
-import {
-  type CreatedWebhook,
-  type Delivery,
-  type DeliveryWithAttempts,
-  eventTypes,
-  type Webhook
-} from "../types.ts"
+import { type CreatedWebhook, type Delivery, type DeliveryWithAttempts, eventTypes, type Webhook } from "../types.ts"
 import {
   actionButton,
   badge,
@@ -50,26 +44,37 @@ const newSecret = (): string => {
 export const webhooksPage = async (context: PageContext): Promise<void> => {
   const q = (name: string) => context.query.get(name) ?? ""
   context.title("Webhooks")
-  context.root.append(h(
-    "p",
-    { class: "muted" },
-    "The service POSTs each event you subscribe to, signed with ",
-    h("code", null, "X-Service-Signature: sha256=…"),
-    ". A delivery is tried 5 times; after the fifth failure it is failed, and so is the webhook until a delivery succeeds."
-  ))
+  context.root.append(
+    h(
+      "p",
+      { class: "muted" },
+      "The service POSTs each event you subscribe to, signed with ",
+      h("code", null, "X-Service-Signature: sha256=…"),
+      ". A delivery is tried 5 times; after the fifth failure it is failed, and so is the webhook until a delivery succeeds."
+    )
+  )
   const created = h("div", { class: "created-slot" })
   const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading…"))
 
   const load = async () => {
     try {
-      const page = await api.list<Webhook>("/webhooks", { page: q("page") || undefined, per_page: 20, status: q("status") || undefined })
+      const page = await api.list<Webhook>("/webhooks", {
+        page: q("page") || undefined,
+        per_page: 20,
+        status: q("status") || undefined
+      })
       list.replaceChildren(
-        table<Webhook>("Webhooks", [
-          { label: "URL", cell: (hook) => h("a", { href: hookHref(hook.id), class: "url" }, hook.url) },
-          { label: "Events", cell: (hook) => h("span", { class: "scopes" }, hook.events.join(", ")) },
-          { label: "Status", cell: (hook) => badge(hook.status) },
-          { label: "Created", cell: (hook) => when(hook.created_at) }
-        ], page.data, "No webhooks yet."),
+        table<Webhook>(
+          "Webhooks",
+          [
+            { label: "URL", cell: (hook) => h("a", { href: hookHref(hook.id), class: "url" }, hook.url) },
+            { label: "Events", cell: (hook) => h("span", { class: "scopes" }, hook.events.join(", ")) },
+            { label: "Status", cell: (hook) => badge(hook.status) },
+            { label: "Created", cell: (hook) => when(hook.created_at) }
+          ],
+          page.data,
+          "No webhooks yet."
+        ),
         pager(page.meta, (n) => context.href({ page: n })) ?? ""
       )
     } catch (error) {
@@ -81,7 +86,11 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
     h(
       "form",
       { class: "stack", "aria-label": "Register a webhook" },
-      field({ label: "Payload URL", name: "url", control: input({ type: "url", required: true, placeholder: "https://example.com/hooks/pcs" }) }),
+      field({
+        label: "Payload URL",
+        name: "url",
+        control: input({ type: "url", required: true, placeholder: "https://example.com/hooks/pcs" })
+      }),
       checkboxes({ legend: "Events", name: "events", values: eventTypes }),
       field({
         label: "Secret (optional)",
@@ -109,11 +118,32 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
     }
   )
 
-  const filters = filterForm(context, "Filter webhooks", [
-    field({ label: "Status", name: "status", control: select([["", "Any"], ["active", "Active"], ["failed", "Failed"]], q("status")) })
-  ], ["status"])
+  const filters = filterForm(
+    context,
+    "Filter webhooks",
+    [
+      field({
+        label: "Status",
+        name: "status",
+        control: select(
+          [
+            ["", "Any"],
+            ["active", "Active"],
+            ["failed", "Failed"]
+          ],
+          q("status")
+        )
+      })
+    ],
+    ["status"]
+  )
 
-  context.root.append(created, h("details", { class: "card create" }, h("summary", null, "Register a webhook"), form), filters, list)
+  context.root.append(
+    created,
+    h("details", { class: "card create" }, h("summary", null, "Register a webhook"), form),
+    filters,
+    list
+  )
   await load()
 }
 
@@ -137,24 +167,36 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
     "div",
     { class: "actions" },
     actionButton("Rotate secret", async () => {
-      if (!await confirmAction("Make a new signing secret? Deliveries are signed with it from now on; update your receiver.", "Rotate secret")) return
+      if (
+        !(await confirmAction(
+          "Make a new signing secret? Deliveries are signed with it from now on; update your receiver.",
+          "Rotate secret"
+        ))
+      )
+        return
       const secret = newSecret()
       await api.put<Webhook>(path, { secret })
-      secretSlot.replaceChildren(secretOnce({ title: "Secret rotated", label: "The new signing secret", value: secret }))
+      secretSlot.replaceChildren(
+        secretOnce({ title: "Secret rotated", label: "The new signing secret", value: secret })
+      )
     }),
     hook.status === "failed"
       ? actionButton("Set active again", async () => {
-        await api.put<Webhook>(path, { status: "active" })
-        flashNext("Webhook set active.")
-        context.refresh()
-      })
+          await api.put<Webhook>(path, { status: "active" })
+          flashNext("Webhook set active.")
+          context.refresh()
+        })
       : null,
-    actionButton("Delete webhook", async () => {
-      if (!await confirmAction(`Delete the webhook for ${hook.url} and its delivery log?`, "Delete webhook")) return
-      await api.delete(path)
-      flashNext("Webhook deleted.")
-      navigate(`${BASE}/webhooks`)
-    }, { className: "danger" })
+    actionButton(
+      "Delete webhook",
+      async () => {
+        if (!(await confirmAction(`Delete the webhook for ${hook.url} and its delivery log?`, "Delete webhook"))) return
+        await api.delete(path)
+        flashNext("Webhook deleted.")
+        navigate(`${BASE}/webhooks`)
+      },
+      { className: "danger" }
+    )
   )
 
   const edit = h(
@@ -186,29 +228,42 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
         status: q("status") || undefined
       })
       list.replaceChildren(
-        table<Delivery>("Deliveries", [
-          { label: "Event", cell: (d) => h("a", { href: deliveryHref(hook.id, d.id) }, d.event_type) },
-          { label: "Status", cell: (d) => badge(d.status) },
-          { label: "Attempts", cell: (d) => String(d.attempt_count) },
-          { label: "Last attempt", cell: (d) => when(d.last_attempt_at) },
-          { label: "Next attempt", cell: (d) => when(d.next_attempt_at) },
-          { label: "Created", cell: (d) => when(d.created_at) },
-          {
-            label: "Actions",
-            cell: (d) =>
-              h(
-                "div",
-                { class: "row-actions" },
-                h("a", { href: deliveryHref(hook.id, d.id), "aria-label": `Attempts of delivery ${d.id}` }, "Attempts"),
-                d.status === "failed"
-                  ? actionButton("Retry", async () => {
-                    await retryAndWait(path, d.id)
-                    await load()
-                  }, { ariaLabel: `Retry delivery ${d.id}` })
-                  : null
-              )
-          }
-        ], page.data, q("status") === "" ? "No deliveries yet." : `No ${q("status")} deliveries.`),
+        table<Delivery>(
+          "Deliveries",
+          [
+            { label: "Event", cell: (d) => h("a", { href: deliveryHref(hook.id, d.id) }, d.event_type) },
+            { label: "Status", cell: (d) => badge(d.status) },
+            { label: "Attempts", cell: (d) => String(d.attempt_count) },
+            { label: "Last attempt", cell: (d) => when(d.last_attempt_at) },
+            { label: "Next attempt", cell: (d) => when(d.next_attempt_at) },
+            { label: "Created", cell: (d) => when(d.created_at) },
+            {
+              label: "Actions",
+              cell: (d) =>
+                h(
+                  "div",
+                  { class: "row-actions" },
+                  h(
+                    "a",
+                    { href: deliveryHref(hook.id, d.id), "aria-label": `Attempts of delivery ${d.id}` },
+                    "Attempts"
+                  ),
+                  d.status === "failed"
+                    ? actionButton(
+                        "Retry",
+                        async () => {
+                          await retryAndWait(path, d.id)
+                          await load()
+                        },
+                        { ariaLabel: `Retry delivery ${d.id}` }
+                      )
+                    : null
+                )
+            }
+          ],
+          page.data,
+          q("status") === "" ? "No deliveries yet." : `No ${q("status")} deliveries.`
+        ),
         pager(page.meta, (n) => context.href({ page: n })) ?? ""
       )
     } catch (error) {
@@ -216,28 +271,52 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
     }
   }
 
-  const filters = filterForm(context, "Filter deliveries", [
-    field({
-      label: "Status",
-      name: "status",
-      control: select([["", "Any"], ["pending", "Pending"], ["delivered", "Delivered"], ["failed", "Failed"]], q("status"))
-    })
-  ], ["status"])
+  const filters = filterForm(
+    context,
+    "Filter deliveries",
+    [
+      field({
+        label: "Status",
+        name: "status",
+        control: select(
+          [
+            ["", "Any"],
+            ["pending", "Pending"],
+            ["delivered", "Delivered"],
+            ["failed", "Failed"]
+          ],
+          q("status")
+        )
+      })
+    ],
+    ["status"]
+  )
 
   context.root.append(
     h(
       "dl",
       { class: "facts" },
-      h("dt", null, "URL"), h("dd", null, h("code", { class: "url" }, hook.url)),
-      h("dt", null, "Events"), h("dd", null, hook.events.join(", ")),
-      h("dt", null, "ID"), h("dd", null, h("code", null, hook.id)),
-      h("dt", null, "Created"), h("dd", null, when(hook.created_at)),
-      h("dt", null, "Failed at"), h("dd", null, when(hook.failed_at))
+      h("dt", null, "URL"),
+      h("dd", null, h("code", { class: "url" }, hook.url)),
+      h("dt", null, "Events"),
+      h("dd", null, hook.events.join(", ")),
+      h("dt", null, "ID"),
+      h("dd", null, h("code", null, hook.id)),
+      h("dt", null, "Created"),
+      h("dd", null, when(hook.created_at)),
+      h("dt", null, "Failed at"),
+      h("dd", null, when(hook.failed_at))
     ),
     actions,
     secretSlot,
     edit,
-    h("section", { class: "section", "aria-labelledby": "deliveries-title" }, h("h2", { id: "deliveries-title" }, "Deliveries"), filters, list)
+    h(
+      "section",
+      { class: "section", "aria-labelledby": "deliveries-title" },
+      h("h2", { id: "deliveries-title" }, "Deliveries"),
+      filters,
+      list
+    )
   )
   await load()
 }
@@ -284,25 +363,39 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
       h(
         "dl",
         { class: "facts" },
-        h("dt", null, "Delivery"), h("dd", null, h("code", null, current.id)),
-        h("dt", null, "Event"), h("dd", null, h("code", null, current.event_id)),
-        h("dt", null, "Attempts"), h("dd", null, String(current.attempt_count)),
-        h("dt", null, "Next attempt"), h("dd", null, when(current.next_attempt_at)),
-        h("dt", null, "Created"), h("dd", null, when(current.created_at))
+        h("dt", null, "Delivery"),
+        h("dd", null, h("code", null, current.id)),
+        h("dt", null, "Event"),
+        h("dd", null, h("code", null, current.event_id)),
+        h("dt", null, "Attempts"),
+        h("dd", null, String(current.attempt_count)),
+        h("dt", null, "Next attempt"),
+        h("dd", null, when(current.next_attempt_at)),
+        h("dt", null, "Created"),
+        h("dd", null, when(current.created_at))
       ),
       current.status === "failed"
-        ? h("div", { class: "actions" }, actionButton("Retry", async () => {
-          status.hidden = false
-          status.textContent = "Retrying…"
-          const after = await retryAndWait(hookPath, current.id)
-          show(after)
-          const last = after.attempts[after.attempts.length - 1]
-          status.textContent = after.status === "delivered"
-            ? `Delivered on attempt ${last?.number ?? after.attempt_count}.`
-            : after.status === "pending"
-            ? "The attempt has not been made yet; reload in a moment."
-            : `Attempt ${last?.number ?? after.attempt_count} failed: ${last?.error ?? `HTTP ${last?.status_code ?? "?"}`}.`
-        }, { className: "primary" }))
+        ? h(
+            "div",
+            { class: "actions" },
+            actionButton(
+              "Retry",
+              async () => {
+                status.hidden = false
+                status.textContent = "Retrying…"
+                const after = await retryAndWait(hookPath, current.id)
+                show(after)
+                const last = after.attempts[after.attempts.length - 1]
+                status.textContent =
+                  after.status === "delivered"
+                    ? `Delivered on attempt ${last?.number ?? after.attempt_count}.`
+                    : after.status === "pending"
+                      ? "The attempt has not been made yet; reload in a moment."
+                      : `Attempt ${last?.number ?? after.attempt_count} failed: ${last?.error ?? `HTTP ${last?.status_code ?? "?"}`}.`
+              },
+              { className: "primary" }
+            )
+          )
         : null,
       h("h2", null, "Attempts"),
       table(
@@ -311,7 +404,10 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
           { label: "#", cell: (a) => String(a.number) },
           { label: "Time", cell: (a) => when(a.attempted_at, { milliseconds: true }) },
           { label: "Duration", cell: (a) => `${a.duration_ms} ms` },
-          { label: "Status code", cell: (a) => a.status_code === null ? h("span", { class: "muted" }, "none") : String(a.status_code) },
+          {
+            label: "Status code",
+            cell: (a) => (a.status_code === null ? h("span", { class: "muted" }, "none") : String(a.status_code))
+          },
           { label: "Outcome", cell: (a) => badge(a.outcome) },
           { label: "Error", cell: (a) => a.error ?? h("span", { class: "muted" }, "—") },
           {
@@ -320,7 +416,12 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
             cell: (a) =>
               a.response_body === null || a.response_body === ""
                 ? h("span", { class: "muted" }, "empty")
-                : h("details", null, h("summary", null, `Show (${a.response_body.length} characters)`), h("pre", null, a.response_body))
+                : h(
+                    "details",
+                    null,
+                    h("summary", null, `Show (${a.response_body.length} characters)`),
+                    h("pre", null, a.response_body)
+                  )
           }
         ],
         current.attempts,

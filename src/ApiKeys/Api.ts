@@ -38,5 +38,4 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
       .annotate(RequiredScopes, ["write"])
       .annotate(OpenApi.Summary, "Revoke an API key; it fails with 401 at once")
   )
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

@@ -1,16 +1,21 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { CurrentPrincipal } from "../Domain/Principal.js"
 import { withLinks } from "../Contract/Links.js"
+import { CurrentPrincipal } from "../Domain/Principal.js"
 import { ApiKeys } from "./ApiKeys.js"
 
 export const ApiKeysHttp = HttpApiBuilder.group(Api, "apiKeys", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const keys = yield* ApiKeys
     return handlers
       .handle("list", ({ urlParams }) =>
-        CurrentPrincipal.pipe(Effect.flatMap((me) => keys.list(me, urlParams)), Effect.flatMap(withLinks)))
+        CurrentPrincipal.pipe(
+          Effect.flatMap((me) => keys.list(me, urlParams)),
+          Effect.flatMap(withLinks)
+        )
+      )
       .handle("create", ({ payload }) => Effect.flatMap(CurrentPrincipal, (me) => keys.create(me, payload)))
       .handle("revoke", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => keys.revoke(me, path.id)))
-  }))
+  })
+)

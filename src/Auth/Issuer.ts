@@ -16,7 +16,7 @@ export interface Issuer {
 }
 
 /** The issuer for the request being served. */
-export const currentIssuer = Effect.gen(function*() {
+export const currentIssuer = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const { baseUrl: configured } = yield* Effect.orDie(ServerConfig)
   // A `Host` that is not a host name (only a hand-made request sends one) names no address: use localhost's.

@@ -8,9 +8,9 @@ import * as jose from "jose"
 import { AuthConfig } from "../Config.js"
 import { Unauthorized } from "../Domain/Errors.js"
 import { randomBase62 } from "../Domain/Ids.js"
+import type { Principal } from "../Domain/Principal.js"
 import { type Scope, scopeNames } from "../Domain/Scopes.js"
 import { nowIso } from "../Domain/Time.js"
-import type { Principal } from "../Domain/Principal.js"
 import type { Issuer } from "./Issuer.js"
 import { type KeyRow, SigningKeysRepo } from "./Repo.js"
 
@@ -39,7 +39,13 @@ const newKeyRow = Effect.promise(async (): Promise<KeyRow> => {
   const privateJwk = await jose.exportJWK(privateKey)
   const publicJwk = publicPart(privateJwk)
   const kid = await jose.calculateJwkThumbprint(publicJwk)
-  return { kid, private_jwk: JSON.stringify(privateJwk), public_jwk: JSON.stringify(publicJwk), created_at: nowIso(), retired_at: null }
+  return {
+    kid,
+    private_jwk: JSON.stringify(privateJwk),
+    public_jwk: JSON.stringify(publicJwk),
+    created_at: nowIso(),
+    retired_at: null
+  }
 })
 
 const importKey = (jwk: string) =>
@@ -61,7 +67,8 @@ const fromConfigured = (text: string) =>
       if (typeof privateJwk.d !== "string") throw new Error("JWT_PRIVATE_KEY is a public key; a private key is needed")
       const privateKey = await jose.importJWK({ ...privateJwk, alg: ALG }, ALG)
       const publicKey = await jose.importJWK({ ...publicJwk, alg: ALG }, ALG)
-      if (privateKey instanceof Uint8Array || publicKey instanceof Uint8Array) throw new Error("expected an asymmetric key")
+      if (privateKey instanceof Uint8Array || publicKey instanceof Uint8Array)
+        throw new Error("expected an asymmetric key")
       const kid = await jose.calculateJwkThumbprint(publicJwk)
       return { kid, privateKey, publicKey, publicJwk }
     },
@@ -70,7 +77,7 @@ const fromConfigured = (text: string) =>
 
 export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
   dependencies: [SigningKeysRepo.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const repo = yield* SigningKeysRepo
     const config = yield* Effect.orDie(AuthConfig)
     const configured = yield* Option.match(config.jwtPrivateKey, {
@@ -100,7 +107,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
     /** Retired keys verify (and stay in the JWKS) until the last token they signed has expired. */
     const oldestStillValid = () => new Date(Date.now() - (JWT_TTL_SECONDS + CLOCK_SKEW_SECONDS) * 1000).toISOString()
 
-    const signingKey = Effect.gen(function*() {
+    const signingKey = Effect.gen(function* () {
       if (Option.isSome(configured)) return { kid: configured.value.kid, key: configured.value.privateKey }
       const row = yield* Effect.orDie(repo.newestActive)
       if (Option.isNone(row)) return yield* Effect.dieMessage("no active JWT signing key")
@@ -108,7 +115,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
     })
 
     const verificationKey = (kid: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (Option.isSome(configured)) {
           return configured.value.kid === kid ? Option.some(configured.value.publicKey) : Option.none()
         }
@@ -118,7 +125,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
       })
 
     /** `GET {auth_url}/jwks.json` */
-    const jwks = Effect.gen(function*() {
+    const jwks = Effect.gen(function* () {
       if (Option.isSome(configured)) {
         return { keys: [{ ...configured.value.publicJwk, kid: configured.value.kid, alg: ALG, use: "sig" }] }
       }
@@ -132,19 +139,24 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
     })
 
     /** `bun run cli jwt-keys rotate`: retires the active key(s) and makes a new one. */
-    const rotate = Effect.gen(function*() {
+    const rotate = Effect.gen(function* () {
       const now = nowIso()
       const row = yield* newKeyRow
       const retired = yield* Effect.orDie(repo.rotate({ ...row, created_at: now }))
       return {
         kid: row.kid,
         retired,
-        note: Option.isSome(configured) ? "JWT_PRIVATE_KEY is set: the server signs with that key, not this one" : undefined
+        note: Option.isSome(configured)
+          ? "JWT_PRIVATE_KEY is set: the server signs with that key, not this one"
+          : undefined
       }
     }).pipe(Effect.withSpan("SigningKeys.rotate"))
 
     /** A session JWT for a user who signed in. */
-    const signSession = Effect.fn("SigningKeys.signSession", { captureStackTrace: false })(function*(user: { readonly id: string; readonly org_id: string }, issuer: Issuer) {
+    const signSession = Effect.fn("SigningKeys.signSession", { captureStackTrace: false })(function* (
+      user: { readonly id: string; readonly org_id: string },
+      issuer: Issuer
+    ) {
       const { kid, key } = yield* signingKey
       const now = Math.floor(Date.now() / 1000)
       return yield* Effect.promise(() =>
@@ -165,20 +177,27 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
      * Claims are checked after the signature, so the issuer named here is one this server signed.
      */
     const issuerMismatch = (error: unknown, issuer: Issuer): Unauthorized | undefined => {
-      if (!(error instanceof jose.errors.JWTClaimValidationFailed) || (error.claim !== "iss" && error.claim !== "aud")) {
+      if (
+        !(error instanceof jose.errors.JWTClaimValidationFailed) ||
+        (error.claim !== "iss" && error.claim !== "aud")
+      ) {
         return undefined
       }
       const given = error.claim === "iss" ? error.payload.iss : error.payload.aud
       const expected = error.claim === "iss" ? issuer.authUrl : issuer.audience
       return new Unauthorized({
-        message: `The JWT's ${error.claim} is ${JSON.stringify(given)} but this server is ${JSON.stringify(expected)}: ` +
+        message:
+          `The JWT's ${error.claim} is ${JSON.stringify(given)} but this server is ${JSON.stringify(expected)}: ` +
           "it was issued through another address (host name or scheme). Use the address the token was made " +
           "through, or set BASE_URL so that every address shares one issuer"
       })
     }
 
     /** A bearer JWT → the principal it names, or 401 for anything wrong with it. */
-    const verify = Effect.fn("SigningKeys.verify", { captureStackTrace: false })(function*(token: string, issuer: Issuer) {
+    const verify = Effect.fn("SigningKeys.verify", { captureStackTrace: false })(function* (
+      token: string,
+      issuer: Issuer
+    ) {
       const invalid = new Unauthorized({ message: "The JWT is invalid or expired" })
       const header = yield* Effect.try({ try: () => jose.decodeProtectedHeader(token), catch: () => invalid })
       if (header.alg !== ALG || typeof header.kid !== "string") return yield* invalid

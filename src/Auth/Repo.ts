@@ -16,7 +16,7 @@ const PrivateKey = Schema.Struct({ kid: Schema.String, private_jwk: Schema.Strin
 const PublicKey = Schema.Struct({ kid: Schema.String, public_jwk: Schema.String })
 
 export class SigningKeysRepo extends Effect.Service<SigningKeysRepo>()("SigningKeysRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
     const insert = Rows.write({

@@ -20,7 +20,7 @@ export class SignInFailed extends Schema.TaggedError<SignInFailed>()("SignInFail
 
 export class SignIn extends Effect.Service<SignIn>()("SignIn", {
   dependencies: [Users.Default, AuthLimits.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const users = yield* Users
     const limits = yield* AuthLimits
     const config = yield* Effect.orDie(AuthConfig)
@@ -30,7 +30,10 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     )
 
     /** The user for these credentials, or `SignInFailed`. */
-    const verify = Effect.fn("SignIn.verify", { captureStackTrace: false })(function*(emailInput: string, password: string) {
+    const verify = Effect.fn("SignIn.verify", { captureStackTrace: false })(function* (
+      emailInput: string,
+      password: string
+    ) {
       const email = emailInput.trim().toLowerCase()
       const accountKey = `signin-failures:${email}`
       const allowed = yield* limits.check(accountKey, config.failedLoginLimit, ACCOUNT_WINDOW_MS)
@@ -47,7 +50,8 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     })
 
     /** Counts a request from `ip` against the per-IP limit of one endpoint. */
-    const perIp = (endpoint: string, ip: string) => limits.hit(`ip:${endpoint}:${ip}`, config.ipLimitPerMinute, IP_WINDOW_MS)
+    const perIp = (endpoint: string, ip: string) =>
+      limits.hit(`ip:${endpoint}:${ip}`, config.ipLimitPerMinute, IP_WINDOW_MS)
 
     return { verify, perIp } as const
   })

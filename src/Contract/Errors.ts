@@ -29,7 +29,9 @@ export const withBodyErrors = <
   Error,
   R,
   RE
->(endpoint: HttpApiEndpoint.HttpApiEndpoint<Name, Method, Path, UrlParams, Payload, Headers, Success, Error, R, RE>) =>
+>(
+  endpoint: HttpApiEndpoint.HttpApiEndpoint<Name, Method, Path, UrlParams, Payload, Headers, Success, Error, R, RE>
+) =>
   endpoint
     .addError(ApiErrors.BadRequest)
     .addError(ApiErrors.ValidationFailed)
@@ -48,5 +50,6 @@ export const withParamErrors = <
   Error,
   R,
   RE
->(endpoint: HttpApiEndpoint.HttpApiEndpoint<Name, Method, Path, UrlParams, Payload, Headers, Success, Error, R, RE>) =>
-  endpoint.addError(ApiErrors.ValidationFailed)
+>(
+  endpoint: HttpApiEndpoint.HttpApiEndpoint<Name, Method, Path, UrlParams, Payload, Headers, Success, Error, R, RE>
+) => endpoint.addError(ApiErrors.ValidationFailed)

@@ -15,7 +15,10 @@ export const linkHeader = (
   baseUrl: Option.Option<string>,
   page: { readonly page: number; readonly per_page: number; readonly total: number }
 ): string => {
-  const url = new URL(requestUrl, Option.getOrElse(baseUrl, () => "http://localhost"))
+  const url = new URL(
+    requestUrl,
+    Option.getOrElse(baseUrl, () => "http://localhost")
+  )
   const last = Math.max(1, Math.ceil(page.total / page.per_page))
   const at = (n: number) => {
     url.searchParams.set("page", String(n))
@@ -32,7 +35,7 @@ export const linkHeader = (
 
 /** Adds the `Link` header for a page to the response being built, and answers the page. */
 export const withLinks = <A>(page: Page<A>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const { baseUrl } = yield* Effect.orDie(ServerConfig)
     const link = linkHeader(request.url, publicBaseUrl(baseUrl, request.headers), page)

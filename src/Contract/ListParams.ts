@@ -15,14 +15,14 @@ const intInRange = (min: number, max: number) =>
       return n >= min && n <= max
         ? ParseResult.succeed(n)
         : ParseResult.fail(
-          new ParseResult.Type(
-            ast,
-            input,
-            max === Number.MAX_SAFE_INTEGER
-              ? `must be an integer of at least ${min}`
-              : `must be an integer from ${min} to ${max}`
+            new ParseResult.Type(
+              ast,
+              input,
+              max === Number.MAX_SAFE_INTEGER
+                ? `must be an integer of at least ${min}`
+                : `must be an integer from ${min} to ${max}`
+            )
           )
-        )
     },
     encode: (n) => ParseResult.succeed(String(n))
   })
@@ -30,9 +30,7 @@ const intInRange = (min: number, max: number) =>
 export const PageNumber = intInRange(1, Number.MAX_SAFE_INTEGER).annotations({ description: "Page number, from 1" })
 export const PerPage = intInRange(1, 100).annotations({ description: "Items per page, 1–100" })
 
-export const SearchText = Schema.String.pipe(
-  Schema.maxLength(200, { message: () => "must be at most 200 characters" })
-)
+export const SearchText = Schema.String.pipe(Schema.maxLength(200, { message: () => "must be at most 200 characters" }))
 
 const commonListFields = <const Sort extends readonly [string, ...Array<string>]>(sort: Sort) => ({
   page: Schema.optionalWith(PageNumber, { default: () => 1, exact: true }),
@@ -48,10 +46,12 @@ const commonListFields = <const Sort extends readonly [string, ...Array<string>]
 export const listParams = <
   const Sort extends readonly [string, ...Array<string>],
   const Status extends readonly [string, ...Array<string>]
->(options: { readonly sort: Sort; readonly status: Status }) =>
-  Schema.Struct({ ...commonListFields(options.sort), status: optional(oneOf(...options.status)) })
+>(options: {
+  readonly sort: Sort
+  readonly status: Status
+}) => Schema.Struct({ ...commonListFields(options.sort), status: optional(oneOf(...options.status)) })
 
 /** A list query without a status filter (teams, members). */
-export const listParamsNoStatus = <const Sort extends readonly [string, ...Array<string>]>(
-  options: { readonly sort: Sort }
-) => Schema.Struct(commonListFields(options.sort))
+export const listParamsNoStatus = <const Sort extends readonly [string, ...Array<string>]>(options: {
+  readonly sort: Sort
+}) => Schema.Struct(commonListFields(options.sort))

@@ -15,9 +15,9 @@ export const strictBody = <Fields extends Schema.Struct.Fields>(
   })
   return options?.nonEmpty === true
     ? struct.pipe(
-      Schema.filter((body) => Object.keys(body).length > 0 || "must contain at least one field to change", {
-        identifier
-      })
-    )
+        Schema.filter((body) => Object.keys(body).length > 0 || "must contain at least one field to change", {
+          identifier
+        })
+      )
     : struct
 }

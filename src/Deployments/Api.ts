@@ -1,7 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication } from "../Contract/Security.js"
-import { RequiredScopes } from "../Contract/Security.js"
+import { List, Success } from "../Contract/Envelope.js"
+import { listParams } from "../Contract/ListParams.js"
+import { strictBody } from "../Contract/Payload.js"
+import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import {
   Deployment,
   DeploymentDescription,
@@ -10,23 +12,28 @@ import {
   Environment,
   Ref
 } from "../Domain/Deployment.js"
-import { List, Success } from "../Contract/Envelope.js"
 import { ApiErrors } from "../Domain/Errors.js"
 import { DeploymentId, ProjectId } from "../Domain/Ids.js"
-import { listParams } from "../Contract/ListParams.js"
 import { optional } from "../Domain/Payload.js"
-import { strictBody } from "../Contract/Payload.js"
 
-export const CreateDeployment = strictBody({
-  environment: Schema.optionalWith(Environment, { default: () => "production", exact: true }),
-  ref: Ref,
-  description: Schema.optionalWith(DeploymentDescription, { default: () => "", exact: true })
-}, "CreateDeployment")
+export const CreateDeployment = strictBody(
+  {
+    environment: Schema.optionalWith(Environment, { default: () => "production", exact: true }),
+    ref: Ref,
+    description: Schema.optionalWith(DeploymentDescription, { default: () => "", exact: true })
+  },
+  "CreateDeployment"
+)
 
-export const UpdateDeployment = strictBody({
-  status: DeploymentStatus.annotations({ description: "`succeeded` or `failed`: a running deployment finishes, once" }),
-  description: optional(DeploymentDescription)
-}, "UpdateDeployment")
+export const UpdateDeployment = strictBody(
+  {
+    status: DeploymentStatus.annotations({
+      description: "`succeeded` or `failed`: a running deployment finishes, once"
+    }),
+    description: optional(DeploymentDescription)
+  },
+  "UpdateDeployment"
+)
 
 const base = listParams({ sort: ["created_at", "updated_at"], status: deploymentStatuses })
 export const DeploymentListParams = Schema.Struct({ ...base.fields, environment: optional(Environment) })
@@ -78,5 +85,4 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
           "any other change is 409"
       )
   )
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

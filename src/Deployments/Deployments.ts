@@ -4,11 +4,11 @@
  * (`deployment.failed`). Each change is written with its event in one transaction; the receivers are the project's.
  */
 import { Effect, Option } from "effect"
-import type { Principal } from "../Domain/Principal.js"
 import type { Deployment, DeploymentStatus } from "../Domain/Deployment.js"
 import { Conflict, NotFound } from "../Domain/Errors.js"
 import { DeploymentId, makeId, type ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
+import type { Principal } from "../Domain/Principal.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { Projects } from "../Projects/Projects.js"
@@ -27,7 +27,7 @@ export interface FinishDeployment {
 
 export class Deployments extends Effect.Service<Deployments>()("Deployments", {
   dependencies: [DeploymentsRepo.Default, Projects.Default, Events.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const repo = yield* DeploymentsRepo
     const projects = yield* Projects
     const events = yield* Events
@@ -38,77 +38,89 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         Option.match({ onNone: () => Effect.fail(NotFound.resource("deployment", id)), onSome: Effect.succeed })
       )
 
-    const create = Effect.fn("Deployments.create", { captureStackTrace: false })(
-      function*(principal: Principal, projectId: ProjectId, input: StartDeployment) {
-        return yield* Effect.gen(function*() {
-          const project = yield* projects.changeable(principal, projectId)
-          if (project.status === "archived") {
-            return yield* new Conflict({ message: `Project ${projectId} is archived; unarchive it to deploy` })
-          }
-          const now = nowIso()
-          const deployment: Deployment = {
-            id: DeploymentId.make(makeId("deployment")),
-            project_id: project.id,
-            environment: input.environment,
-            ref: input.ref,
-            description: input.description,
-            status: "running",
-            created_by: principal.userId,
-            created_at: now,
-            updated_at: now,
-            finished_at: null
-          }
-          yield* repo.insert(deployment)
-          yield* events.emit("deployment.started", yield* projects.audience(project), deployment)
-          return deployment
-        }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-      }
-    )
+    const create = Effect.fn("Deployments.create", { captureStackTrace: false })(function* (
+      principal: Principal,
+      projectId: ProjectId,
+      input: StartDeployment
+    ) {
+      return yield* Effect.gen(function* () {
+        const project = yield* projects.changeable(principal, projectId)
+        if (project.status === "archived") {
+          return yield* new Conflict({ message: `Project ${projectId} is archived; unarchive it to deploy` })
+        }
+        const now = nowIso()
+        const deployment: Deployment = {
+          id: DeploymentId.make(makeId("deployment")),
+          project_id: project.id,
+          environment: input.environment,
+          ref: input.ref,
+          description: input.description,
+          status: "running",
+          created_by: principal.userId,
+          created_at: now,
+          updated_at: now,
+          finished_at: null
+        }
+        yield* repo.insert(deployment)
+        yield* events.emit("deployment.started", yield* projects.audience(project), deployment)
+        return deployment
+      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+    })
 
-    const list = Effect.fn("Deployments.list", { captureStackTrace: false })(
-      function*(
-        principal: Principal,
-        projectId: ProjectId,
-        query: ListQuery<DeploymentSort, DeploymentStatus> & DeploymentFilters
-      ) {
-        yield* projects.changeable(principal, projectId)
-        return yield* Effect.orDie(repo.list(projectId, query))
-      }
-    )
+    const list = Effect.fn("Deployments.list", { captureStackTrace: false })(function* (
+      principal: Principal,
+      projectId: ProjectId,
+      query: ListQuery<DeploymentSort, DeploymentStatus> & DeploymentFilters
+    ) {
+      yield* projects.changeable(principal, projectId)
+      return yield* Effect.orDie(repo.list(projectId, query))
+    })
 
-    const get = Effect.fn("Deployments.get", { captureStackTrace: false })(
-      function*(principal: Principal, projectId: ProjectId, id: string) {
-        yield* projects.changeable(principal, projectId)
-        return yield* find(projectId, id)
-      }
-    )
+    const get = Effect.fn("Deployments.get", { captureStackTrace: false })(function* (
+      principal: Principal,
+      projectId: ProjectId,
+      id: string
+    ) {
+      yield* projects.changeable(principal, projectId)
+      return yield* find(projectId, id)
+    })
 
     /** Only `running` moves, once, to `succeeded` or `failed`; anything else is 409. */
-    const finish = Effect.fn("Deployments.finish", { captureStackTrace: false })(
-      function*(principal: Principal, projectId: ProjectId, id: string, input: FinishDeployment) {
-        return yield* Effect.gen(function*() {
-          const project = yield* projects.changeable(principal, projectId)
-          const current = yield* find(projectId, id)
-          const to = input.status
-          if (current.status !== "running") {
-            return yield* new Conflict({ message: `Deployment ${id} has already finished (${current.status})` })
-          }
-          if (to === "running") {
-            return yield* new Conflict({ message: `Deployment ${id} is running; it can only move to succeeded or failed` })
-          }
-          const finished = yield* repo.finish({ id, status: to, description: input.description ?? current.description, at: nowIso() })
-          if (Option.isNone(finished)) {
-            return yield* new Conflict({ message: `Deployment ${id} has already finished` })
-          }
-          yield* events.emit(
-            to === "succeeded" ? "deployment.completed" : "deployment.failed",
-            yield* projects.audience(project),
-            finished.value
-          )
-          return finished.value
-        }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-      }
-    )
+    const finish = Effect.fn("Deployments.finish", { captureStackTrace: false })(function* (
+      principal: Principal,
+      projectId: ProjectId,
+      id: string,
+      input: FinishDeployment
+    ) {
+      return yield* Effect.gen(function* () {
+        const project = yield* projects.changeable(principal, projectId)
+        const current = yield* find(projectId, id)
+        const to = input.status
+        if (current.status !== "running") {
+          return yield* new Conflict({ message: `Deployment ${id} has already finished (${current.status})` })
+        }
+        if (to === "running") {
+          return yield* new Conflict({
+            message: `Deployment ${id} is running; it can only move to succeeded or failed`
+          })
+        }
+        const finished = yield* repo.finish({
+          id,
+          status: to,
+          description: input.description ?? current.description,
+          at: nowIso()
+        })
+        if (Option.isNone(finished)) {
+          return yield* new Conflict({ message: `Deployment ${id} has already finished` })
+        }
+        yield* events.emit(
+          to === "succeeded" ? "deployment.completed" : "deployment.failed",
+          yield* projects.audience(project),
+          finished.value
+        )
+        return finished.value
+      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+    })
 
     return { create, list, get, finish } as const
   })

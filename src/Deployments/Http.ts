@@ -1,20 +1,28 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { CurrentPrincipal } from "../Domain/Principal.js"
 import { withLinks } from "../Contract/Links.js"
+import { CurrentPrincipal } from "../Domain/Principal.js"
 import { Deployments } from "./Deployments.js"
 
 export const DeploymentsHttp = HttpApiBuilder.group(Api, "deployments", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const deployments = yield* Deployments
     return handlers
       .handle("list", ({ path, urlParams }) =>
-        CurrentPrincipal.pipe(Effect.flatMap((me) => deployments.list(me, path.id, urlParams)), Effect.flatMap(withLinks)))
+        CurrentPrincipal.pipe(
+          Effect.flatMap((me) => deployments.list(me, path.id, urlParams)),
+          Effect.flatMap(withLinks)
+        )
+      )
       .handle("create", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => deployments.create(me, path.id, payload)))
+        Effect.flatMap(CurrentPrincipal, (me) => deployments.create(me, path.id, payload))
+      )
       .handle("get", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => deployments.get(me, path.id, path.deployment_id)))
+        Effect.flatMap(CurrentPrincipal, (me) => deployments.get(me, path.id, path.deployment_id))
+      )
       .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => deployments.finish(me, path.id, path.deployment_id, payload)))
-  }))
+        Effect.flatMap(CurrentPrincipal, (me) => deployments.finish(me, path.id, path.deployment_id, payload))
+      )
+  })
+)

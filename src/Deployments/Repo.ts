@@ -15,10 +15,9 @@ export interface DeploymentFilters {
 }
 
 export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("DeploymentsRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const columns =
-      sql`d.id, d.project_id, d.environment, d.ref, d.description, d.status, d.created_by, d.created_at, d.updated_at, d.finished_at`
+    const columns = sql`d.id, d.project_id, d.environment, d.ref, d.description, d.status, d.created_by, d.created_at, d.updated_at, d.finished_at`
 
     const insert = SqlSchema.void({
       Request: Deployment,
@@ -47,23 +46,24 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("Deployme
           RETURNING id, project_id, environment, ref, description, status, created_by, created_at, updated_at, finished_at`
     })
 
-    const list = (
-      projectId: string,
-      query: ListQuery<DeploymentSort, DeploymentStatus> & DeploymentFilters
-    ) =>
-      listPage(Deployment, {
-        select: columns,
-        from: sql`deployments d`,
-        where: [
-          sql`d.project_id = ${projectId}`,
-          ...(query.status !== undefined ? [sql`d.status = ${query.status}`] : []),
-          ...(query.environment !== undefined ? [sql`d.environment = ${query.environment}`] : [])
-        ],
-        columns: { created_at: "d.created_at", updated_at: "d.updated_at" },
-        createdColumn: "d.created_at",
-        idColumn: "d.id",
-        searchColumns: ["d.ref", "d.environment", "d.description"]
-      }, query)
+    const list = (projectId: string, query: ListQuery<DeploymentSort, DeploymentStatus> & DeploymentFilters) =>
+      listPage(
+        Deployment,
+        {
+          select: columns,
+          from: sql`deployments d`,
+          where: [
+            sql`d.project_id = ${projectId}`,
+            ...(query.status !== undefined ? [sql`d.status = ${query.status}`] : []),
+            ...(query.environment !== undefined ? [sql`d.environment = ${query.environment}`] : [])
+          ],
+          columns: { created_at: "d.created_at", updated_at: "d.updated_at" },
+          createdColumn: "d.created_at",
+          idColumn: "d.id",
+          searchColumns: ["d.ref", "d.environment", "d.description"]
+        },
+        query
+      )
 
     return { insert, find, finish, list } as const
   })

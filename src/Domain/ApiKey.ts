@@ -40,9 +40,7 @@ export const KeyCredential = Schema.Struct({
 export type KeyCredential = typeof KeyCredential.Type
 
 export const KeyName = TrimmedName
-export const KeyScopes = Schema.Array(Scope).pipe(
-  Schema.minItems(1, { message: () => "must name at least one scope" })
-)
+export const KeyScopes = Schema.Array(Scope).pipe(Schema.minItems(1, { message: () => "must name at least one scope" }))
 
 /** What making a key takes (the body of `POST /v1/api-keys`; the CLI gives the same). */
 export const NewApiKey = Schema.Struct({

@@ -35,15 +35,16 @@ export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()("Va
     const first = details[0]
     const shown = details.slice(0, ValidationFailed.maxDetails)
     const more = options?.atLeast === true ? "or more " : ""
-    const message = first === undefined
-      ? "The request is invalid"
-      : details.length === 1 && more === ""
-      ? `${first.field === "" ? "body" : first.field} ${first.message}`
-      : shown.length < details.length || more !== ""
-      ? `${details.length} ${more}fields are invalid; the first ${shown.length} are in details, ${
-        details.length - shown.length
-      } ${more}left out`
-      : `${details.length} fields are invalid; see details`
+    const message =
+      first === undefined
+        ? "The request is invalid"
+        : details.length === 1 && more === ""
+          ? `${first.field === "" ? "body" : first.field} ${first.message}`
+          : shown.length < details.length || more !== ""
+            ? `${details.length} ${more}fields are invalid; the first ${shown.length} are in details, ${
+                details.length - shown.length
+              } ${more}left out`
+            : `${details.length} fields are invalid; see details`
     return new ValidationFailed({ message, details: shown })
   }
 }

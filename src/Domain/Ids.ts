@@ -22,7 +22,7 @@ const uuidv7Bytes = (): Uint8Array => {
     ms = lastMs
   } else {
     lastMs = ms
-    counter = (bytes[6]! & 0x07) << 8 | bytes[7]! // random start, headroom left for increments
+    counter = ((bytes[6]! & 0x07) << 8) | bytes[7]! // random start, headroom left for increments
   }
   bytes[0] = Math.floor(ms / 2 ** 40) & 0xff
   bytes[1] = Math.floor(ms / 2 ** 32) & 0xff

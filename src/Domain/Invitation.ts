@@ -29,6 +29,6 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
 /** An email address as invitations store it: trimmed and lower-cased, at most 254 characters. */
 export const InviteeEmail = Schema.Trim.pipe(
-  Schema.filter((value) => EMAIL.test(value) && value.length <= 254 || "must be an email address"),
+  Schema.filter((value) => (EMAIL.test(value) && value.length <= 254) || "must be an email address"),
   Schema.transform(Schema.String, { strict: true, decode: (value) => value.toLowerCase(), encode: (value) => value })
 )

@@ -100,7 +100,8 @@ export const knownScopes = (names: ReadonlyArray<string>): ReadonlyArray<Scope> 
 }
 
 /** A stored, space-separated scope → its scopes (unknown names, which are never stored, are dropped). */
-export const storedScopes = (scope: string): ReadonlyArray<Scope> => knownScopes(scope.split(" ").filter((name) => name !== "")) ?? []
+export const storedScopes = (scope: string): ReadonlyArray<Scope> =>
+  knownScopes(scope.split(" ").filter((name) => name !== "")) ?? []
 
 /** The stored form of a set of scopes. */
 export const scopeText = (scopes: ReadonlyArray<Scope>): string => scopes.join(" ")

@@ -15,16 +15,19 @@ export const TrimmedName = Schema.Trim.pipe(
  * `TrimmedName` for a name that does not arrive in a request body (the CLI, a service called directly): the
  * trimmed name, or `validation_failed` on `field`. The rule stays the schema's; only the message is one line.
  */
-export const validName = (field: string) => (input: string): Effect.Effect<string, ValidationFailed> =>
-  Effect.mapError(
-    Schema.decodeUnknown(TrimmedName)(input),
-    () => ValidationFailed.field(field, "must be 1 to 100 characters")
-  )
+export const validName =
+  (field: string) =>
+  (input: string): Effect.Effect<string, ValidationFailed> =>
+    Effect.mapError(Schema.decodeUnknown(TrimmedName)(input), () =>
+      ValidationFailed.field(field, "must be 1 to 100 characters")
+    )
 
 /** An absolute `http:` or `https:` URL of at most 2048 characters. */
 export const HttpUrl = Schema.String.pipe(
   Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),
-  Schema.filter((value) =>
-    URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol) || "must be an absolute http(s) URL"
+  Schema.filter(
+    (value) =>
+      (URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)) ||
+      "must be an absolute http(s) URL"
   )
 )

@@ -12,7 +12,6 @@ export const requestIdFrom = (header: string | undefined): string =>
   `req_${header !== undefined && UUID.test(header) ? header.toLowerCase() : crypto.randomUUID()}`
 
 /** The current request id; outside a request (the CLI, a background fiber) a fresh one. */
-export const currentRequestId: Effect.Effect<string> = Effect.map(
-  FiberRef.get(CurrentRequestId),
-  (id) => (id === "" ? requestIdFrom(undefined) : id)
+export const currentRequestId: Effect.Effect<string> = Effect.map(FiberRef.get(CurrentRequestId), (id) =>
+  id === "" ? requestIdFrom(undefined) : id
 )

@@ -27,7 +27,11 @@ export const parseInstant = (input: string, rounding: "floor" | "ceil" = "floor"
   if (Number.isNaN(ms)) return undefined
   // Reject calendar overflow (2026-02-31) that Date would silently roll into March.
   const check = new Date(Date.UTC(Number(y), Number(m) - 1, Number(d)))
-  if (check.getUTCFullYear() !== Number(y) || check.getUTCMonth() + 1 !== Number(m) || check.getUTCDate() !== Number(d)) {
+  if (
+    check.getUTCFullYear() !== Number(y) ||
+    check.getUTCMonth() + 1 !== Number(m) ||
+    check.getUTCDate() !== Number(d)
+  ) {
     return undefined
   }
   if (dateTime !== null && (Number(dateTime[4]) > 23 || Number(dateTime[5]) > 59 || Number(dateTime[6] ?? 0) > 59)) {
@@ -41,28 +45,28 @@ export const parseInstant = (input: string, rounding: "floor" | "ceil" = "floor"
 
 const instantFromString = (rounding: "floor" | "ceil") =>
   Schema.transformOrFail(
-  Schema.String.annotations({
-    description: "ISO 8601 date (`2026-01-31`, midnight UTC) or date-time with `Z` or an offset",
-    examples: ["2026-01-31", "2026-01-31T12:00:00Z", "2026-01-31T14:00:00+02:00"]
-  }),
-  Schema.String,
-  {
-    strict: true,
-    decode: (input, _, ast) => {
-      const parsed = parseInstant(input, rounding)
-      return parsed === undefined
-        ? ParseResult.fail(
-          new ParseResult.Type(
-            ast,
-            input,
-            "must be an ISO 8601 date (2026-01-31) or a date-time with Z or an offset (2026-01-31T12:00:00Z)"
-          )
-        )
-        : ParseResult.succeed(parsed)
-    },
-    encode: ParseResult.succeed
-  }
-)
+    Schema.String.annotations({
+      description: "ISO 8601 date (`2026-01-31`, midnight UTC) or date-time with `Z` or an offset",
+      examples: ["2026-01-31", "2026-01-31T12:00:00Z", "2026-01-31T14:00:00+02:00"]
+    }),
+    Schema.String,
+    {
+      strict: true,
+      decode: (input, _, ast) => {
+        const parsed = parseInstant(input, rounding)
+        return parsed === undefined
+          ? ParseResult.fail(
+              new ParseResult.Type(
+                ast,
+                input,
+                "must be an ISO 8601 date (2026-01-31) or a date-time with Z or an offset (2026-01-31T12:00:00Z)"
+              )
+            )
+          : ParseResult.succeed(parsed)
+      },
+      encode: ParseResult.succeed
+    }
+  )
 
 /** Query/body form of an instant: accepts the forms above, decodes to the stored ISO form (finer digits dropped). */
 export const InstantFromString = instantFromString("floor")

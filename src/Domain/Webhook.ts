@@ -24,16 +24,18 @@ export type Webhook = typeof Webhook.Type
 
 export const CreatedWebhook = Schema.Struct({
   ...Webhook.fields,
-  secret: optional(Schema.String.annotations({
-    description: "Only when the service generated the secret (`whsec_…`): shown this once"
-  }))
+  secret: optional(
+    Schema.String.annotations({
+      description: "Only when the service generated the secret (`whsec_…`): shown this once"
+    })
+  )
 }).annotations({ identifier: "CreatedWebhook" })
 export type CreatedWebhook = typeof CreatedWebhook.Type
 
 export const WebhookUrl = HttpUrl.pipe(
   Schema.filter((value) => {
     const url = new URL(value)
-    return url.username === "" && url.password === "" || "must not carry credentials"
+    return (url.username === "" && url.password === "") || "must not carry credentials"
   })
 )
 export const WebhookEvents = Schema.Array(EventType).pipe(

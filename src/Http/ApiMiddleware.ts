@@ -6,16 +6,16 @@
 import { HttpApiBuilder, type HttpApp } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { ApiForMiddleware as Api } from "../Api.js"
-import { limitUnauthenticated } from "./RateLimit.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
 import { refuseWhileDraining } from "./Draining.js"
 import { retryLater, translate } from "./ErrorTranslation.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { precheck, precheckOAuth } from "./Precheck.js"
+import { limitUnauthenticated } from "./RateLimit.js"
 
 export const ApiMiddlewareLive = HttpApiBuilder.middleware(
   Api,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const lifecycle = yield* Lifecycle
     // Requests that do not authenticate are counted against the client IP once their outcome is known.
     const limitByClient = limitUnauthenticated(yield* RateLimit)

@@ -37,14 +37,16 @@ const challenge = (error: string | undefined) =>
 
 export const AuthenticationLive = Layer.effect(
   Authentication,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const apiKeys = yield* ApiKeys
     const oauth = yield* OAuthTokens
     const keys = yield* SigningKeys
     const limits = yield* RateLimit
 
     /** `pcs_…` API key, `pco_…` OAuth access token, `x.y.z` JWT (verified against the request's issuer). */
-    const authenticate = (token: string): Effect.Effect<Principal, Unauthorized, HttpServerRequest.HttpServerRequest> => {
+    const authenticate = (
+      token: string
+    ): Effect.Effect<Principal, Unauthorized, HttpServerRequest.HttpServerRequest> => {
       if (token.startsWith(KEY_PREFIX)) return apiKeys.authenticate(token)
       if (token.startsWith(ACCESS_PREFIX)) return oauth.authenticate(token)
       if (token.split(".").length === 3) return Effect.flatMap(currentIssuer, (issuer) => keys.verify(token, issuer))
@@ -58,32 +60,34 @@ export const AuthenticationLive = Layer.effect(
         return hasAnyScope(principal.scopes, needed)
           ? Effect.succeed(principal)
           : Effect.fail(
-            new Forbidden({
-              message: needed.length === 0
-                ? "This endpoint declares no scope; access is denied"
-                : `This credential lacks the scope needed: ${needed.join(" or ")}`
-            })
-          )
+              new Forbidden({
+                message:
+                  needed.length === 0
+                    ? "This endpoint declares no scope; access is denied"
+                    : `This credential lacks the scope needed: ${needed.join(" or ")}`
+              })
+            )
       })
 
     return {
       // The framework's bearer decoder slices the header blindly; read it properly (scheme is case-insensitive).
-      bearer: () => Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const token = /^Bearer +(\S+) *$/i.exec(request.headers["authorization"] ?? "")?.[1] ?? ""
-        if (token === "") {
-          return Effect.zipRight(
-            challenge(undefined),
-            Effect.fail(new Unauthorized({ message: "Send credentials as Authorization: Bearer <token>" }))
+      bearer: () =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+          const token = /^Bearer +(\S+) *$/i.exec(request.headers["authorization"] ?? "")?.[1] ?? ""
+          if (token === "") {
+            return Effect.zipRight(
+              challenge(undefined),
+              Effect.fail(new Unauthorized({ message: "Send credentials as Authorization: Bearer <token>" }))
+            )
+          }
+          // Rate limits (src/Http/RateLimit.ts): no token is checked while the client IP's bucket is empty; a
+          // valid credential then spends one of its own tokens, before its scopes are checked.
+          return guardClient(limits).pipe(
+            Effect.zipRight(authenticate(token).pipe(Effect.tapError(() => challenge("invalid_token")))),
+            Effect.tap((principal) => limitCredential(limits, principal)),
+            Effect.flatMap(authorize)
           )
-        }
-        // Rate limits (src/Http/RateLimit.ts): no token is checked while the client IP's bucket is empty; a
-        // valid credential then spends one of its own tokens, before its scopes are checked.
-        return guardClient(limits).pipe(
-          Effect.zipRight(authenticate(token).pipe(Effect.tapError(() => challenge("invalid_token")))),
-          Effect.tap((principal) => limitCredential(limits, principal)),
-          Effect.flatMap(authorize)
-        )
-      })
+        })
     }
   })
 )

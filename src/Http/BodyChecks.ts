@@ -12,7 +12,13 @@
  */
 import type { HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { BadRequest, type FieldIssue, PayloadTooLarge, UnsupportedMediaType, ValidationFailed } from "../Domain/Errors.js"
+import {
+  BadRequest,
+  type FieldIssue,
+  PayloadTooLarge,
+  UnsupportedMediaType,
+  ValidationFailed
+} from "../Domain/Errors.js"
 
 export const MAX_BODY_BYTES = 1024 * 1024
 export const MAX_DEPTH = 32
@@ -104,7 +110,7 @@ const tooLarge = () => new PayloadTooLarge({ message: `The body is over ${MAX_BO
 export const readJsonBody = (
   request: HttpServerRequest.HttpServerRequest
 ): Effect.Effect<unknown, BadRequest | PayloadTooLarge | UnsupportedMediaType | ValidationFailed> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const length = request.headers["content-length"]
     const declared = length === undefined ? undefined : Number(length)
     const hasBody = request.headers["transfer-encoding"] !== undefined || (declared !== undefined && declared > 0)
@@ -135,7 +141,7 @@ export const readJsonBody = (
 export const checkFormBody = (
   request: HttpServerRequest.HttpServerRequest
 ): Effect.Effect<void, BadRequest | ValidationFailed> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
     const declared = Number(request.headers["content-length"] ?? "0")
     if (type === "" || declared > MAX_BODY_BYTES) return

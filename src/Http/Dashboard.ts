@@ -12,11 +12,12 @@
  * Content-Security-Policy (`default-src 'self'`, no inline scripts or styles, Trusted Types) and the usual security
  * headers go on every dashboard response.
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Data, Effect } from "effect"
+
 import { createHash } from "node:crypto"
 import { join } from "node:path"
-import { brotliCompressSync, constants as zlib, gzipSync } from "node:zlib"
+import { brotliCompressSync, gzipSync, constants as zlib } from "node:zlib"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Data, Effect } from "effect"
 
 const SOURCE = join(import.meta.dir, "..", "..", "dashboard", "index.html")
 const ASSETS = "/dashboard/assets/"
@@ -114,22 +115,28 @@ const send = (file: Asset, cacheControl: string) =>
   Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
     const headers = { ...securityHeaders, "cache-control": cacheControl, etag: file.etag, vary: "Accept-Encoding" }
     const ifNoneMatch = request.headers["if-none-match"]
-    if (ifNoneMatch !== undefined && ifNoneMatch.split(",").some((tag) => tag.trim().replace(/^W\//, "") === file.etag)) {
+    if (
+      ifNoneMatch !== undefined &&
+      ifNoneMatch.split(",").some((tag) => tag.trim().replace(/^W\//, "") === file.etag)
+    ) {
       return HttpServerResponse.empty({ status: 304, headers })
     }
     const accepted = acceptedEncodings(request.headers["accept-encoding"])
     const [encoding, body] = accepted.has("br")
-      ? ["br", file.br] as const
+      ? (["br", file.br] as const)
       : accepted.has("gzip")
-      ? ["gzip", file.gzip] as const
-      : [undefined, file.identity] as const
+        ? (["gzip", file.gzip] as const)
+        : ([undefined, file.identity] as const)
     return HttpServerResponse.uint8Array(body, {
       contentType: file.type,
       headers: encoding === undefined ? headers : { ...headers, "content-encoding": encoding }
     })
   })
 
-const notFound = HttpServerResponse.text("Not found", { status: 404, headers: { ...securityHeaders, "cache-control": "no-cache" } })
+const notFound = HttpServerResponse.text("Not found", {
+  status: 404,
+  headers: { ...securityHeaders, "cache-control": "no-cache" }
+})
 
 const failed = (error: DashboardBuildFailed) =>
   Effect.as(
@@ -141,14 +148,15 @@ const failed = (error: DashboardBuildFailed) =>
   )
 
 export const DashboardRoutes = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     // Built once, on first use; every later request shares the result.
     const bundle = yield* Effect.cached(
       Effect.tap(buildDashboard, (built) =>
         Effect.logInfo("dashboard built", {
           build_ms: Math.round(built.buildMs),
           files: [...built.assets.keys()]
-        }))
+        })
+      )
     )
     const shell = Effect.flatMap(bundle, (built) => send(built.shell, "no-cache")).pipe(Effect.catchAll(failed))
 
@@ -156,7 +164,7 @@ export const DashboardRoutes = HttpApiBuilder.Router.use((router) =>
     yield* router.get("/dashboard", shell)
     yield* router.get(
       "/dashboard/*",
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const path = request.url.split("?")[0] ?? request.url
         if (!path.startsWith(ASSETS)) return yield* shell

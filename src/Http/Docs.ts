@@ -11,11 +11,12 @@
  * brotli- or gzip-compressed when the client accepts it, with an `ETag`. The request dialog starts with bearer
  * authentication selected.
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Option } from "effect"
+
 import { createHash } from "node:crypto"
 import { promisify } from "node:util"
 import { brotliCompress, constants, gzip } from "node:zlib"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Option } from "effect"
 import { currentIssuer } from "../Auth/Issuer.js"
 import { openApiDocument } from "./OpenApi.js"
 
@@ -55,23 +56,25 @@ const variants = (raw: Uint8Array<ArrayBuffer>) =>
   Effect.map(
     Effect.all({
       gzip: Effect.cached(Effect.promise(() => gzipAsync(raw, { level: 9 }))),
-      br: Effect.cached(Effect.promise(() =>
-        brotliAsync(raw, { params: { [constants.BROTLI_PARAM_QUALITY]: 6, [constants.BROTLI_PARAM_SIZE_HINT]: raw.byteLength } })
-      ))
+      br: Effect.cached(
+        Effect.promise(() =>
+          brotliAsync(raw, {
+            params: { [constants.BROTLI_PARAM_QUALITY]: 6, [constants.BROTLI_PARAM_SIZE_HINT]: raw.byteLength }
+          })
+        )
+      )
     }),
     (compressed): Variants => ({
       etag: etagOf(raw),
       body: (encoding) =>
-        encoding === "identity" ? Effect.succeed(raw) : Effect.map(compressed[encoding], (bytes) => new Uint8Array(bytes))
+        encoding === "identity"
+          ? Effect.succeed(raw)
+          : Effect.map(compressed[encoding], (bytes) => new Uint8Array(bytes))
     })
   )
 
-const respond = (
-  made: Variants,
-  contentType: string,
-  headers: Record<string, string>
-) =>
-  Effect.gen(function*() {
+const respond = (made: Variants, contentType: string, headers: Record<string, string>) =>
+  Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const common = { ...headers, etag: made.etag, vary: "Accept-Encoding" }
     const ifNoneMatch = request.headers["if-none-match"]
@@ -87,7 +90,7 @@ const respond = (
   })
 
 /** Scalar's standalone bundle, from the `@effect/platform` package this service already depends on. */
-const loadScalarBundle = Effect.gen(function*() {
+const loadScalarBundle = Effect.gen(function* () {
   const entry = import.meta.resolve("@effect/platform/HttpApiScalar")
   const internal = new URL(`./internal/httpApiScalar${entry.endsWith(".ts") ? ".ts" : ".js"}`, entry).href
   const module: unknown = yield* Effect.promise(() => import(internal))
@@ -102,7 +105,10 @@ const escapeAttribute = (text: string) =>
 
 /** JSON inside `<script type="application/json">`: no `<` can close the element early. */
 const scriptJson = (value: unknown) =>
-  JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029")
+  JSON.stringify(value)
+    .replace(/</g, "\\u003c")
+    .replace(/\u2028/g, "\\u2028")
+    .replace(/\u2029/g, "\\u2029")
 
 /** Scalar's options: https://github.com/scalar/scalar/blob/main/documentation/configuration.md */
 const scalarConfiguration = {
@@ -144,9 +150,9 @@ const page = (document: ReturnType<typeof openApiDocument>, scriptUrl: string) =
     <meta name="description" content="${escapeAttribute(document.info.description ?? "")}" />
   </head>
   <body>
-    <script id="api-reference" type="application/json" data-configuration="${escapeAttribute(JSON.stringify(scalarConfiguration))}">${
-  scriptJson(document)
-}</script>
+    <script id="api-reference" type="application/json" data-configuration="${escapeAttribute(JSON.stringify(scalarConfiguration))}">${scriptJson(
+      document
+    )}</script>
     <script src="${escapeAttribute(scriptUrl)}"></script>
   </body>
 </html>
@@ -165,14 +171,14 @@ const memo = <A>(make: (key: string) => A, size = 8) => {
 }
 
 export const DocsRoutes = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const bundle = yield* loadScalarBundle
     const scriptUrl = `/docs/assets/scalar.${createHash("sha256").update(bundle).digest("hex").slice(0, 16)}.js`
     const bundleVariants = yield* variants(bundle)
 
     const encode = (text: string) => new TextEncoder().encode(text)
     const documentFor = memo((baseUrl: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const document = openApiDocument({ baseUrl, authUrl: `${baseUrl}/oauth` })
         return {
           json: yield* variants(encode(JSON.stringify(document))),
@@ -185,7 +191,8 @@ export const DocsRoutes = HttpApiBuilder.Router.use((router) =>
     yield* router.get(
       "/v1/openapi.json",
       Effect.flatMap(current, (made) =>
-        respond(made.json, "application/json", { "cache-control": "no-cache", "access-control-allow-origin": "*" }))
+        respond(made.json, "application/json", { "cache-control": "no-cache", "access-control-allow-origin": "*" })
+      )
     )
     yield* router.get(
       "/docs",
@@ -195,11 +202,12 @@ export const DocsRoutes = HttpApiBuilder.Router.use((router) =>
           "content-security-policy": contentSecurityPolicy,
           "x-content-type-options": "nosniff",
           "referrer-policy": "no-referrer"
-        }))
+        })
+      )
     )
     yield* router.get(
       "/docs/assets/:asset",
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const path = Option.getOrElse(Option.fromNullable(request.url.split("?")[0]), () => request.url)
         if (path !== scriptUrl) {

@@ -46,20 +46,27 @@ export type OurError =
   | Unavailable
 
 const isOurs = (error: unknown): error is OurError =>
-  error instanceof BadRequest || error instanceof ValidationFailed || error instanceof Unauthorized ||
-  error instanceof Forbidden || error instanceof NotFound || error instanceof MethodNotAllowed ||
+  error instanceof BadRequest ||
+  error instanceof ValidationFailed ||
+  error instanceof Unauthorized ||
+  error instanceof Forbidden ||
+  error instanceof NotFound ||
+  error instanceof MethodNotAllowed ||
   error instanceof Conflict ||
-  error instanceof PayloadTooLarge || error instanceof UnsupportedMediaType ||
-  error instanceof RateLimited || error instanceof InternalError || error instanceof Unavailable
+  error instanceof PayloadTooLarge ||
+  error instanceof UnsupportedMediaType ||
+  error instanceof RateLimited ||
+  error instanceof InternalError ||
+  error instanceof Unavailable
 
 /** A problem found in a decode failure: a type mismatch keeps its parts, so a union's can be merged. */
 type Problem =
   | {
-    readonly path: ReadonlyArray<PropertyKey>
-    readonly expected: string
-    readonly got: string
-    readonly alternatives?: boolean
-  }
+      readonly path: ReadonlyArray<PropertyKey>
+      readonly expected: string
+      readonly got: string
+      readonly alternatives?: boolean
+    }
   | { readonly path: ReadonlyArray<PropertyKey>; readonly message: string }
 
 interface Walk {
@@ -71,10 +78,13 @@ interface Walk {
 const MAX_QUOTE = 60
 
 const quote = (actual: unknown): string => {
-  const text = actual === undefined ? "undefined" : Either.getOrElse(
-    Either.try(() => JSON.stringify(actual)),
-    () => String(actual)
-  )
+  const text =
+    actual === undefined
+      ? "undefined"
+      : Either.getOrElse(
+          Either.try(() => JSON.stringify(actual)),
+          () => String(actual)
+        )
   return text.length > MAX_QUOTE ? `${text.slice(0, MAX_QUOTE)}…` : text
 }
 
@@ -140,7 +150,7 @@ const walk = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, a
       const first = members.problems[0]
       const samePlace = members.problems.every((problem) => fieldOf(problem.path) === fieldOf(path))
       if (first !== undefined && "expected" in first && samePlace && members.problems.every((p) => "expected" in p)) {
-        const expected = members.problems.flatMap((problem) => "expected" in problem ? [problem.expected] : [])
+        const expected = members.problems.flatMap((problem) => ("expected" in problem ? [problem.expected] : []))
         acc.problems.push({ path, expected: expected.join(", "), got: first.got, alternatives: expected.length > 1 })
         return
       }
@@ -157,11 +167,13 @@ const messageOf = (problem: Problem): string =>
   "message" in problem
     ? problem.message
     : problem.alternatives === true
-    ? `must be one of: ${problem.expected} (got ${problem.got})`
-    : `must be ${problem.expected} (got ${problem.got})`
+      ? `must be one of: ${problem.expected} (got ${problem.got})`
+      : `must be ${problem.expected} (got ${problem.got})`
 
 /** The field problems of a decode failure, one entry per field (a field's several problems joined). */
-export const fieldIssues = (issue: ParseResult.ParseIssue): { readonly details: Array<FieldIssue>; readonly cut: boolean } => {
+export const fieldIssues = (
+  issue: ParseResult.ParseIssue
+): { readonly details: Array<FieldIssue>; readonly cut: boolean } => {
   const acc: Walk = { problems: [], cut: false }
   walk(issue, [], acc)
   const byField = new Map<string, Array<string>>()
@@ -188,17 +200,21 @@ export const validationFailed = (error: ParseResult.ParseError): ValidationFaile
 const fromFrameworkDecodeError = (error: HttpApiError.HttpApiDecodeError): ValidationFailed => {
   const details = error.issues.slice(0, MAX_PROBLEMS).map((issue) => ({
     field: issue.path.map(String).join("."),
-    message: issue._tag === "Missing"
-      ? "is required"
-      : issue._tag === "Unexpected"
-      ? "is not allowed (unknown or read-only field)"
-      : issue.message
+    message:
+      issue._tag === "Missing"
+        ? "is required"
+        : issue._tag === "Unexpected"
+          ? "is not allowed (unknown or read-only field)"
+          : issue.message
   }))
   return ValidationFailed.of(details, error.issues.length > MAX_PROBLEMS ? { atLeast: true } : undefined)
 }
 
 const decodeParam = (segment: string): string =>
-  Either.getOrElse(Either.try(() => decodeURIComponent(segment)), () => segment)
+  Either.getOrElse(
+    Either.try(() => decodeURIComponent(segment)),
+    () => segment
+  )
 
 const searchRecord = (query: string): Record<string, string | Array<string>> => {
   const record: Record<string, string | Array<string>> = {}
@@ -209,21 +225,19 @@ const searchRecord = (query: string): Record<string, string | Array<string>> => 
   return record
 }
 
-const firstFailure = (
-  ast: Option.Option<AST.AST>,
-  input: () => unknown
-): Option.Option<ParseResult.ParseError> =>
+const firstFailure = (ast: Option.Option<AST.AST>, input: () => unknown): Option.Option<ParseResult.ParseError> =>
   Option.flatMap(ast, (ast) =>
     Either.match(Schema.decodeUnknownEither(Schema.make<unknown, unknown, never>(ast))(input()), {
       onLeft: Option.some,
       onRight: () => Option.none()
-    }))
+    })
+  )
 
 /**
  * The request decoded again as the framework decodes it (path, body, headers, query, in that order): the first
  * `ParseError`, or none. Only called after the framework refused the request, so the cost is the failure's own.
  */
-const decodeFailure = Effect.gen(function*() {
+const decodeFailure = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const path = pathOf(request.url)
   const route: RouteShape | undefined = matching(path).find((candidate) => candidate.method === request.method)
@@ -231,13 +245,19 @@ const decodeFailure = Effect.gen(function*() {
   const { schemas } = route
   const segments = path.split("/")
   const params = () =>
-    Object.fromEntries(route.segments.flatMap((segment, i) =>
-      segment.startsWith(":") ? [[segment.slice(1), decodeParam(segments[i] ?? "")]] : []
-    ))
+    Object.fromEntries(
+      route.segments.flatMap((segment, i) =>
+        segment.startsWith(":") ? [[segment.slice(1), decodeParam(segments[i] ?? "")]] : []
+      )
+    )
   const text = route.hasPayload ? yield* Effect.orElseSucceed(request.text, () => "") : ""
-  const body = () => Either.getOrElse(Either.try((): unknown => JSON.parse(text)), () => undefined)
+  const body = () =>
+    Either.getOrElse(
+      Either.try((): unknown => JSON.parse(text)),
+      () => undefined
+    )
   return firstFailure(schemas.path, params).pipe(
-    Option.orElse(() => route.hasPayload ? firstFailure(schemas.payload, body) : Option.none()),
+    Option.orElse(() => (route.hasPayload ? firstFailure(schemas.payload, body) : Option.none())),
     Option.orElse(() => firstFailure(schemas.headers, () => request.headers)),
     Option.orElse(() => firstFailure(schemas.urlParams, () => searchRecord(queryOf(request.url))))
   )
@@ -246,7 +266,9 @@ const decodeFailure = Effect.gen(function*() {
 /** A 503 tells the client when to retry. */
 export const retryLater = HttpApp.appendPreResponseHandler((_request, response) =>
   Effect.succeed(
-    response.status === 503 ? HttpServerResponse.setHeader(response, "retry-after", String(RETRY_AFTER_SECONDS)) : response
+    response.status === 503
+      ? HttpServerResponse.setHeader(response, "retry-after", String(RETRY_AFTER_SECONDS))
+      : response
   )
 )
 
@@ -267,10 +289,13 @@ export const translate = (
     if (ParseResult.isParseError(error)) return Effect.fail(validationFailed(error))
     if (error instanceof HttpApiError.HttpApiDecodeError) {
       return Effect.flatMap(decodeFailure, (parseError) =>
-        Effect.fail(Option.match(parseError, {
-          onSome: validationFailed,
-          onNone: () => fromFrameworkDecodeError(error)
-        })))
+        Effect.fail(
+          Option.match(parseError, {
+            onSome: validationFailed,
+            onNone: () => fromFrameworkDecodeError(error)
+          })
+        )
+      )
     }
     if (error instanceof HttpServerError.RouteNotFound) {
       return Effect.fail(new NotFound({ message: `No route ${error.request.method} ${pathOf(error.request.url)}` }))

@@ -6,16 +6,20 @@ import { Duration, Effect, Layer, Ref, Schedule } from "effect"
 import { ServerConfig } from "../Config.js"
 
 export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const inFlight = yield* Ref.make(0)
     const draining = yield* Ref.make(false)
 
     /** Runs one request's work, counted, so shutdown can wait for it. */
     const track = <A, E, R>(work: Effect.Effect<A, E, R>) =>
-      Effect.acquireUseRelease(Ref.update(inFlight, (n) => n + 1), () => work, () => Ref.update(inFlight, (n) => n - 1))
+      Effect.acquireUseRelease(
+        Ref.update(inFlight, (n) => n + 1),
+        () => work,
+        () => Ref.update(inFlight, (n) => n - 1)
+      )
 
     const drain = (timeout: Duration.Duration) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* Ref.set(draining, true)
         const waiting = yield* Ref.get(inFlight)
         yield* Effect.logInfo("draining", { in_flight: waiting })
@@ -34,7 +38,7 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
 
 /** Built after the server, so its finalizer (the drain) runs before the server's own. */
 export const GracefulShutdown = Layer.scopedDiscard(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const lifecycle = yield* Lifecycle
     const { shutdownTimeout } = yield* Effect.orDie(ServerConfig)
     yield* Effect.addFinalizer(() => lifecycle.drain(shutdownTimeout))

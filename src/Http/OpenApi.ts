@@ -15,7 +15,7 @@ import { OpenApi } from "@effect/platform"
 import { Context, Option } from "effect"
 import { Api } from "../Api.js"
 import { RequiredScopes } from "../Contract/Security.js"
-import { scopeNames } from "../Domain/Scopes.js"
+import type { scopeNames } from "../Domain/Scopes.js"
 
 /** What the document needs to know about where it is served. */
 export interface Served {
@@ -35,19 +35,21 @@ const scopeDescriptions: Record<(typeof scopeNames)[number], string> = {
 }
 
 /** Query parameters that are integers on the wire, though decoded from text. */
-const integerQuery: Record<string, { readonly minimum: number; readonly maximum?: number; readonly default: number }> = {
-  page: { minimum: 1, default: 1 },
-  per_page: { minimum: 1, maximum: 100, default: 20 }
-}
+const integerQuery: Record<string, { readonly minimum: number; readonly maximum?: number; readonly default: number }> =
+  {
+    page: { minimum: 1, default: 1 },
+    per_page: { minimum: 1, maximum: 100, default: 20 }
+  }
 
 /** `/v1/projects/:id` → `/v1/projects/{id}`, with the scopes the endpoint asks for. */
 const endpointScopes: ReadonlyMap<string, ReadonlyArray<string>> = new Map(
   Object.values(Api.groups).flatMap((group) =>
-    Object.values(group.endpoints).map((endpoint) =>
-      [
-        `${endpoint.method.toLowerCase()} ${endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}")}`,
-        Option.getOrElse(Context.getOption(endpoint.annotations, RequiredScopes), () => [])
-      ] as const
+    Object.values(group.endpoints).map(
+      (endpoint) =>
+        [
+          `${endpoint.method.toLowerCase()} ${endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}")}`,
+          Option.getOrElse(Context.getOption(endpoint.annotations, RequiredScopes), () => [])
+        ] as const
     )
   )
 )
@@ -62,7 +64,16 @@ const securityFor = (method: string, path: string): Array<Record<string, Array<s
   return [{ bearer: [] }, ...(scopes.length === 0 ? [{ oauth2: [] }] : scopes.map((scope) => ({ oauth2: [scope] })))]
 }
 
-const methods: ReadonlyArray<OpenApi.OpenAPISpecMethodName> = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+const methods: ReadonlyArray<OpenApi.OpenAPISpecMethodName> = [
+  "get",
+  "put",
+  "post",
+  "delete",
+  "options",
+  "head",
+  "patch",
+  "trace"
+]
 
 const completePaths = (paths: OpenApi.OpenAPISpecPaths): OpenApi.OpenAPISpecPaths =>
   Object.fromEntries(
@@ -76,14 +87,16 @@ const completePaths = (paths: OpenApi.OpenAPISpecPaths): OpenApi.OpenAPISpecPath
           security: securityFor(method, path),
           parameters: operation.parameters.map((parameter) => {
             const integer = parameter.in === "query" ? integerQuery[parameter.name] : undefined
-            return integer === undefined ? parameter : {
-              ...parameter,
-              schema: {
-                type: "integer",
-                ...integer,
-                ...(parameter.description === undefined ? {} : { description: parameter.description })
-              }
-            }
+            return integer === undefined
+              ? parameter
+              : {
+                  ...parameter,
+                  schema: {
+                    type: "integer",
+                    ...integer,
+                    ...(parameter.description === undefined ? {} : { description: parameter.description })
+                  }
+                }
           })
         }
       }
@@ -114,7 +127,14 @@ const oauthSchemas = {
     properties: {
       error: {
         type: "string",
-        examples: ["invalid_request", "invalid_client", "invalid_grant", "unsupported_grant_type", "invalid_scope", "rate_limited"]
+        examples: [
+          "invalid_request",
+          "invalid_client",
+          "invalid_grant",
+          "unsupported_grant_type",
+          "invalid_scope",
+          "rate_limited"
+        ]
       },
       error_description: { type: "string" }
     }
@@ -137,7 +157,10 @@ const oauthSchemas = {
       grant_type: { type: "string", enum: ["authorization_code", "refresh_token"] },
       code: { type: "string", description: "authorization_code: the code from the redirect" },
       redirect_uri: { type: "string", description: "authorization_code: the same as in the authorization request" },
-      code_verifier: { type: "string", description: "authorization_code: the PKCE verifier, when a challenge was sent" },
+      code_verifier: {
+        type: "string",
+        description: "authorization_code: the PKCE verifier, when a challenge was sent"
+      },
       refresh_token: { type: "string", description: "refresh_token: the current refresh token" },
       scope: { type: "string", description: "refresh_token: a narrower space-separated scope" },
       client_id: { type: "string", description: "unless HTTP Basic is used" },
@@ -225,7 +248,8 @@ const oauthPaths = {
       operationId: "oauth.authorize",
       tags,
       summary: "Start an authorization (a browser page: sign-in, then consent)",
-      description: "Open in the user's browser. Afterwards the browser is sent to `redirect_uri` with `code`, " +
+      description:
+        "Open in the user's browser. Afterwards the browser is sent to `redirect_uri` with `code`, " +
         "`state` and `iss`, or `error=access_denied`. An unknown client or unregistered `redirect_uri` gets an " +
         "HTML error page instead of a redirect.",
       security: [],
@@ -233,15 +257,30 @@ const oauthPaths = {
         { name: "response_type", in: "query", required: true, schema: { type: "string", const: "code" } },
         { name: "client_id", in: "query", required: true, schema: { type: "string" } },
         { name: "redirect_uri", in: "query", required: true, schema: { type: "string", format: "uri" } },
-        { name: "scope", in: "query", required: true, description: "space-separated scope names", schema: { type: "string" } },
+        {
+          name: "scope",
+          in: "query",
+          required: true,
+          description: "space-separated scope names",
+          schema: { type: "string" }
+        },
         { name: "state", in: "query", required: false, schema: { type: "string" } },
-        { name: "code_challenge", in: "query", required: false, description: "PKCE; required for public clients", schema: { type: "string" } },
+        {
+          name: "code_challenge",
+          in: "query",
+          required: false,
+          description: "PKCE; required for public clients",
+          schema: { type: "string" }
+        },
         { name: "code_challenge_method", in: "query", required: false, schema: { type: "string", const: "S256" } }
       ],
       responses: {
         200: { description: "The sign-in page", content: { "text/html": { schema: { type: "string" } } } },
         302: { description: "Back to the client with an error (`invalid_scope`, …)" },
-        400: { description: "An HTML error page (unknown client, unregistered redirect URI)", content: { "text/html": { schema: { type: "string" } } } }
+        400: {
+          description: "An HTML error page (unknown client, unregistered redirect URI)",
+          content: { "text/html": { schema: { type: "string" } } }
+        }
       }
     }
   },
@@ -322,7 +361,8 @@ export const openApiDocument = (served: Served) => ({
       ...generated.components.securitySchemes,
       oauth2: {
         type: "oauth2",
-        description: "OAuth 2.0 authorization code (PKCE with S256; required for public clients). Access tokens are " +
+        description:
+          "OAuth 2.0 authorization code (PKCE with S256; required for public clients). Access tokens are " +
           "`pco_…`, sent as `Authorization: Bearer`.",
         flows: {
           authorizationCode: {

@@ -14,7 +14,7 @@ const allowHeader = (methods: ReadonlyArray<string>) =>
   )
 
 /** The `/v1` checks; succeeds when the request may go on to the router. */
-export const precheck = Effect.gen(function*() {
+export const precheck = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const path = pathOf(request.url)
   if (!isCanonical(path)) return yield* new NotFound({ message: `No route ${request.method} ${path}` })
@@ -32,7 +32,7 @@ export const precheck = Effect.gen(function*() {
 })
 
 /** The OAuth endpoints refuse unstorable text in their query and form in their own (RFC 6749) form. */
-export const precheckOAuth = Effect.gen(function*() {
+export const precheckOAuth = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const path = pathOf(request.url)
   if (!path.startsWith("/oauth/")) return Option.none<HttpServerResponse.HttpServerResponse>()

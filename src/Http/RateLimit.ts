@@ -27,7 +27,9 @@ const clientKey = (request: HttpServerRequest.HttpServerRequest) =>
 
 /** One bucket per API key and per OAuth token; one per user for JWTs (a user may hold many at once). */
 export const credentialKey = (principal: Principal): string =>
-  principal.credential.kind === "jwt" ? `jwt:${principal.userId}` : `${principal.credential.kind}:${principal.credential.id}`
+  principal.credential.kind === "jwt"
+    ? `jwt:${principal.userId}`
+    : `${principal.credential.kind}:${principal.credential.id}`
 
 const rateLimitHeaders = (decision: Decision, refused: boolean) =>
   HttpApp.appendPreResponseHandler((_request, response) =>
@@ -47,9 +49,10 @@ const refusal = (decision: Decision, window: Duration.Duration) =>
     Metric.increment(rateLimitRejections),
     Effect.fail(
       new RateLimited({
-        message: `Rate limit of ${decision.limit} requests per ${Duration.format(window)} exceeded; retry in ${
-          Math.max(1, decision.retryAfter)
-        } s`
+        message: `Rate limit of ${decision.limit} requests per ${Duration.format(window)} exceeded; retry in ${Math.max(
+          1,
+          decision.retryAfter
+        )} s`
       })
     )
   )
@@ -57,13 +60,17 @@ const refusal = (decision: Decision, window: Duration.Duration) =>
 /** In the bearer middleware, once the credential is known: spend one of its tokens. */
 export const limitCredential = (limits: RateLimitService, principal: Principal): Effect.Effect<void, RateLimited> =>
   limits.settings.enabled
-    ? Effect.gen(function*() {
-      const mark = yield* FiberRef.get(CountedToCredential)
-      if (mark !== undefined) mark.counted = true
-      const decision = yield* limits.consume(credentialKey(principal), limits.settings.perCredential, limits.settings.window)
-      yield* rateLimitHeaders(decision, !decision.allowed)
-      if (!decision.allowed) return yield* refusal(decision, limits.settings.window)
-    })
+    ? Effect.gen(function* () {
+        const mark = yield* FiberRef.get(CountedToCredential)
+        if (mark !== undefined) mark.counted = true
+        const decision = yield* limits.consume(
+          credentialKey(principal),
+          limits.settings.perCredential,
+          limits.settings.window
+        )
+        yield* rateLimitHeaders(decision, !decision.allowed)
+        if (!decision.allowed) return yield* refusal(decision, limits.settings.window)
+      })
     : Effect.void
 
 /** Before a bearer token is checked: refuse while the client IP has no tokens left for failed requests. */
@@ -71,30 +78,31 @@ export const guardClient = (
   limits: RateLimitService
 ): Effect.Effect<void, RateLimited, HttpServerRequest.HttpServerRequest> =>
   limits.settings.enabled
-    ? Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const decision = yield* limits.check(clientKey(request), limits.settings.perClientIp, limits.settings.window)
-      if (!decision.allowed) return yield* refusal(decision, limits.settings.window)
-    })
+    ? Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const decision = yield* limits.check(clientKey(request), limits.settings.perClientIp, limits.settings.window)
+        if (!decision.allowed) return yield* refusal(decision, limits.settings.window)
+      })
     : Effect.void
 
 const isRateLimited = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), (error) => error instanceof RateLimited)
 
 /** Around the API: a `/v1` request that was not counted against a credential is counted against its client IP. */
-export const limitUnauthenticated = (limits: RateLimitService) =>
-<E, R>(
-  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-): Effect.Effect<HttpServerResponse.HttpServerResponse, E | RateLimited, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    if (!limits.settings.enabled || !isV1(request.url)) return yield* app
-    const mark = { counted: false }
-    const exit = yield* Effect.exit(Effect.locally(app, CountedToCredential, mark))
-    if (mark.counted || (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause))) return yield* exit
-    const decision = yield* limits.consume(clientKey(request), limits.settings.perClientIp, limits.settings.window)
-    const refused = !decision.allowed || isRateLimited(exit)
-    yield* rateLimitHeaders(decision, refused)
-    if (!decision.allowed) return yield* refusal(decision, limits.settings.window)
-    return yield* exit
-  })
+export const limitUnauthenticated =
+  (limits: RateLimitService) =>
+  <E, R>(
+    app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | RateLimited, R | HttpServerRequest.HttpServerRequest> =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (!limits.settings.enabled || !isV1(request.url)) return yield* app
+      const mark = { counted: false }
+      const exit = yield* Effect.exit(Effect.locally(app, CountedToCredential, mark))
+      if (mark.counted || (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause))) return yield* exit
+      const decision = yield* limits.consume(clientKey(request), limits.settings.perClientIp, limits.settings.window)
+      const refused = !decision.allowed || isRateLimited(exit)
+      yield* rateLimitHeaders(decision, refused)
+      if (!decision.allowed) return yield* refusal(decision, limits.settings.window)
+      return yield* exit
+    })

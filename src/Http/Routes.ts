@@ -45,9 +45,10 @@ export const routes: ReadonlyArray<RouteShape> = Object.values(Api.groups).flatM
 /** The contract's routes whose path pattern matches `path` exactly (any method). */
 export const matching = (path: string): ReadonlyArray<RouteShape> => {
   const segments = path.split("/")
-  return routes.filter((route) =>
-    route.segments.length === segments.length &&
-    route.segments.every((segment, i) => segment.startsWith(":") ? segments[i] !== "" : segment === segments[i])
+  return routes.filter(
+    (route) =>
+      route.segments.length === segments.length &&
+      route.segments.every((segment, i) => (segment.startsWith(":") ? segments[i] !== "" : segment === segments[i]))
   )
 }
 
@@ -67,7 +68,9 @@ export const queryOf = (url: string): string => {
 export const routeOf = (method: string, path: string): string | undefined =>
   path.startsWith("/v1/")
     ? matching(path).find((route) => route.method === method)?.path
-    : path.startsWith("/dashboard/") ? "/dashboard/*" : path
+    : path.startsWith("/dashboard/")
+      ? "/dashboard/*"
+      : path
 
 /** `%41`–`%5A`, `%61`–`%7A`, `%30`–`%39`, `%2D`, `%2E`, `%5F`, `%7E`: escapes of characters that need none. */
 const ESCAPED_UNRESERVED = /%(?:[46][1-9A-Fa-f]|[57][0-9Aa]|3[0-9]|2[DdEe]|5[Ff]|7[Ee])/

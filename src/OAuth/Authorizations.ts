@@ -5,23 +5,23 @@
  * Every form carries the pending authorization's id and a one-time form token, kept as SHA-256.
  */
 import { Effect, Option } from "effect"
+import { randomBase62 } from "../Domain/Ids.js"
 import {
   AuthorizationCode,
   AuthorizationRejected,
+  knownScopes,
   type OAuthClient,
   type OAuthErrorCode,
-  knownScopes,
   PendingAuthorization,
   scopeText,
   storedScopes,
   UntrustedAuthorizationRequest
 } from "../Domain/OAuth.js"
-import { randomBase62 } from "../Domain/Ids.js"
 import { type Scope, scopeNames } from "../Domain/Scopes.js"
+import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { OAuthClients } from "./Clients.js"
 import { OAuthRepo } from "./Repo.js"
-import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { later, newCode, newFormSecret, PKCE_PATTERN } from "./Secrets.js"
 
 export const CODE_TTL_SECONDS = 600
@@ -61,7 +61,7 @@ export interface Decision {
 
 export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("OAuthAuthorizations", {
   dependencies: [OAuthRepo.Default, OAuthClients.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const repo = yield* OAuthRepo
     const clients = yield* OAuthClients
 
@@ -69,7 +69,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
      * Checks an authorization request — the client and redirect URI first, since nothing may be redirected before
      * they are trusted — and stores it as pending sign-in. Answers it with the sign-in form's token.
      */
-    const start = Effect.fn("OAuthAuthorizations.start", { captureStackTrace: false })(function*(
+    const start = Effect.fn("OAuthAuthorizations.start", { captureStackTrace: false })(function* (
       request: AuthorizationRequest
     ) {
       const clientId = Option.getOrElse(request.clientId, () => "")
@@ -96,12 +96,18 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       }
       const scopes = knownScopes(request.scope)
       if (scopes === undefined) {
-        return yield* reject("invalid_scope", `scope must be one or more of: ${scopeNames.join(", ")} (space-separated)`)
+        return yield* reject(
+          "invalid_scope",
+          `scope must be one or more of: ${scopeNames.join(", ")} (space-separated)`
+        )
       }
       const challenge = Option.filter(request.codeChallenge, (value) => value !== "")
       if (Option.isNone(challenge)) {
         if (client.isPublic) {
-          return yield* reject("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
+          return yield* reject(
+            "invalid_request",
+            "PKCE is required: send code_challenge with code_challenge_method=S256"
+          )
         }
         if (Option.isSome(request.codeChallengeMethod)) {
           return yield* reject("invalid_request", "code_challenge_method without code_challenge")
@@ -133,21 +139,29 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
     })
 
     /** The pending authorization a form was posted for, if it is at `stage` and its form token matches. */
-    const find = Effect.fn("OAuthAuthorizations.find", { captureStackTrace: false })(function*(
+    const find = Effect.fn("OAuthAuthorizations.find", { captureStackTrace: false })(function* (
       form: FormTokens,
       stage: PendingAuthorization["stage"]
     ) {
       const found = yield* Effect.orDie(repo.findPending({ id: form.pending, now: nowIso() }))
-      if (Option.isNone(found) || found.value.stage !== stage || !sameHash(sha256Hex(form.csrf), found.value.csrfHash)) {
+      if (
+        Option.isNone(found) ||
+        found.value.stage !== stage ||
+        !sameHash(sha256Hex(form.csrf), found.value.csrfHash)
+      ) {
         return Option.none<Awaiting>()
       }
       const client = yield* clients.find(found.value.clientId)
       if (Option.isNone(client)) return Option.none<Awaiting>()
-      return Option.some<Awaiting>({ pending: found.value, client: client.value, scopes: storedScopes(found.value.scope) })
+      return Option.some<Awaiting>({
+        pending: found.value,
+        client: client.value,
+        scopes: storedScopes(found.value.scope)
+      })
     })
 
     /** Signed in: the pending authorization is bound to the user and gets a new form token for the consent form. */
-    const signedIn = Effect.fn("OAuthAuthorizations.signedIn", { captureStackTrace: false })(function*(
+    const signedIn = Effect.fn("OAuthAuthorizations.signedIn", { captureStackTrace: false })(function* (
       pending: string,
       userId: string
     ) {
@@ -160,34 +174,42 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
      * The consent form's answer, taken once: on approval an authorization code (10 minutes, single use, bound to
      * the redirect URI and the PKCE challenge). None when the form has expired or was already answered.
      */
-    const decide = Effect.fn("OAuthAuthorizations.decide", { captureStackTrace: false })(function*(
+    const decide = Effect.fn("OAuthAuthorizations.decide", { captureStackTrace: false })(function* (
       form: FormTokens,
       approve: boolean
     ) {
-      const taken = yield* Effect.orDie(repo.takePending({ id: form.pending, csrfHash: sha256Hex(form.csrf), now: nowIso() }))
+      const taken = yield* Effect.orDie(
+        repo.takePending({ id: form.pending, csrfHash: sha256Hex(form.csrf), now: nowIso() })
+      )
       if (Option.isNone(taken)) return Option.none<Decision>()
       const pending = taken.value
       const userId = pending.userId
       if (userId === null) return Option.none<Decision>()
       if (!approve) {
-        return Option.some<Decision>({ redirectUri: pending.redirectUri, state: pending.state, outcome: { _tag: "Denied" } })
+        return Option.some<Decision>({
+          redirectUri: pending.redirectUri,
+          state: pending.state,
+          outcome: { _tag: "Denied" }
+        })
       }
       const code = newCode()
       const now = nowIso()
-      yield* Effect.orDie(repo.insertCode(
-        new AuthorizationCode({
-          id: `code_${randomBase62(26)}`,
-          codeHash: sha256Hex(code),
-          clientId: pending.clientId,
-          userId,
-          redirectUri: pending.redirectUri,
-          scope: pending.scope,
-          codeChallenge: pending.codeChallenge,
-          createdAt: now,
-          expiresAt: later(CODE_TTL_SECONDS),
-          usedAt: null
-        })
-      ))
+      yield* Effect.orDie(
+        repo.insertCode(
+          new AuthorizationCode({
+            id: `code_${randomBase62(26)}`,
+            codeHash: sha256Hex(code),
+            clientId: pending.clientId,
+            userId,
+            redirectUri: pending.redirectUri,
+            scope: pending.scope,
+            codeChallenge: pending.codeChallenge,
+            createdAt: now,
+            expiresAt: later(CODE_TTL_SECONDS),
+            usedAt: null
+          })
+        )
+      )
       return Option.some<Decision>({
         redirectUri: pending.redirectUri,
         state: pending.state,

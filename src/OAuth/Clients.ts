@@ -3,13 +3,13 @@
  * revocation endpoints. Secrets are shown once, at registration, and kept as SHA-256.
  */
 import { Effect, Option, Schema } from "effect"
-import { OAuthClient, OAuthError } from "../Domain/OAuth.js"
 import { ValidationFailed } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
+import { OAuthClient, OAuthError } from "../Domain/OAuth.js"
 import { TrimmedName } from "../Domain/Payload.js"
+import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { OAuthRepo } from "./Repo.js"
-import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { newClientSecret } from "./Secrets.js"
 
 export interface NewClient {
@@ -35,19 +35,20 @@ export interface ClientCredentials {
 
 export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients", {
   dependencies: [OAuthRepo.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const repo = yield* OAuthRepo
 
-    const find = Effect.fn("OAuthClients.find", { captureStackTrace: false })(function*(id: string) {
+    const find = Effect.fn("OAuthClients.find", { captureStackTrace: false })(function* (id: string) {
       return yield* Effect.orDie(repo.findClient(id))
     })
 
     /** `bun run cli oauth-clients create`. */
-    const create = Effect.fn("OAuthClients.create", { captureStackTrace: false })(function*(input: NewClient) {
+    const create = Effect.fn("OAuthClients.create", { captureStackTrace: false })(function* (input: NewClient) {
       const name = yield* Schema.decodeUnknown(TrimmedName)(input.name).pipe(
         Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
       )
-      if (input.redirectUris.length === 0) return yield* ValidationFailed.field("redirect-uri", "at least one is required")
+      if (input.redirectUris.length === 0)
+        return yield* ValidationFailed.field("redirect-uri", "at least one is required")
       for (const uri of input.redirectUris) {
         if (!URL.canParse(uri) || uri.includes("#")) {
           return yield* ValidationFailed.field("redirect-uri", `must be an absolute URL without a fragment: ${uri}`)
@@ -77,7 +78,7 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
      * Client authentication (client_secret_basic, client_secret_post, or none for a public client). Every failure
      * is the same `invalid_client`, whether the client is unknown or the secret wrong.
      */
-    const authenticate = Effect.fn("OAuthClients.authenticate", { captureStackTrace: false })(function*(
+    const authenticate = Effect.fn("OAuthClients.authenticate", { captureStackTrace: false })(function* (
       credentials: ClientCredentials
     ) {
       const invalidClient = OAuthError.of("invalid_client", "Client authentication failed")

@@ -53,18 +53,16 @@ const oauthError = (error: OAuthError, triedBasic: boolean) =>
   )
 
 const tooMany = (retryAfter: number) =>
-  json(
-    { error: "rate_limited", error_description: "Too many requests; retry later" },
-    429,
-    { "retry-after": String(retryAfter) }
-  )
+  json({ error: "rate_limited", error_description: "Too many requests; retry later" }, 429, {
+    "retry-after": String(retryAfter)
+  })
 
 const contentType = (request: HttpServerRequest.HttpServerRequest) =>
   (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
 
 /** The body's parameters, from `application/x-www-form-urlencoded` or a JSON object of strings; a key once. */
 const readParams = (request: HttpServerRequest.HttpServerRequest, allowForm = true) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const type = contentType(request)
     const invalid = (description: string) => OAuthError.of("invalid_request", description)
     const declared = Number(request.headers["content-length"] ?? "0")
@@ -80,7 +78,10 @@ const readParams = (request: HttpServerRequest.HttpServerRequest, allowForm = tr
       return params
     }
     if (type === "application/json") {
-      const parsed = yield* Effect.try({ try: (): unknown => JSON.parse(text), catch: () => invalid("The body is not valid JSON") })
+      const parsed = yield* Effect.try({
+        try: (): unknown => JSON.parse(text),
+        catch: () => invalid("The body is not valid JSON")
+      })
       if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
         return yield* invalid("The body must be a JSON object")
       }
@@ -91,13 +92,15 @@ const readParams = (request: HttpServerRequest.HttpServerRequest, allowForm = tr
       return params
     }
     return yield* invalid(
-      allowForm ? "Send the body as application/x-www-form-urlencoded or application/json" : "Send the body as application/json"
+      allowForm
+        ? "Send the body as application/x-www-form-urlencoded or application/json"
+        : "Send the body as application/json"
     )
   })
 
 /** `Authorization: Basic` client credentials (RFC 6749 §2.3.1: each part form-urlencoded before base64). */
 const basicCredentials = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const header = request.headers["authorization"]
     if (header === undefined) return Option.none()
     const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header)
@@ -106,11 +109,13 @@ const basicCredentials = (request: HttpServerRequest.HttpServerRequest) =>
     const decoded = Buffer.from(match[1]!, "base64").toString("utf8")
     const colon = decoded.indexOf(":")
     if (colon < 0) return yield* invalid
-    const part = (text: string) => Effect.try({ try: () => decodeURIComponent(text.replace(/\+/g, " ")), catch: () => invalid })
+    const part = (text: string) =>
+      Effect.try({ try: () => decodeURIComponent(text.replace(/\+/g, " ")), catch: () => invalid })
     return Option.some({ id: yield* part(decoded.slice(0, colon)), secret: yield* part(decoded.slice(colon + 1)) })
   })
 
-const clientIp = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(request.remoteAddress, () => "unknown")
+const clientIp = (request: HttpServerRequest.HttpServerRequest) =>
+  Option.getOrElse(request.remoteAddress, () => "unknown")
 
 /** A parameter that may be absent (present but empty is kept: some checks tell the two apart). */
 const Text = Schema.optionalWith(Schema.String, { as: "Option" })
@@ -118,12 +123,13 @@ const Text = Schema.optionalWith(Schema.String, { as: "Option" })
 const Field = Schema.optionalWith(Schema.String, { default: () => "" })
 /** A required parameter: absent or empty is `"<name> is required"`. */
 const required = (name: string) =>
-  Schema.propertySignature(Schema.String.pipe(Schema.minLength(1, { message: () => `${name} is required` })))
-    .annotations({ missingMessage: () => `${name} is required` })
+  Schema.propertySignature(
+    Schema.String.pipe(Schema.minLength(1, { message: () => `${name} is required` }))
+  ).annotations({ missingMessage: () => `${name} is required` })
 /** A space-separated list (`scope`), split; blank is empty. */
 const SpaceSeparated = Schema.transform(Schema.String, Schema.Array(Schema.String), {
   strict: true,
-  decode: (text) => text.trim() === "" ? [] : text.split(" ").filter((item) => item !== ""),
+  decode: (text) => (text.trim() === "" ? [] : text.split(" ").filter((item) => item !== "")),
   encode: (items) => items.join(" ")
 })
 
@@ -136,13 +142,15 @@ const AuthorizeQuery = Schema.Struct({
   state: Text,
   code_challenge: Text,
   code_challenge_method: Text
-}).pipe(Schema.rename({
-  client_id: "clientId",
-  redirect_uri: "redirectUri",
-  response_type: "responseType",
-  code_challenge: "codeChallenge",
-  code_challenge_method: "codeChallengeMethod"
-}))
+}).pipe(
+  Schema.rename({
+    client_id: "clientId",
+    redirect_uri: "redirectUri",
+    response_type: "responseType",
+    code_challenge: "codeChallenge",
+    code_challenge_method: "codeChallengeMethod"
+  })
+)
 
 /** The sign-in form (and the consent form's first two fields). */
 const SignInForm = Schema.Struct({ pending: Field, csrf_token: Field, email: Field, password: Field })
@@ -168,25 +176,28 @@ const LoginParams = Schema.Struct({
 })
 
 /** Parameters → a typed request; the first thing wrong is the `invalid_request` description. */
-const decodeParams = <A, I>(schema: Schema.Schema<A, I>) => (params: Record<string, string | undefined>) =>
-  Schema.decodeUnknown(schema)(params).pipe(
-    Effect.mapError((error) =>
-      OAuthError.of(
-        "invalid_request",
-        ParseResult.ArrayFormatter.formatErrorSync(error)[0]?.message ?? "The request is invalid"
+const decodeParams =
+  <A, I>(schema: Schema.Schema<A, I>) =>
+  (params: Record<string, string | undefined>) =>
+    Schema.decodeUnknown(schema)(params).pipe(
+      Effect.mapError((error) =>
+        OAuthError.of(
+          "invalid_request",
+          ParseResult.ArrayFormatter.formatErrorSync(error)[0]?.message ?? "The request is invalid"
+        )
       )
     )
-  )
 
 /** Who the client says it is: HTTP Basic or `client_id`/`client_secret` in the body, never both. */
 const clientCredentials = (
   basic: Option.Option<{ readonly id: string; readonly secret: string }>,
   params: Record<string, string | undefined>
 ) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { client_id: clientId, client_secret: clientSecret } = yield* decodeParams(ClientParams)(params)
     if (Option.isSome(basic)) {
-      if (Option.isSome(clientSecret)) return yield* OAuthError.of("invalid_request", "Use one client authentication method, not two")
+      if (Option.isSome(clientSecret))
+        return yield* OAuthError.of("invalid_request", "Use one client authentication method, not two")
       if (Option.isSome(clientId) && clientId.value !== basic.value.id) {
         return yield* OAuthError.of("invalid_request", "client_id does not match the Basic credentials")
       }
@@ -224,9 +235,8 @@ const guardJson = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerRes
     const failure = Cause.failureOption(cause)
     if (Option.isSome(failure) && failure.value instanceof OAuthError) {
       const error = failure.value
-      return Effect.map(
-        HttpServerRequest.HttpServerRequest,
-        (request) => oauthError(error, request.headers["authorization"] !== undefined)
+      return Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+        oauthError(error, request.headers["authorization"] !== undefined)
       )
     }
     if (Cause.isInterruptedOnly(cause)) return Effect.interrupt
@@ -255,161 +265,213 @@ const consentAction = (authUrl: string) => `${authUrl}/authorize/consent`
 const expiredForm = "This sign-in form has expired or was already used."
 
 export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const clients = yield* OAuthClients
     const authorizations = yield* OAuthAuthorizations
     const tokens = yield* OAuthTokens
     const keys = yield* SigningKeys
     const signIn = yield* SignIn
 
-    const metadata = guardJson(Effect.gen(function*() {
-      const { authUrl } = yield* currentIssuer
-      return json({
-        issuer: authUrl,
-        authorization_endpoint: `${authUrl}/authorize`,
-        token_endpoint: `${authUrl}/token`,
-        revocation_endpoint: `${authUrl}/revoke`,
-        jwks_uri: `${authUrl}/jwks.json`,
-        response_types_supported: ["code"],
-        response_modes_supported: ["query"],
-        grant_types_supported: ["authorization_code", "refresh_token"],
-        code_challenge_methods_supported: ["S256"],
-        token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
-        revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
-        scopes_supported: scopeNames,
-        authorization_response_iss_parameter_supported: true,
-        service_documentation: `${authUrl.replace(/\/oauth$/, "")}/docs`
-      }, 200, { "cache-control": "public, max-age=300" })
-    }))
+    const metadata = guardJson(
+      Effect.gen(function* () {
+        const { authUrl } = yield* currentIssuer
+        return json(
+          {
+            issuer: authUrl,
+            authorization_endpoint: `${authUrl}/authorize`,
+            token_endpoint: `${authUrl}/token`,
+            revocation_endpoint: `${authUrl}/revoke`,
+            jwks_uri: `${authUrl}/jwks.json`,
+            response_types_supported: ["code"],
+            response_modes_supported: ["query"],
+            grant_types_supported: ["authorization_code", "refresh_token"],
+            code_challenge_methods_supported: ["S256"],
+            token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+            revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+            scopes_supported: scopeNames,
+            authorization_response_iss_parameter_supported: true,
+            service_documentation: `${authUrl.replace(/\/oauth$/, "")}/docs`
+          },
+          200,
+          { "cache-control": "public, max-age=300" }
+        )
+      })
+    )
     yield* router.get("/.well-known/oauth-authorization-server/oauth", metadata)
     yield* router.get("/.well-known/oauth-authorization-server", metadata)
 
-    yield* router.get("/oauth/jwks.json", guardJson(Effect.map(keys.jwks, (jwks) =>
-      json(jwks, 200, { "cache-control": "public, max-age=60" }))))
+    yield* router.get(
+      "/oauth/jwks.json",
+      guardJson(Effect.map(keys.jwks, (jwks) => json(jwks, 200, { "cache-control": "public, max-age=60" })))
+    )
 
-    yield* router.get("/oauth/authorize", guardHtml(Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const { authUrl } = yield* currentIssuer
-      const params: Record<string, string> = {}
-      for (const [key, value] of new URL(request.url, "http://localhost").searchParams) params[key] ??= value
-      const query = yield* Effect.orDie(Schema.decodeUnknown(AuthorizeQuery)(params))
-      return yield* authorizations.start(query).pipe(
-        Effect.map((started) =>
-          html(signInPage({
-            action: signInAction(authUrl),
-            pending: started.pending.id,
-            csrf: started.csrf,
-            clientName: started.client.name
-          }))
-        ),
-        Effect.catchTags({
-          UntrustedAuthorizationRequest: (untrusted) => Effect.succeed(html(errorPage(untrusted.message), 400)),
-          AuthorizationRejected: (rejected) =>
-            Effect.succeed(redirectTo(rejected.redirectUri, {
-              error: rejected.error,
-              error_description: rejected.description,
-              state: rejected.state,
-              iss: authUrl
-            }))
+    yield* router.get(
+      "/oauth/authorize",
+      guardHtml(
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const { authUrl } = yield* currentIssuer
+          const params: Record<string, string> = {}
+          for (const [key, value] of new URL(request.url, "http://localhost").searchParams) params[key] ??= value
+          const query = yield* Effect.orDie(Schema.decodeUnknown(AuthorizeQuery)(params))
+          return yield* authorizations.start(query).pipe(
+            Effect.map((started) =>
+              html(
+                signInPage({
+                  action: signInAction(authUrl),
+                  pending: started.pending.id,
+                  csrf: started.csrf,
+                  clientName: started.client.name
+                })
+              )
+            ),
+            Effect.catchTags({
+              UntrustedAuthorizationRequest: (untrusted) => Effect.succeed(html(errorPage(untrusted.message), 400)),
+              AuthorizationRejected: (rejected) =>
+                Effect.succeed(
+                  redirectTo(rejected.redirectUri, {
+                    error: rejected.error,
+                    error_description: rejected.description,
+                    state: rejected.state,
+                    iss: authUrl
+                  })
+                )
+            })
+          )
         })
       )
-    })))
+    )
 
-    yield* router.post("/oauth/authorize/sign-in", guardHtml(Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const { authUrl } = yield* currentIssuer
-      const form = yield* Effect.flatMap(readParams(request), decodeParams(SignInForm))
-      const awaiting = yield* authorizations.find({ pending: form.pending, csrf: form.csrf_token }, "sign_in")
-      if (Option.isNone(awaiting)) return html(errorPage(expiredForm), 400)
-      const again = (error: string, status: number) =>
-        html(signInPage({
-          action: signInAction(authUrl),
-          pending: form.pending,
-          csrf: form.csrf_token,
-          clientName: awaiting.value.client.name,
-          email: form.email,
-          error
-        }), status)
-      const perIp = yield* signIn.perIp("login", clientIp(request))
-      if (!perIp.allowed) return again("Too many sign-in attempts; wait a minute and try again.", 429)
-      const user = yield* Effect.either(signIn.verify(form.email, form.password))
-      if (user._tag === "Left") {
-        return user.left.reason === "limited"
-          ? again("Too many failed sign-ins for this account; try again later.", 429)
-          : again(SignInFailed.invalidMessage, 401)
-      }
-      const csrf = yield* authorizations.signedIn(awaiting.value.pending.id, user.right.id)
-      return html(consentPage({
-        action: consentAction(authUrl),
-        pending: awaiting.value.pending.id,
-        csrf,
-        clientName: awaiting.value.client.name,
-        scopes: awaiting.value.scopes
-      }))
-    })))
-
-    yield* router.post("/oauth/authorize/consent", guardHtml(Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const { authUrl } = yield* currentIssuer
-      const params = yield* readParams(request)
-      const form = yield* Effect.option(decodeParams(ConsentForm)(params))
-      if (Option.isNone(form)) return html(errorPage("The consent form was not answered."), 400)
-      const { csrf_token: csrf, decision, pending } = form.value
-      const decided = yield* authorizations.decide({ pending, csrf }, decision === "approve")
-      if (Option.isNone(decided)) return html(errorPage(expiredForm), 400)
-      const { outcome, redirectUri, state } = decided.value
-      return outcome._tag === "Approved"
-        ? redirectTo(redirectUri, { code: outcome.code, state, iss: authUrl })
-        : redirectTo(redirectUri, {
-          error: "access_denied",
-          error_description: "The user refused the request",
-          state,
-          iss: authUrl
+    yield* router.post(
+      "/oauth/authorize/sign-in",
+      guardHtml(
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const { authUrl } = yield* currentIssuer
+          const form = yield* Effect.flatMap(readParams(request), decodeParams(SignInForm))
+          const awaiting = yield* authorizations.find({ pending: form.pending, csrf: form.csrf_token }, "sign_in")
+          if (Option.isNone(awaiting)) return html(errorPage(expiredForm), 400)
+          const again = (error: string, status: number) =>
+            html(
+              signInPage({
+                action: signInAction(authUrl),
+                pending: form.pending,
+                csrf: form.csrf_token,
+                clientName: awaiting.value.client.name,
+                email: form.email,
+                error
+              }),
+              status
+            )
+          const perIp = yield* signIn.perIp("login", clientIp(request))
+          if (!perIp.allowed) return again("Too many sign-in attempts; wait a minute and try again.", 429)
+          const user = yield* Effect.either(signIn.verify(form.email, form.password))
+          if (user._tag === "Left") {
+            return user.left.reason === "limited"
+              ? again("Too many failed sign-ins for this account; try again later.", 429)
+              : again(SignInFailed.invalidMessage, 401)
+          }
+          const csrf = yield* authorizations.signedIn(awaiting.value.pending.id, user.right.id)
+          return html(
+            consentPage({
+              action: consentAction(authUrl),
+              pending: awaiting.value.pending.id,
+              csrf,
+              clientName: awaiting.value.client.name,
+              scopes: awaiting.value.scopes
+            })
+          )
         })
-    })))
+      )
+    )
 
-    yield* router.post("/oauth/token", guardJson(Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const perIp = yield* signIn.perIp("token", clientIp(request))
-      if (!perIp.allowed) return tooMany(perIp.retryAfter)
-      const basic = yield* basicCredentials(request)
-      const params = yield* readParams(request)
-      const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
-      const { grant_type: grantType } = yield* decodeParams(GrantType)(params)
-      switch (grantType) {
-        case "authorization_code":
-          return json(tokenResponse(yield* tokens.exchangeCode(client, yield* decodeParams(CodeExchangeParams)(params))))
-        case "refresh_token":
-          return json(tokenResponse(yield* tokens.refresh(client, yield* decodeParams(RefreshParams)(params))))
-        default:
-          return yield* OAuthError.of("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
-      }
-    })))
+    yield* router.post(
+      "/oauth/authorize/consent",
+      guardHtml(
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const { authUrl } = yield* currentIssuer
+          const params = yield* readParams(request)
+          const form = yield* Effect.option(decodeParams(ConsentForm)(params))
+          if (Option.isNone(form)) return html(errorPage("The consent form was not answered."), 400)
+          const { csrf_token: csrf, decision, pending } = form.value
+          const decided = yield* authorizations.decide({ pending, csrf }, decision === "approve")
+          if (Option.isNone(decided)) return html(errorPage(expiredForm), 400)
+          const { outcome, redirectUri, state } = decided.value
+          return outcome._tag === "Approved"
+            ? redirectTo(redirectUri, { code: outcome.code, state, iss: authUrl })
+            : redirectTo(redirectUri, {
+                error: "access_denied",
+                error_description: "The user refused the request",
+                state,
+                iss: authUrl
+              })
+        })
+      )
+    )
 
-    yield* router.post("/oauth/revoke", guardJson(Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const basic = yield* basicCredentials(request)
-      const params = yield* readParams(request)
-      const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
-      const { token } = yield* decodeParams(RevokeParams)(params)
-      yield* tokens.revoke(client, token)
-      return json({})
-    })))
+    yield* router.post(
+      "/oauth/token",
+      guardJson(
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const perIp = yield* signIn.perIp("token", clientIp(request))
+          if (!perIp.allowed) return tooMany(perIp.retryAfter)
+          const basic = yield* basicCredentials(request)
+          const params = yield* readParams(request)
+          const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
+          const { grant_type: grantType } = yield* decodeParams(GrantType)(params)
+          switch (grantType) {
+            case "authorization_code":
+              return json(
+                tokenResponse(yield* tokens.exchangeCode(client, yield* decodeParams(CodeExchangeParams)(params)))
+              )
+            case "refresh_token":
+              return json(tokenResponse(yield* tokens.refresh(client, yield* decodeParams(RefreshParams)(params))))
+            default:
+              return yield* OAuthError.of(
+                "unsupported_grant_type",
+                "grant_type must be authorization_code or refresh_token"
+              )
+          }
+        })
+      )
+    )
 
-    yield* router.post("/oauth/login", guardJson(Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const perIp = yield* signIn.perIp("login", clientIp(request))
-      if (!perIp.allowed) return tooMany(perIp.retryAfter)
-      const params = yield* Effect.flatMap(readParams(request, false), decodeParams(LoginParams))
-      const user = yield* Effect.either(signIn.verify(params.email, params.password))
-      if (user._tag === "Left") {
-        return user.left.reason === "limited"
-          ? tooMany(user.left.retryAfter)
-          : json({ error: "invalid_grant", error_description: SignInFailed.invalidMessage }, 401)
-      }
-      const issuer = yield* currentIssuer
-      const token = yield* keys.signSession(user.right, issuer)
-      return json({ access_token: token, token_type: "Bearer", expires_in: JWT_TTL_SECONDS })
-    })))
+    yield* router.post(
+      "/oauth/revoke",
+      guardJson(
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const basic = yield* basicCredentials(request)
+          const params = yield* readParams(request)
+          const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
+          const { token } = yield* decodeParams(RevokeParams)(params)
+          yield* tokens.revoke(client, token)
+          return json({})
+        })
+      )
+    )
+
+    yield* router.post(
+      "/oauth/login",
+      guardJson(
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const perIp = yield* signIn.perIp("login", clientIp(request))
+          if (!perIp.allowed) return tooMany(perIp.retryAfter)
+          const params = yield* Effect.flatMap(readParams(request, false), decodeParams(LoginParams))
+          const user = yield* Effect.either(signIn.verify(params.email, params.password))
+          if (user._tag === "Left") {
+            return user.left.reason === "limited"
+              ? tooMany(user.left.retryAfter)
+              : json({ error: "invalid_grant", error_description: SignInFailed.invalidMessage }, 401)
+          }
+          const issuer = yield* currentIssuer
+          const token = yield* keys.signSession(user.right, issuer)
+          return json({ access_token: token, token_type: "Bearer", expires_in: JWT_TTL_SECONDS })
+        })
+      )
+    )
   })
 )

@@ -5,7 +5,7 @@
 import type { Scope } from "../Domain/Scopes.js"
 
 const escape = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c] ?? c)
+  text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c)
 
 const scopeMeaning: Record<Scope, string> = {
   read: "Read all your resources",

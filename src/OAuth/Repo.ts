@@ -210,12 +210,13 @@ const changedAny = (rows: ReadonlyArray<unknown>) => rows.length > 0
 const ById = Schema.Struct({ id: Schema.String, now: Schema.String })
 
 export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
     const insertClient = SqlSchema.void({
       Request: Schema.Struct({ client: ClientRow, createdAt: Schema.String }),
-      execute: ({ client, createdAt }) => sql`INSERT INTO oauth_clients ${sql.insert({ ...client, created_at: createdAt })}`
+      execute: ({ client, createdAt }) =>
+        sql`INSERT INTO oauth_clients ${sql.insert({ ...client, created_at: createdAt })}`
     })
     const findClient = SqlSchema.findOne({
       Request: Schema.String,

@@ -5,13 +5,13 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import type { Principal } from "../Domain/Principal.js"
 import { Unauthorized } from "../Domain/Errors.js"
 import { randomBase62 } from "../Domain/Ids.js"
 import { knownScopes, type OAuthClient, OAuthError, OAuthToken, scopeText, storedScopes } from "../Domain/OAuth.js"
+import type { Principal } from "../Domain/Principal.js"
+import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { OAuthRepo } from "./Repo.js"
-import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { ACCESS_PATTERN, later, newAccessToken, newRefreshToken, PKCE_PATTERN, verifierMatches } from "./Secrets.js"
 
 export { ACCESS_PREFIX, REFRESH_PREFIX } from "./Secrets.js"
@@ -44,7 +44,7 @@ const reusedRefresh = "The refresh token was already used; every token of this g
 
 export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
   dependencies: [OAuthRepo.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* OAuthRepo
 
@@ -56,7 +56,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       readonly accessScope: string
       readonly familyId: string
     }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const accessToken = newAccessToken()
         const refreshToken = newRefreshToken()
         const now = nowIso()
@@ -91,13 +91,9 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
      * Spends a code or refresh token and issues the next tokens in one transaction. Losing the race to spend it
      * means it was used twice: the whole family is revoked.
      */
-    const spendAndIssue = <E>(
-      spend: Effect.Effect<boolean, E>,
-      grant: Parameters<typeof issue>[0],
-      reused: string
-    ) =>
-      Effect.gen(function*() {
-        const issued = yield* Effect.gen(function*() {
+    const spendAndIssue = <E>(spend: Effect.Effect<boolean, E>, grant: Parameters<typeof issue>[0], reused: string) =>
+      Effect.gen(function* () {
+        const issued = yield* Effect.gen(function* () {
           if (!(yield* spend)) return Option.none()
           return Option.some(yield* issue(grant))
         }).pipe(sql.withTransaction, Effect.orDie)
@@ -109,7 +105,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       })
 
     /** `grant_type=authorization_code` for an authenticated client. */
-    const exchangeCode = Effect.fn("OAuthTokens.exchangeCode", { captureStackTrace: false })(function*(
+    const exchangeCode = Effect.fn("OAuthTokens.exchangeCode", { captureStackTrace: false })(function* (
       client: OAuthClient,
       request: CodeExchange
     ) {
@@ -140,13 +136,19 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       }
       return yield* spendAndIssue(
         repo.claimCode({ id: code.id, now: nowIso() }),
-        { clientId: client.id, userId: code.userId, grantedScope: code.scope, accessScope: code.scope, familyId: code.id },
+        {
+          clientId: client.id,
+          userId: code.userId,
+          grantedScope: code.scope,
+          accessScope: code.scope,
+          familyId: code.id
+        },
         reusedCode
       )
     })
 
     /** `grant_type=refresh_token`: rotates the refresh token; a narrowed scope applies to the access token only. */
-    const refresh = Effect.fn("OAuthTokens.refresh", { captureStackTrace: false })(function*(
+    const refresh = Effect.fn("OAuthTokens.refresh", { captureStackTrace: false })(function* (
       client: OAuthClient,
       request: Refresh
     ) {
@@ -183,7 +185,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
      * RFC 7009: unknown tokens and other clients' tokens are answered the same, and left alone. A refresh token
      * takes its whole grant with it (§2.1); an access token goes alone.
      */
-    const revoke = Effect.fn("OAuthTokens.revoke", { captureStackTrace: false })(function*(
+    const revoke = Effect.fn("OAuthTokens.revoke", { captureStackTrace: false })(function* (
       client: OAuthClient,
       token: string
     ) {
@@ -194,7 +196,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
     })
 
     /** A `pco_…` bearer → its principal, or 401 (unknown, expired and revoked alike). */
-    const authenticate = Effect.fn("OAuthTokens.authenticate", { captureStackTrace: false })(function*(token: string) {
+    const authenticate = Effect.fn("OAuthTokens.authenticate", { captureStackTrace: false })(function* (token: string) {
       const invalid = new Unauthorized({ message: "The OAuth access token is invalid, expired or revoked" })
       if (!ACCESS_PATTERN.test(token)) return yield* invalid
       const hash = sha256Hex(token)

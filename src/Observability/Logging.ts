@@ -42,5 +42,6 @@ export const jsonLogger = Logger.make(({ annotations, cause, context, date, logL
 
 export const LoggingLive = Layer.unwrapEffect(
   Effect.map(Effect.orDie(LogLevelConfig), (level) =>
-    Layer.merge(Logger.replace(Logger.defaultLogger, jsonLogger), Logger.minimumLogLevel(level)))
+    Layer.merge(Logger.replace(Logger.defaultLogger, jsonLogger), Logger.minimumLogLevel(level))
+  )
 )

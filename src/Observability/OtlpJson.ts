@@ -52,11 +52,7 @@ export const spanJson = (s: EndedSpan) => {
 }
 
 /** One `ExportTraceServiceRequest`: the resource, one scope named after the service, and the spans. */
-export const tracesJson = (
-  resource: OtlpResource.Resource,
-  scopeName: string,
-  spans: ReadonlyArray<EndedSpan>
-) => ({
+export const tracesJson = (resource: OtlpResource.Resource, scopeName: string, spans: ReadonlyArray<EndedSpan>) => ({
   resourceSpans: [{ resource, scopeSpans: [{ scope: { name: scopeName }, spans: spans.map(spanJson) }] }]
 })
 
@@ -74,9 +70,9 @@ export class JsonSpans {
 
   /** The `ExportTraceServiceRequest` around these spans (the shape `tracesJson` gives). */
   request(resource: OtlpResource.Resource, scopeName: string): string {
-    return `{"resourceSpans":[{"resource":${JSON.stringify(resource)},"scopeSpans":[{"scope":{"name":${
-      JSON.stringify(scopeName)
-    }},"spans":[${this.parts.join(",")}]}]}]}`
+    return `{"resourceSpans":[{"resource":${JSON.stringify(resource)},"scopeSpans":[{"scope":{"name":${JSON.stringify(
+      scopeName
+    )}},"spans":[${this.parts.join(",")}]}]}]}`
   }
 
   body(resource: OtlpResource.Resource, scopeName: string): HttpBody.HttpBody {

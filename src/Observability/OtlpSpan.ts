@@ -126,10 +126,13 @@ export const outcomeOf = (span: EndedSpan): Outcome => {
     code: StatusCode.Error,
     message: first?.message,
     pairs: [],
-    exception: first === undefined ? undefined : {
-      "exception.type": first.name,
-      "exception.message": first.message,
-      "exception.stacktrace": Cause.pretty(exit.cause, { renderErrorCause: true })
-    }
+    exception:
+      first === undefined
+        ? undefined
+        : {
+            "exception.type": first.name,
+            "exception.message": first.message,
+            "exception.stacktrace": Cause.pretty(exit.cause, { renderErrorCause: true })
+          }
   }
 }

@@ -4,11 +4,12 @@
  * `OTEL_{TRACES,METRICS,LOGS}_EXPORTER=none` turns one signal off (Jaeger, for one, takes only traces).
  * Traces go through our tracer (`Tracer.ts`); metrics and logs through @effect/opentelemetry.
  */
-import { FetchHttpClient } from "@effect/platform"
+
 import { OtlpLogger, OtlpMetrics, OtlpSerialization } from "@effect/opentelemetry"
+import { FetchHttpClient } from "@effect/platform"
 import { Duration, Effect, Layer, Option } from "effect"
-import { TelemetryConfig } from "../Config.js"
 import pkg from "../../package.json" with { type: "json" }
+import { TelemetryConfig } from "../Config.js"
 import * as OtlpTracer from "./Tracer.js"
 
 export const TelemetryLive = Layer.unwrapEffect(
@@ -27,29 +28,44 @@ export const TelemetryLive = Layer.unwrapEffect(
         return Layer.mergeAll(
           config.traces
             ? OtlpTracer.layer({
-              url: `${base}/v1/traces`,
-              protocol: config.protocol,
-              resource,
-              headers,
-              scheduleDelay: Duration.millis(config.batch.scheduleDelay),
-              exportTimeout: Duration.millis(config.batch.exportTimeout),
-              maxQueueSize: config.batch.maxQueueSize,
-              maxExportBatchSize: config.batch.maxExportBatchSize,
-              shutdownTimeout
-            })
+                url: `${base}/v1/traces`,
+                protocol: config.protocol,
+                resource,
+                headers,
+                scheduleDelay: Duration.millis(config.batch.scheduleDelay),
+                exportTimeout: Duration.millis(config.batch.exportTimeout),
+                maxQueueSize: config.batch.maxQueueSize,
+                maxExportBatchSize: config.batch.maxExportBatchSize,
+                shutdownTimeout
+              })
             : Layer.empty,
           config.metrics
-            ? OtlpMetrics.layer({ url: `${base}/v1/metrics`, resource, headers, exportInterval: "10 seconds", shutdownTimeout })
+            ? OtlpMetrics.layer({
+                url: `${base}/v1/metrics`,
+                resource,
+                headers,
+                exportInterval: "10 seconds",
+                shutdownTimeout
+              })
             : Layer.empty,
           config.logs
-            ? OtlpLogger.layer({ url: `${base}/v1/logs`, resource, headers, exportInterval: "1 second", shutdownTimeout })
+            ? OtlpLogger.layer({
+                url: `${base}/v1/logs`,
+                resource,
+                headers,
+                exportInterval: "1 second",
+                shutdownTimeout
+              })
             : Layer.empty
         ).pipe(
-          Layer.provide(config.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
+          Layer.provide(
+            config.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf
+          ),
           Layer.provide(FetchHttpClient.layer)
         )
       }
-    }))
+    })
+  )
 )
 
 /** Whether spans are made at all: only when they go somewhere. */

@@ -10,8 +10,9 @@
  * once a minute; a full queue drops new spans the same way. At shutdown the export in flight finishes and what is
  * left is sent, within the shutdown timeout.
  */
-import { HttpBody, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
+
 import { OtlpResource } from "@effect/opentelemetry"
+import { type HttpBody, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, Fiber, Layer, Number as Num, Option, Schedule, Tracer } from "effect"
 import { JsonSpans } from "./OtlpJson.js"
 import { ProtobufSpans } from "./OtlpProtobuf.js"
@@ -39,8 +40,11 @@ const retryPolicy = Schedule.forever.pipe(
   Schedule.addDelay((error: unknown) =>
     HttpClientError.isHttpClientError(error) && error._tag === "ResponseError" && error.response.status === 429
       ? Duration.seconds(
-        Option.getOrElse(Option.flatMap(Option.fromNullable(error.response.headers["retry-after"]), Num.parse), () => 5)
-      )
+          Option.getOrElse(
+            Option.flatMap(Option.fromNullable(error.response.headers["retry-after"]), Num.parse),
+            () => 5
+          )
+        )
       : Duration.seconds(1)
   )
 )
@@ -54,10 +58,10 @@ interface Batch {
   body(resource: OtlpResource.Resource, scopeName: string): HttpBody.HttpBody
 }
 
-export const make = Effect.fnUntraced(function*(options: Options) {
+export const make = Effect.fnUntraced(function* (options: Options) {
   const resource = yield* OtlpResource.fromConfig(options.resource)
   const scopeName = OtlpResource.unsafeServiceName(resource)
-  const newBatch = (): Batch => options.protocol === "http/json" ? new JsonSpans() : new ProtobufSpans()
+  const newBatch = (): Batch => (options.protocol === "http/json" ? new JsonSpans() : new ProtobufSpans())
   const client = (yield* HttpClient.HttpClient).pipe(
     HttpClient.filterStatusOk,
     HttpClient.retryTransient({ schedule: retryPolicy, times: 3 })
@@ -68,7 +72,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   // Spans are encoded as they end into `current`; a full batch waits in `full` for the export fiber.
   let current = newBatch()
-  let full: Array<Batch> = []
+  const full: Array<Batch> = []
   let queued = 0
   let dropped = 0
   let warnedAt = -Infinity
@@ -113,7 +117,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         dropped += batch.count
         return Effect.logDebug("trace export failed", cause)
       }),
-      Effect.ensuring(Effect.sync(() => queued -= batch.count))
+      Effect.ensuring(Effect.sync(() => (queued -= batch.count)))
     )
 
   /** Sends the batches waiting now, the one being filled included; spans that end meanwhile wait for the next round. */
@@ -152,10 +156,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     return Fiber.await(loop).pipe(
       Effect.zipRight(exportPending),
       // The last count is told whenever the previous warning was.
-      Effect.zipRight(Effect.suspend(() => {
-        warnedAt = -Infinity
-        return warnDropped
-      })),
+      Effect.zipRight(
+        Effect.suspend(() => {
+          warnedAt = -Infinity
+          return warnDropped
+        })
+      ),
       Effect.timeoutOption(options.shutdownTimeout),
       Effect.zipRight(Fiber.interrupt(loop)),
       Effect.withTracerEnabled(false)

@@ -72,7 +72,7 @@ export type ClientRecord = typeof ClientRecord.Type
 const Id = Schema.Struct({ id: Schema.String })
 
 export class OperatorRepo extends Effect.Service<OperatorRepo>()("OperatorRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
     const userColumns = sql`id, email, name, avatar_url, created_at, updated_at`
@@ -140,6 +140,15 @@ export class OperatorRepo extends Effect.Service<OperatorRepo>()("OperatorRepo",
       execute: ({ id, secretHash }) => sql`UPDATE oauth_clients SET secret_hash = ${secretHash} WHERE id = ${id}`
     })
 
-    return { listUsers, deleteUser, listKeys, revokeKey, listClients, findClient, deleteClient, setClientSecret } as const
+    return {
+      listUsers,
+      deleteUser,
+      listKeys,
+      revokeKey,
+      listClients,
+      findClient,
+      deleteClient,
+      setClientSecret
+    } as const
   })
 }) {}

@@ -56,5 +56,4 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
       .annotate(RequiredScopes, ["write", "projects:write"])
       .annotate(OpenApi.Summary, "Delete a project, for good")
   )
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

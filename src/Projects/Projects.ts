@@ -12,7 +12,7 @@ import { ProjectsRepo } from "./Repo.js"
 
 export class Projects extends Effect.Service<Projects>()("Projects", {
   dependencies: [ProjectsRepo.Default, Teams.Default, Events.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const repo = yield* ProjectsRepo
     const teams = yield* Teams
     const events = yield* Events
@@ -38,13 +38,17 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         })
       )
 
-    const list = Effect.fn("Projects.list", { captureStackTrace: false })(
-      function*(principal: Principal, query: ListQuery<ProjectSort, ProjectStatus>) {
-        return yield* Effect.orDie(repo.list(principal.userId, query))
-      }
-    )
+    const list = Effect.fn("Projects.list", { captureStackTrace: false })(function* (
+      principal: Principal,
+      query: ListQuery<ProjectSort, ProjectStatus>
+    ) {
+      return yield* Effect.orDie(repo.list(principal.userId, query))
+    })
 
-    const create = Effect.fn("Projects.create", { captureStackTrace: false })(function*(principal: Principal, input: NewProject) {
+    const create = Effect.fn("Projects.create", { captureStackTrace: false })(function* (
+      principal: Principal,
+      input: NewProject
+    ) {
       const visibility = input.visibility ?? "private"
       if (input.team_id !== undefined) {
         const role = yield* teams.roleOf(input.team_id, principal.userId)
@@ -72,12 +76,19 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       return project
     })
 
-    const get = Effect.fn("Projects.get", { captureStackTrace: false })(function*(principal: Principal, id: ProjectId) {
+    const get = Effect.fn("Projects.get", { captureStackTrace: false })(function* (
+      principal: Principal,
+      id: ProjectId
+    ) {
       return yield* findVisible(principal, id)
     })
 
-    const update = Effect.fn("Projects.update", { captureStackTrace: false })(function*(principal: Principal, id: ProjectId, patch: ProjectPatch) {
-      return yield* Effect.gen(function*() {
+    const update = Effect.fn("Projects.update", { captureStackTrace: false })(function* (
+      principal: Principal,
+      id: ProjectId,
+      patch: ProjectPatch
+    ) {
+      return yield* Effect.gen(function* () {
         const current = yield* findVisible(principal, id)
         const next: Project = {
           ...current,
@@ -96,8 +107,11 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
     })
 
-    const remove = Effect.fn("Projects.remove", { captureStackTrace: false })(function*(principal: Principal, id: ProjectId) {
-      yield* Effect.gen(function*() {
+    const remove = Effect.fn("Projects.remove", { captureStackTrace: false })(function* (
+      principal: Principal,
+      id: ProjectId
+    ) {
+      yield* Effect.gen(function* () {
         const current = yield* findVisible(principal, id)
         yield* Effect.orDie(repo.remove(current.id))
         yield* announce("project.deleted", current)

@@ -7,7 +7,7 @@ import { listPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
 export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const columns = sql`p.id, p.name, p.description, p.visibility, p.status, p.owner_id, p.team_id, p.created_at, p.updated_at`
 
@@ -34,29 +34,31 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
     const update = Rows.write({
       Request: Project,
       execute: (project) =>
-        sql`UPDATE projects SET ${
-          sql.update({
-            name: project.name,
-            description: project.description,
-            visibility: project.visibility,
-            status: project.status
-          })
-        }, updated_at = CASE WHEN updated_at > ${project.updated_at} THEN updated_at ELSE ${project.updated_at} END
+        sql`UPDATE projects SET ${sql.update({
+          name: project.name,
+          description: project.description,
+          visibility: project.visibility,
+          status: project.status
+        })}, updated_at = CASE WHEN updated_at > ${project.updated_at} THEN updated_at ELSE ${project.updated_at} END
         WHERE id = ${project.id}`
     })
 
     const remove = Rows.write({ Request: ProjectId, execute: (id) => sql`DELETE FROM projects WHERE id = ${id}` })
 
     const list = (userId: string, query: ListQuery<ProjectSort, ProjectStatus>) =>
-      listPage(Project, {
-        select: columns,
-        from: sql`projects p`,
-        where: [visibleTo(userId), ...(query.status !== undefined ? [sql`p.status = ${query.status}`] : [])],
-        columns: { created_at: "p.created_at", updated_at: "p.updated_at", name: "p.name" },
-        createdColumn: "p.created_at",
-        idColumn: "p.id",
-        searchColumns: ["p.name", "p.description"]
-      }, query)
+      listPage(
+        Project,
+        {
+          select: columns,
+          from: sql`projects p`,
+          where: [visibleTo(userId), ...(query.status !== undefined ? [sql`p.status = ${query.status}`] : [])],
+          columns: { created_at: "p.created_at", updated_at: "p.updated_at", name: "p.name" },
+          createdColumn: "p.created_at",
+          idColumn: "p.id",
+          searchColumns: ["p.name", "p.description"]
+        },
+        query
+      )
 
     return {
       insert,

@@ -81,7 +81,7 @@ const decide = (
 const limiterOver = (store: Layer.Layer<RateLimiter.RateLimiterStore>) =>
   Layer.build(RateLimiter.layer.pipe(Layer.provide(store))).pipe(Effect.map(Context.get(RateLimiter.RateLimiter)))
 
-const make = Effect.gen(function*() {
+const make = Effect.gen(function* () {
   const config = yield* Effect.orDie(RateLimitConfig)
   const settings: RateLimitSettings = {
     enabled: config.enabled,
@@ -91,7 +91,13 @@ const make = Effect.gen(function*() {
   }
   if (!config.enabled) {
     const open = (_key: string, limit: number) =>
-      Effect.succeed<Decision>({ allowed: true, limit, remaining: limit, resetAt: Math.ceil(Date.now() / 1000), retryAfter: 0 })
+      Effect.succeed<Decision>({
+        allowed: true,
+        limit,
+        remaining: limit,
+        resetAt: Math.ceil(Date.now() / 1000),
+        retryAfter: 0
+      })
     return RateLimit.of({ settings, consume: open, check: open })
   }
 
@@ -103,14 +109,16 @@ const make = Effect.gen(function*() {
   }
 
   let lastConnectionError = ""
-  const shared = yield* limiterOver(layerStoreRedis({
-    url: config.redisUrl.value,
-    commandTimeout: Duration.millis(250),
-    prefix: "pcs:ratelimit:",
-    onError: (error) => {
-      lastConnectionError = error.message
-    }
-  }))
+  const shared = yield* limiterOver(
+    layerStoreRedis({
+      url: config.redisUrl.value,
+      commandTimeout: Duration.millis(250),
+      prefix: "pcs:ratelimit:",
+      onError: (error) => {
+        lastConnectionError = error.message
+      }
+    })
+  )
   let lastWarning = 0
   let failedSinceWarning = 0
   const failOpen = (error: RateLimiter.RateLimitStoreError) =>
@@ -127,18 +135,23 @@ const make = Effect.gen(function*() {
       return Metric.increment(storeErrors).pipe(
         Effect.zipRight(
           warn
-            ? Effect.logWarning("rate-limit store unavailable; counting in this process (at most one warning per 30 s)", {
-              error: cause,
-              connection_error: lastConnectionError,
-              failures_since_last_warning: failed
-            })
+            ? Effect.logWarning(
+                "rate-limit store unavailable; counting in this process (at most one warning per 30 s)",
+                {
+                  error: cause,
+                  connection_error: lastConnectionError,
+                  failures_since_last_warning: failed
+                }
+              )
             : Effect.void
         )
       )
     })
   const run = (tokens: 0 | 1) => (key: string, limit: number, window: Duration.DurationInput) =>
     decide(shared, key, limit, window, tokens).pipe(
-      Effect.catchAll((error) => Effect.zipRight(failOpen(error), Effect.orDie(decide(local, key, limit, window, tokens))))
+      Effect.catchAll((error) =>
+        Effect.zipRight(failOpen(error), Effect.orDie(decide(local, key, limit, window, tokens)))
+      )
     )
   return RateLimit.of({ settings, consume: run(1), check: run(0) })
 })

@@ -9,51 +9,55 @@
  * commands fail fast instead of queueing while Redis is away. These stores keep the library's algorithm, forget a
  * bucket once it is full again (an absent bucket is a full one), and read the clock of Redis so replicas agree.
  */
+
+import { createHash } from "node:crypto"
 import { RateLimiter } from "@effect/experimental"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { Redis } from "ioredis"
-import { createHash } from "node:crypto"
 
 const unused = Effect.dieMessage("fixed-window rate limiting is not used by this service")
 
 /** In-process buckets; a sweep a minute drops those that have refilled. */
-export const layerStoreMemory: Layer.Layer<RateLimiter.RateLimiterStore> = Layer.sync(RateLimiter.RateLimiterStore, () => {
-  const buckets = new Map<string, { tokens: number; lastRefill: number; limit: number; refillMs: number }>()
-  let lastSweep = Date.now()
-  const sweep = (now: number) => {
-    if (now - lastSweep < 60_000) return
-    lastSweep = now
-    for (const [key, b] of buckets) {
-      if (b.tokens + Math.floor((now - b.lastRefill) / b.refillMs) >= b.limit) buckets.delete(key)
+export const layerStoreMemory: Layer.Layer<RateLimiter.RateLimiterStore> = Layer.sync(
+  RateLimiter.RateLimiterStore,
+  () => {
+    const buckets = new Map<string, { tokens: number; lastRefill: number; limit: number; refillMs: number }>()
+    let lastSweep = Date.now()
+    const sweep = (now: number) => {
+      if (now - lastSweep < 60_000) return
+      lastSweep = now
+      for (const [key, b] of buckets) {
+        if (b.tokens + Math.floor((now - b.lastRefill) / b.refillMs) >= b.limit) buckets.delete(key)
+      }
     }
-  }
-  return RateLimiter.RateLimiterStore.of({
-    fixedWindow: () => unused,
-    tokenBucket: (options) =>
-      Effect.clockWith((clock) =>
-        Effect.sync(() => {
-          const now = clock.unsafeCurrentTimeMillis()
-          sweep(now)
-          const refillMs = Math.max(1, Duration.toMillis(options.refillRate))
-          let bucket = buckets.get(options.key)
-          if (bucket === undefined) {
-            if (options.tokens === 0) return options.limit
-            bucket = { tokens: options.limit, lastRefill: now, limit: options.limit, refillMs }
-            buckets.set(options.key, bucket)
-          } else {
-            const refilled = Math.floor((now - bucket.lastRefill) / refillMs)
-            if (refilled > 0) {
-              bucket.tokens = Math.min(options.limit, bucket.tokens + refilled)
-              bucket.lastRefill += refilled * refillMs
+    return RateLimiter.RateLimiterStore.of({
+      fixedWindow: () => unused,
+      tokenBucket: (options) =>
+        Effect.clockWith((clock) =>
+          Effect.sync(() => {
+            const now = clock.unsafeCurrentTimeMillis()
+            sweep(now)
+            const refillMs = Math.max(1, Duration.toMillis(options.refillRate))
+            let bucket = buckets.get(options.key)
+            if (bucket === undefined) {
+              if (options.tokens === 0) return options.limit
+              bucket = { tokens: options.limit, lastRefill: now, limit: options.limit, refillMs }
+              buckets.set(options.key, bucket)
+            } else {
+              const refilled = Math.floor((now - bucket.lastRefill) / refillMs)
+              if (refilled > 0) {
+                bucket.tokens = Math.min(options.limit, bucket.tokens + refilled)
+                bucket.lastRefill += refilled * refillMs
+              }
             }
-          }
-          const next = bucket.tokens - options.tokens
-          if (options.allowOverflow || next >= 0) bucket.tokens = next
-          return next
-        })
-      )
-  })
-})
+            const next = bucket.tokens - options.tokens
+            if (options.allowOverflow || next >= 0) bucket.tokens = next
+            return next
+          })
+        )
+    })
+  }
+)
 
 /**
  * The library's token-bucket script, with Redis's own clock (`TIME`) instead of each replica's, one hash per key,
@@ -118,7 +122,7 @@ export interface RedisStoreOptions {
 export const layerStoreRedis = (options: RedisStoreOptions): Layer.Layer<RateLimiter.RateLimiterStore> =>
   Layer.scoped(
     RateLimiter.RateLimiterStore,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const redis = yield* Effect.acquireRelease(
         Effect.sync(() => {
           const client = new Redis(Redacted.value(options.url), {
@@ -138,7 +142,9 @@ export const layerStoreRedis = (options: RedisStoreOptions): Layer.Layer<RateLim
         redis.once("ready", () => resume(Effect.void))
       }).pipe(
         Effect.timeout(Duration.seconds(2)),
-        Effect.catchAll(() => Effect.logWarning("Redis for rate limits does not answer yet; counting in this process until it does"))
+        Effect.catchAll(() =>
+          Effect.logWarning("Redis for rate limits does not answer yet; counting in this process until it does")
+        )
       )
       return RateLimiter.RateLimiterStore.of({
         fixedWindow: () => unused,

@@ -2,18 +2,19 @@
  * The one place the database engine is chosen: `DATABASE_URL` unset or `sqlite:…` → embedded SQLite,
  * `postgres://…` → PostgreSQL. Migrations run when the layer is built.
  */
-import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
-import { SqlClient } from "@effect/sql"
+
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Effect, Layer } from "effect"
 import { type DatabaseConfig, DatabaseUrl } from "../Config.js"
 import { runMigrations } from "./Migrations.js"
 
 const sqlite = (filename: string) =>
   Layer.effectDiscard(
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       // WAL is switched on by the client; these are ours to set.
       yield* sql.unsafe("PRAGMA busy_timeout = 5000")

@@ -4,8 +4,9 @@ import type { SqlError } from "@effect/sql/SqlError"
 export const isUniqueViolation = (error: SqlError): boolean => {
   const cause = error.cause
   if (cause === null || typeof cause !== "object" || !("code" in cause)) return false
-  return cause.code === "23505" || cause.code === "SQLITE_CONSTRAINT_UNIQUE" ||
-    cause.code === "SQLITE_CONSTRAINT_PRIMARYKEY"
+  return (
+    cause.code === "23505" || cause.code === "SQLITE_CONSTRAINT_UNIQUE" || cause.code === "SQLITE_CONSTRAINT_PRIMARYKEY"
+  )
 }
 
 /** The keys of a partial update that were given (JSON has no `undefined`, but a service caller might pass one). */
@@ -20,8 +21,17 @@ export const definedOnly = <A extends object>(patch: A): Partial<A> => {
 /** SQLSTATE classes and codes a client may retry: the connection, the server's state, a lost race between transactions. */
 const RETRYABLE_SQLSTATE = /^(08|53|57P0[1-4]|40001|40P01)/
 /** Socket-level failures reported by Node's `net` (and so by the PostgreSQL client). */
-const NETWORK_ERRNO = new Set(["ECONNRESET", "ECONNREFUSED", "ECONNABORTED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH",
-  "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"])
+const NETWORK_ERRNO = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN"
+])
 
 /**
  * Whether a database failure is the database being out of reach rather than the statement being wrong, so the
@@ -40,6 +50,10 @@ export const isUnavailable = (error: SqlError): boolean => {
   if (!(cause instanceof Error)) return false
   const code = "code" in cause && typeof cause.code === "string" ? cause.code : undefined
   if (code === undefined) return cause.name === "Error"
-  return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED") || NETWORK_ERRNO.has(code) ||
+  return (
+    code.startsWith("SQLITE_BUSY") ||
+    code.startsWith("SQLITE_LOCKED") ||
+    NETWORK_ERRNO.has(code) ||
     (/^[0-9A-Z]{5}$/.test(code) && RETRYABLE_SQLSTATE.test(code))
+  )
 }

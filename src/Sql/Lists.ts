@@ -29,7 +29,7 @@ export interface ListSpec<Sort extends string> {
 const likePattern = (search: string) => `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
 const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sort>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const conditions: Array<Fragment> = [...spec.where]
     if (query.search !== undefined && query.search !== "") {
@@ -60,7 +60,7 @@ export const listPage = <A, I, R, Sort extends string>(
   spec: ListSpec<Sort>,
   query: ListQuery<Sort>
 ): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { counted, rows } = yield* runList(spec, query)
     const decoded = yield* Effect.orDie(
       Effect.all([Schema.decodeUnknown(Total)(counted), Schema.decodeUnknown(Schema.Array(Row))(rows)])

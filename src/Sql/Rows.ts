@@ -6,8 +6,8 @@
  */
 import { SqlSchema } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Schema } from "effect"
 import type { Cause, Option } from "effect"
+import { Effect, Schema } from "effect"
 import type { ParseError } from "effect/ParseResult"
 
 interface Query<IA, II, IR, A, AI, AR, R> {

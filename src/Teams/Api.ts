@@ -1,12 +1,11 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { Authentication } from "../Contract/Security.js"
-import { RequiredScopes } from "../Contract/Security.js"
 import { List, Success } from "../Contract/Envelope.js"
+import { listParams, listParamsNoStatus } from "../Contract/ListParams.js"
+import { strictBody } from "../Contract/Payload.js"
+import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { ApiErrors } from "../Domain/Errors.js"
 import { InvitationId, TeamId, UserId } from "../Domain/Ids.js"
 import { Invitation, InviteeEmail, invitationStatuses } from "../Domain/Invitation.js"
-import { listParams, listParamsNoStatus } from "../Contract/ListParams.js"
-import { strictBody } from "../Contract/Payload.js"
 import { Team, TeamMember, TeamName, TeamRole } from "../Domain/Team.js"
 
 // The records live in Domain; re-exported for the CLI, which reads the role schema from here.
@@ -138,8 +137,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
       .annotate(RequiredScopes, MANAGE)
       .annotate(OpenApi.Summary, "Revoke a pending invitation (owners and admins); 409 once it is answered or expired")
   )
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}
 
 /** The caller's own invitations: those addressed to their email. */
 export class InvitationsApi extends HttpApiGroup.make("invitations")
@@ -166,5 +164,4 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
       .annotate(RequiredScopes, ["write", "team:manage"])
       .annotate(OpenApi.Summary, "Decline an invitation addressed to you")
   )
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

@@ -1,51 +1,72 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { CurrentPrincipal } from "../Domain/Principal.js"
 import { withLinks } from "../Contract/Links.js"
+import { CurrentPrincipal } from "../Domain/Principal.js"
 import { Invitations } from "./Invitations.js"
 import { Teams } from "./Teams.js"
 
 export const TeamsHttp = HttpApiBuilder.group(Api, "teams", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const teams = yield* Teams
     const invitations = yield* Invitations
     return handlers
       .handle("list", ({ urlParams }) =>
-        CurrentPrincipal.pipe(Effect.flatMap((me) => teams.listMine(me, urlParams)), Effect.flatMap(withLinks)))
+        CurrentPrincipal.pipe(
+          Effect.flatMap((me) => teams.listMine(me, urlParams)),
+          Effect.flatMap(withLinks)
+        )
+      )
       .handle("create", ({ payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => teams.create({ name: payload.name, ownerId: me.userId })))
+        Effect.flatMap(CurrentPrincipal, (me) => teams.create({ name: payload.name, ownerId: me.userId }))
+      )
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => teams.get(me, path.team_id)))
       .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => teams.rename(me, path.team_id, payload.name)))
+        Effect.flatMap(CurrentPrincipal, (me) => teams.rename(me, path.team_id, payload.name))
+      )
       .handle("delete", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => teams.remove(me, path.team_id)))
       .handle("members", ({ path, urlParams }) =>
         CurrentPrincipal.pipe(
           Effect.flatMap((me) => teams.members(me, path.team_id, urlParams)),
           Effect.flatMap(withLinks)
-        ))
+        )
+      )
       .handle("updateMember", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => teams.setRole(me, path.team_id, path.user_id, payload.role)))
+        Effect.flatMap(CurrentPrincipal, (me) => teams.setRole(me, path.team_id, path.user_id, payload.role))
+      )
       .handle("removeMember", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => teams.removeMember(me, path.team_id, path.user_id)))
+        Effect.flatMap(CurrentPrincipal, (me) => teams.removeMember(me, path.team_id, path.user_id))
+      )
       .handle("invite", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => invitations.create(me, path.team_id, payload)))
+        Effect.flatMap(CurrentPrincipal, (me) => invitations.create(me, path.team_id, payload))
+      )
       .handle("invitations", ({ path, urlParams }) =>
         CurrentPrincipal.pipe(
           Effect.flatMap((me) => invitations.listForTeam(me, path.team_id, urlParams)),
           Effect.flatMap(withLinks)
-        ))
+        )
+      )
       .handle("revokeInvitation", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => invitations.revoke(me, path.team_id, path.invitation_id)))
-  }))
+        Effect.flatMap(CurrentPrincipal, (me) => invitations.revoke(me, path.team_id, path.invitation_id))
+      )
+  })
+)
 
 export const InvitationsHttp = HttpApiBuilder.group(Api, "invitations", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const invitations = yield* Invitations
     return handlers
       .handle("list", ({ urlParams }) =>
-        CurrentPrincipal.pipe(Effect.flatMap((me) => invitations.listMine(me, urlParams)), Effect.flatMap(withLinks)))
-      .handle("accept", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => invitations.accept(me, path.invitation_id)))
+        CurrentPrincipal.pipe(
+          Effect.flatMap((me) => invitations.listMine(me, urlParams)),
+          Effect.flatMap(withLinks)
+        )
+      )
+      .handle("accept", ({ path }) =>
+        Effect.flatMap(CurrentPrincipal, (me) => invitations.accept(me, path.invitation_id))
+      )
       .handle("decline", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => invitations.decline(me, path.invitation_id)))
-  }))
+        Effect.flatMap(CurrentPrincipal, (me) => invitations.decline(me, path.invitation_id))
+      )
+  })
+)

@@ -4,12 +4,12 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect, Option } from "effect"
-import type { Principal } from "../Domain/Principal.js"
 import { TeamsConfig } from "../Config.js"
 import { Conflict, NotFound } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
 import type { Invitation, InvitationStatus } from "../Domain/Invitation.js"
 import type { ListQuery } from "../Domain/Lists.js"
+import type { Principal } from "../Domain/Principal.js"
 import { manages, type TeamRole } from "../Domain/Team.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
@@ -23,7 +23,7 @@ const notAnswerable = (invitation: Invitation) =>
 
 export class Invitations extends Effect.Service<Invitations>()("Invitations", {
   dependencies: [InvitationsRepo.Default, TeamsRepo.Default, Teams.Default, Users.Default, Events.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const repo = yield* InvitationsRepo
     const teamsRepo = yield* TeamsRepo
     const teams = yield* Teams
@@ -39,117 +39,133 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
 
     /** An invitation addressed to the caller; someone else's is 404. */
     const findMine = (principal: Principal, id: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const me = yield* users.get(principal.userId)
         const invitation = yield* find(id)
         if (invitation.email !== me.email.toLowerCase()) return yield* NotFound.resource("invitation", id)
         return { me, invitation }
       })
 
-    const create = Effect.fn("Invitations.create", { captureStackTrace: false })(
-      function*(principal: Principal, teamId: string, input: { readonly email: string; readonly role: TeamRole }) {
-        return yield* Effect.gen(function*() {
-          yield* teamsRepo.lock({ teamId })
-          const mine = yield* teams.roleIn(teamId, principal.userId)
-          if (!manages(mine)) return yield* needsRole("Inviting someone", "owner or admin", mine)
-          if (input.role === "owner" && mine !== "owner") return yield* needsRole("Inviting an owner", "owner", mine)
-          const email = input.email.toLowerCase()
-          if (Option.isSome(yield* teamsRepo.memberByEmail({ teamId, email }))) {
-            return yield* new Conflict({ message: `${email} is already a member of team ${teamId}` })
-          }
-          const now = new Date()
-          const at = now.toISOString()
-          yield* repo.expireLapsed({ teamId, email, now: at })
-          if (Option.isSome(yield* repo.pendingFor({ teamId, email, now: at }))) {
-            return yield* new Conflict({ message: `${email} already has a pending invitation to team ${teamId}` })
-          }
-          const invitation = {
-            id: makeId("invitation"),
-            team_id: teamId,
-            email,
-            role: input.role,
-            status: "pending" as const,
-            invited_by: principal.userId,
-            created_at: at,
-            expires_at: new Date(now.getTime() + Duration.toMillis(invitationTtl)).toISOString(),
-            answered_at: null
-          }
-          yield* repo.insert(invitation).pipe(
-            Effect.catchTag("SqlError", (error): Effect.Effect<never, Conflict | SqlError> =>
-              isUniqueViolation(error)
-                ? Effect.fail(new Conflict({ message: `${email} already has a pending invitation to team ${teamId}` }))
-                : Effect.fail(error))
+    const create = Effect.fn("Invitations.create", { captureStackTrace: false })(function* (
+      principal: Principal,
+      teamId: string,
+      input: { readonly email: string; readonly role: TeamRole }
+    ) {
+      return yield* Effect.gen(function* () {
+        yield* teamsRepo.lock({ teamId })
+        const mine = yield* teams.roleIn(teamId, principal.userId)
+        if (!manages(mine)) return yield* needsRole("Inviting someone", "owner or admin", mine)
+        if (input.role === "owner" && mine !== "owner") return yield* needsRole("Inviting an owner", "owner", mine)
+        const email = input.email.toLowerCase()
+        if (Option.isSome(yield* teamsRepo.memberByEmail({ teamId, email }))) {
+          return yield* new Conflict({ message: `${email} is already a member of team ${teamId}` })
+        }
+        const now = new Date()
+        const at = now.toISOString()
+        yield* repo.expireLapsed({ teamId, email, now: at })
+        if (Option.isSome(yield* repo.pendingFor({ teamId, email, now: at }))) {
+          return yield* new Conflict({ message: `${email} already has a pending invitation to team ${teamId}` })
+        }
+        const invitation = {
+          id: makeId("invitation"),
+          team_id: teamId,
+          email,
+          role: input.role,
+          status: "pending" as const,
+          invited_by: principal.userId,
+          created_at: at,
+          expires_at: new Date(now.getTime() + Duration.toMillis(invitationTtl)).toISOString(),
+          answered_at: null
+        }
+        yield* repo
+          .insert(invitation)
+          .pipe(
+            Effect.catchTag(
+              "SqlError",
+              (error): Effect.Effect<never, Conflict | SqlError> =>
+                isUniqueViolation(error)
+                  ? Effect.fail(
+                      new Conflict({ message: `${email} already has a pending invitation to team ${teamId}` })
+                    )
+                  : Effect.fail(error)
+            )
           )
-          const invitee = yield* repo.userByEmail({ email })
-          yield* teams.announce("member.invited", {
-            team_id: teamId,
-            user_id: Option.getOrNull(Option.map(invitee, (user) => user.id)),
-            email,
-            role: input.role
-          })
-          return yield* find(invitation.id)
-        }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-      }
-    )
+        const invitee = yield* repo.userByEmail({ email })
+        yield* teams.announce("member.invited", {
+          team_id: teamId,
+          user_id: Option.getOrNull(Option.map(invitee, (user) => user.id)),
+          email,
+          role: input.role
+        })
+        return yield* find(invitation.id)
+      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+    })
 
-    const listForTeam = Effect.fn("Invitations.listForTeam", { captureStackTrace: false })(
-      function*(principal: Principal, teamId: string, query: ListQuery<InvitationSort, InvitationStatus>) {
-        yield* teams.roleIn(teamId, principal.userId)
-        return yield* Effect.orDie(repo.listForTeam(teamId, query, nowIso()))
-      }
-    )
+    const listForTeam = Effect.fn("Invitations.listForTeam", { captureStackTrace: false })(function* (
+      principal: Principal,
+      teamId: string,
+      query: ListQuery<InvitationSort, InvitationStatus>
+    ) {
+      yield* teams.roleIn(teamId, principal.userId)
+      return yield* Effect.orDie(repo.listForTeam(teamId, query, nowIso()))
+    })
 
     /** Revoking a pending invitation; one already answered (or expired) is 409. */
-    const revoke = Effect.fn("Invitations.revoke", { captureStackTrace: false })(
-      function*(principal: Principal, teamId: string, invitationId: string) {
-        yield* Effect.gen(function*() {
-          const mine = yield* teams.roleIn(teamId, principal.userId)
-          const invitation = yield* find(invitationId)
-          if (invitation.team_id !== teamId) return yield* NotFound.resource("invitation", invitationId)
-          if (!manages(mine)) return yield* needsRole("Revoking an invitation", "owner or admin", mine)
-          const closed = yield* repo.close({ id: invitationId, to: "revoked", answeredAt: null, now: nowIso() })
-          if (Option.isNone(closed)) return yield* notAnswerable(yield* find(invitationId))
-        }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-      }
-    )
+    const revoke = Effect.fn("Invitations.revoke", { captureStackTrace: false })(function* (
+      principal: Principal,
+      teamId: string,
+      invitationId: string
+    ) {
+      yield* Effect.gen(function* () {
+        const mine = yield* teams.roleIn(teamId, principal.userId)
+        const invitation = yield* find(invitationId)
+        if (invitation.team_id !== teamId) return yield* NotFound.resource("invitation", invitationId)
+        if (!manages(mine)) return yield* needsRole("Revoking an invitation", "owner or admin", mine)
+        const closed = yield* repo.close({ id: invitationId, to: "revoked", answeredAt: null, now: nowIso() })
+        if (Option.isNone(closed)) return yield* notAnswerable(yield* find(invitationId))
+      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+    })
 
     /** The open invitations addressed to the caller's email. */
-    const listMine = Effect.fn("Invitations.listMine", { captureStackTrace: false })(
-      function*(principal: Principal, query: ListQuery<InvitationSort>) {
-        const me = yield* users.get(principal.userId)
-        return yield* Effect.orDie(repo.listOpenTo(me.email, query, nowIso()))
-      }
-    )
+    const listMine = Effect.fn("Invitations.listMine", { captureStackTrace: false })(function* (
+      principal: Principal,
+      query: ListQuery<InvitationSort>
+    ) {
+      const me = yield* users.get(principal.userId)
+      return yield* Effect.orDie(repo.listOpenTo(me.email, query, nowIso()))
+    })
 
     /** The invitee becomes a member with the invitation's role (`member.joined`); answers the member record. */
-    const accept = Effect.fn("Invitations.accept", { captureStackTrace: false })(
-      function*(principal: Principal, invitationId: string) {
-        return yield* Effect.gen(function*() {
-          const { invitation } = yield* findMine(principal, invitationId)
-          if (invitation.status !== "pending") return yield* notAnswerable(invitation)
-          yield* teamsRepo.lock({ teamId: invitation.team_id })
-          const at = nowIso()
-          const closed = yield* repo.close({ id: invitationId, to: "accepted", answeredAt: at, now: at })
-          if (Option.isNone(closed)) return yield* notAnswerable(yield* find(invitationId))
-          return yield* teams.join(invitation.team_id, principal.userId, invitation.role)
-        }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-      }
-    )
+    const accept = Effect.fn("Invitations.accept", { captureStackTrace: false })(function* (
+      principal: Principal,
+      invitationId: string
+    ) {
+      return yield* Effect.gen(function* () {
+        const { invitation } = yield* findMine(principal, invitationId)
+        if (invitation.status !== "pending") return yield* notAnswerable(invitation)
+        yield* teamsRepo.lock({ teamId: invitation.team_id })
+        const at = nowIso()
+        const closed = yield* repo.close({ id: invitationId, to: "accepted", answeredAt: at, now: at })
+        if (Option.isNone(closed)) return yield* notAnswerable(yield* find(invitationId))
+        return yield* teams.join(invitation.team_id, principal.userId, invitation.role)
+      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+    })
 
-    const decline = Effect.fn("Invitations.decline", { captureStackTrace: false })(
-      function*(principal: Principal, invitationId: string) {
-        return yield* Effect.gen(function*() {
-          const { invitation } = yield* findMine(principal, invitationId)
-          if (invitation.status !== "pending") return yield* notAnswerable(invitation)
-          const at = nowIso()
-          const closed = yield* repo.close({ id: invitationId, to: "declined", answeredAt: at, now: at })
-          return yield* Option.match(closed, {
-            onNone: () => Effect.flatMap(find(invitationId), (now) => Effect.fail(notAnswerable(now))),
-            onSome: Effect.succeed
-          })
-        }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-      }
-    )
+    const decline = Effect.fn("Invitations.decline", { captureStackTrace: false })(function* (
+      principal: Principal,
+      invitationId: string
+    ) {
+      return yield* Effect.gen(function* () {
+        const { invitation } = yield* findMine(principal, invitationId)
+        if (invitation.status !== "pending") return yield* notAnswerable(invitation)
+        const at = nowIso()
+        const closed = yield* repo.close({ id: invitationId, to: "declined", answeredAt: at, now: at })
+        return yield* Option.match(closed, {
+          onNone: () => Effect.flatMap(find(invitationId), (now) => Effect.fail(notAnswerable(now))),
+          onSome: Effect.succeed
+        })
+      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+    })
 
     return { create, listForTeam, revoke, listMine, accept, decline } as const
   })

@@ -35,7 +35,7 @@ const MemberRow = Schema.Struct({
 })
 
 export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const teamColumns = sql`t.id, t.name, t.created_at, t.updated_at, m.role`
     const memberColumns = sql`u.id AS user_id, u.name, u.email, u.avatar_url, m.role, m.joined_at`
@@ -153,26 +153,34 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
       )
 
     const listFor = (userId: string, query: ListQuery<TeamSort>) =>
-      listPage(Team, {
-        select: teamColumns,
-        from: sql`teams t JOIN team_members m ON m.team_id = t.id`,
-        where: [sql`m.user_id = ${userId}`],
-        columns: { created_at: "t.created_at", updated_at: "t.updated_at", name: "t.name" },
-        createdColumn: "t.created_at",
-        idColumn: "t.id",
-        searchColumns: ["t.name"]
-      }, query)
+      listPage(
+        Team,
+        {
+          select: teamColumns,
+          from: sql`teams t JOIN team_members m ON m.team_id = t.id`,
+          where: [sql`m.user_id = ${userId}`],
+          columns: { created_at: "t.created_at", updated_at: "t.updated_at", name: "t.name" },
+          createdColumn: "t.created_at",
+          idColumn: "t.id",
+          searchColumns: ["t.name"]
+        },
+        query
+      )
 
     const listMembers = (teamId: string, query: ListQuery<MemberSort>) =>
-      listPage(TeamMember, {
-        select: memberColumns,
-        from: sql`team_members m JOIN users u ON u.id = m.user_id`,
-        where: [sql`m.team_id = ${teamId}`],
-        columns: { joined_at: "m.joined_at", name: "u.name" },
-        createdColumn: "m.joined_at",
-        idColumn: "u.id",
-        searchColumns: ["u.name", "u.email"]
-      }, query)
+      listPage(
+        TeamMember,
+        {
+          select: memberColumns,
+          from: sql`team_members m JOIN users u ON u.id = m.user_id`,
+          where: [sql`m.team_id = ${teamId}`],
+          columns: { joined_at: "m.joined_at", name: "u.name" },
+          createdColumn: "m.joined_at",
+          idColumn: "u.id",
+          searchColumns: ["u.name", "u.email"]
+        },
+        query
+      )
 
     return {
       insert,
@@ -211,7 +219,7 @@ const InvitationRow = Schema.Struct({
 })
 
 export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("InvitationsRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     /** The stored status, except that a pending invitation past its expiry reads as `expired`. */
     const status = (now: string) =>
@@ -265,30 +273,38 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
     })
 
     const listForTeam = (teamId: string, query: ListQuery<InvitationSort, InvitationStatus>, now: string) =>
-      listPage(Invitation, {
-        select: columns(now),
-        from: sql`invitations i`,
-        where: [
-          sql`i.team_id = ${teamId}`,
-          ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
-        ],
-        columns: { created_at: "i.created_at" },
-        createdColumn: "i.created_at",
-        idColumn: "i.id",
-        searchColumns: ["i.email"]
-      }, query)
+      listPage(
+        Invitation,
+        {
+          select: columns(now),
+          from: sql`invitations i`,
+          where: [
+            sql`i.team_id = ${teamId}`,
+            ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
+          ],
+          columns: { created_at: "i.created_at" },
+          createdColumn: "i.created_at",
+          idColumn: "i.id",
+          searchColumns: ["i.email"]
+        },
+        query
+      )
 
     /** Open invitations addressed to an email, whatever its case. */
     const listOpenTo = (email: string, query: ListQuery<InvitationSort>, now: string) =>
-      listPage(Invitation, {
-        select: columns(now),
-        from: sql`invitations i`,
-        where: [sql`i.email = ${email.toLowerCase()}`, sql`i.status = 'pending'`, sql`i.expires_at > ${now}`],
-        columns: { created_at: "i.created_at" },
-        createdColumn: "i.created_at",
-        idColumn: "i.id",
-        searchColumns: ["i.email"]
-      }, query)
+      listPage(
+        Invitation,
+        {
+          select: columns(now),
+          from: sql`invitations i`,
+          where: [sql`i.email = ${email.toLowerCase()}`, sql`i.status = 'pending'`, sql`i.expires_at > ${now}`],
+          columns: { created_at: "i.created_at" },
+          createdColumn: "i.created_at",
+          idColumn: "i.id",
+          searchColumns: ["i.email"]
+        },
+        query
+      )
 
     /** The account with this email, if any (emails are stored lower-cased). */
     const userByEmail = SqlSchema.findOne({

@@ -5,28 +5,30 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
-import type { Principal } from "../Domain/Principal.js"
 import { Conflict, Forbidden, NotFound, ValidationFailed } from "../Domain/Errors.js"
+import type { EventType } from "../Domain/EventTypes.js"
 import { makeId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
-import { manages, type MemberEvent, type Team, TeamName, type TeamRole } from "../Domain/Team.js"
+import type { Principal } from "../Domain/Principal.js"
+import { type MemberEvent, manages, type Team, TeamName, type TeamRole } from "../Domain/Team.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
-import type { EventType } from "../Domain/EventTypes.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { Users } from "../Users/Users.js"
 import { type MemberSort, type TeamSort, TeamsRepo } from "./Repo.js"
 
 /** 403 naming the role an action needs and the caller's own. */
 export const needsRole = (action: string, needed: "owner" | "owner or admin", has: TeamRole) =>
-  new Forbidden({ message: `${action} needs the ${needed} role in this team; you are ${has === "admin" ? "an" : "a"} ${has}` })
+  new Forbidden({
+    message: `${action} needs the ${needed} role in this team; you are ${has === "admin" ? "an" : "a"} ${has}`
+  })
 
 const lastOwner = (teamId: string) =>
   new Conflict({ message: `Team ${teamId} must keep at least one owner; make someone else owner first` })
 
 export class Teams extends Effect.Service<Teams>()("Teams", {
   dependencies: [TeamsRepo.Default, Users.Default, Events.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const repo = yield* TeamsRepo
     const users = yield* Users
     const events = yield* Events
@@ -61,51 +63,57 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
      * (the user who joined or left). Runs inside the change's transaction.
      */
     const announce = (type: EventType, data: MemberEvent, alsoTo: ReadonlyArray<string> = []) =>
-      Effect.flatMap(
-        repo.managersOf(data.team_id),
-        (managers) => events.emit(type, Array.from(new Set([...managers, ...alsoTo])), data)
+      Effect.flatMap(repo.managersOf(data.team_id), (managers) =>
+        events.emit(type, Array.from(new Set([...managers, ...alsoTo])), data)
       )
 
     /** A new team with `ownerId` as its owner (the API's caller, or the CLI's `--owner`). */
-    const create = Effect.fn("Teams.create", { captureStackTrace: false })(
-      function*(input: { readonly name: string; readonly ownerId: string }) {
-        const name = yield* Schema.decodeUnknown(TeamName)(input.name).pipe(
-          Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
-        )
-        const owner = yield* users.get(input.ownerId)
-        const now = nowIso()
-        const id = makeId("team")
-        yield* Effect.zipRight(
-          repo.insert({ id, org_id: owner.org_id, name, created_at: now, updated_at: now }),
-          repo.addMember({ team_id: id, user_id: owner.id, role: "owner", joined_at: now })
-        ).pipe(events.transaction, Effect.orDie)
-        const team: Team = { id, name, created_at: now, updated_at: now, role: "owner" }
-        return team
-      }
-    )
+    const create = Effect.fn("Teams.create", { captureStackTrace: false })(function* (input: {
+      readonly name: string
+      readonly ownerId: string
+    }) {
+      const name = yield* Schema.decodeUnknown(TeamName)(input.name).pipe(
+        Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
+      )
+      const owner = yield* users.get(input.ownerId)
+      const now = nowIso()
+      const id = makeId("team")
+      yield* Effect.zipRight(
+        repo.insert({ id, org_id: owner.org_id, name, created_at: now, updated_at: now }),
+        repo.addMember({ team_id: id, user_id: owner.id, role: "owner", joined_at: now })
+      ).pipe(events.transaction, Effect.orDie)
+      const team: Team = { id, name, created_at: now, updated_at: now, role: "owner" }
+      return team
+    })
 
-    const get = Effect.fn("Teams.get", { captureStackTrace: false })(function*(principal: Principal, teamId: string) {
+    const get = Effect.fn("Teams.get", { captureStackTrace: false })(function* (principal: Principal, teamId: string) {
       return yield* teamFor(teamId, principal.userId)
     })
 
-    const rename = Effect.fn("Teams.rename", { captureStackTrace: false })(
-      function*(principal: Principal, teamId: string, name: string) {
-        const role = yield* roleIn(teamId, principal.userId)
-        if (!manages(role)) return yield* needsRole("Renaming a team", "owner or admin", role)
-        yield* Effect.orDie(repo.rename({ teamId, name, at: nowIso() }))
-        return yield* teamFor(teamId, principal.userId)
-      }
-    )
+    const rename = Effect.fn("Teams.rename", { captureStackTrace: false })(function* (
+      principal: Principal,
+      teamId: string,
+      name: string
+    ) {
+      const role = yield* roleIn(teamId, principal.userId)
+      if (!manages(role)) return yield* needsRole("Renaming a team", "owner or admin", role)
+      yield* Effect.orDie(repo.rename({ teamId, name, at: nowIso() }))
+      return yield* teamFor(teamId, principal.userId)
+    })
 
-    const remove = Effect.fn("Teams.remove", { captureStackTrace: false })(function*(principal: Principal, teamId: string) {
-      yield* Effect.gen(function*() {
+    const remove = Effect.fn("Teams.remove", { captureStackTrace: false })(function* (
+      principal: Principal,
+      teamId: string
+    ) {
+      yield* Effect.gen(function* () {
         const role = yield* roleIn(teamId, principal.userId)
         if (role !== "owner") return yield* needsRole("Deleting a team", "owner", role)
         yield* repo.lock({ teamId })
         const projects = yield* repo.projectCount(teamId)
         if (projects > 0) {
           return yield* new Conflict({
-            message: `Team ${teamId} still has ${projects} project${projects === 1 ? "" : "s"}; ` +
+            message:
+              `Team ${teamId} still has ${projects} project${projects === 1 ? "" : "s"}; ` +
               "delete them or move them out first"
           })
         }
@@ -113,96 +121,116 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
     })
 
-    const listMine = Effect.fn("Teams.listMine", { captureStackTrace: false })(
-      function*(principal: Principal, query: ListQuery<TeamSort>) {
-        return yield* Effect.orDie(repo.listFor(principal.userId, query))
-      }
-    )
+    const listMine = Effect.fn("Teams.listMine", { captureStackTrace: false })(function* (
+      principal: Principal,
+      query: ListQuery<TeamSort>
+    ) {
+      return yield* Effect.orDie(repo.listFor(principal.userId, query))
+    })
 
-    const members = Effect.fn("Teams.members", { captureStackTrace: false })(
-      function*(principal: Principal, teamId: string, query: ListQuery<MemberSort>) {
-        yield* roleIn(teamId, principal.userId)
-        return yield* Effect.orDie(repo.listMembers(teamId, query))
-      }
-    )
+    const members = Effect.fn("Teams.members", { captureStackTrace: false })(function* (
+      principal: Principal,
+      teamId: string,
+      query: ListQuery<MemberSort>
+    ) {
+      yield* roleIn(teamId, principal.userId)
+      return yield* Effect.orDie(repo.listMembers(teamId, query))
+    })
 
     /** Owners change any role; admins only move people between `member` and `admin`. */
-    const setRole = Effect.fn("Teams.setRole", { captureStackTrace: false })(
-      function*(principal: Principal, teamId: string, userId: string, role: TeamRole) {
-        return yield* Effect.gen(function*() {
-          yield* repo.lock({ teamId })
-          const mine = yield* roleIn(teamId, principal.userId)
-          if (!manages(mine)) return yield* needsRole("Changing a member's role", "owner or admin", mine)
-          const current = yield* memberOf(teamId, userId)
-          if (mine === "admin" && (current.role === "owner" || role === "owner")) {
-            return yield* needsRole("Making or unmaking an owner", "owner", mine)
-          }
-          if (current.role === role) return current
-          yield* repo.setRole({ teamId, userId, role })
-          if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
-          return yield* memberOf(teamId, userId)
-        }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-      }
-    )
+    const setRole = Effect.fn("Teams.setRole", { captureStackTrace: false })(function* (
+      principal: Principal,
+      teamId: string,
+      userId: string,
+      role: TeamRole
+    ) {
+      return yield* Effect.gen(function* () {
+        yield* repo.lock({ teamId })
+        const mine = yield* roleIn(teamId, principal.userId)
+        if (!manages(mine)) return yield* needsRole("Changing a member's role", "owner or admin", mine)
+        const current = yield* memberOf(teamId, userId)
+        if (mine === "admin" && (current.role === "owner" || role === "owner")) {
+          return yield* needsRole("Making or unmaking an owner", "owner", mine)
+        }
+        if (current.role === role) return current
+        yield* repo.setRole({ teamId, userId, role })
+        if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
+        return yield* memberOf(teamId, userId)
+      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+    })
 
     /** Removing someone (owners: anyone; admins: not an owner), or leaving (anyone, for themself). */
-    const removeMember = Effect.fn("Teams.removeMember", { captureStackTrace: false })(
-      function*(principal: Principal, teamId: string, userId: string) {
-        yield* Effect.gen(function*() {
-          yield* repo.lock({ teamId })
-          const mine = yield* roleIn(teamId, principal.userId)
-          const leaving = userId === principal.userId
-          if (!leaving && !manages(mine)) return yield* needsRole("Removing a member", "owner or admin", mine)
-          const current = yield* memberOf(teamId, userId)
-          if (!leaving && mine === "admin" && current.role === "owner") {
-            return yield* needsRole("Removing an owner", "owner", mine)
-          }
-          yield* repo.removeMember({ teamId, userId })
-          if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
-          yield* announce(
-            "member.removed",
-            { team_id: teamId, user_id: userId, email: current.email, role: current.role },
-            [userId]
-          )
-        }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-      }
-    )
+    const removeMember = Effect.fn("Teams.removeMember", { captureStackTrace: false })(function* (
+      principal: Principal,
+      teamId: string,
+      userId: string
+    ) {
+      yield* Effect.gen(function* () {
+        yield* repo.lock({ teamId })
+        const mine = yield* roleIn(teamId, principal.userId)
+        const leaving = userId === principal.userId
+        if (!leaving && !manages(mine)) return yield* needsRole("Removing a member", "owner or admin", mine)
+        const current = yield* memberOf(teamId, userId)
+        if (!leaving && mine === "admin" && current.role === "owner") {
+          return yield* needsRole("Removing an owner", "owner", mine)
+        }
+        yield* repo.removeMember({ teamId, userId })
+        if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
+        yield* announce(
+          "member.removed",
+          { team_id: teamId, user_id: userId, email: current.email, role: current.role },
+          [userId]
+        )
+      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+    })
 
     /**
      * Makes a user a member and announces `member.joined`, inside the caller's transaction (an accepted invitation,
      * or the CLI's `teams add-member`). 409 when they already are one.
      */
-    const join = Effect.fn("Teams.join", { captureStackTrace: false })(
-      function*(teamId: string, userId: string, role: TeamRole) {
-        yield* repo.addMember({ team_id: teamId, user_id: userId, role, joined_at: nowIso() }).pipe(
-          Effect.catchTag("SqlError", (error): Effect.Effect<never, Conflict | SqlError> =>
-            isUniqueViolation(error)
-              ? Effect.fail(new Conflict({ message: `User ${userId} is already a member of ${teamId}` }))
-              : Effect.fail(error))
+    const join = Effect.fn("Teams.join", { captureStackTrace: false })(function* (
+      teamId: string,
+      userId: string,
+      role: TeamRole
+    ) {
+      yield* repo
+        .addMember({ team_id: teamId, user_id: userId, role, joined_at: nowIso() })
+        .pipe(
+          Effect.catchTag(
+            "SqlError",
+            (error): Effect.Effect<never, Conflict | SqlError> =>
+              isUniqueViolation(error)
+                ? Effect.fail(new Conflict({ message: `User ${userId} is already a member of ${teamId}` }))
+                : Effect.fail(error)
+          )
         )
-        const member = yield* memberOf(teamId, userId)
-        yield* announce("member.joined", { team_id: teamId, user_id: userId, email: member.email, role }, [userId])
-        return member
-      }
-    )
+      const member = yield* memberOf(teamId, userId)
+      yield* announce("member.joined", { team_id: teamId, user_id: userId, email: member.email, role }, [userId])
+      return member
+    })
 
     /** `cli teams add-member`: an operator adds someone directly. */
-    const addMember = Effect.fn("Teams.addMember", { captureStackTrace: false })(
-      function*(input: { readonly teamId: string; readonly userId: string; readonly role: TeamRole }) {
-        if (Option.isNone(yield* Effect.orDie(repo.exists({ teamId: input.teamId })))) {
-          return yield* NotFound.resource("team", input.teamId)
-        }
-        yield* users.get(input.userId)
-        return yield* Effect.gen(function*() {
-          yield* repo.lock({ teamId: input.teamId })
-          return yield* join(input.teamId, input.userId, input.role)
-        }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+    const addMember = Effect.fn("Teams.addMember", { captureStackTrace: false })(function* (input: {
+      readonly teamId: string
+      readonly userId: string
+      readonly role: TeamRole
+    }) {
+      if (Option.isNone(yield* Effect.orDie(repo.exists({ teamId: input.teamId })))) {
+        return yield* NotFound.resource("team", input.teamId)
       }
-    )
+      yield* users.get(input.userId)
+      return yield* Effect.gen(function* () {
+        yield* repo.lock({ teamId: input.teamId })
+        return yield* join(input.teamId, input.userId, input.role)
+      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+    })
 
     /** A caller's role in a team; none when they are not a member. */
     const roleOf = (teamId: string, userId: string) =>
-      Effect.map(Effect.orDie(repo.roleOf({ teamId, userId })), Option.map((row) => row.role))
+      Effect.map(
+        Effect.orDie(repo.roleOf({ teamId, userId })),
+        Option.map((row) => row.role)
+      )
 
     const managersOf = (teamId: string) => Effect.orDie(repo.managersOf(teamId))
 

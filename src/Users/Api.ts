@@ -22,5 +22,4 @@ export class UsersApi extends HttpApiGroup.make("users")
       .annotate(RequiredScopes, ["write"])
       .annotate(OpenApi.Summary, "Change your name or avatar (email is read-only)")
   )
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

@@ -16,7 +16,7 @@ const NewUser = Schema.Struct({
 })
 
 export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const columns = sql`id, org_id, email, name, avatar_url, created_at, updated_at`
 

@@ -18,12 +18,12 @@ export interface CreateUser {
 
 export class Users extends Effect.Service<Users>()("Users", {
   dependencies: [UsersRepo.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* UsersRepo
 
     /** A new user, with an organisation of their own, in one transaction. */
-    const create = Effect.fn("Users.create", { captureStackTrace: false })(function*(input: CreateUser) {
+    const create = Effect.fn("Users.create", { captureStackTrace: false })(function* (input: CreateUser) {
       const email = input.email.trim().toLowerCase()
       if (!EMAIL.test(email) || email.length > 254) {
         return yield* ValidationFailed.field("email", "must be an email address")
@@ -32,9 +32,10 @@ export class Users extends Effect.Service<Users>()("Users", {
       if (input.password !== undefined && input.password.length < 8) {
         return yield* ValidationFailed.field("password", "must be at least 8 characters")
       }
-      const password_hash = input.password === undefined
-        ? null
-        : yield* Effect.promise(() => Bun.password.hash(input.password ?? "", { algorithm: "argon2id" }))
+      const password_hash =
+        input.password === undefined
+          ? null
+          : yield* Effect.promise(() => Bun.password.hash(input.password ?? "", { algorithm: "argon2id" }))
       const now = nowIso()
       const org = { id: makeId("org"), name: `${name}'s organization`, created_at: now }
       const user = { id: makeId("user"), org_id: org.id, email, name, password_hash, created_at: now }
@@ -43,15 +44,19 @@ export class Users extends Effect.Service<Users>()("Users", {
         Effect.catchTag("SqlError", (error) =>
           isUniqueViolation(error)
             ? Effect.fail(new Conflict({ message: `A user with email ${email} already exists` }))
-            : Effect.die(error))
+            : Effect.die(error)
+        )
       )
-      return yield* Effect.flatMap(repo.findById(user.id), Option.match({
-        onNone: () => Effect.dieMessage("user vanished after insert"),
-        onSome: Effect.succeed
-      }))
+      return yield* Effect.flatMap(
+        repo.findById(user.id),
+        Option.match({
+          onNone: () => Effect.dieMessage("user vanished after insert"),
+          onSome: Effect.succeed
+        })
+      )
     })
 
-    const get = Effect.fn("Users.get", { captureStackTrace: false })(function*(id: string) {
+    const get = Effect.fn("Users.get", { captureStackTrace: false })(function* (id: string) {
       const found = yield* Effect.orDie(repo.findById(id))
       return yield* Option.match(found, {
         onNone: () => Effect.fail(NotFound.resource("user", id)),
@@ -59,7 +64,10 @@ export class Users extends Effect.Service<Users>()("Users", {
       })
     })
 
-    const updateMe = Effect.fn("Users.updateMe", { captureStackTrace: false })(function*(id: string, patch: UserPatch) {
+    const updateMe = Effect.fn("Users.updateMe", { captureStackTrace: false })(function* (
+      id: string,
+      patch: UserPatch
+    ) {
       const updated = yield* Effect.orDie(repo.update(id, definedOnly(patch), nowIso()))
       return yield* Option.match(updated, {
         onNone: () => Effect.fail(NotFound.resource("user", id)),
@@ -68,7 +76,10 @@ export class Users extends Effect.Service<Users>()("Users", {
     })
 
     /** `cli users set-password`: a new argon2id hash replaces the old one. */
-    const setPassword = Effect.fn("Users.setPassword", { captureStackTrace: false })(function*(id: string, password: string) {
+    const setPassword = Effect.fn("Users.setPassword", { captureStackTrace: false })(function* (
+      id: string,
+      password: string
+    ) {
       if (password.length < 8) return yield* ValidationFailed.field("password", "must be at least 8 characters")
       const hash = yield* Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id" }))
       const updated = yield* Effect.orDie(repo.setPasswordHash(id, hash, nowIso()))
@@ -82,4 +93,3 @@ export class Users extends Effect.Service<Users>()("Users", {
     return { create, get, updateMe, setPassword, findCredentials } as const
   })
 }) {}
-

@@ -80,5 +80,4 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .annotate(RequiredScopes, ["write"])
       .annotate(OpenApi.Summary, "Retry a delivery now: one immediate attempt (the dashboard's retry button)")
   )
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

@@ -1,28 +1,37 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { CurrentPrincipal } from "../Domain/Principal.js"
 import { withLinks } from "../Contract/Links.js"
+import { CurrentPrincipal } from "../Domain/Principal.js"
 import { Webhooks } from "./Webhooks.js"
 
 export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const webhooks = yield* Webhooks
     return handlers
       .handle("list", ({ urlParams }) =>
-        CurrentPrincipal.pipe(Effect.flatMap((me) => webhooks.list(me, urlParams)), Effect.flatMap(withLinks)))
+        CurrentPrincipal.pipe(
+          Effect.flatMap((me) => webhooks.list(me, urlParams)),
+          Effect.flatMap(withLinks)
+        )
+      )
       .handle("create", ({ payload }) => Effect.flatMap(CurrentPrincipal, (me) => webhooks.create(me, payload)))
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => webhooks.get(me, path.id)))
       .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => webhooks.update(me, path.id, payload)))
+        Effect.flatMap(CurrentPrincipal, (me) => webhooks.update(me, path.id, payload))
+      )
       .handle("delete", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => webhooks.remove(me, path.id)))
       .handle("deliveries", ({ path, urlParams }) =>
         CurrentPrincipal.pipe(
           Effect.flatMap((me) => webhooks.deliveries(me, path.id, urlParams)),
           Effect.flatMap(withLinks)
-        ))
+        )
+      )
       .handle("delivery", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => webhooks.delivery(me, path.id, path.delivery_id)))
+        Effect.flatMap(CurrentPrincipal, (me) => webhooks.delivery(me, path.id, path.delivery_id))
+      )
       .handle("retry", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => webhooks.retry(me, path.id, path.delivery_id)))
-  }))
+        Effect.flatMap(CurrentPrincipal, (me) => webhooks.retry(me, path.id, path.delivery_id))
+      )
+  })
+)

@@ -23,50 +23,63 @@ import { checkTarget } from "./Delivery/Targets.js"
 import { WebhooksRepo } from "./Repo.js"
 
 /** One webhook per URL per user: a second registration would deliver every event twice. */
-const urlTaken = (url: string) => <A, R>(effect: Effect.Effect<A, SqlError, R>) =>
-  Effect.catchAll(effect, (error) =>
-    isUniqueViolation(error)
-      ? Effect.fail(new Conflict({ message: `You already have a webhook for ${url}` }))
-      : Effect.die(error))
+const urlTaken =
+  (url: string) =>
+  <A, R>(effect: Effect.Effect<A, SqlError, R>) =>
+    Effect.catchAll(effect, (error) =>
+      isUniqueViolation(error)
+        ? Effect.fail(new Conflict({ message: `You already have a webhook for ${url}` }))
+        : Effect.die(error)
+    )
 
-const orNotFound = <A>(kind: string, id: string) => (found: Option.Option<A>): Effect.Effect<A, NotFound> =>
-  Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(NotFound.resource(kind, id))
+const orNotFound =
+  <A>(kind: string, id: string) =>
+  (found: Option.Option<A>): Effect.Effect<A, NotFound> =>
+    Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(NotFound.resource(kind, id))
 
 export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
   dependencies: [WebhooksRepo.Default, Events.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const repo = yield* WebhooksRepo
     const events = yield* Events
     const { allowPrivateTargets } = yield* Effect.orDie(WebhookConfig)
 
     /** Refuses targets that resolve to private addresses, as a validation failure on `url`. */
     const guard = (url: string) =>
-      Effect.mapError(checkTarget(url, allowPrivateTargets), (refused) => ValidationFailed.field("url", refused.message))
+      Effect.mapError(checkTarget(url, allowPrivateTargets), (refused) =>
+        ValidationFailed.field("url", refused.message)
+      )
 
     const find = (principal: Principal, id: WebhookId) =>
       Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), orNotFound<Webhook>("webhook", id))
 
-    const list = Effect.fn("Webhooks.list", { captureStackTrace: false })(
-      function*(principal: Principal, query: ListQuery<WebhookSort, WebhookStatus>) {
-        return yield* Effect.orDie(repo.list(principal.userId, query))
-      }
-    )
+    const list = Effect.fn("Webhooks.list", { captureStackTrace: false })(function* (
+      principal: Principal,
+      query: ListQuery<WebhookSort, WebhookStatus>
+    ) {
+      return yield* Effect.orDie(repo.list(principal.userId, query))
+    })
 
-    const create = Effect.fn("Webhooks.create", { captureStackTrace: false })(function*(principal: Principal, input: NewWebhook) {
+    const create = Effect.fn("Webhooks.create", { captureStackTrace: false })(function* (
+      principal: Principal,
+      input: NewWebhook
+    ) {
       yield* guard(input.url)
       const generated = input.secret === undefined ? `whsec_${randomBase62(32)}` : undefined
       const now = nowIso()
       const eventTypes = Array.from(new Set(input.events))
       const id = WebhookId.make(makeId("webhook"))
-      yield* urlTaken(input.url)(repo.insert({
-        id,
-        user_id: principal.userId,
-        url: input.url,
-        events: eventTypes,
-        secret: input.secret ?? generated ?? "",
-        created_at: now,
-        updated_at: now
-      }))
+      yield* urlTaken(input.url)(
+        repo.insert({
+          id,
+          user_id: principal.userId,
+          url: input.url,
+          events: eventTypes,
+          secret: input.secret ?? generated ?? "",
+          created_at: now,
+          updated_at: now
+        })
+      )
       const created: CreatedWebhook = {
         id,
         url: input.url,
@@ -80,43 +93,60 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return created
     })
 
-    const get = Effect.fn("Webhooks.get", { captureStackTrace: false })(function*(principal: Principal, id: WebhookId) {
+    const get = Effect.fn("Webhooks.get", { captureStackTrace: false })(function* (
+      principal: Principal,
+      id: WebhookId
+    ) {
       return yield* find(principal, id)
     })
 
-    const update = Effect.fn("Webhooks.update", { captureStackTrace: false })(function*(principal: Principal, id: WebhookId, patch: WebhookPatch) {
+    const update = Effect.fn("Webhooks.update", { captureStackTrace: false })(function* (
+      principal: Principal,
+      id: WebhookId,
+      patch: WebhookPatch
+    ) {
       yield* find(principal, id)
       if (patch.url !== undefined) yield* guard(patch.url)
       const now = nowIso()
-      yield* urlTaken(patch.url ?? "that URL")(repo.update(id, {
-        ...(patch.url !== undefined ? { url: patch.url } : {}),
-        ...(patch.events !== undefined ? { events: Array.from(new Set(patch.events)) } : {}),
-        ...(patch.secret !== undefined ? { secret: patch.secret } : {}),
-        ...(patch.status === "active" ? { status: "active" as const, failed_at: null } : {}),
-        updated_at: now
-      }))
+      yield* urlTaken(patch.url ?? "that URL")(
+        repo.update(id, {
+          ...(patch.url !== undefined ? { url: patch.url } : {}),
+          ...(patch.events !== undefined ? { events: Array.from(new Set(patch.events)) } : {}),
+          ...(patch.secret !== undefined ? { secret: patch.secret } : {}),
+          ...(patch.status === "active" ? { status: "active" as const, failed_at: null } : {}),
+          updated_at: now
+        })
+      )
       return yield* find(principal, id)
     })
 
-    const remove = Effect.fn("Webhooks.remove", { captureStackTrace: false })(function*(principal: Principal, id: WebhookId) {
+    const remove = Effect.fn("Webhooks.remove", { captureStackTrace: false })(function* (
+      principal: Principal,
+      id: WebhookId
+    ) {
       yield* find(principal, id)
       yield* Effect.orDie(repo.remove(id))
     })
 
-    const deliveries = Effect.fn("Webhooks.deliveries", { captureStackTrace: false })(
-      function*(principal: Principal, id: WebhookId, query: ListQuery<"created_at", DeliveryStatus>) {
-        yield* find(principal, id)
-        return yield* Effect.orDie(repo.listDeliveries(id, query))
-      }
-    )
+    const deliveries = Effect.fn("Webhooks.deliveries", { captureStackTrace: false })(function* (
+      principal: Principal,
+      id: WebhookId,
+      query: ListQuery<"created_at", DeliveryStatus>
+    ) {
+      yield* find(principal, id)
+      return yield* Effect.orDie(repo.listDeliveries(id, query))
+    })
 
     const findDelivery = (principal: Principal, id: WebhookId, deliveryId: DeliveryId) =>
-      Effect.flatMap(
-        find(principal, id),
-        () => Effect.flatMap(Effect.orDie(repo.findDelivery(id, deliveryId)), orNotFound<Delivery>("delivery", deliveryId))
+      Effect.flatMap(find(principal, id), () =>
+        Effect.flatMap(Effect.orDie(repo.findDelivery(id, deliveryId)), orNotFound<Delivery>("delivery", deliveryId))
       )
 
-    const delivery = Effect.fn("Webhooks.delivery", { captureStackTrace: false })(function*(principal: Principal, id: WebhookId, deliveryId: DeliveryId) {
+    const delivery = Effect.fn("Webhooks.delivery", { captureStackTrace: false })(function* (
+      principal: Principal,
+      id: WebhookId,
+      deliveryId: DeliveryId
+    ) {
       const found = yield* findDelivery(principal, id, deliveryId)
       const attempts = yield* Effect.orDie(repo.attemptsOf(deliveryId))
       const withAttempts: DeliveryWithAttempts = { ...found, attempts }
@@ -124,7 +154,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     })
 
     /** The dashboard's retry button: one immediate attempt; if it fails the delivery stays failed. */
-    const retry = Effect.fn("Webhooks.retry", { captureStackTrace: false })(function*(principal: Principal, id: WebhookId, deliveryId: DeliveryId) {
+    const retry = Effect.fn("Webhooks.retry", { captureStackTrace: false })(function* (
+      principal: Principal,
+      id: WebhookId,
+      deliveryId: DeliveryId
+    ) {
       yield* findDelivery(principal, id, deliveryId)
       yield* events.transaction(repo.scheduleNow(deliveryId, nowIso())).pipe(Effect.orDie)
       return yield* findDelivery(principal, id, deliveryId)

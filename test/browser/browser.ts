@@ -79,7 +79,9 @@ export const openBrowser = async (options: { readonly origin?: string } = {}): P
   // CSP violations as the page itself sees them (the event fires in the page; this listener is not subject to it).
   await context.addInitScript(() => {
     document.addEventListener("securitypolicyviolation", (event) => {
-      console.error(`CSP violation: ${event.violatedDirective} blocked ${event.blockedURI || "inline"} (${event.sourceFile}:${event.lineNumber})`)
+      console.error(
+        `CSP violation: ${event.violatedDirective} blocked ${event.blockedURI || "inline"} (${event.sourceFile}:${event.lineNumber})`
+      )
     })
   })
   const page = await context.newPage()
@@ -87,7 +89,11 @@ export const openBrowser = async (options: { readonly origin?: string } = {}): P
   page.on("console", (message) => {
     if (message.type() !== "error") return
     const text = message.text()
-    events.push({ kind: /Content Security Policy|CSP violation/i.test(text) ? "csp" : "console", text, url: page.url() })
+    events.push({
+      kind: /Content Security Policy|CSP violation/i.test(text) ? "csp" : "console",
+      text,
+      url: page.url()
+    })
   })
   mkdirSync(SHOTS, { recursive: true })
   const shots = async (name: string) => {
@@ -97,11 +103,20 @@ export const openBrowser = async (options: { readonly origin?: string } = {}): P
     await page.setViewportSize(PHONE)
     // At 375 px nothing may stick out sideways (the page must not scroll horizontally).
     const width = await page.evaluate(() => document.documentElement.scrollWidth)
-    const sticking = width <= PHONE.width ? [] : await page.evaluate((limit) =>
-      Array.from(document.querySelectorAll("body *"))
-        .filter((element) => element.getBoundingClientRect().right > limit + 1)
-        .slice(-5)
-        .map((element) => `${element.tagName.toLowerCase()}.${element.className}: ${(element.textContent ?? "").slice(0, 40)}`), PHONE.width)
+    const sticking =
+      width <= PHONE.width
+        ? []
+        : await page.evaluate(
+            (limit) =>
+              Array.from(document.querySelectorAll("body *"))
+                .filter((element) => element.getBoundingClientRect().right > limit + 1)
+                .slice(-5)
+                .map(
+                  (element) =>
+                    `${element.tagName.toLowerCase()}.${element.className}: ${(element.textContent ?? "").slice(0, 40)}`
+                ),
+            PHONE.width
+          )
     expect({ page: name, width, sticking }).toEqual({ page: name, width: PHONE.width, sticking: [] })
     await page.screenshot({ path: join(SHOTS, `${name}-phone.png`), fullPage: true })
     await page.setViewportSize(viewport)
@@ -142,7 +157,16 @@ export const userWithPassword = async (
 ): Promise<{ readonly id: string; readonly email: string; readonly password: string; readonly name: string }> => {
   const email = `${name.toLowerCase().replace(/[^a-z]+/g, ".")}.${Math.random().toString(36).slice(2, 8)}@example.com`
   const password = `pw-${Math.random().toString(36).slice(2)}-Secret!`
-  const user = await server.cli<{ id: string }>("users", "create", "--email", email, "--name", name, "--password", password)
+  const user = await server.cli<{ id: string }>(
+    "users",
+    "create",
+    "--email",
+    email,
+    "--name",
+    name,
+    "--password",
+    password
+  )
   return { id: user.id, email, password, name }
 }
 

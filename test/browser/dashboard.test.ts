@@ -7,13 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { brotliDecompressSync, gunzipSync } from "node:zlib"
 import { type Server, startServer } from "../support/server.ts"
-import {
-  type BrowserSession,
-  expectNoProblems,
-  expectOnlyLoopback,
-  openBrowser,
-  userWithPassword
-} from "./browser.ts"
+import { type BrowserSession, expectNoProblems, expectOnlyLoopback, openBrowser, userWithPassword } from "./browser.ts"
 
 let server: Server
 let session: BrowserSession
@@ -68,7 +62,10 @@ describe("serving", () => {
       const brBytes = new Uint8Array(await br.arrayBuffer())
       expect(brBytes.byteLength).toBeLessThan(original.byteLength)
       expect(new Uint8Array(brotliDecompressSync(brBytes))).toEqual(original)
-      const gzip = await fetch(`${server.url}${path}`, { headers: { "accept-encoding": "gzip, br;q=0" }, decompress: false })
+      const gzip = await fetch(`${server.url}${path}`, {
+        headers: { "accept-encoding": "gzip, br;q=0" },
+        decompress: false
+      })
       expect(gzip.headers.get("content-encoding")).toBe("gzip")
       expect(new Uint8Array(gunzipSync(new Uint8Array(await gzip.arrayBuffer())))).toEqual(original)
       const etag = plain.headers.get("etag") ?? ""
@@ -126,15 +123,18 @@ describe("in the browser", () => {
     await session.shots("04-project")
 
     for (const name of ["Borealis", "Cassini"]) {
-      const created = await page.evaluate(async ([name]) => {
-        const token = JSON.parse(sessionStorage.getItem("pcs.dashboard.session") ?? "{}").token
-        const response = await fetch("/v1/projects", {
-          method: "POST",
-          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-          body: JSON.stringify({ name })
-        })
-        return response.status
-      }, [name])
+      const created = await page.evaluate(
+        async ([name]) => {
+          const token = JSON.parse(sessionStorage.getItem("pcs.dashboard.session") ?? "{}").token
+          const response = await fetch("/v1/projects", {
+            method: "POST",
+            headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+            body: JSON.stringify({ name })
+          })
+          return response.status
+        },
+        [name]
+      )
       expect(created).toBe(201)
     }
     await page.getByRole("link", { name: "Projects", exact: true }).click()
@@ -166,8 +166,15 @@ describe("in the browser", () => {
 
     // Paging: 25 projects make two pages of 20.
     const token = await page.evaluate(() => JSON.parse(sessionStorage.getItem("pcs.dashboard.session") ?? "{}").token)
-    await Promise.all(Array.from({ length: 23 }, (_, i) =>
-      server.request("/v1/projects", { method: "POST", key: token, body: { name: `Bulk ${String(i).padStart(2, "0")}` } })))
+    await Promise.all(
+      Array.from({ length: 23 }, (_, i) =>
+        server.request("/v1/projects", {
+          method: "POST",
+          key: token,
+          body: { name: `Bulk ${String(i).padStart(2, "0")}` }
+        })
+      )
+    )
     await page.goto(`${server.url}/dashboard/projects?sort=name&order=asc`)
     await page.getByText("Page 1 of 2 · 25 in all").waitFor()
     await page.getByRole("link", { name: "Next →" }).click()
@@ -210,7 +217,9 @@ describe("in the browser", () => {
     const row = page.locator("tr", { hasText: "Deploy bot" })
     await row.waitFor()
     expect(await page.content()).not.toContain(key)
-    expect(await page.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }))).not.toContain(key)
+    expect(
+      await page.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }))
+    ).not.toContain(key)
     expect(await row.textContent()).toContain(key.slice(0, 12))
     expect(await row.textContent()).toContain("projects:read, projects:write")
     expect(await row.locator(".badge").textContent()).toBe("active")

@@ -17,10 +17,19 @@ let client: { readonly client_id: string; readonly client_secret: string }
 let bea: Awaited<ReturnType<typeof userWithPassword>>
 
 beforeAll(async () => {
-  receiver = startReceiver({ default: { status: 200, body: "client received the redirect", headers: { "content-type": "text/plain" } } })
+  receiver = startReceiver({
+    default: { status: 200, body: "client received the redirect", headers: { "content-type": "text/plain" } }
+  })
   server = await startServer()
   bea = await userWithPassword(server, "Bea Browser")
-  client = await server.cli("oauth-clients", "create", "--name", "Receiver App", "--redirect-uri", receiver.url("/callback"))
+  client = await server.cli(
+    "oauth-clients",
+    "create",
+    "--name",
+    "Receiver App",
+    "--redirect-uri",
+    receiver.url("/callback")
+  )
   session = await openBrowser()
 }, 30_000)
 

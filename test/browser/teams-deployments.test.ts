@@ -122,16 +122,29 @@ describe.skipIf(!ready)("teams and deployments (needs the endpoints of decisions
     await member.getByLabel(`Role of ${bob.name}`, { exact: true }).selectOption("member")
     await member.getByRole("button", { name: `Change the role of ${bob.name}` }).click()
     await page.reload()
-    await expect(page.locator("tbody tr", { hasText: bob.email }).first().getByLabel(`Role of ${bob.name}`, { exact: true }).inputValue()).resolves.toBe("member")
+    await expect(
+      page
+        .locator("tbody tr", { hasText: bob.email })
+        .first()
+        .getByLabel(`Role of ${bob.name}`, { exact: true })
+        .inputValue()
+    ).resolves.toBe("member")
     // The last owner cannot be demoted: the API's message shows.
     const self = page.locator("tbody tr", { hasText: ann.email }).first()
     await self.getByLabel(`Role of ${ann.name}`, { exact: true }).selectOption("member")
     await self.getByRole("button", { name: `Change the role of ${ann.name}` }).click()
     await self.getByRole("alert").waitFor()
 
-    await page.locator("tbody tr", { hasText: bob.email }).first().getByRole("button", { name: `Remove ${bob.name}` }).click()
+    await page
+      .locator("tbody tr", { hasText: bob.email })
+      .first()
+      .getByRole("button", { name: `Remove ${bob.name}` })
+      .click()
     await page.getByRole("dialog").getByRole("button", { name: "Remove member" }).click()
-    await page.locator("tbody tr", { hasText: bob.email }).filter({ has: page.getByRole("button", { name: `Remove ${bob.name}` }) }).waitFor({ state: "detached" })
+    await page
+      .locator("tbody tr", { hasText: bob.email })
+      .filter({ has: page.getByRole("button", { name: `Remove ${bob.name}` }) })
+      .waitFor({ state: "detached" })
   }, 60_000)
 
   test("declining an invitation", async () => {

@@ -36,7 +36,18 @@ beforeAll(async () => {
   receiver = startReceiver()
   server = await startServer({ env: ENV })
   ann = await userWithPassword(server, "Ann Hooks")
-  annKey = (await server.cli<{ key: string }>("api-keys", "create", "--user", ann.id, "--name", "test", "--scopes", "read,write")).key
+  annKey = (
+    await server.cli<{ key: string }>(
+      "api-keys",
+      "create",
+      "--user",
+      ann.id,
+      "--name",
+      "test",
+      "--scopes",
+      "read,write"
+    )
+  ).key
   session = await openBrowser({ origin: server.url })
 }, 30_000)
 
@@ -78,10 +89,13 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   expect(attempts[0]!.headers["x-service-signature"]).toBe(sign(secret, attempts[0]!.body))
   const hooks = await server.request("/v1/webhooks", { key: annKey })
   const hookId: string = hooks.body.data[0].id
-  await eventually(async () => {
-    const log = await server.request(`/v1/webhooks/${hookId}/deliveries`, { key: annKey })
-    return log.body.data[0]?.status === "failed" ? true : undefined
-  }, { what: "the delivery to fail" })
+  await eventually(
+    async () => {
+      const log = await server.request(`/v1/webhooks/${hookId}/deliveries`, { key: annKey })
+      return log.body.data[0]?.status === "failed" ? true : undefined
+    },
+    { what: "the delivery to fail" }
+  )
 
   // The webhook page: failed, the delivery log filtered by status.
   await page.getByRole("link", { name: receiver.url(path) }).click()
@@ -155,7 +169,11 @@ test("edit a webhook's events, rotate its secret (shown once, used to sign), del
   await session.shots("15-webhook-rotated")
 
   const before = receiver.requests(path).length
-  const project = await server.request("/v1/projects", { method: "POST", key: annKey, body: { name: "After rotation" } })
+  const project = await server.request("/v1/projects", {
+    method: "POST",
+    key: annKey,
+    body: { name: "After rotation" }
+  })
   expect(project.status).toBe(201)
   const [latest] = (await receiver.waitFor(before + 1, { path })).slice(before)
   expect(latest!.headers["x-service-signature"]).toBe(sign(secret, latest!.body))

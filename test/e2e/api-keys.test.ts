@@ -21,7 +21,8 @@ afterAll(async () => {
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const KEY_ID = /^key_[0-7][0-9a-hjkmnp-tv-z]{25}$/
 
-const createKey = (user: TestUser, body: unknown) => server.request("/v1/api-keys", { method: "POST", key: user.key, body })
+const createKey = (user: TestUser, body: unknown) =>
+  server.request("/v1/api-keys", { method: "POST", key: user.key, body })
 
 const listKeys = async (user: TestUser) => {
   const res = await server.request("/v1/api-keys?per_page=100", { key: user.key })
@@ -38,9 +39,18 @@ describe("POST /v1/api-keys", () => {
     expect(res.status).toBe(201)
     const { data, meta } = res.body
     expect(meta.request_id).toMatch(/^req_[0-9a-f-]{36}$/)
-    expect(Object.keys(data).sort()).toEqual(
-      ["created_at", "expires_at", "id", "key", "last_used_at", "name", "prefix", "revoked_at", "scopes", "status"]
-    )
+    expect(Object.keys(data).sort()).toEqual([
+      "created_at",
+      "expires_at",
+      "id",
+      "key",
+      "last_used_at",
+      "name",
+      "prefix",
+      "revoked_at",
+      "scopes",
+      "status"
+    ])
     expect(data.id).toMatch(KEY_ID)
     expect(data.name).toBe("CI deploy")
     expect(data.scopes).toEqual(["projects:read", "projects:write"])
@@ -176,10 +186,16 @@ describe("DELETE /v1/api-keys/:id", () => {
   })
 
   test("an unknown id is 404; a malformed id is validation_failed", async () => {
-    const unknown = await server.request("/v1/api-keys/key_01jd3xkq8w0000000000000000", { method: "DELETE", key: ann.key })
+    const unknown = await server.request("/v1/api-keys/key_01jd3xkq8w0000000000000000", {
+      method: "DELETE",
+      key: ann.key
+    })
     expect(unknown.status).toBe(404)
     expect(unknown.body.error.code).toBe("not_found")
-    const malformed = await server.request("/v1/api-keys/proj_01jd3xkq8w0000000000000000", { method: "DELETE", key: ann.key })
+    const malformed = await server.request("/v1/api-keys/proj_01jd3xkq8w0000000000000000", {
+      method: "DELETE",
+      key: ann.key
+    })
     expect(malformed.status).toBe(400)
     expect(malformed.body.error.code).toBe("validation_failed")
     expect(malformed.body.error.details[0].field).toBe("id")

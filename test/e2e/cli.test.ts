@@ -69,7 +69,16 @@ describe("users create", () => {
   }, 60_000)
 
   test("a password is accepted and never printed", async () => {
-    const { stdout, code } = await cli("users", "create", "--email", uniqueEmail("pw"), "--name", "Pw", "--password", "correct horse battery")
+    const { stdout, code } = await cli(
+      "users",
+      "create",
+      "--email",
+      uniqueEmail("pw"),
+      "--name",
+      "Pw",
+      "--password",
+      "correct horse battery"
+    )
     expect(code).toBe(0)
     expect(stdout).not.toContain("correct horse battery")
     expect(stdout).not.toContain("password")
@@ -93,12 +102,15 @@ describe("users create", () => {
   test("an invalid email, an empty name or a short password is refused", async () => {
     expect(await fails("users", "create", "--email", "not-an-email", "--name", "X")).toContain("email")
     expect(await fails("users", "create", "--email", uniqueEmail("noname"), "--name", "   ")).toContain("name")
-    expect(await fails("users", "create", "--email", uniqueEmail("short"), "--name", "S", "--password", "short"))
-      .toContain("password")
+    expect(
+      await fails("users", "create", "--email", uniqueEmail("short"), "--name", "S", "--password", "short")
+    ).toContain("password")
   }, 60_000)
 
   test("unknown flags and a flag without a value are usage errors", async () => {
-    expect(await fails("users", "create", "--email", uniqueEmail("x"), "--name", "X", "--admin", "yes")).toContain("--admin")
+    expect(await fails("users", "create", "--email", uniqueEmail("x"), "--name", "X", "--admin", "yes")).toContain(
+      "--admin"
+    )
     expect(await fails("users", "create", "--email", uniqueEmail("x"), "--name")).toContain("usage")
   }, 60_000)
 })
@@ -133,7 +145,18 @@ describe("api-keys create", () => {
     const user = await ok("users", "create", "--email", uniqueEmail("exp"), "--name", "Exp")
     const [future, past] = await Promise.all([
       cli("api-keys", "create", "--user", user.id, "--name", "f", "--scopes", "read", "--expires-at", "2099-01-01"),
-      cli("api-keys", "create", "--user", user.id, "--name", "p", "--scopes", "read", "--expires-at", "2020-01-01T00:00:00Z")
+      cli(
+        "api-keys",
+        "create",
+        "--user",
+        user.id,
+        "--name",
+        "p",
+        "--scopes",
+        "read",
+        "--expires-at",
+        "2020-01-01T00:00:00Z"
+      )
     ])
     expect(future.code).toBe(0)
     expect(JSON.parse(future.stdout).data.expires_at).toBe("2099-01-01T00:00:00.000Z")
@@ -190,11 +213,7 @@ describe("teams", () => {
 
 describe("usage", () => {
   test("an unknown command exits non-zero with the usage", async () => {
-    const [unknown, none, half] = await Promise.all([
-      fails("projects", "destroy"),
-      fails(),
-      fails("users")
-    ])
+    const [unknown, none, half] = await Promise.all([fails("projects", "destroy"), fails(), fails("users")])
     expect(unknown).toContain("unknown command")
     expect(unknown).toContain("usage")
     expect(none).toContain("usage")
@@ -209,7 +228,13 @@ describe("help", () => {
       expect(run.code).toBe(0)
       expect(run.stderr).toBe("")
       expect(run.stdout).toContain("usage: bun run cli")
-      for (const command of ["users list", "users delete", "api-keys revoke", "oauth-clients rotate-secret", "migrate"]) {
+      for (const command of [
+        "users list",
+        "users delete",
+        "api-keys revoke",
+        "oauth-clients rotate-secret",
+        "migrate"
+      ]) {
         expect(run.stdout).toContain(command)
       }
       expect(run.stdout).toContain("exit status")
@@ -289,7 +314,16 @@ describe("flags and exit codes", () => {
 
 describe("users list and delete", () => {
   test("list shows every user without internal fields; delete removes one and their keys", async () => {
-    const user = await ok("users", "create", "--email", uniqueEmail("listed"), "--name", "Listed", "--password", "correct horse battery")
+    const user = await ok(
+      "users",
+      "create",
+      "--email",
+      uniqueEmail("listed"),
+      "--name",
+      "Listed",
+      "--password",
+      "correct horse battery"
+    )
     const key = await ok("api-keys", "create", "--user", user.id, "--name", "k", "--scopes", "read")
     const users = await ok("users", "list")
     expect(Array.isArray(users)).toBe(true)
@@ -337,7 +371,14 @@ describe("oauth-clients list, rotate-secret and delete", () => {
   test("a rotated secret is shown once and replaces the old one at the token endpoint; delete removes the client", async () => {
     const server = await startServer({ databaseUrl })
     try {
-      const created = await ok("oauth-clients", "create", "--name", "Rotating", "--redirect-uri", "http://localhost:8080/cb")
+      const created = await ok(
+        "oauth-clients",
+        "create",
+        "--name",
+        "Rotating",
+        "--redirect-uri",
+        "http://localhost:8080/cb"
+      )
       const listed = await ok("oauth-clients", "list")
       const entry = listed.find((client: { client_id: string }) => client.client_id === created.client_id)
       expect(entry).toEqual({
@@ -351,11 +392,17 @@ describe("oauth-clients list, rotate-secret and delete", () => {
 
       // RFC 7009: revoking an unknown token answers 200 once the client has authenticated, 401 otherwise.
       const authenticates = async (secret: string) =>
-        (await server.request("/oauth/revoke", {
-          method: "POST",
-          rawBody: new URLSearchParams({ token: "pcr_unknown", client_id: created.client_id, client_secret: secret }).toString(),
-          headers: { "content-type": "application/x-www-form-urlencoded" }
-        })).status
+        (
+          await server.request("/oauth/revoke", {
+            method: "POST",
+            rawBody: new URLSearchParams({
+              token: "pcr_unknown",
+              client_id: created.client_id,
+              client_secret: secret
+            }).toString(),
+            headers: { "content-type": "application/x-www-form-urlencoded" }
+          })
+        ).status
       expect(await authenticates(created.client_secret)).toBe(200)
 
       const rotated = await ok("oauth-clients", "rotate-secret", "--client", created.client_id)
@@ -364,12 +411,23 @@ describe("oauth-clients list, rotate-secret and delete", () => {
       expect(await authenticates(created.client_secret)).toBe(401)
       expect(await authenticates(rotated.client_secret)).toBe(200)
 
-      const publicClient = await ok("oauth-clients", "create", "--name", "SPA", "--redirect-uri", "http://localhost:8080/cb", "--public")
+      const publicClient = await ok(
+        "oauth-clients",
+        "create",
+        "--name",
+        "SPA",
+        "--redirect-uri",
+        "http://localhost:8080/cb",
+        "--public"
+      )
       const noSecret = await cli("oauth-clients", "rotate-secret", "--client", publicClient.client_id)
       expect(noSecret.code).toBe(4)
       expect(noSecret.stderr).toContain("public")
 
-      expect(await ok("oauth-clients", "delete", "--client", created.client_id)).toEqual({ client_id: created.client_id, deleted: true })
+      expect(await ok("oauth-clients", "delete", "--client", created.client_id)).toEqual({
+        client_id: created.client_id,
+        deleted: true
+      })
       expect(await authenticates(rotated.client_secret)).toBe(401)
       expect((await cli("oauth-clients", "delete", "--client", created.client_id)).code).toBe(3)
     } finally {
@@ -381,7 +439,11 @@ describe("oauth-clients list, rotate-secret and delete", () => {
 test("the README's table of operator commands lists every command as --help shows it", async () => {
   const readme = (await Bun.file(new URL("../../README.md", import.meta.url)).text()).replace(/\\\|/g, "|")
   const help = await cli("--help")
-  const lines = help.stdout.split("\n").filter((line) => line.startsWith("  ")).map((line) => line.trim())
+  const lines = help.stdout
+    .split("\n")
+    .filter((line) => line.startsWith("  "))
+    .map((line) => line.trim())
   expect(lines.length).toBeGreaterThan(10)
-  for (const line of lines) expect({ line, documented: readme.includes(`| \`${line}\` |`) }).toEqual({ line, documented: true })
+  for (const line of lines)
+    expect({ line, documented: readme.includes(`| \`${line}\` |`) }).toEqual({ line, documented: true })
 }, 60_000)

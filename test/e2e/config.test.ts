@@ -46,13 +46,18 @@ const tryStart = async (env: Record<string, string>): Promise<Outcome> => {
     stdout: "pipe",
     stderr: "pipe"
   })
-  const output = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]).then((parts) => parts.join("\n"))
+  const output = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]).then((parts) =>
+    parts.join("\n")
+  )
   let exited = false
   void proc.exited.then(() => (exited = true))
   let started = false
   const deadline = Date.now() + 30_000
   while (!exited && !started && Date.now() < deadline) {
-    started = await fetch(`http://127.0.0.1:${port}/health/ready`).then((r) => r.status === 200, () => false)
+    started = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
+      (r) => r.status === 200,
+      () => false
+    )
     if (!started) await Bun.sleep(100)
   }
   if (!exited) proc.kill("SIGTERM")
@@ -64,12 +69,14 @@ const tryStart = async (env: Record<string, string>): Promise<Outcome> => {
 const bounded = async <T>(limit: number, tasks: ReadonlyArray<() => Promise<T>>): Promise<Array<T>> => {
   const results: Array<T> = new Array(tasks.length)
   let next = 0
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, async () => {
-    while (next < tasks.length) {
-      const index = next++
-      results[index] = await tasks[index]!()
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: Math.min(limit, tasks.length) }, async () => {
+      while (next < tasks.length) {
+        const index = next++
+        results[index] = await tasks[index]!()
+      }
+    })
+  )
   return results
 }
 
@@ -139,7 +146,8 @@ describe("the README's configuration table", () => {
 
   test("every variable in the table is read by src/Config.ts", () => {
     const source = readFileSync(join(ROOT, "src", "Config.ts"), "utf8")
-    for (const name of documentedVariables()) expect({ name, read: source.includes(`"${name}"`) }).toEqual({ name, read: true })
+    for (const name of documentedVariables())
+      expect({ name, read: source.includes(`"${name}"`) }).toEqual({ name, read: true })
   })
 
   test("every variable docker-compose.yml gives the service is documented", () => {
@@ -149,16 +157,23 @@ describe("the README's configuration table", () => {
     const names = Array.from(environment.matchAll(/^ {6}([A-Z0-9_]+):/gm), (match) => match[1]!)
     expect(names.length).toBeGreaterThan(5)
     const documented = documentedVariables()
-    for (const name of names) expect({ name, documented: documented.includes(name) }).toEqual({ name, documented: true })
+    for (const name of names)
+      expect({ name, documented: documented.includes(name) }).toEqual({ name, documented: true })
   })
 
   test("each documented value starts the server", async () => {
     const count = Math.max(...Object.values(documentedValues).map((values) => values.length))
     const envs = Array.from({ length: count }, (_, k) =>
       Object.fromEntries(
-        Object.entries(documentedValues).flatMap(([name, values]) => values.length === 0 ? [] : [[name, values[k % values.length]!.replace("{k}", String(k))]])
-      ))
-    const outcomes = await bounded(3, envs.map((env) => () => tryStart(env)))
+        Object.entries(documentedValues).flatMap(([name, values]) =>
+          values.length === 0 ? [] : [[name, values[k % values.length]!.replace("{k}", String(k))]]
+        )
+      )
+    )
+    const outcomes = await bounded(
+      3,
+      envs.map((env) => () => tryStart(env))
+    )
     for (const [k, outcome] of outcomes.entries()) {
       expect({ env: k, started: outcome.started, output: outcome.started ? "" : outcome.output }).toEqual({
         env: k,
@@ -172,18 +187,35 @@ describe("the README's configuration table", () => {
 describe("settings that cannot work stop start-up, naming the variable", () => {
   const refused: ReadonlyArray<readonly [Record<string, string>, ReadonlyArray<string>]> = [
     [{ LOG_LEVEL: "loud" }, ["LOG_LEVEL", "warning"]],
-    [{ WEBHOOK_CLAIM_TIMEOUT: "5s", WEBHOOK_TIMEOUT: "10s" }, ["WEBHOOK_CLAIM_TIMEOUT must exceed WEBHOOK_TIMEOUT (they are 5s and 10s)"]],
     [
-      { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "5000", OTEL_BSP_MAX_QUEUE_SIZE: "2048" },
+      { WEBHOOK_CLAIM_TIMEOUT: "5s", WEBHOOK_TIMEOUT: "10s" },
+      ["WEBHOOK_CLAIM_TIMEOUT must exceed WEBHOOK_TIMEOUT (they are 5s and 10s)"]
+    ],
+    [
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9",
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "5000",
+        OTEL_BSP_MAX_QUEUE_SIZE: "2048"
+      },
       ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE (they are 5000 and 2048)"]
     ],
-    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" }, ["OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL"]],
+    [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" },
+      ["OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL"]
+    ],
     [{ BASE_URL: "localhost:3000" }, ["BASE_URL must be an http:// or https:// URL"]],
     [{ DATABASE_URL: "mysql://db/pcs" }, ["DATABASE_URL must be"]],
     [{ SHUTDOWN_TIMEOUT: "soon" }, ["SHUTDOWN_TIMEOUT must be a duration"]]
   ]
   test("each is refused with its message", async () => {
-    const outcomes = await bounded(3, refused.map(([env]) => () => tryStart(env)))
+    const outcomes = await bounded(
+      3,
+      refused.map(
+        ([env]) =>
+          () =>
+            tryStart(env)
+      )
+    )
     for (const [k, outcome] of outcomes.entries()) {
       const [env, messages] = refused[k]!
       expect({ env, started: outcome.started }).toEqual({ env, started: false })
@@ -195,5 +227,8 @@ describe("settings that cannot work stop start-up, naming the variable", () => {
 
 test("OTEL_BSP_MAX_QUEUE_SIZE alone below the default batch size starts (the batch size follows it)", async () => {
   const outcome = await tryStart({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_BSP_MAX_QUEUE_SIZE: "100" })
-  expect({ started: outcome.started, output: outcome.started ? "" : outcome.output }).toEqual({ started: true, output: "" })
+  expect({ started: outcome.started, output: outcome.started ? "" : outcome.output }).toEqual({
+    started: true,
+    output: ""
+  })
 }, 60_000)

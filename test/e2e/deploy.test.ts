@@ -11,10 +11,15 @@ import { join } from "node:path"
 const ROOT = join(import.meta.dir, "..", "..")
 const dockerfile = readFileSync(join(ROOT, "Dockerfile"), "utf8")
 const compose = readFileSync(join(ROOT, "docker-compose.yml"), "utf8")
-const dockerignore = readFileSync(join(ROOT, ".dockerignore"), "utf8").split("\n").map((line) => line.trim())
+const dockerignore = readFileSync(join(ROOT, ".dockerignore"), "utf8")
+  .split("\n")
+  .map((line) => line.trim())
 
 /** The instructions, continuation lines joined, comments dropped. */
-const instructions = dockerfile.replace(/\\\n\s*/g, " ").split("\n").filter((line) => line.trim() !== "" && !line.startsWith("#"))
+const instructions = dockerfile
+  .replace(/\\\n\s*/g, " ")
+  .split("\n")
+  .filter((line) => line.trim() !== "" && !line.startsWith("#"))
 
 test("the Dockerfile: multi-stage, frozen production install, non-root, exec-form CMD", () => {
   expect(instructions.filter((line) => line.startsWith("FROM ")).length).toBeGreaterThanOrEqual(2)
@@ -50,8 +55,15 @@ test("the production install (as the image makes it) starts the service and runs
     // What the Dockerfile copies, then its install step.
     for (const file of ["package.json", "bun.lock", "tsconfig.json"]) cpSync(join(ROOT, file), join(dir, file))
     cpSync(join(ROOT, "src"), join(dir, "src"), { recursive: true })
-    const install = Bun.spawnSync(["bun", "install", "--frozen-lockfile", "--production"], { cwd: dir, stdout: "pipe", stderr: "pipe" })
-    expect({ code: install.exitCode, stderr: install.exitCode === 0 ? "" : install.stderr.toString() }).toEqual({ code: 0, stderr: "" })
+    const install = Bun.spawnSync(["bun", "install", "--frozen-lockfile", "--production"], {
+      cwd: dir,
+      stdout: "pipe",
+      stderr: "pipe"
+    })
+    expect({ code: install.exitCode, stderr: install.exitCode === 0 ? "" : install.stderr.toString() }).toEqual({
+      code: 0,
+      stderr: ""
+    })
 
     const env = { ...process.env, NODE_ENV: "production", DATABASE_URL: "", LOG_LEVEL: "warning" }
     const help = Bun.spawnSync(["bun", "run", "cli", "--help"], { cwd: dir, env, stdout: "pipe", stderr: "pipe" })
@@ -72,7 +84,10 @@ test("the production install (as the image makes it) starts the service and runs
       let ready = false
       const deadline = Date.now() + 30_000
       while (!ready && Date.now() < deadline && proc.exitCode === null) {
-        ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then((r) => r.ok, () => false)
+        ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
+          (r) => r.ok,
+          () => false
+        )
         if (!ready) await Bun.sleep(100)
       }
       expect(ready).toBe(true)

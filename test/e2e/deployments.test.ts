@@ -3,8 +3,9 @@
  * every other transition 409, archived projects, who may deploy (whoever can change the project), scopes, and
  * deleting a project deleting its deployments (checked in the database itself).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+
 import { Database } from "bun:sqlite"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SQL } from "bun"
 import { type Server, startServer, type TestUser } from "../support/server.ts"
 
@@ -71,9 +72,18 @@ describe("POST /v1/projects/:id/deployments", () => {
     const res = await deploy(ann, p.id, { ref: "  v1.2.3 " })
     expect(res.status).toBe(201)
     const d = res.body.data
-    expect(Object.keys(d).sort()).toEqual(
-      ["created_at", "created_by", "description", "environment", "finished_at", "id", "project_id", "ref", "status", "updated_at"]
-    )
+    expect(Object.keys(d).sort()).toEqual([
+      "created_at",
+      "created_by",
+      "description",
+      "environment",
+      "finished_at",
+      "id",
+      "project_id",
+      "ref",
+      "status",
+      "updated_at"
+    ])
     expect(d.id).toMatch(DEPLOYMENT_ID)
     expect(d).toMatchObject({
       project_id: p.id,
@@ -107,8 +117,10 @@ describe("POST /v1/projects/:id/deployments", () => {
     expectValidation(await deploy(ann, p.id, { ref: "main", description: "d".repeat(2001) }), "description")
     expectValidation(await deploy(ann, p.id, { ref: "main", status: "succeeded" }), "status")
     expectValidation(await deploy(ann, "nope"), "id")
-    expect((await deploy(ann, p.id, { ref: "x".repeat(200), environment: "a".repeat(64), description: "d".repeat(2000) })).status)
-      .toBe(201)
+    expect(
+      (await deploy(ann, p.id, { ref: "x".repeat(200), environment: "a".repeat(64), description: "d".repeat(2000) }))
+        .status
+    ).toBe(201)
   })
 
   test("an archived project cannot be deployed (409); unarchived it can", async () => {
@@ -179,7 +191,12 @@ describe("PUT /v1/projects/:id/deployments/:deployment_id", () => {
     await Bun.sleep(2)
     const res = await finish(ann, p.id, d.id, { status: "succeeded", description: "all green" })
     expect(res.status).toBe(200)
-    expect(res.body.data).toMatchObject({ id: d.id, status: "succeeded", description: "all green", created_at: d.created_at })
+    expect(res.body.data).toMatchObject({
+      id: d.id,
+      status: "succeeded",
+      description: "all green",
+      created_at: d.created_at
+    })
     expect(res.body.data.finished_at).toMatch(TIMESTAMP)
     expect(res.body.data.updated_at).toBe(res.body.data.finished_at)
     expect(res.body.data.finished_at > d.created_at).toBe(true)
@@ -226,7 +243,12 @@ describe("GET /v1/projects/:id/deployments", () => {
     const [p, other] = [await project(ann), await project(ann)]
     await deploy(ann, other.id)
     const ids: Array<string> = []
-    for (const [environment, ref] of [["production", "alpha"], ["staging", "bravo"], ["production", "charlie"], ["staging", "delta"]]) {
+    for (const [environment, ref] of [
+      ["production", "alpha"],
+      ["staging", "bravo"],
+      ["production", "charlie"],
+      ["staging", "delta"]
+    ]) {
       ids.push((await deploy(ann, p.id, { environment, ref })).body.data.id)
     }
     await finish(ann, p.id, ids[0]!, { status: "succeeded" })

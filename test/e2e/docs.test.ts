@@ -11,7 +11,8 @@ import { type Server, startServer } from "../support/server.ts"
 
 const CHROMIUM = "/usr/bin/chromium"
 const haveChromium = existsSync(CHROMIUM)
-if (!haveChromium) console.warn(`${CHROMIUM} is missing (apt-get install chromium): the browser test of /docs is skipped`)
+if (!haveChromium)
+  console.warn(`${CHROMIUM} is missing (apt-get install chromium): the browser test of /docs is skipped`)
 
 let server: Server
 let browser: Browser | undefined
@@ -60,11 +61,16 @@ describe.skipIf(!haveChromium)("/docs in a browser", () => {
       expect(await page.getByRole("button", { name: /Selected Auth Type:\s*bearer/ }).count()).toBeGreaterThan(0)
 
       // The request dialog starts on bearer: a key typed in is sent with the request.
-      await page.getByRole("button", { name: /Test Request/ }).first().click()
+      await page
+        .getByRole("button", { name: /Test Request/ })
+        .first()
+        .click()
       const dialog = page.getByRole("dialog")
       await dialog.getByText("Bearer Token").first().waitFor({ timeout: 30_000 })
       await dialog.getByPlaceholder("Token").first().fill(user.key)
-      const sent = page.waitForRequest((request) => new URL(request.url()).pathname === "/v1/projects", { timeout: 30_000 })
+      const sent = page.waitForRequest((request) => new URL(request.url()).pathname === "/v1/projects", {
+        timeout: 30_000
+      })
       await dialog.getByRole("button", { name: "Send" }).first().click()
       const request = await sent
       expect(request.headers()["authorization"]).toBe(`Bearer ${user.key}`)
@@ -74,7 +80,9 @@ describe.skipIf(!haveChromium)("/docs in a browser", () => {
       await page.close()
     }
     expect(requests.length).toBeGreaterThan(1)
-    const elsewhere = requests.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith("data:") && !url.startsWith("blob:"))
+    const elsewhere = requests.filter(
+      (url) => !url.startsWith(`${origin}/`) && !url.startsWith("data:") && !url.startsWith("blob:")
+    )
     expect(elsewhere).toEqual([])
     expect(problems).toEqual([])
   }, 120_000)
@@ -116,7 +124,10 @@ describe("/docs over HTTP", () => {
     expect(script).toBeDefined()
     const sizes: Record<string, number> = {}
     for (const encoding of ["br", "gzip", "identity"]) {
-      const response = await fetch(`${server.url}${script}`, { headers: { "accept-encoding": encoding }, decompress: false })
+      const response = await fetch(`${server.url}${script}`, {
+        headers: { "accept-encoding": encoding },
+        decompress: false
+      })
       expect(response.status).toBe(200)
       expect(response.headers.get("cache-control")).toBe("public, max-age=31536000, immutable")
       expect(response.headers.get("content-type")).toBe("text/javascript; charset=utf-8")

@@ -103,8 +103,25 @@ const value = (depth = 0): unknown => {
   }
 }
 
-const FIELDS = ["name", "description", "visibility", "status", "team_id", "url", "events", "secret", "scopes",
-  "expires_at", "email", "id", "created_at", "extra", "\u0000", "__proto__", "constructor"]
+const FIELDS = [
+  "name",
+  "description",
+  "visibility",
+  "status",
+  "team_id",
+  "url",
+  "events",
+  "secret",
+  "scopes",
+  "expires_at",
+  "email",
+  "id",
+  "created_at",
+  "extra",
+  "\u0000",
+  "__proto__",
+  "constructor"
+]
 
 const anyId = () =>
   pick([
@@ -148,22 +165,33 @@ const paths = () => [
 const query = () => {
   const params = new URLSearchParams()
   for (let i = int(4); i > 0; i--) {
-    params.append(pick(["page", "per_page", "sort", "order", "search", "status", "created_after", "created_before", "x"]),
-      String(pick([...STRINGS, "1", "0", "-1", "100", "101", "99999999999999999999", "name", "asc", "desc"])))
+    params.append(
+      pick(["page", "per_page", "sort", "order", "search", "status", "created_after", "created_before", "x"]),
+      String(pick([...STRINGS, "1", "0", "-1", "100", "101", "99999999999999999999", "name", "asc", "desc"]))
+    )
   }
   const text = params.toString()
   return text === "" ? "" : `?${text}`
 }
 
 const body = (): { rawBody?: string; headers: Record<string, string> } => {
-  const type = pick(["application/json", "application/json", "application/json", "application/json; charset=utf-8",
-    "application/vnd.api+json", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data", ""])
+  const type = pick([
+    "application/json",
+    "application/json",
+    "application/json",
+    "application/json; charset=utf-8",
+    "application/vnd.api+json",
+    "text/plain",
+    "application/x-www-form-urlencoded",
+    "multipart/form-data",
+    ""
+  ])
   const headers: Record<string, string> = type === "" ? {} : { "content-type": type }
   switch (int(6)) {
     case 0:
       return { headers }
     case 1:
-      return { rawBody: pick(["{", "nul", "[]", "\"x\"", "{\"a\":", "{}", "null", "{\"name\": \"\\ud800\"}"]), headers }
+      return { rawBody: pick(["{", "nul", "[]", '"x"', '{"a":', "{}", "null", '{"name": "\\ud800"}']), headers }
     case 2:
       return { rawBody: "[".repeat(40) + "]".repeat(40), headers }
     case 3:
@@ -188,26 +216,33 @@ test(`${REQUESTS} generated requests (seed ${SEED}): no 5xx but 503, every /v1 a
   })
   const problems: Array<string> = []
   let next = 0
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < plans.length) {
-      const plan = plans[next++]!
-      const res = await server.request(plan.path, {
-        method: plan.method,
-        ...(plan.key !== undefined ? { key: plan.key } : {}),
-        ...(plan.rawBody !== undefined ? { rawBody: plan.rawBody } : {}),
-        headers: plan.headers
-      })
-      const where = `${plan.method} ${plan.path} [${plan.headers["content-type"] ?? "-"}] ${(plan.rawBody ?? "").slice(0, 80)}`
-      if (res.status >= 500 && res.status !== 503) problems.push(`${res.status} for ${where}: ${res.text.slice(0, 200)}`)
-      const isV1 = plan.path.startsWith("/v1/") || plan.path.startsWith("/V1/") || plan.path.startsWith("/%761")
-      const exempt = res.status === 204 || plan.method === "HEAD" || plan.path.startsWith("/v1/openapi.json")
-      if (isV1 && !exempt) {
-        const envelope = res.body !== null && typeof res.body === "object" &&
-          ("data" in res.body || (typeof res.body.error?.code === "string" && res.body.error.status === res.status &&
-            typeof res.body.error.request_id === "string"))
-        if (!envelope) problems.push(`no envelope (${res.status}) for ${where}: ${res.text.slice(0, 200)}`)
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < plans.length) {
+        const plan = plans[next++]!
+        const res = await server.request(plan.path, {
+          method: plan.method,
+          ...(plan.key !== undefined ? { key: plan.key } : {}),
+          ...(plan.rawBody !== undefined ? { rawBody: plan.rawBody } : {}),
+          headers: plan.headers
+        })
+        const where = `${plan.method} ${plan.path} [${plan.headers["content-type"] ?? "-"}] ${(plan.rawBody ?? "").slice(0, 80)}`
+        if (res.status >= 500 && res.status !== 503)
+          problems.push(`${res.status} for ${where}: ${res.text.slice(0, 200)}`)
+        const isV1 = plan.path.startsWith("/v1/") || plan.path.startsWith("/V1/") || plan.path.startsWith("/%761")
+        const exempt = res.status === 204 || plan.method === "HEAD" || plan.path.startsWith("/v1/openapi.json")
+        if (isV1 && !exempt) {
+          const envelope =
+            res.body !== null &&
+            typeof res.body === "object" &&
+            ("data" in res.body ||
+              (typeof res.body.error?.code === "string" &&
+                res.body.error.status === res.status &&
+                typeof res.body.error.request_id === "string"))
+          if (!envelope) problems.push(`no envelope (${res.status}) for ${where}: ${res.text.slice(0, 200)}`)
+        }
       }
-    }
-  }))
+    })
+  )
   expect(problems.slice(0, 20)).toEqual([])
 }, 240_000)

@@ -3,9 +3,10 @@
  * work per request, one path form, media types, bad `Host`, deep nesting, NUL and lone surrogates, concurrent
  * writes, pipelining, the SSRF guard at registration, and (on PostgreSQL) connections terminated mid-traffic.
  */
-import { SQL } from "bun"
+
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { connect } from "node:net"
+import { SQL } from "bun"
 import { type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
 
 let server: Server
@@ -53,7 +54,8 @@ describe("bounded work per request", () => {
     expect(text.length).toBeLessThan(1024 * KIB)
     // Health is asked while the big request is on its way; it must be answered first.
     const order: Array<string> = []
-    const bigRequest = server.request(path, { method: "POST", key: alice.key, rawBody: text, headers: { "content-type": "application/json" } })
+    const bigRequest = server
+      .request(path, { method: "POST", key: alice.key, rawBody: text, headers: { "content-type": "application/json" } })
       .then((res) => {
         order.push("big")
         return res
@@ -100,7 +102,9 @@ describe("bounded work per request", () => {
     expectEnvelope(res.body, "validation_failed", 400)
     expect(res.body.error.details.length).toBe(50)
     expect(res.body.error.message).toMatch(/^\d+ fields are invalid; the first 50 are in details, \d+ left out$/)
-    const [, total, , left] = /^(\d+) fields are invalid; the first (\d+) are in details, (\d+) left out$/.exec(res.body.error.message)!
+    const [, total, , left] = /^(\d+) fields are invalid; the first (\d+) are in details, (\d+) left out$/.exec(
+      res.body.error.message
+    )!
     expect(Number(total) - Number(left)).toBe(50)
   })
 
@@ -131,7 +135,14 @@ describe("bounded work per request", () => {
 })
 
 describe("one path form", () => {
-  const spellings = ["/V1/projects", "/%761/projects", "/v1//projects", "/v1/projects/", "/v1/Projects", "/v1/pr%6fjects"]
+  const spellings = [
+    "/V1/projects",
+    "/%761/projects",
+    "/v1//projects",
+    "/v1/projects/",
+    "/v1/Projects",
+    "/v1/pr%6fjects"
+  ]
 
   test.each(spellings)("%s is an unknown path: 404 in the envelope, even with credentials", async (path) => {
     const res = await server.request(path, { key: alice.key })
@@ -274,11 +285,16 @@ describe("concurrent writes", () => {
     const id = created.body.data.id
     const answers = await Promise.all(
       Array.from({ length: 24 }, (_, i) =>
-        server.request(`/v1/projects/${id}`, { method: "PUT", key: alice.key, body: { name: `race ${i}` } }))
+        server.request(`/v1/projects/${id}`, { method: "PUT", key: alice.key, body: { name: `race ${i}` } })
+      )
     )
     const statuses = answers.map((res) => res.status)
     expect(statuses.every((status) => status === 200 || status === 503)).toBe(true)
-    const latest = answers.filter((res) => res.status === 200).map((res) => res.body.data.updated_at).sort().at(-1)
+    const latest = answers
+      .filter((res) => res.status === 200)
+      .map((res) => res.body.data.updated_at)
+      .sort()
+      .at(-1)
     const stored = await server.request(`/v1/projects/${id}`, { key: alice.key })
     expect(stored.body.data.updated_at >= latest).toBe(true)
   })
@@ -301,14 +317,20 @@ describe("HTTP/1.1 pipelining", () => {
   // request while a response is still pending (`HTTP_RESPONSE_PENDING` → `us_socket_close`). Reproduced with a bare
   // `Bun.serve` whose handler awaits a timer: no middleware and no body reading involved. Upstream: oven-sh/bun
   // PRs #33664, #35036, #38128 (not in a release yet). Flip this to `test` when Bun is upgraded past the fix.
-  test.todo("a pipelined request behind one that waits on the database is answered in order (Bun's server closes the connection)")
+  test.todo(
+    "a pipelined request behind one that waits on the database is answered in order (Bun's server closes the connection)"
+  )
 })
 
 describe("SSRF at registration", () => {
   test.each(["http://[::127.0.0.1]/", "http://[::7f00:1]/", "http://[::ffff:0:7f00:1]/", "http://[2002:7f00:1::]/"])(
     "%s is refused with validation_failed on url",
     async (url) => {
-      const res = await server.request("/v1/webhooks", { method: "POST", key: alice.key, body: { url, events: ["project.created"] } })
+      const res = await server.request("/v1/webhooks", {
+        method: "POST",
+        key: alice.key,
+        body: { url, events: ["project.created"] }
+      })
       expect(res.status).toBe(400)
       expectEnvelope(res.body, "validation_failed", 400)
       expect(res.body.error.details[0].field).toBe("url")
@@ -331,14 +353,17 @@ describe.skipIf(!usingPostgres())("PostgreSQL connections terminated mid-traffic
       }
     })()
     const answers: Array<{ status: number; retryAfter: string | null; body: any }> = []
-    await Promise.all(Array.from({ length: 6 }, async () => {
-      for (let i = 0; i < 25; i++) {
-        const res = i % 2 === 0
-          ? await server.request("/v1/projects", { key: alice.key })
-          : await server.request("/v1/projects", { method: "POST", key: alice.key, body: { name: `p${i}` } })
-        answers.push({ status: res.status, retryAfter: res.headers.get("retry-after"), body: res.body })
-      }
-    }))
+    await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        for (let i = 0; i < 25; i++) {
+          const res =
+            i % 2 === 0
+              ? await server.request("/v1/projects", { key: alice.key })
+              : await server.request("/v1/projects", { method: "POST", key: alice.key, body: { name: `p${i}` } })
+          answers.push({ status: res.status, retryAfter: res.headers.get("retry-after"), body: res.body })
+        }
+      })
+    )
     running = false
     await killer
     await admin.close()

@@ -53,13 +53,18 @@ const expectValidation = (res: { status: number; body: any }, field: string) => 
 const invite = (by: TestUser, teamId: string, email: string, role = "member", on: Server = server) =>
   call(by, "POST", `/v1/teams/${teamId}/invitations`, { email, role }, on)
 
-const accept = (user: TestUser, id: string, on: Server = server) => call(user, "POST", `/v1/invitations/${id}/accept`, undefined, on)
-const decline = (user: TestUser, id: string, on: Server = server) => call(user, "POST", `/v1/invitations/${id}/decline`, undefined, on)
+const accept = (user: TestUser, id: string, on: Server = server) =>
+  call(user, "POST", `/v1/invitations/${id}/accept`, undefined, on)
+const decline = (user: TestUser, id: string, on: Server = server) =>
+  call(user, "POST", `/v1/invitations/${id}/decline`, undefined, on)
 
 /** A team owned by Olive with Adam as admin and Mia as member. */
 const makeTeam = async (name = "Team") => {
   const team = (await call(olive, "POST", "/v1/teams", { name })).body.data as { id: string }
-  for (const [user, role] of [[adam, "admin"], [mia, "member"]] as const) {
+  for (const [user, role] of [
+    [adam, "admin"],
+    [mia, "member"]
+  ] as const) {
     const invited = await invite(olive, team.id, user.email, role)
     expect(invited.status).toBe(201)
     expect((await accept(user, invited.body.data.id)).status).toBe(200)
@@ -85,9 +90,17 @@ describe("POST /v1/teams/:team_id/invitations", () => {
     const res = await invite(olive, team.id, `  ${ivan.email.toUpperCase()} `, "admin")
     expect(res.status).toBe(201)
     const invitation = res.body.data
-    expect(Object.keys(invitation).sort()).toEqual(
-      ["answered_at", "created_at", "email", "expires_at", "id", "invited_by", "role", "status", "team_id"]
-    )
+    expect(Object.keys(invitation).sort()).toEqual([
+      "answered_at",
+      "created_at",
+      "email",
+      "expires_at",
+      "id",
+      "invited_by",
+      "role",
+      "status",
+      "team_id"
+    ])
     expect(invitation.id).toMatch(INVITATION_ID)
     expect(invitation).toMatchObject({
       team_id: team.id,
@@ -166,11 +179,14 @@ describe("GET /v1/teams/:team_id/invitations", () => {
     expect(byStatus[pending.body.data.id]).toBe("pending")
     expect(byStatus[declined.body.data.id]).toBe("declined")
     expect(byStatus[revoked.body.data.id]).toBe("revoked")
-    expect((await teamInvitations(team.id, "?status=accepted")).map((i) => i.email).sort()).toEqual([adam.email, mia.email].sort())
+    expect((await teamInvitations(team.id, "?status=accepted")).map((i) => i.email).sort()).toEqual(
+      [adam.email, mia.email].sort()
+    )
     expect((await teamInvitations(team.id, "?status=pending")).map((i) => i.id)).toEqual([pending.body.data.id])
-    expect((await teamInvitations(team.id, "?status=expired"))).toEqual([])
-    expect((await teamInvitations(team.id, `?search=${encodeURIComponent(omar.email.slice(0, 8))}`)).map((i) => i.id))
-      .toEqual([declined.body.data.id])
+    expect(await teamInvitations(team.id, "?status=expired")).toEqual([])
+    expect(
+      (await teamInvitations(team.id, `?search=${encodeURIComponent(omar.email.slice(0, 8))}`)).map((i) => i.id)
+    ).toEqual([declined.body.data.id])
 
     const paged = await call(olive, "GET", `/v1/teams/${team.id}/invitations?per_page=2&page=2&order=asc`)
     expect(paged.body.meta).toMatchObject({ total: 5, page: 2, per_page: 2 })
@@ -187,7 +203,12 @@ describe("DELETE /v1/teams/:team_id/invitations/:invitation_id", () => {
   test("owners and admins revoke a pending one (204, status revoked); the invitee can no longer accept", async () => {
     const team = await makeTeam()
     const first = (await invite(olive, team.id, ivan.email)).body.data
-    expectError(await call(mia, "DELETE", `/v1/teams/${team.id}/invitations/${first.id}`), 403, "forbidden", "owner or admin")
+    expectError(
+      await call(mia, "DELETE", `/v1/teams/${team.id}/invitations/${first.id}`),
+      403,
+      "forbidden",
+      "owner or admin"
+    )
     expectError(await call(omar, "DELETE", `/v1/teams/${team.id}/invitations/${first.id}`), 404, "not_found")
     const res = await call(adam, "DELETE", `/v1/teams/${team.id}/invitations/${first.id}`)
     expect(res.status).toBe(204)
@@ -204,7 +225,12 @@ describe("DELETE /v1/teams/:team_id/invitations/:invitation_id", () => {
     const other = await makeTeam("Other")
     const answered = (await invite(olive, team.id, ivan.email)).body.data
     await accept(ivan, answered.id)
-    expectError(await call(olive, "DELETE", `/v1/teams/${team.id}/invitations/${answered.id}`), 409, "conflict", "accepted")
+    expectError(
+      await call(olive, "DELETE", `/v1/teams/${team.id}/invitations/${answered.id}`),
+      409,
+      "conflict",
+      "accepted"
+    )
     const elsewhere = (await invite(olive, other.id, omar.email)).body.data
     expectError(await call(olive, "DELETE", `/v1/teams/${team.id}/invitations/${elsewhere.id}`), 404, "not_found")
     expectError(await call(olive, "DELETE", `/v1/teams/${team.id}/invitations/${UNKNOWN_INVITATION}`), 404, "not_found")
@@ -282,7 +308,16 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
     const email = `newcomer.${Date.now()}@example.com`
     const invitation = (await invite(olive, team.id, email)).body.data
     const created = await server.cli<{ id: string }>("users", "create", "--email", email, "--name", "Newcomer")
-    const key = await server.cli<{ key: string }>("api-keys", "create", "--user", created.id, "--name", "k", "--scopes", "read,write")
+    const key = await server.cli<{ key: string }>(
+      "api-keys",
+      "create",
+      "--user",
+      created.id,
+      "--name",
+      "k",
+      "--scopes",
+      "read,write"
+    )
     const newcomer: TestUser = { id: created.id, email, name: "Newcomer", key: key.key, keyId: "" }
     expect((await myInvitations(newcomer)).map((i) => i.id)).toEqual([invitation.id])
     expect((await accept(newcomer, invitation.id)).body.data).toMatchObject({ user_id: created.id, role: "member" })
@@ -290,7 +325,10 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
 
   test("scopes: read to list; write or team:manage to answer", async () => {
     const team = await makeTeam()
-    const [readOnly, manageOnly] = await Promise.all([server.user({ scopes: "read" }), server.user({ scopes: "team:manage" })])
+    const [readOnly, manageOnly] = await Promise.all([
+      server.user({ scopes: "read" }),
+      server.user({ scopes: "team:manage" })
+    ])
     const forRead = (await invite(olive, team.id, readOnly.email)).body.data
     const forManage = (await invite(olive, team.id, manageOnly.email)).body.data
     expect((await myInvitations(readOnly)).map((i) => i.id)).toEqual([forRead.id])
@@ -312,12 +350,19 @@ describe("expiry (INVITATION_TTL=1s on a second server)", () => {
 
     await Bun.sleep(Date.parse(invitation.expires_at) - Date.now() + 50)
 
-    expect(await teamInvitations(team.id, "?status=expired", owner, short)).toEqual([{ ...invitation, status: "expired" }])
+    expect(await teamInvitations(team.id, "?status=expired", owner, short)).toEqual([
+      { ...invitation, status: "expired" }
+    ])
     expect(await teamInvitations(team.id, "?status=pending", owner, short)).toEqual([])
     expect(await myInvitations(invitee, short)).toEqual([])
     expectError(await accept(invitee, invitation.id, short), 409, "conflict", "expired")
     expectError(await decline(invitee, invitation.id, short), 409, "conflict", "expired")
-    expectError(await call(owner, "DELETE", `/v1/teams/${team.id}/invitations/${invitation.id}`, undefined, short), 409, "conflict", "expired")
+    expectError(
+      await call(owner, "DELETE", `/v1/teams/${team.id}/invitations/${invitation.id}`, undefined, short),
+      409,
+      "conflict",
+      "expired"
+    )
     expectError(await call(invitee, "GET", `/v1/teams/${team.id}`, undefined, short), 404, "not_found")
 
     // A new invitation to the same email may be made; the old one stays expired.
@@ -325,7 +370,12 @@ describe("expiry (INVITATION_TTL=1s on a second server)", () => {
     expect(fresh.status).toBe(201)
     expect((await accept(invitee, fresh.body.data.id, short)).status).toBe(200)
     const statuses = (await teamInvitations(team.id, "", owner, short)).map((i) => [i.id, i.status])
-    expect(statuses).toEqual(expect.arrayContaining([[invitation.id, "expired"], [fresh.body.data.id, "accepted"]]))
+    expect(statuses).toEqual(
+      expect.arrayContaining([
+        [invitation.id, "expired"],
+        [fresh.body.data.id, "accepted"]
+      ])
+    )
   }, 30_000)
 
   test("an INVITATION_TTL that is not a duration stops the server at start-up", async () => {

@@ -35,7 +35,10 @@ test("a JWT used through another host name: the 401 names both issuers and sugge
 
   // A token whose signature does not verify says nothing about issuers.
   const [head, payload] = jwt.split(".")
-  const forged = await server.request("/v1/users/me", { key: `${head}.${payload}.${"A".repeat(86)}`, headers: { host: `localhost:${port}` } })
+  const forged = await server.request("/v1/users/me", {
+    key: `${head}.${payload}.${"A".repeat(86)}`,
+    headers: { host: `localhost:${port}` }
+  })
   expect(forged.status).toBe(401)
   expect(forged.body.error.message).toBe("The JWT is invalid or expired")
 }, 30_000)

@@ -3,10 +3,11 @@
  * the authorization-code flow through the HTML sign-in and consent forms, with client_secret_post,
  * client_secret_basic and a public client with PKCE; then the error paths.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+
 import { Database } from "bun:sqlite"
-import { SQL } from "bun"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
+import { SQL } from "bun"
 import * as oauth from "oauth4webapi"
 import { type Server, startServer } from "../support/server.ts"
 
@@ -25,14 +26,40 @@ beforeAll(async () => {
   server = await startServer({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } })
   user.email = `oauth.${Math.random().toString(36).slice(2, 8)}@example.com`
   const created = await server.cli<{ id: string }>(
-    "users", "create", "--email", user.email, "--name", "OAuth User", "--password", user.password
+    "users",
+    "create",
+    "--email",
+    user.email,
+    "--name",
+    "OAuth User",
+    "--password",
+    user.password
   )
   user.id = created.id
-  confidential = await server.cli("oauth-clients", "create", "--name", "Confidential App", "--redirect-uri", REDIRECT,
-    "--redirect-uri", OTHER_REDIRECT)
-  publicClient = await server.cli("oauth-clients", "create", "--name", "Mobile App", "--redirect-uri", REDIRECT, "--public")
+  confidential = await server.cli(
+    "oauth-clients",
+    "create",
+    "--name",
+    "Confidential App",
+    "--redirect-uri",
+    REDIRECT,
+    "--redirect-uri",
+    OTHER_REDIRECT
+  )
+  publicClient = await server.cli(
+    "oauth-clients",
+    "create",
+    "--name",
+    "Mobile App",
+    "--redirect-uri",
+    REDIRECT,
+    "--public"
+  )
   issuer = new URL(`${server.url}/oauth`)
-  as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: "oauth2", ...insecure }))
+  as = await oauth.processDiscoveryResponse(
+    issuer,
+    await oauth.discoveryRequest(issuer, { algorithm: "oauth2", ...insecure })
+  )
 }, 30_000)
 afterAll(async () => {
   await server?.stop()
@@ -44,7 +71,8 @@ const field = (html: string, name: string) => {
   return match[1]!
 }
 /** Where a browser posts a page's form: its `action` resolved against the URL the page was served from. */
-const actionOf = (html: string, pageUrl: string) => new URL(/<form method="post" action="([^"]+)"/.exec(html)![1]!, pageUrl)
+const actionOf = (html: string, pageUrl: string) =>
+  new URL(/<form method="post" action="([^"]+)"/.exec(html)![1]!, pageUrl)
 
 interface AuthorizeOptions {
   readonly clientId: string
@@ -80,7 +108,12 @@ const browse = async (options: AuthorizeOptions) => {
   const consent = await fetch(actionOf(signIn, page.url), {
     method: "POST",
     redirect: "manual",
-    body: new URLSearchParams({ pending, csrf_token: field(signIn, "csrf_token"), email: user.email, password: user.password })
+    body: new URLSearchParams({
+      pending,
+      csrf_token: field(signIn, "csrf_token"),
+      email: user.email,
+      password: user.password
+    })
   })
   const consentHtml = await consent.text()
   expect(consent.status).toBe(200)
@@ -107,7 +140,12 @@ const pkce = async () => {
 const codeFor = async (options: Partial<AuthorizeOptions> = {}) => {
   const state = oauth.generateRandomState()
   const { location } = await browse({ clientId: confidential.client_id, state, ...options })
-  const params = oauth.validateAuthResponse(as, { client_id: options.clientId ?? confidential.client_id }, location, state)
+  const params = oauth.validateAuthResponse(
+    as,
+    { client_id: options.clientId ?? confidential.client_id },
+    location,
+    state
+  )
   return params.get("code")!
 }
 
@@ -161,12 +199,23 @@ describe("authorization-code flow with oauth4webapi", () => {
     const client: oauth.Client = { client_id: confidential.client_id }
     const { verifier, challenge } = await pkce()
     const state = oauth.generateRandomState()
-    const { location, consentHtml } = await browse({ clientId: client.client_id, state, challenge, scope: "read projects:read" })
+    const { location, consentHtml } = await browse({
+      clientId: client.client_id,
+      state,
+      challenge,
+      scope: "read projects:read"
+    })
     expect(consentHtml).toContain("projects:read")
     expect(location.origin + location.pathname).toBe(REDIRECT)
     const params = oauth.validateAuthResponse(as, client, location, state)
     const response = await oauth.authorizationCodeGrantRequest(
-      as, client, oauth.ClientSecretPost(confidential.client_secret), params, REDIRECT, verifier, insecure
+      as,
+      client,
+      oauth.ClientSecretPost(confidential.client_secret),
+      params,
+      REDIRECT,
+      verifier,
+      insecure
     )
     const tokens = await oauth.processAuthorizationCodeResponse(as, client, response)
     expect(tokens.token_type).toBe("bearer")
@@ -179,8 +228,17 @@ describe("authorization-code flow with oauth4webapi", () => {
     expect(profile.status).toBe(200)
     expect(profile.body.data.id).toBe(user.id)
 
-    const refreshed = await oauth.processRefreshTokenResponse(as, client,
-      await oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretPost(confidential.client_secret), tokens.refresh_token!, insecure))
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(
+        as,
+        client,
+        oauth.ClientSecretPost(confidential.client_secret),
+        tokens.refresh_token!,
+        insecure
+      )
+    )
     expect(refreshed.refresh_token).not.toBe(tokens.refresh_token)
     expect(refreshed.scope).toBe("read projects:read")
     expect((await me(refreshed.access_token)).status).toBe(200)
@@ -192,7 +250,13 @@ describe("authorization-code flow with oauth4webapi", () => {
     const { location } = await browse({ clientId: client.client_id, state })
     const params = oauth.validateAuthResponse(as, client, location, state)
     const response = await oauth.authorizationCodeGrantRequest(
-      as, client, oauth.ClientSecretBasic(confidential.client_secret), params, REDIRECT, oauth.nopkce, insecure
+      as,
+      client,
+      oauth.ClientSecretBasic(confidential.client_secret),
+      params,
+      REDIRECT,
+      oauth.nopkce,
+      insecure
     )
     const tokens = await oauth.processAuthorizationCodeResponse(as, client, response)
     expect(tokens.scope).toBe("read write")
@@ -205,7 +269,15 @@ describe("authorization-code flow with oauth4webapi", () => {
     const state = oauth.generateRandomState()
     const { location } = await browse({ clientId: client.client_id, state, challenge, scope: "projects:read" })
     const params = oauth.validateAuthResponse(as, client, location, state)
-    const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, REDIRECT, verifier, insecure)
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      oauth.None(),
+      params,
+      REDIRECT,
+      verifier,
+      insecure
+    )
     const tokens = await oauth.processAuthorizationCodeResponse(as, client, response)
     expect(tokens.scope).toBe("projects:read")
     expect((await server.request("/v1/projects", { key: tokens.access_token })).status).toBe(200)
@@ -223,13 +295,17 @@ describe("authorization-code flow with oauth4webapi", () => {
 
   test("the spec's exchange: a raw application/json body with client_secret", async () => {
     const code = await codeFor()
-    const res = await tokenRequest({
-      grant_type: "authorization_code",
-      code,
-      client_id: confidential.client_id,
-      client_secret: confidential.client_secret,
-      redirect_uri: REDIRECT
-    }, {}, true)
+    const res = await tokenRequest(
+      {
+        grant_type: "authorization_code",
+        code,
+        client_id: confidential.client_id,
+        client_secret: confidential.client_secret,
+        redirect_uri: REDIRECT
+      },
+      {},
+      true
+    )
     expect(res.status).toBe(200)
     expect(res.headers.get("cache-control")).toBe("no-store")
     const body = await res.json()
@@ -278,8 +354,9 @@ describe("authorize errors", () => {
     expect(location.searchParams.get("error")).toBe("access_denied")
     expect(location.searchParams.get("state")).toBe("deny-me")
     expect(location.searchParams.get("code")).toBeNull()
-    expect(() => oauth.validateAuthResponse(as, { client_id: confidential.client_id }, location, "deny-me"))
-      .toThrow(oauth.AuthorizationResponseError)
+    expect(() => oauth.validateAuthResponse(as, { client_id: confidential.client_id }, location, "deny-me")).toThrow(
+      oauth.AuthorizationResponseError
+    )
   }, 15_000)
 
   test("the forms need their CSRF token; a wrong password shows the form again; consent is answered once", async () => {
@@ -297,7 +374,12 @@ describe("authorize errors", () => {
 
     const wrong = await fetch(action, {
       method: "POST",
-      body: new URLSearchParams({ pending, csrf_token: field(html, "csrf_token"), email: user.email, password: "wrong password" })
+      body: new URLSearchParams({
+        pending,
+        csrf_token: field(html, "csrf_token"),
+        email: user.email,
+        password: "wrong password"
+      })
     })
     expect(wrong.status).toBe(401)
     const wrongHtml = await wrong.text()
@@ -306,7 +388,12 @@ describe("authorize errors", () => {
     // The form shown again after a wrong password is posted from /oauth/authorize/sign-in, as a browser would.
     const ok = await fetch(actionOf(wrongHtml, wrong.url), {
       method: "POST",
-      body: new URLSearchParams({ pending, csrf_token: field(wrongHtml, "csrf_token"), email: user.email, password: user.password })
+      body: new URLSearchParams({
+        pending,
+        csrf_token: field(wrongHtml, "csrf_token"),
+        email: user.email,
+        password: user.password
+      })
     })
     const consentHtml = await ok.text()
     expect(ok.status).toBe(200)
@@ -319,7 +406,11 @@ describe("authorize errors", () => {
       body: new URLSearchParams({ pending, csrf_token: field(html, "csrf_token"), decision: "approve" })
     })
     expect(early.status).toBe(400)
-    const consentBody = new URLSearchParams({ pending, csrf_token: field(consentHtml, "csrf_token"), decision: "approve" })
+    const consentBody = new URLSearchParams({
+      pending,
+      csrf_token: field(consentHtml, "csrf_token"),
+      decision: "approve"
+    })
     const first = await fetch(consentAction, { method: "POST", redirect: "manual", body: consentBody })
     expect(first.status).toBe(302)
     const replay = await fetch(consentAction, { method: "POST", redirect: "manual", body: consentBody })
@@ -378,7 +469,10 @@ describe("token errors", () => {
   test("an expired code is invalid_grant", async () => {
     const code = await codeFor()
     const hash = createHash("sha256").update(code).digest("hex")
-    await runSql(server.databaseUrl, `UPDATE oauth_codes SET expires_at = '2000-01-01T00:00:00.000Z' WHERE code_hash = '${hash}'`)
+    await runSql(
+      server.databaseUrl,
+      `UPDATE oauth_codes SET expires_at = '2000-01-01T00:00:00.000Z' WHERE code_hash = '${hash}'`
+    )
     const body = await expectOAuthError(await exchange(code), 400, "invalid_grant")
     expect(body.error_description).toContain("expired")
   }, 15_000)
@@ -420,7 +514,11 @@ describe("token errors", () => {
     const body = await narrowed.json()
     expect(body.scope).toBe("projects:read")
     expect((await server.request("/v1/projects", { key: body.access_token })).status).toBe(200)
-    const create = await server.request("/v1/projects", { method: "POST", key: body.access_token, body: { name: "Nope" } })
+    const create = await server.request("/v1/projects", {
+      method: "POST",
+      key: body.access_token,
+      body: { name: "Nope" }
+    })
     expect(create.status).toBe(403)
     // The new refresh token still carries the original grant.
     const back = await refresh("projects:write", body.refresh_token)
@@ -430,11 +528,19 @@ describe("token errors", () => {
 
   test("bad requests are RFC 6749 errors, not the /v1 envelope", async () => {
     await expectOAuthError(
-      await tokenRequest({ grant_type: "password", client_id: confidential.client_id, client_secret: confidential.client_secret }),
+      await tokenRequest({
+        grant_type: "password",
+        client_id: confidential.client_id,
+        client_secret: confidential.client_secret
+      }),
       400,
       "unsupported_grant_type"
     )
-    const text = await fetch(as.token_endpoint!, { method: "POST", headers: { "content-type": "text/plain" }, body: "x" })
+    const text = await fetch(as.token_endpoint!, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: "x"
+    })
     await expectOAuthError(text, 400, "invalid_request")
     const noClient = await tokenRequest({ grant_type: "authorization_code", code: "x", redirect_uri: REDIRECT })
     await expectOAuthError(noClient, 401, "invalid_client")
@@ -444,7 +550,11 @@ describe("token errors", () => {
 describe("using and revoking OAuth tokens", () => {
   test("scopes limit what a token may do; OAuth tokens cannot manage API keys", async () => {
     const readOnly = await (await exchange(await codeFor({ scope: "projects:read" }))).json()
-    const create = await server.request("/v1/projects", { method: "POST", key: readOnly.access_token, body: { name: "x" } })
+    const create = await server.request("/v1/projects", {
+      method: "POST",
+      key: readOnly.access_token,
+      body: { name: "x" }
+    })
     expect(create.status).toBe(403)
     expect(create.body.error.code).toBe("forbidden")
     expect((await server.request("/v1/projects", { key: readOnly.access_token })).status).toBe(200)
@@ -452,10 +562,18 @@ describe("using and revoking OAuth tokens", () => {
     const full = await (await exchange(await codeFor({ scope: "read write" }))).json()
     const list = await server.request("/v1/api-keys", { key: full.access_token })
     expect(list.status).toBe(403)
-    const key = await server.request("/v1/api-keys", { method: "POST", key: full.access_token, body: { name: "k", scopes: ["read"] } })
+    const key = await server.request("/v1/api-keys", {
+      method: "POST",
+      key: full.access_token,
+      body: { name: "k", scopes: ["read"] }
+    })
     expect(key.status).toBe(403)
     expect(key.body.error.message).toContain("OAuth")
-    const project = await server.request("/v1/projects", { method: "POST", key: full.access_token, body: { name: "Via OAuth" } })
+    const project = await server.request("/v1/projects", {
+      method: "POST",
+      key: full.access_token,
+      body: { name: "Via OAuth" }
+    })
     expect(project.status).toBe(201)
   }, 15_000)
 
@@ -464,7 +582,9 @@ describe("using and revoking OAuth tokens", () => {
     const auth = oauth.ClientSecretBasic(confidential.client_secret)
     const tokens = await (await exchange(await codeFor())).json()
     expect((await me(tokens.access_token)).status).toBe(200)
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, auth, tokens.access_token, insecure))
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, client, auth, tokens.access_token, insecure)
+    )
     const revoked = await me(tokens.access_token)
     expect(revoked.status).toBe(401)
     expect(revoked.headers.get("www-authenticate")).toContain(`error="invalid_token"`)
@@ -477,7 +597,13 @@ describe("using and revoking OAuth tokens", () => {
     await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, auth, more.refresh_token, insecure))
     expect((await me(more.access_token)).status).toBe(401)
 
-    const wrongSecret = await oauth.revocationRequest(as, client, oauth.ClientSecretPost("pcc_wrong"), more.access_token, insecure)
+    const wrongSecret = await oauth.revocationRequest(
+      as,
+      client,
+      oauth.ClientSecretPost("pcc_wrong"),
+      more.access_token,
+      insecure
+    )
     expect(wrongSecret.status).toBe(401)
   }, 20_000)
 
@@ -486,7 +612,10 @@ describe("using and revoking OAuth tokens", () => {
     expect((await me("pco_short")).status).toBe(401)
     const tokens = await (await exchange(await codeFor())).json()
     const hash = createHash("sha256").update(tokens.access_token).digest("hex")
-    await runSql(server.databaseUrl, `UPDATE oauth_tokens SET expires_at = '2000-01-01T00:00:00.000Z' WHERE token_hash = '${hash}'`)
+    await runSql(
+      server.databaseUrl,
+      `UPDATE oauth_tokens SET expires_at = '2000-01-01T00:00:00.000Z' WHERE token_hash = '${hash}'`
+    )
     expect((await me(tokens.access_token)).status).toBe(401)
   }, 15_000)
 })
@@ -511,29 +640,42 @@ describe("request decoding at the edge", () => {
     const basic = `Basic ${btoa(`${confidential.client_id}:${confidential.client_secret}`)}`
     const description = async (res: Response, status: number, error: string) =>
       (await expectOAuthError(res, status, error)).error_description
-    expect(await description(await tokenRequest({ ...secretPost }), 400, "invalid_request")).toBe("grant_type is required")
-    expect(await description(await tokenRequest({ ...secretPost, grant_type: "" }), 400, "invalid_request"))
-      .toBe("grant_type is required")
-    expect(await description(await tokenRequest({ ...secretPost, grant_type: "authorization_code" }), 400, "invalid_request"))
-      .toBe("code is required")
-    expect(await description(
-      await tokenRequest({ ...secretPost, grant_type: "authorization_code", code: "abc" }, {}, true),
-      400,
-      "invalid_request"
-    )).toBe("redirect_uri is required")
-    expect(await description(
-      await tokenRequest({ ...secretPost, grant_type: "refresh_token", refresh_token: "" }),
-      400,
-      "invalid_request"
-    )).toBe("refresh_token is required")
+    expect(await description(await tokenRequest({ ...secretPost }), 400, "invalid_request")).toBe(
+      "grant_type is required"
+    )
+    expect(await description(await tokenRequest({ ...secretPost, grant_type: "" }), 400, "invalid_request")).toBe(
+      "grant_type is required"
+    )
+    expect(
+      await description(await tokenRequest({ ...secretPost, grant_type: "authorization_code" }), 400, "invalid_request")
+    ).toBe("code is required")
+    expect(
+      await description(
+        await tokenRequest({ ...secretPost, grant_type: "authorization_code", code: "abc" }, {}, true),
+        400,
+        "invalid_request"
+      )
+    ).toBe("redirect_uri is required")
+    expect(
+      await description(
+        await tokenRequest({ ...secretPost, grant_type: "refresh_token", refresh_token: "" }),
+        400,
+        "invalid_request"
+      )
+    ).toBe("refresh_token is required")
     // Client authentication comes before the grant is looked at.
     const unknownClient = await tokenRequest({ client_id: "cli_01jd3xkq8w0000000000000000", client_secret: "x" })
-    expect((await expectOAuthError(unknownClient, 401, "invalid_client")).error_description).toBe("Client authentication failed")
+    expect((await expectOAuthError(unknownClient, 401, "invalid_client")).error_description).toBe(
+      "Client authentication failed"
+    )
     expect(unknownClient.headers.get("www-authenticate")).toBeNull()
     // Two methods at once, or a body client_id naming another client than Basic does.
     const both = await tokenRequest({ grant_type: "refresh_token", client_secret: "x" }, { authorization: basic })
     expect(await description(both, 400, "invalid_request")).toBe("Use one client authentication method, not two")
-    const mismatch = await tokenRequest({ grant_type: "refresh_token", client_id: publicClient.client_id }, { authorization: basic })
+    const mismatch = await tokenRequest(
+      { grant_type: "refresh_token", client_id: publicClient.client_id },
+      { authorization: basic }
+    )
     expect(await description(mismatch, 400, "invalid_request")).toBe("client_id does not match the Basic credentials")
     const malformed = await tokenRequest({ grant_type: "refresh_token" }, { authorization: "Basic !!!" })
     expect(await description(malformed, 401, "invalid_client")).toBe("Malformed Basic credentials")
@@ -574,16 +716,24 @@ describe("request decoding at the edge", () => {
       expect(location.searchParams.get("iss")).toBe(issuer.href)
       return [location.searchParams.get("error"), location.searchParams.get("error_description")]
     }
-    expect(await redirected((url) => url.searchParams.delete("response_type")))
-      .toEqual(["invalid_request", "response_type is required"])
-    expect(await redirected((url) => url.searchParams.set("response_type", "")))
-      .toEqual(["unsupported_response_type", "Only response_type=code is supported"])
-    expect(await redirected((url) => url.searchParams.set("code_challenge_method", "S256")))
-      .toEqual(["invalid_request", "code_challenge_method without code_challenge"])
-    expect(await redirected((url) => {
-      url.searchParams.set("code_challenge", "a".repeat(43))
-      url.searchParams.set("code_challenge_method", "plain")
-    })).toEqual(["invalid_request", "code_challenge_method must be S256"])
+    expect(await redirected((url) => url.searchParams.delete("response_type"))).toEqual([
+      "invalid_request",
+      "response_type is required"
+    ])
+    expect(await redirected((url) => url.searchParams.set("response_type", ""))).toEqual([
+      "unsupported_response_type",
+      "Only response_type=code is supported"
+    ])
+    expect(await redirected((url) => url.searchParams.set("code_challenge_method", "S256"))).toEqual([
+      "invalid_request",
+      "code_challenge_method without code_challenge"
+    ])
+    expect(
+      await redirected((url) => {
+        url.searchParams.set("code_challenge", "a".repeat(43))
+        url.searchParams.set("code_challenge_method", "plain")
+      })
+    ).toEqual(["invalid_request", "code_challenge_method must be S256"])
     expect(await redirected((url) => url.searchParams.set("scope", "  "))).toEqual([
       "invalid_scope",
       "scope must be one or more of: read, write, projects:read, projects:write, team:manage, billing:read (space-separated)"

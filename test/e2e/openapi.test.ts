@@ -3,10 +3,11 @@
  * generated from it (`openapi-typescript` types + `openapi-fetch`) type-checks under `tsc --strict` and works
  * against the running server: integer paging parameters, envelopes, typed errors, the `/oauth/*` endpoints.
  */
-import { Validator } from "@seriousme/openapi-schema-validator"
+
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Validator } from "@seriousme/openapi-schema-validator"
 import { type Server, startServer } from "../support/server.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -56,12 +57,25 @@ describe("the document", () => {
     const flow = document.components.securitySchemes.oauth2.flows.authorizationCode
     expect(flow.authorizationUrl).toBe(`${server.url}/oauth/authorize`)
     expect(flow.tokenUrl).toBe(`${server.url}/oauth/token`)
-    expect(Object.keys(flow.scopes).sort()).toEqual(
-      ["billing:read", "projects:read", "projects:write", "read", "team:manage", "write"]
-    )
+    expect(Object.keys(flow.scopes).sort()).toEqual([
+      "billing:read",
+      "projects:read",
+      "projects:write",
+      "read",
+      "team:manage",
+      "write"
+    ])
     // Each endpoint takes either; the OAuth one with any one of the scopes it needs.
-    expect(document.paths["/v1/projects"].get.security).toEqual([{ bearer: [] }, { oauth2: ["read"] }, { oauth2: ["projects:read"] }])
-    expect(document.paths["/v1/projects"].post.security).toEqual([{ bearer: [] }, { oauth2: ["write"] }, { oauth2: ["projects:write"] }])
+    expect(document.paths["/v1/projects"].get.security).toEqual([
+      { bearer: [] },
+      { oauth2: ["read"] },
+      { oauth2: ["projects:read"] }
+    ])
+    expect(document.paths["/v1/projects"].post.security).toEqual([
+      { bearer: [] },
+      { oauth2: ["write"] },
+      { oauth2: ["projects:write"] }
+    ])
     // OAuth tokens manage no API keys.
     expect(document.paths["/v1/api-keys"].get.security).toEqual([{ bearer: [] }])
   })
@@ -76,7 +90,11 @@ describe("the document", () => {
       ["/.well-known/oauth-authorization-server", "get"],
       ["/.well-known/oauth-authorization-server/oauth", "get"]
     ] as const) {
-      expect({ path, method, described: document.paths[path]?.[method] !== undefined }).toEqual({ path, method, described: true })
+      expect({ path, method, described: document.paths[path]?.[method] !== undefined }).toEqual({
+        path,
+        method,
+        described: true
+      })
       expect(document.paths[path][method].tags).toEqual(["OAuth"])
     }
     const jwks = await server.request("/oauth/jwks.json")
@@ -87,7 +105,9 @@ describe("the document", () => {
   test("is the same document through another host name but for the addresses in it", async () => {
     const other = await server.request("/v1/openapi.json", { headers: { host: "docs.example.test" } })
     expect(other.body.servers[0].url).toBe("http://docs.example.test")
-    expect(other.body.components.securitySchemes.oauth2.flows.authorizationCode.tokenUrl).toBe("http://docs.example.test/oauth/token")
+    expect(other.body.components.securitySchemes.oauth2.flows.authorizationCode.tokenUrl).toBe(
+      "http://docs.example.test/oauth/token"
+    )
     expect(other.body.paths).toEqual(document.paths)
   })
 })
@@ -100,18 +120,40 @@ describe("a generated typed client", () => {
     const dir = mkdtempSync(join(cache, "openapi-client-"))
     try {
       writeFileSync(join(dir, "openapi.json"), JSON.stringify(document))
-      const generate = Bun.spawnSync([join(ROOT, "node_modules", ".bin", "openapi-typescript"), "openapi.json", "-o", "types.ts"], {
-        cwd: dir,
-        stdout: "pipe",
-        stderr: "pipe"
+      const generate = Bun.spawnSync(
+        [join(ROOT, "node_modules", ".bin", "openapi-typescript"), "openapi.json", "-o", "types.ts"],
+        {
+          cwd: dir,
+          stdout: "pipe",
+          stderr: "pipe"
+        }
+      )
+      expect({ code: generate.exitCode, stderr: generate.exitCode === 0 ? "" : generate.stderr.toString() }).toEqual({
+        code: 0,
+        stderr: ""
       })
-      expect({ code: generate.exitCode, stderr: generate.exitCode === 0 ? "" : generate.stderr.toString() }).toEqual({ code: 0, stderr: "" })
 
       const password = "correct horse battery"
       const owner = await server.cli<{ id: string; email: string }>(
-        "users", "create", "--email", `typed.${Date.now()}@example.com`, "--name", "Typed", "--password", password
+        "users",
+        "create",
+        "--email",
+        `typed.${Date.now()}@example.com`,
+        "--name",
+        "Typed",
+        "--password",
+        password
       )
-      const { key } = await server.cli<{ key: string }>("api-keys", "create", "--user", owner.id, "--name", "typed", "--scopes", "read,write")
+      const { key } = await server.cli<{ key: string }>(
+        "api-keys",
+        "create",
+        "--user",
+        owner.id,
+        "--name",
+        "typed",
+        "--scopes",
+        "read,write"
+      )
 
       writeFileSync(
         join(dir, "client.ts"),
@@ -172,9 +214,15 @@ export async function run(baseUrl: string, key: string, email: string, password:
           files: ["client.ts"]
         })
       )
-      const check = Bun.spawnSync([join(ROOT, "node_modules", ".bin", "tsc"), "-p", "."], { cwd: dir, stdout: "pipe", stderr: "pipe" })
-      expect({ code: check.exitCode, output: check.exitCode === 0 ? "" : check.stdout.toString() + check.stderr.toString() })
-        .toEqual({ code: 0, output: "" })
+      const check = Bun.spawnSync([join(ROOT, "node_modules", ".bin", "tsc"), "-p", "."], {
+        cwd: dir,
+        stdout: "pipe",
+        stderr: "pipe"
+      })
+      expect({
+        code: check.exitCode,
+        output: check.exitCode === 0 ? "" : check.stdout.toString() + check.stderr.toString()
+      }).toEqual({ code: 0, output: "" })
 
       const client = await import(join(dir, "client.ts"))
       const result = await client.run(server.url, key, owner.email, password)

@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite"
-import { SQL } from "bun"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createConnection } from "node:net"
+import { SQL } from "bun"
 import { type Server, startServer, usingPostgres } from "../support/server.ts"
 
 let server: Server
@@ -84,26 +84,26 @@ describe("API reference", () => {
 
   /** The `/v1` operations (the `/oauth/*` ones answer in RFC 6749 forms, not the envelope: see openapi.test.ts). */
   const operations = (): Array<[string, string, any]> =>
-    Object.entries(doc.paths as Record<string, Record<string, any>>).filter(([path]) => path.startsWith("/v1/")).flatMap(([path, item]) =>
-      Object.entries(item)
-        .filter(([method]) => ["get", "post", "put", "patch", "delete"].includes(method))
-        .map(([method, operation]): [string, string, any] => [method, path, operation])
-    )
+    Object.entries(doc.paths as Record<string, Record<string, any>>)
+      .filter(([path]) => path.startsWith("/v1/"))
+      .flatMap(([path, item]) =>
+        Object.entries(item)
+          .filter(([method]) => ["get", "post", "put", "patch", "delete"].includes(method))
+          .map(([method, operation]): [string, string, any] => [method, path, operation])
+      )
 
   test("an OpenAPI 3.1 document with every path, and no HttpApiDecodeError", () => {
     expect(doc.openapi).toMatch(/^3\.1\./)
     expect(doc.info.title).toBeString()
-    for (
-      const path of [
-        "/v1/projects",
-        "/v1/projects/{id}",
-        "/v1/users/me",
-        "/v1/teams",
-        "/v1/teams/{team_id}/members",
-        "/v1/api-keys",
-        "/v1/api-keys/{id}"
-      ]
-    ) {
+    for (const path of [
+      "/v1/projects",
+      "/v1/projects/{id}",
+      "/v1/users/me",
+      "/v1/teams",
+      "/v1/teams/{team_id}/members",
+      "/v1/api-keys",
+      "/v1/api-keys/{id}"
+    ]) {
       expect(Object.keys(doc.paths)).toContain(path)
     }
     expect(Object.keys(doc.paths["/v1/projects"]).sort()).toEqual(expect.arrayContaining(["get", "post"]))
@@ -130,7 +130,9 @@ describe("API reference", () => {
         for (const alternative of alternatives(schema)) {
           expect(Object.keys(alternative.properties ?? {}), `${method} ${path} ${status}`).toEqual(["error"])
           const error = resolve(alternative.properties.error)
-          expect(Object.keys(error.properties)).toEqual(expect.arrayContaining(["code", "message", "status", "request_id"]))
+          expect(Object.keys(error.properties)).toEqual(
+            expect.arrayContaining(["code", "message", "status", "request_id"])
+          )
           checked++
         }
       }
@@ -149,7 +151,7 @@ describe("API reference", () => {
       const hasBody = operation.requestBody !== undefined
       expect(statuses.includes("413"), `${method} ${path} 413`).toBe(hasBody)
       expect(statuses.includes("415"), `${method} ${path} 415`).toBe(hasBody)
-      const clash = path === "/v1/webhooks" && method === "post" || path === "/v1/webhooks/{id}" && method === "put"
+      const clash = (path === "/v1/webhooks" && method === "post") || (path === "/v1/webhooks/{id}" && method === "put")
       expect(statuses.includes("409"), `${method} ${path} 409`).toBe(clash)
     }
     const me = doc.paths["/v1/users/me"].get.responses
@@ -158,12 +160,17 @@ describe("API reference", () => {
 
   test("a bearer security scheme, required by the operations", () => {
     const schemes = Object.entries(doc.components.securitySchemes as Record<string, any>)
-    const bearer = schemes.find(([, scheme]) => scheme.type === "http" && String(scheme.scheme).toLowerCase() === "bearer")
+    const bearer = schemes.find(
+      ([, scheme]) => scheme.type === "http" && String(scheme.scheme).toLowerCase() === "bearer"
+    )
     expect(bearer).toBeDefined()
     const name = bearer![0]
     for (const [method, path, operation] of operations()) {
       const security = operation.security ?? doc.security ?? []
-      expect(security.some((requirement: Record<string, unknown>) => name in requirement), `${method} ${path}`).toBe(true)
+      expect(
+        security.some((requirement: Record<string, unknown>) => name in requirement),
+        `${method} ${path}`
+      ).toBe(true)
     }
   })
 
@@ -201,13 +208,25 @@ describe("a crash", () => {
       const requestId: string = res.body.error.request_id
       expect(requestId).toMatch(/^req_[0-9a-f-]{36}$/)
       expect(res.headers.get("x-request-id")).toBe(requestId)
-      for (const leak of ["projects", "SELECT", "FROM", "sqlite", "SQLITE", "no such table", "relation", "SqlError", ".ts:", "    at "]) {
+      for (const leak of [
+        "projects",
+        "SELECT",
+        "FROM",
+        "sqlite",
+        "SQLITE",
+        "no such table",
+        "relation",
+        "SqlError",
+        ".ts:",
+        "    at "
+      ]) {
         expect(res.text).not.toContain(leak)
       }
       expect(res.body.error.message.length).toBeGreaterThan(0)
 
       const logged = await eventually("a log line with the request id", () =>
-        parsedLogs(crashing).find((line) => line["request_id"] === requestId && line["level"] === "error"))
+        parsedLogs(crashing).find((line) => line["request_id"] === requestId && line["level"] === "error")
+      )
       expect(logged["message"]).toBeString()
     } finally {
       await stopWithin(crashing)
@@ -243,7 +262,8 @@ describe("graceful shutdown", () => {
 
       draining.process.kill("SIGTERM")
       const drainLine = await eventually("the draining log line", () =>
-        parsedLogs(draining).find((line) => line["message"] === "draining"))
+        parsedLogs(draining).find((line) => line["message"] === "draining")
+      )
       expect(drainLine["in_flight"]).toBe(1)
 
       // While draining: new /v1 requests are refused with 503, and the server is not ready.
@@ -262,10 +282,7 @@ describe("graceful shutdown", () => {
       const json = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4))
       expect(json.data).toMatchObject({ name: "Finished during shutdown", owner_id: user.id, status: "active" })
 
-      const code = await Promise.race([
-        draining.process.exited,
-        Bun.sleep(5000).then(() => "still running after 5 s")
-      ])
+      const code = await Promise.race([draining.process.exited, Bun.sleep(5000).then(() => "still running after 5 s")])
       exited = typeof code === "number"
       expect(code).toBe(0)
     } finally {

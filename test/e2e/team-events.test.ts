@@ -5,9 +5,10 @@
  * and at no one else's (checked in the receivers and in the non-recipients' delivery logs, which are written in
  * the same transaction as the event).
  */
-import { verify } from "@octokit/webhooks-methods"
+
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { type Receiver, type ReceivedRequest, startReceiver } from "../support/receiver.ts"
+import { verify } from "@octokit/webhooks-methods"
+import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer, type TestUser } from "../support/server.ts"
 
 const ENV = {
@@ -59,7 +60,14 @@ beforeAll(async () => {
   server = await startServer({ env: ENV })
   const named = (name: string) => server.user({ name, scopes: ALL })
   ;[olive, adam, mia, ivan, lena, cleo, dora, xavi] = await Promise.all([
-    named("Olive"), named("Adam"), named("Mia"), named("Ivan"), named("Lena"), named("Cleo"), named("Dora"), named("Xavi")
+    named("Olive"),
+    named("Adam"),
+    named("Mia"),
+    named("Ivan"),
+    named("Lena"),
+    named("Cleo"),
+    named("Dora"),
+    named("Xavi")
   ])
   everyone = [olive, adam, mia, ivan, lena, cleo, dora, xavi]
   for (const user of everyone) {
@@ -69,7 +77,10 @@ beforeAll(async () => {
     hooks.set(user.id, { id: res.body.data.id, path, secret: res.body.data.secret })
   }
   teamId = (await call(olive, "POST", "/v1/teams", { name: "Eventful" })).body.data.id
-  for (const [user, role] of [[adam, "admin"], [mia, "member"]] as const) {
+  for (const [user, role] of [
+    [adam, "admin"],
+    [mia, "member"]
+  ] as const) {
     const invited = await call(olive, "POST", `/v1/teams/${teamId}/invitations`, { email: user.email, role })
     expect((await call(user, "POST", `/v1/invitations/${invited.body.data.id}/accept`)).status).toBe(200)
   }
@@ -91,7 +102,8 @@ const expectEvent = async (
   matches: (data: Record<string, unknown>) => boolean,
   to: ReadonlyArray<TestUser>
 ) => {
-  const isIt = (request: ReceivedRequest) => request.headers["x-service-event"] === type && matches(eventOf(request).data)
+  const isIt = (request: ReceivedRequest) =>
+    request.headers["x-service-event"] === type && matches(eventOf(request).data)
   const arrived = await Promise.all(to.map((user) => receiver.waitFor(1, { path: hookOf(user).path, where: isIt })))
   const eventIds = new Set(arrived.map((requests) => requests[0]!.headers["x-service-event-id"]))
   expect(eventIds.size).toBe(1)
@@ -106,7 +118,9 @@ const expectEvent = async (
     expect(request.headers["x-service-delivery"]).toMatch(/^dlv_/)
     expect(request.headers["x-service-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/)
     expect(await verify(hookOf(user).secret, request.body, request.headers["x-service-signature"]!)).toBe(true)
-    expect(await verify("whsec_not-the-secret-at-all-000000", request.body, request.headers["x-service-signature"]!)).toBe(false)
+    expect(
+      await verify("whsec_not-the-secret-at-all-000000", request.body, request.headers["x-service-signature"]!)
+    ).toBe(false)
     const event = eventOf(request)
     expect(event).toMatchObject({ id: eventId, type })
     expect(Object.keys(event).sort()).toEqual(["created_at", "data", "id", "type"])
@@ -145,11 +159,7 @@ describe("member.* events", () => {
     const pending = await call(ivan, "GET", "/v1/invitations")
     const invitation = pending.body.data.find((i: { team_id: string }) => i.team_id === teamId)
     expect((await call(ivan, "POST", `/v1/invitations/${invitation.id}/accept`)).status).toBe(200)
-    const event = await expectEvent(
-      "member.joined",
-      (d) => d["user_id"] === ivan.id,
-      [olive, adam, ivan]
-    )
+    const event = await expectEvent("member.joined", (d) => d["user_id"] === ivan.id, [olive, adam, ivan])
     expect(event.data).toEqual({ team_id: teamId, user_id: ivan.id, email: ivan.email, role: "member" })
   })
 
@@ -193,12 +203,16 @@ describe("deployment.* events", () => {
   let xavisProject: string
 
   beforeAll(async () => {
-    teamProject = (await call(mia, "POST", "/v1/projects", { name: "Shared", visibility: "team", team_id: teamId })).body.data.id
+    teamProject = (await call(mia, "POST", "/v1/projects", { name: "Shared", visibility: "team", team_id: teamId }))
+      .body.data.id
     xavisProject = (await call(xavi, "POST", "/v1/projects", { name: "Solo" })).body.data.id
   })
 
   test("deployment.started on a team project goes to its owner and the team's owners and admins, with the record", async () => {
-    const started = await call(mia, "POST", `/v1/projects/${teamProject}/deployments`, { ref: "v1", environment: "staging" })
+    const started = await call(mia, "POST", `/v1/projects/${teamProject}/deployments`, {
+      ref: "v1",
+      environment: "staging"
+    })
     expect(started.status).toBe(201)
     const event = await expectEvent("deployment.started", (d) => d["id"] === started.body.data.id, [mia, olive, adam])
     expect(event.data).toEqual(started.body.data)
@@ -207,13 +221,11 @@ describe("deployment.* events", () => {
   test("deployment.completed when it succeeds", async () => {
     const started = (await call(mia, "POST", `/v1/projects/${teamProject}/deployments`, { ref: "v2" })).body.data
     await expectEvent("deployment.started", (d) => d["id"] === started.id, [mia, olive, adam])
-    const done = await call(adam, "PUT", `/v1/projects/${teamProject}/deployments/${started.id}`, { status: "succeeded" })
+    const done = await call(adam, "PUT", `/v1/projects/${teamProject}/deployments/${started.id}`, {
+      status: "succeeded"
+    })
     expect(done.status).toBe(200)
-    const event = await expectEvent(
-      "deployment.completed",
-      (d) => d["id"] === started.id,
-      [mia, olive, adam]
-    )
+    const event = await expectEvent("deployment.completed", (d) => d["id"] === started.id, [mia, olive, adam])
     expect(event.data).toEqual(done.body.data)
     expect(event.data["status"]).toBe("succeeded")
   })
@@ -227,8 +239,9 @@ describe("deployment.* events", () => {
     const event = await expectEvent("deployment.failed", (d) => d["id"] === started.id, [mia, olive, adam])
     expect(event.data).toEqual(failed.body.data)
     // A refused second finish emits nothing.
-    expect((await call(mia, "PUT", `/v1/projects/${teamProject}/deployments/${started.id}`, { status: "succeeded" })).status)
-      .toBe(409)
+    expect(
+      (await call(mia, "PUT", `/v1/projects/${teamProject}/deployments/${started.id}`, { status: "succeeded" })).status
+    ).toBe(409)
   })
 
   test("a private project's deployment events go to its owner only", async () => {

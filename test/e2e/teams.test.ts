@@ -203,7 +203,14 @@ describe("PUT /v1/teams/:team_id/members/:user_id", () => {
     const team = await makeTeam()
     const promoted = await call(olive, "PUT", `/v1/teams/${team.id}/members/${mia.id}`, { role: "admin" })
     expect(promoted.status).toBe(200)
-    expect(Object.keys(promoted.body.data).sort()).toEqual(["avatar_url", "email", "joined_at", "name", "role", "user_id"])
+    expect(Object.keys(promoted.body.data).sort()).toEqual([
+      "avatar_url",
+      "email",
+      "joined_at",
+      "name",
+      "role",
+      "user_id"
+    ])
     expect(promoted.body.data).toMatchObject({ user_id: mia.id, email: mia.email, name: "Mia", role: "admin" })
     const owner = await call(olive, "PUT", `/v1/teams/${team.id}/members/${adam.id}`, { role: "owner" })
     expect(owner.body.data.role).toBe("owner")
@@ -218,9 +225,24 @@ describe("PUT /v1/teams/:team_id/members/:user_id", () => {
     expect(up.status).toBe(200)
     const down = await call(adam, "PUT", `/v1/teams/${team.id}/members/${mia.id}`, { role: "member" })
     expect(down.body.data.role).toBe("member")
-    expectError(await call(adam, "PUT", `/v1/teams/${team.id}/members/${mia.id}`, { role: "owner" }), 403, "forbidden", "owner role")
-    expectError(await call(adam, "PUT", `/v1/teams/${team.id}/members/${adam.id}`, { role: "owner" }), 403, "forbidden", "owner role")
-    expectError(await call(adam, "PUT", `/v1/teams/${team.id}/members/${olive.id}`, { role: "admin" }), 403, "forbidden", "owner role")
+    expectError(
+      await call(adam, "PUT", `/v1/teams/${team.id}/members/${mia.id}`, { role: "owner" }),
+      403,
+      "forbidden",
+      "owner role"
+    )
+    expectError(
+      await call(adam, "PUT", `/v1/teams/${team.id}/members/${adam.id}`, { role: "owner" }),
+      403,
+      "forbidden",
+      "owner role"
+    )
+    expectError(
+      await call(adam, "PUT", `/v1/teams/${team.id}/members/${olive.id}`, { role: "admin" }),
+      403,
+      "forbidden",
+      "owner role"
+    )
     // An admin may step down themself.
     const self = await call(adam, "PUT", `/v1/teams/${team.id}/members/${adam.id}`, { role: "member" })
     expect(self.body.data.role).toBe("member")
@@ -233,17 +255,32 @@ describe("PUT /v1/teams/:team_id/members/:user_id", () => {
     expectError(res, 403, "forbidden", "owner or admin")
     expect(res.body.error.message).toContain("you are a member")
     expectError(await call(omar, "PUT", `/v1/teams/${team.id}/members/${mia.id}`, { role: "member" }), 404, "not_found")
-    expectError(await call(olive, "PUT", `/v1/teams/${team.id}/members/${omar.id}`, { role: "admin" }), 404, "not_found", omar.id)
+    expectError(
+      await call(olive, "PUT", `/v1/teams/${team.id}/members/${omar.id}`, { role: "admin" }),
+      404,
+      "not_found",
+      omar.id
+    )
     expectValidation(await call(olive, "PUT", `/v1/teams/${team.id}/members/${mia.id}`, { role: "boss" }), "role")
     expectValidation(await call(olive, "PUT", `/v1/teams/${team.id}/members/${mia.id}`, {}), "role")
     expectValidation(await call(olive, "PUT", `/v1/teams/${team.id}/members/nope`, { role: "admin" }), "user_id")
-    expectError(await call(writer, "PUT", `/v1/teams/${team.id}/members/${mia.id}`, { role: "admin" }), 403, "forbidden", "team:manage")
+    expectError(
+      await call(writer, "PUT", `/v1/teams/${team.id}/members/${mia.id}`, { role: "admin" }),
+      403,
+      "forbidden",
+      "team:manage"
+    )
     expect(await membersOf(team.id)).toEqual({ [olive.id]: "owner", [adam.id]: "admin", [mia.id]: "member" })
   })
 
   test("the last owner cannot be demoted (409); with a second owner they can", async () => {
     const team = await makeTeam()
-    expectError(await call(olive, "PUT", `/v1/teams/${team.id}/members/${olive.id}`, { role: "admin" }), 409, "conflict", "owner")
+    expectError(
+      await call(olive, "PUT", `/v1/teams/${team.id}/members/${olive.id}`, { role: "admin" }),
+      409,
+      "conflict",
+      "owner"
+    )
     expect(await roleOf(team.id, olive)).toBe("owner")
     await call(olive, "PUT", `/v1/teams/${team.id}/members/${adam.id}`, { role: "owner" })
     const stepped = await call(olive, "PUT", `/v1/teams/${team.id}/members/${olive.id}`, { role: "member" })
@@ -251,7 +288,11 @@ describe("PUT /v1/teams/:team_id/members/:user_id", () => {
     expect(stepped.body.data.role).toBe("member")
     // Now Adam is the last owner; Olive, a member, can no longer change roles.
     expectError(await call(adam, "PUT", `/v1/teams/${team.id}/members/${adam.id}`, { role: "admin" }), 409, "conflict")
-    expectError(await call(olive, "PUT", `/v1/teams/${team.id}/members/${olive.id}`, { role: "owner" }), 403, "forbidden")
+    expectError(
+      await call(olive, "PUT", `/v1/teams/${team.id}/members/${olive.id}`, { role: "owner" }),
+      403,
+      "forbidden"
+    )
   })
 })
 
@@ -275,7 +316,12 @@ describe("DELETE /v1/teams/:team_id/members/:user_id", () => {
 
   test("a member may remove only themself (leaving); others get 403, non-members 404", async () => {
     const team = await makeTeam()
-    expectError(await call(mia, "DELETE", `/v1/teams/${team.id}/members/${adam.id}`), 403, "forbidden", "owner or admin")
+    expectError(
+      await call(mia, "DELETE", `/v1/teams/${team.id}/members/${adam.id}`),
+      403,
+      "forbidden",
+      "owner or admin"
+    )
     expectError(await call(omar, "DELETE", `/v1/teams/${team.id}/members/${mia.id}`), 404, "not_found")
     expectError(await call(omar, "DELETE", `/v1/teams/${team.id}/members/${omar.id}`), 404, "not_found")
     expect((await call(mia, "DELETE", `/v1/teams/${team.id}/members/${mia.id}`)).status).toBe(204)

@@ -166,7 +166,11 @@ describe("GET /v1/teams/:team_id/members", () => {
   })
 
   test("a non-member gets 404 for the team", async () => {
-    for (const [user, team] of [[carol, sharedTeam], [ann, bobsTeam], [bob, annsTeam]] as const) {
+    for (const [user, team] of [
+      [carol, sharedTeam],
+      [ann, bobsTeam],
+      [bob, annsTeam]
+    ] as const) {
       const res = await server.request(`/v1/teams/${team.id}/members`, { key: user.key })
       expect(res.status).toBe(404)
       expect(res.body.error).toMatchObject({ code: "not_found", status: 404 })

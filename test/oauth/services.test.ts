@@ -4,8 +4,8 @@
  * and the bearer lookup, each on typed input with typed failures.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { ConfigProvider, Effect, Either, Layer, Logger, LogLevel, ManagedRuntime, Option } from "effect"
 import { createHash } from "node:crypto"
+import { ConfigProvider, Effect, Either, Layer, Logger, LogLevel, ManagedRuntime, Option } from "effect"
 import { OAuthAuthorizations } from "../../src/OAuth/Authorizations.ts"
 import { OAuthClients, type RegisteredClient } from "../../src/OAuth/Clients.ts"
 import { OAuthTokens } from "../../src/OAuth/Tokens.ts"
@@ -43,7 +43,7 @@ const request = (clientId: string, extra: Partial<Parameters<OAuthAuthorizations
 
 /** start → sign-in → consent (approved): the code. */
 const codeFor = (clientId: string, extra: Partial<Parameters<OAuthAuthorizations["start"]>[0]> = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const authorizations = yield* OAuthAuthorizations
     const started = yield* authorizations.start(request(clientId, extra))
     const csrf = yield* authorizations.signedIn(started.pending.id, userId)
@@ -56,8 +56,14 @@ const codeFor = (clientId: string, extra: Partial<Parameters<OAuthAuthorizations
 beforeAll(async () => {
   runtime = ManagedRuntime.make(layer(await freshDatabaseUrl()))
   userId = (await run(Effect.flatMap(Users, (users) => users.create({ email: "svc@example.com", name: "Svc" })))).id
-  confidential = await run(Effect.flatMap(OAuthClients, (c) => c.create({ name: " App ", redirectUris: [REDIRECT, REDIRECT], isPublic: false })))
-  publicClient = await run(Effect.flatMap(OAuthClients, (c) => c.create({ name: "Mobile", redirectUris: [REDIRECT], isPublic: true })))
+  confidential = await run(
+    Effect.flatMap(OAuthClients, (c) =>
+      c.create({ name: " App ", redirectUris: [REDIRECT, REDIRECT], isPublic: false })
+    )
+  )
+  publicClient = await run(
+    Effect.flatMap(OAuthClients, (c) => c.create({ name: "Mobile", redirectUris: [REDIRECT], isPublic: true }))
+  )
 }, 30_000)
 afterAll(async () => {
   await runtime?.dispose()
@@ -72,11 +78,15 @@ describe("OAuthClients", () => {
 
   test("registration refuses a fragment, a relative URL, no URL at all, and a blank or over-long name", async () => {
     for (const redirectUris of [["https://a.example/cb#x"], ["/callback"], []]) {
-      const error = await fails(Effect.flatMap(OAuthClients, (c) => c.create({ name: "X", redirectUris, isPublic: false })))
+      const error = await fails(
+        Effect.flatMap(OAuthClients, (c) => c.create({ name: "X", redirectUris, isPublic: false }))
+      )
       expect(error._tag).toBe("ValidationFailed")
     }
     for (const name of ["", "   ", "x".repeat(101)]) {
-      const error = await fails(Effect.flatMap(OAuthClients, (c) => c.create({ name, redirectUris: [REDIRECT], isPublic: false })))
+      const error = await fails(
+        Effect.flatMap(OAuthClients, (c) => c.create({ name, redirectUris: [REDIRECT], isPublic: false }))
+      )
       expect(error).toMatchObject({ _tag: "ValidationFailed", message: "name must be 1 to 100 characters" })
     }
   })
@@ -84,8 +94,9 @@ describe("OAuthClients", () => {
   test("authentication: the right secret, never a wrong one, and no secret for a public client", async () => {
     const authenticate = (id: string, secret: Option.Option<string>) =>
       Effect.flatMap(OAuthClients, (c) => c.authenticate({ id, secret }))
-    expect((await run(authenticate(confidential.client_id, Option.some(confidential.client_secret!)))).id)
-      .toBe(confidential.client_id)
+    expect((await run(authenticate(confidential.client_id, Option.some(confidential.client_secret!)))).id).toBe(
+      confidential.client_id
+    )
     for (const [id, secret] of [
       [confidential.client_id, Option.some("pcc_wrong")],
       [confidential.client_id, Option.none()],
@@ -104,8 +115,9 @@ describe("OAuthAuthorizations", () => {
     const start = (clientId: string, extra: Partial<Parameters<OAuthAuthorizations["start"]>[0]> = {}) =>
       fails(Effect.flatMap(OAuthAuthorizations, (a) => a.start(request(clientId, extra))))
     expect((await start("cli_01jd3xkq8w0000000000000000"))._tag).toBe("UntrustedAuthorizationRequest")
-    expect((await start(confidential.client_id, { redirectUri: Option.some(`${REDIRECT}/`) }))._tag)
-      .toBe("UntrustedAuthorizationRequest")
+    expect((await start(confidential.client_id, { redirectUri: Option.some(`${REDIRECT}/`) }))._tag).toBe(
+      "UntrustedAuthorizationRequest"
+    )
     expect(await start(publicClient.client_id)).toMatchObject({
       _tag: "AuthorizationRejected",
       error: "invalid_request",
@@ -136,31 +148,50 @@ describe("OAuthTokens", () => {
   test("PKCE: the verifier must match the challenge; a code works once and its reuse revokes its tokens", async () => {
     const verifier = "v".repeat(43)
     const challenge = createHash("sha256").update(verifier).digest("base64url")
-    const code = await run(codeFor(confidential.client_id, {
-      codeChallenge: Option.some(challenge),
-      codeChallengeMethod: Option.some("S256")
-    }))
-    const client = await run(Effect.flatMap(OAuthClients, (c) => c.find(confidential.client_id)).pipe(Effect.map(Option.getOrThrow)))
+    const code = await run(
+      codeFor(confidential.client_id, {
+        codeChallenge: Option.some(challenge),
+        codeChallengeMethod: Option.some("S256")
+      })
+    )
+    const client = await run(
+      Effect.flatMap(OAuthClients, (c) => c.find(confidential.client_id)).pipe(Effect.map(Option.getOrThrow))
+    )
     const tokens = await run(OAuthTokens)
-    const wrong = await fails(tokens.exchangeCode(client, { code, redirectUri: REDIRECT, codeVerifier: Option.some("w".repeat(43)) }))
-    expect(wrong).toMatchObject({ error: "invalid_grant", description: "code_verifier does not match the code_challenge" })
-    const issued = await run(tokens.exchangeCode(client, { code, redirectUri: REDIRECT, codeVerifier: Option.some(verifier) }))
+    const wrong = await fails(
+      tokens.exchangeCode(client, { code, redirectUri: REDIRECT, codeVerifier: Option.some("w".repeat(43)) })
+    )
+    expect(wrong).toMatchObject({
+      error: "invalid_grant",
+      description: "code_verifier does not match the code_challenge"
+    })
+    const issued = await run(
+      tokens.exchangeCode(client, { code, redirectUri: REDIRECT, codeVerifier: Option.some(verifier) })
+    )
     expect(issued).toMatchObject({ expiresIn: 3600, scope: "read write" })
     const principal = await run(tokens.authenticate(issued.accessToken))
     expect(principal).toMatchObject({ userId, scopes: ["read", "write"], credential: { kind: "oauth" } })
-    const again = await fails(tokens.exchangeCode(client, { code, redirectUri: REDIRECT, codeVerifier: Option.some(verifier) }))
+    const again = await fails(
+      tokens.exchangeCode(client, { code, redirectUri: REDIRECT, codeVerifier: Option.some(verifier) })
+    )
     expect(again.error).toBe("invalid_grant")
     expect((await fails(tokens.authenticate(issued.accessToken)))._tag).toBe("Unauthorized")
   })
 
   test("refresh narrows the access token only, rotates, and a reused refresh token revokes the family", async () => {
     const code = await run(codeFor(confidential.client_id))
-    const client = await run(Effect.flatMap(OAuthClients, (c) => c.find(confidential.client_id)).pipe(Effect.map(Option.getOrThrow)))
+    const client = await run(
+      Effect.flatMap(OAuthClients, (c) => c.find(confidential.client_id)).pipe(Effect.map(Option.getOrThrow))
+    )
     const tokens = await run(OAuthTokens)
     const first = await run(tokens.exchangeCode(client, { code, redirectUri: REDIRECT, codeVerifier: Option.none() }))
-    const wider = await fails(tokens.refresh(client, { refreshToken: first.refreshToken, scope: Option.some(["billing:read"]) }))
+    const wider = await fails(
+      tokens.refresh(client, { refreshToken: first.refreshToken, scope: Option.some(["billing:read"]) })
+    )
     expect(wider.error).toBe("invalid_scope")
-    const narrowed = await run(tokens.refresh(client, { refreshToken: first.refreshToken, scope: Option.some(["read"]) }))
+    const narrowed = await run(
+      tokens.refresh(client, { refreshToken: first.refreshToken, scope: Option.some(["read"]) })
+    )
     expect(narrowed.scope).toBe("read")
     expect((await run(tokens.authenticate(narrowed.accessToken))).scopes).toEqual(["read"])
     const rotated = await run(tokens.refresh(client, { refreshToken: narrowed.refreshToken, scope: Option.none() }))
@@ -172,8 +203,12 @@ describe("OAuthTokens", () => {
     }
     // Revocation (RFC 7009) leaves other clients' tokens alone.
     const other = await run(codeFor(confidential.client_id))
-    const live = await run(tokens.exchangeCode(client, { code: other, redirectUri: REDIRECT, codeVerifier: Option.none() }))
-    const publicRecord = await run(Effect.flatMap(OAuthClients, (c) => c.find(publicClient.client_id)).pipe(Effect.map(Option.getOrThrow)))
+    const live = await run(
+      tokens.exchangeCode(client, { code: other, redirectUri: REDIRECT, codeVerifier: Option.none() })
+    )
+    const publicRecord = await run(
+      Effect.flatMap(OAuthClients, (c) => c.find(publicClient.client_id)).pipe(Effect.map(Option.getOrThrow))
+    )
     await run(tokens.revoke(publicRecord, live.accessToken))
     expect((await run(tokens.authenticate(live.accessToken))).userId).toBe(userId)
     await run(tokens.revoke(client, live.refreshToken))

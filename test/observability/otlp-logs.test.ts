@@ -51,15 +51,19 @@ afterAll(async () => {
   collector.stop(true)
 })
 
-const value = (v: AnyValue) => v.stringValue ?? (v.intValue === undefined ? undefined : Number(v.intValue)) ?? v.doubleValue ?? v.boolValue
+const value = (v: AnyValue) =>
+  v.stringValue ?? (v.intValue === undefined ? undefined : Number(v.intValue)) ?? v.doubleValue ?? v.boolValue
 
 test("the request line's fields are attributes of its log record", async () => {
   expect((await server.request("/v1/projects/proj_01jd3xkq8w0000000000000000")).status).toBe(401)
   const deadline = Date.now() + 15_000
   const requestLine = () =>
-    records.find((record) =>
-      record.body?.stringValue === "request" &&
-      record.attributes?.some((a) => a.key === "path" && a.value.stringValue === "/v1/projects/proj_01jd3xkq8w0000000000000000")
+    records.find(
+      (record) =>
+        record.body?.stringValue === "request" &&
+        record.attributes?.some(
+          (a) => a.key === "path" && a.value.stringValue === "/v1/projects/proj_01jd3xkq8w0000000000000000"
+        )
     )
   while (requestLine() === undefined && Date.now() < deadline) await Bun.sleep(100)
   const record = requestLine()

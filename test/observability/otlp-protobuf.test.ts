@@ -2,8 +2,9 @@
  * Our OTLP encoders, fed spans made by our tracer: the protobuf bytes must be exactly the ones
  * @effect/opentelemetry's own encoder writes for the OTLP/JSON objects of the same spans.
  */
-import { OtlpResource, OtlpSerialization } from "@effect/opentelemetry"
+
 import { describe, expect, test } from "bun:test"
+import { OtlpResource, OtlpSerialization } from "@effect/opentelemetry"
 import { Effect, Fiber, Layer, Tracer } from "effect"
 import { JsonSpans, tracesJson } from "../../src/Observability/OtlpJson.ts"
 import { encodeTraces } from "../../src/Observability/OtlpProtobuf.ts"
@@ -37,7 +38,7 @@ const remoteParent = Tracer.externalSpan({ traceId: "4bf92f3577b34da6a3ce929d0e0
 
 /** Every kind of attribute value, events, links, a remote parent, failure and interruption. */
 const varied = (i: number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     yield* Effect.annotateCurrentSpan({
       "http.route": "/v1/projects/:id",
       "http.response.status_code": 200 + i,
@@ -54,7 +55,12 @@ const varied = (i: number) =>
     const span = yield* Effect.currentSpan
     span.event("checkpoint", 1763694000123456999n, { step: i, label: "half-way" })
     span.event("bare", 1763694000123457000n)
-    yield* Effect.void.pipe(Effect.withSpan("child", { kind: "client", links: [{ _tag: "SpanLink", span: remoteParent, attributes: { why: "batch" } }] }))
+    yield* Effect.void.pipe(
+      Effect.withSpan("child", {
+        kind: "client",
+        links: [{ _tag: "SpanLink", span: remoteParent, attributes: { why: "batch" } }]
+      })
+    )
     if (i % 3 === 1) return yield* Effect.fail(new Error(`boom ${i}`))
     if (i % 3 === 2) return yield* Effect.interrupt
   }).pipe(Effect.withSpan(`GET /v1/projects/:id #${i}`, { kind: "server", parent: remoteParent }))
@@ -80,7 +86,9 @@ describe("the OTLP trace encoders", () => {
     const spans = [0, 1, 2].flatMap((i) => collect(varied(i)))
     const batch = new JsonSpans()
     for (const span of spans) batch.add(span)
-    expect(JSON.parse(batch.request(resource, scope))).toEqual(JSON.parse(JSON.stringify(tracesJson(resource, scope, spans))))
+    expect(JSON.parse(batch.request(resource, scope))).toEqual(
+      JSON.parse(JSON.stringify(tracesJson(resource, scope, spans)))
+    )
   })
 
   test("JSON: ids, times, kinds, parents, status and the exception event", () => {
@@ -100,12 +108,14 @@ describe("the OTLP trace encoders", () => {
     expect(server!.events.map((event) => event.name)).toEqual(["checkpoint", "bare", "exception"])
     expect(server!.events[2]!.attributes).toContainEqual({ key: "exception.message", value: { stringValue: "boom 1" } })
     expect(child).toMatchObject({ name: "child", kind: 3, traceId: remoteParent.traceId, parentSpanId: server!.spanId })
-    expect(child!.links).toEqual([{
-      traceId: remoteParent.traceId,
-      spanId: remoteParent.spanId,
-      attributes: [{ key: "why", value: { stringValue: "batch" } }],
-      droppedAttributesCount: 0
-    }])
+    expect(child!.links).toEqual([
+      {
+        traceId: remoteParent.traceId,
+        spanId: remoteParent.spanId,
+        attributes: [{ key: "why", value: { stringValue: "batch" } }],
+        droppedAttributesCount: 0
+      }
+    ])
 
     const [, interrupted] = tracesJson(resource, scope, collect(varied(2))).resourceSpans[0]!.scopeSpans[0]!.spans
     expect(interrupted!.status).toEqual({ code: 1 })
@@ -130,21 +140,24 @@ describe("the OTLP trace encoders", () => {
 
   test("an attribute set twice keeps its last value, once", () => {
     const [span] = collect(
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* Effect.annotateCurrentSpan("status", 200)
         yield* Effect.annotateCurrentSpan("route", "/v1/projects")
         yield* Effect.annotateCurrentSpan("status", 404)
       }).pipe(Effect.withSpan("twice-set"))
     )
     expect(span!.pairs).toEqual(["status", 404, "route", "/v1/projects"])
-    expect([...span!.attributes]).toEqual([["status", 404], ["route", "/v1/projects"]])
+    expect([...span!.attributes]).toEqual([
+      ["status", 404],
+      ["route", "/v1/projects"]
+    ])
   })
 
   test("a span ended twice is exported once", async () => {
     const spans: Array<EndedSpan> = []
     const tracer = makeTracer((span) => spans.push(span))
     await Effect.runPromise(
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const span = yield* Effect.makeSpan("twice")
         const fiber = yield* Effect.fork(Effect.void)
         const exit = yield* Fiber.await(fiber)

@@ -11,10 +11,11 @@ const collector = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
   async fetch(request) {
-    const body = await request.json() as any
+    const body = (await request.json()) as any
     collectorKeys.push(request.headers.get("x-collector-key"))
     if (new URL(request.url).pathname === "/v1/traces") {
-      for (const rs of body.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) for (const span of ss.spans ?? []) names.push(span.name)
+      for (const rs of body.resourceSpans ?? [])
+        for (const ss of rs.scopeSpans ?? []) for (const span of ss.spans ?? []) names.push(span.name)
     }
     return Response.json({})
   }

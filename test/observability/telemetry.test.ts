@@ -4,12 +4,17 @@
  * it caused is in the same trace — whose `traceparent` the webhook receiver sees. Secrets appear nowhere.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { startReceiver, type Receiver } from "../support/receiver.ts"
+import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer, type TestUser } from "../support/server.ts"
 
 interface OtlpAttribute {
   readonly key: string
-  readonly value: { readonly stringValue?: string; readonly intValue?: string | number; readonly boolValue?: boolean; readonly doubleValue?: number }
+  readonly value: {
+    readonly stringValue?: string
+    readonly intValue?: string | number
+    readonly boolValue?: boolean
+    readonly doubleValue?: number
+  }
 }
 interface OtlpSpan {
   readonly traceId: string
@@ -25,7 +30,12 @@ interface Collected {
 }
 
 const attrs = (list: ReadonlyArray<OtlpAttribute> | undefined): Record<string, unknown> =>
-  Object.fromEntries((list ?? []).map(({ key, value }) => [key, value.stringValue ?? value.intValue ?? value.boolValue ?? value.doubleValue]))
+  Object.fromEntries(
+    (list ?? []).map(({ key, value }) => [
+      key,
+      value.stringValue ?? value.intValue ?? value.boolValue ?? value.doubleValue
+    ])
+  )
 
 /** A minimal OTLP/HTTP JSON collector. */
 const collector = () => {
@@ -168,7 +178,10 @@ describe("OpenTelemetry export", () => {
     await server.request("/health/live")
     await server.request("/health/ready")
     const span = await eventually(() =>
-      otlp.spans.find((s) => s.span.name === "GET /v1/projects/:id" && attrs(s.span.attributes)["request.id"] === res.body.error.request_id)
+      otlp.spans.find(
+        (s) =>
+          s.span.name === "GET /v1/projects/:id" && attrs(s.span.attributes)["request.id"] === res.body.error.request_id
+      )
     )
     expect(span.span.parentSpanId ?? "").toBe("")
     expect(Number(attrs(span.span.attributes)["http.response.status_code"])).toBe(404)
@@ -197,8 +210,8 @@ describe("OpenTelemetry export", () => {
     await eventually(
       () =>
         ["http.server.request.duration", "webhook.delivery.attempts", "webhook.delivery.lag"].every((name) =>
-            otlp.metricNames.has(name)
-          )
+          otlp.metricNames.has(name)
+        )
           ? true
           : undefined,
       20_000

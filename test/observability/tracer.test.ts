@@ -2,8 +2,9 @@
  * The trace exporter against a collector on loopback (OTLP/JSON so the test can read it): batches, the flush at
  * shutdown, retries, a collector that is down, and a queue that overflows.
  */
-import { FetchHttpClient } from "@effect/platform"
+
 import { afterAll, beforeEach, describe, expect, test } from "bun:test"
+import { FetchHttpClient } from "@effect/platform"
 import { Effect, Layer, Logger } from "effect"
 import * as OtlpTracer from "../../src/Observability/Tracer.ts"
 
@@ -29,9 +30,12 @@ const collector = Bun.serve({
       if (status === 200) protobufBodies.push(Buffer.from(await request.arrayBuffer()))
       return new Response("{}", { status })
     }
-    const body = await request.json() as any
+    const body = (await request.json()) as any
     if (status === 200) {
-      requests.push({ spans: body.resourceSpans[0].scopeSpans[0].spans, resource: body.resourceSpans[0].resource.attributes })
+      requests.push({
+        spans: body.resourceSpans[0].scopeSpans[0].spans,
+        resource: body.resourceSpans[0].resource.attributes
+      })
     }
     return new Response("{}", { status, headers: { "content-type": "application/json" } })
   }
@@ -63,19 +67,26 @@ const runWith = async <A>(config: OtlpTracer.Options, program: Effect.Effect<A>)
     if (logLevel._tag === "Warning") warnings.push(JSON.stringify(message))
   })
   const value = await Effect.runPromise(
-    Effect.scoped(program.pipe(
-      Effect.provide(OtlpTracer.layer(config).pipe(Layer.provide(FetchHttpClient.layer))),
-      Effect.provide(Logger.replace(Logger.defaultLogger, logger))
-    ))
+    Effect.scoped(
+      program.pipe(
+        Effect.provide(OtlpTracer.layer(config).pipe(Layer.provide(FetchHttpClient.layer))),
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+      )
+    )
   )
   return { value, warnings }
 }
-const run = async <A>(config: OtlpTracer.Options, program: Effect.Effect<A>) => (await runWith(config, program)).warnings
+const run = async <A>(config: OtlpTracer.Options, program: Effect.Effect<A>) =>
+  (await runWith(config, program)).warnings
 
 const spans = (n: number, prefix = "span") =>
-  Effect.forEach(Array.from({ length: n }, (_, i) => i), (i) => Effect.void.pipe(Effect.withSpan(`${prefix} ${i}`)), {
-    discard: true
-  })
+  Effect.forEach(
+    Array.from({ length: n }, (_, i) => i),
+    (i) => Effect.void.pipe(Effect.withSpan(`${prefix} ${i}`)),
+    {
+      discard: true
+    }
+  )
 
 const received = () => requests.flatMap((request) => request.spans.map((span) => span.name))
 
@@ -119,7 +130,7 @@ describe("the trace exporter", () => {
     answers = [500, 500, 500, 500] // the first try and three retries, a second apart
     const warnings = await run(
       options(),
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* spans(4, "doomed")
         yield* Effect.sleep("4 seconds")
         yield* spans(2, "after")
@@ -132,8 +143,15 @@ describe("the trace exporter", () => {
   })
 
   test("a span that cannot be encoded is dropped and counted; the request and the batch around it are unharmed", async () => {
-    const hostile = { toJSON: () => { throw new Error("no JSON") }, toString: () => { throw new Error("no string") } }
-    const program = Effect.gen(function*() {
+    const hostile = {
+      toJSON: () => {
+        throw new Error("no JSON")
+      },
+      toString: () => {
+        throw new Error("no string")
+      }
+    }
+    const program = Effect.gen(function* () {
       yield* Effect.void.pipe(Effect.withSpan("before"))
       yield* Effect.void.pipe(Effect.withSpan("hostile", { attributes: { value: hostile } }))
       yield* Effect.void.pipe(Effect.withSpan("after"))
@@ -158,7 +176,7 @@ describe("the trace exporter", () => {
     delay = 300 // a full batch is in flight while the rest of each flood ends
     const warnings = await run(
       options({ maxQueueSize: 5, maxExportBatchSize: 5 }),
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* spans(10, "first")
         yield* Effect.sleep("600 millis")
         yield* spans(10, "second")
@@ -173,7 +191,10 @@ describe("the trace exporter", () => {
     // The first full batch is still being sent (and still counts against the queue) while the rest end; it is in
     // flight at shutdown, which lets it finish rather than cut it off and send it again.
     delay = 500
-    const warnings = await run(options({ scheduleDelay: "1 hour", maxQueueSize: 20, maxExportBatchSize: 20 }), spans(50, "flood"))
+    const warnings = await run(
+      options({ scheduleDelay: "1 hour", maxQueueSize: 20, maxExportBatchSize: 20 }),
+      spans(50, "flood")
+    )
     expect(received()).toEqual(Array.from({ length: 20 }, (_, i) => `flood ${i}`))
     expect(warnings.join("\n")).toContain('"dropped_spans":30')
   })

@@ -88,9 +88,8 @@ export const startReceiver = (options: { readonly default?: Responder } = {}): R
 
   const choose = (request: ReceivedRequest): Behaviour => {
     const queue = queues.get(request.path)
-    const responder = queue !== undefined && queue.length > 0
-      ? queue.shift()!
-      : pathDefaults.get(request.path) ?? fallback
+    const responder =
+      queue !== undefined && queue.length > 0 ? queue.shift()! : (pathDefaults.get(request.path) ?? fallback)
     return typeof responder === "function" ? responder(request) : responder
   }
 
@@ -138,9 +137,10 @@ export const startReceiver = (options: { readonly default?: Responder } = {}): R
   const origin = `http://127.0.0.1:${server.port}`
 
   const matching = (options: WaitOptions) =>
-    recorded.filter((request) =>
-      (options.path === undefined || request.path === options.path) &&
-      (options.where === undefined || options.where(request))
+    recorded.filter(
+      (request) =>
+        (options.path === undefined || request.path === options.path) &&
+        (options.where === undefined || options.where(request))
     )
 
   const waitFor = (count: number, options: WaitOptions = {}): Promise<Array<ReceivedRequest>> =>
@@ -207,7 +207,7 @@ export const eventually = async <T>(
   options: { readonly timeoutMs?: number; readonly intervalMs?: number; readonly what?: string } = {}
 ): Promise<T> => {
   const deadline = Date.now() + (options.timeoutMs ?? 10_000)
-  let last: unknown = undefined
+  let last: unknown
   for (;;) {
     try {
       const value = await probe()
@@ -216,7 +216,9 @@ export const eventually = async <T>(
       last = error
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${options.what ?? "a condition"}${last !== undefined ? `: ${String(last)}` : ""}`)
+      throw new Error(
+        `timed out waiting for ${options.what ?? "a condition"}${last !== undefined ? `: ${String(last)}` : ""}`
+      )
     }
     await sleep(options.intervalMs ?? 50)
   }

@@ -3,10 +3,11 @@
  * a temporary SQLite file, or — when `DATABASE_URL` is a postgres URL — a new database on that server.
  * Tests speak HTTP to it, as a client would.
  */
-import { SQL, type Subprocess } from "bun"
+
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SQL, type Subprocess } from "bun"
 
 const ROOT = join(import.meta.dir, "..", "..")
 
@@ -80,8 +81,10 @@ export const runCli = async (databaseUrl: string, args: ReadonlyArray<string>) =
   return { stdout, stderr, code }
 }
 
-export const startServer = async (options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}): Promise<Server> => {
-  const databaseUrl = options.databaseUrl ?? await freshDatabaseUrl()
+export const startServer = async (
+  options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}
+): Promise<Server> => {
+  const databaseUrl = options.databaseUrl ?? (await freshDatabaseUrl())
   const proc = Bun.spawn(["bun", "src/main.ts"], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...options.env },
@@ -123,16 +126,15 @@ export const startServer = async (options: { readonly env?: Record<string, strin
   const request = async <T>(path: string, opts: RequestOptions = {}): Promise<Response<T>> => {
     const headers: Record<string, string> = { ...opts.headers }
     if (opts.key !== undefined) headers["authorization"] = `Bearer ${opts.key}`
-    let body: BodyInit | undefined = typeof opts.rawBody === "string" || opts.rawBody === undefined
-      ? opts.rawBody
-      : new Blob([opts.rawBody])
+    let body: BodyInit | undefined =
+      typeof opts.rawBody === "string" || opts.rawBody === undefined ? opts.rawBody : new Blob([opts.rawBody])
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body)
       headers["content-type"] ??= "application/json"
     }
     const response = await fetch(`${url}${path}`, { method: opts.method ?? "GET", headers, body })
     const text = await response.text()
-    let parsed: any = undefined
+    let parsed: any
     try {
       parsed = text === "" ? undefined : JSON.parse(text)
     } catch {
@@ -153,7 +155,14 @@ export const startServer = async (options: { readonly env?: Record<string, strin
     const email = `user${n}.${Math.random().toString(36).slice(2, 8)}@example.com`
     const created = await cli<{ id: string }>("users", "create", "--email", email, "--name", name)
     const key = await cli<{ id: string; key: string }>(
-      "api-keys", "create", "--user", created.id, "--name", `key ${n}`, "--scopes", opts.scopes ?? "read,write"
+      "api-keys",
+      "create",
+      "--user",
+      created.id,
+      "--name",
+      `key ${n}`,
+      "--scopes",
+      opts.scopes ?? "read,write"
     )
     return { id: created.id, email, name, key: key.key, keyId: key.id }
   }

@@ -2,10 +2,11 @@
  * One delivery attempt (`attempt()` from Delivery/Attempt.ts) against a real receiver on loopback: what it sends,
  * and how it judges 2xx, 3xx, 4xx/5xx, time-outs, slow and endless bodies, connection errors and refused targets.
  */
-import { verify } from "@octokit/webhooks-methods"
+
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { verify } from "@octokit/webhooks-methods"
 import { Duration, Effect } from "effect"
-import { attempt, type AttemptRequest, USER_AGENT } from "../../src/Webhooks/Delivery/Attempt.ts"
+import { type AttemptRequest, attempt, USER_AGENT } from "../../src/Webhooks/Delivery/Attempt.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 
 let receiver: Receiver
@@ -20,7 +21,12 @@ let counter = 0
 const request = (url: string, overrides: Partial<AttemptRequest> = {}): AttemptRequest => ({
   url,
   secret: "unit-test-secret-0123456789",
-  body: JSON.stringify({ id: "evt_1", type: "project.created", created_at: "2026-01-01T00:00:00.000Z", data: { n: ++counter } }),
+  body: JSON.stringify({
+    id: "evt_1",
+    type: "project.created",
+    created_at: "2026-01-01T00:00:00.000Z",
+    data: { n: ++counter }
+  }),
   eventType: "project.created",
   eventId: "evt_01jd3xkq8w0000000000000000",
   deliveryId: "dlv_01jd3xkq8w0000000000000000",
@@ -28,7 +34,9 @@ const request = (url: string, overrides: Partial<AttemptRequest> = {}): AttemptR
 })
 
 const run = (req: AttemptRequest, options: { timeoutMs?: number; allowPrivate?: boolean } = {}) =>
-  Effect.runPromise(attempt(req, { timeout: Duration.millis(options.timeoutMs ?? 1_000), allowPrivate: options.allowPrivate ?? true }))
+  Effect.runPromise(
+    attempt(req, { timeout: Duration.millis(options.timeoutMs ?? 1_000), allowPrivate: options.allowPrivate ?? true })
+  )
 
 describe("attempt", () => {
   test("POSTs the body as given with the signature and service headers; a 200 succeeds", async () => {

@@ -9,35 +9,47 @@ const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(Effect.prov
 
 describe("the retry Schedule", () => {
   test("under TestClock, attempts happen at 0, 1 m, 6 m, 36 m and 2 h 36 m, and then it gives up", async () => {
-    const times = await run(Effect.gen(function*() {
-      const attempts = yield* Ref.make<Array<number>>([])
-      const failing = Effect.gen(function*() {
-        const now = yield* TestClock.currentTimeMillis
-        yield* Ref.update(attempts, (list) => [...list, now])
-        return yield* Effect.fail("endpoint answered 500")
+    const times = await run(
+      Effect.gen(function* () {
+        const attempts = yield* Ref.make<Array<number>>([])
+        const failing = Effect.gen(function* () {
+          const now = yield* TestClock.currentTimeMillis
+          yield* Ref.update(attempts, (list) => [...list, now])
+          return yield* Effect.fail("endpoint answered 500")
+        })
+        const fiber = yield* Effect.fork(Effect.retry(failing, policy))
+        // Walk the clock forward a minute at a time for three hours: far past the last wait.
+        for (let minute = 0; minute < 180; minute++) yield* TestClock.adjust(Duration.minutes(1))
+        const exit = yield* Fiber.await(fiber)
+        expect(exit._tag).toBe("Failure")
+        return yield* Ref.get(attempts)
       })
-      const fiber = yield* Effect.fork(Effect.retry(failing, policy))
-      // Walk the clock forward a minute at a time for three hours: far past the last wait.
-      for (let minute = 0; minute < 180; minute++) yield* TestClock.adjust(Duration.minutes(1))
-      const exit = yield* Fiber.await(fiber)
-      expect(exit._tag).toBe("Failure")
-      return yield* Ref.get(attempts)
-    }))
+    )
     expect(times.map((ms) => ms / 60_000)).toEqual([0, 1, 6, 36, 156])
     expect(times.length).toBe(MAX_ATTEMPTS)
   })
 
   test("no attempt comes a moment early", async () => {
-    const count = await run(Effect.gen(function*() {
-      const attempts = yield* Ref.make(0)
-      const fiber = yield* Effect.fork(Effect.retry(Effect.zipRight(Ref.update(attempts, (n) => n + 1), Effect.fail("x")), policy))
-      yield* TestClock.adjust(Duration.millis(59_999))
-      const before = yield* Ref.get(attempts)
-      yield* TestClock.adjust(Duration.millis(1))
-      const after = yield* Ref.get(attempts)
-      yield* Fiber.interrupt(fiber)
-      return [before, after]
-    }))
+    const count = await run(
+      Effect.gen(function* () {
+        const attempts = yield* Ref.make(0)
+        const fiber = yield* Effect.fork(
+          Effect.retry(
+            Effect.zipRight(
+              Ref.update(attempts, (n) => n + 1),
+              Effect.fail("x")
+            ),
+            policy
+          )
+        )
+        yield* TestClock.adjust(Duration.millis(59_999))
+        const before = yield* Ref.get(attempts)
+        yield* TestClock.adjust(Duration.millis(1))
+        const after = yield* Ref.get(attempts)
+        yield* Fiber.interrupt(fiber)
+        return [before, after]
+      })
+    )
     expect(count).toEqual([1, 2])
   })
 

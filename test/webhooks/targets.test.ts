@@ -1,10 +1,11 @@
 /**
  * The SSRF guard and the signature, as pure functions: IP literals and "localhost" only, no network.
  */
-import { verify } from "@octokit/webhooks-methods"
+
 import { describe, expect, test } from "bun:test"
-import { Effect, Either } from "effect"
 import { createHmac } from "node:crypto"
+import { verify } from "@octokit/webhooks-methods"
+import { Effect, Either } from "effect"
 import { signature } from "../../src/Webhooks/Delivery/Attempt.ts"
 import { checkTarget, isBlockedAddress } from "../../src/Webhooks/Delivery/Targets.ts"
 
@@ -153,7 +154,9 @@ describe("checkTarget", () => {
 
   test("names the host and the blocked address it resolved to", async () => {
     const result = await check("http://169.254.169.254/latest/meta-data")
-    expect(result).toEqual(Either.left(expect.objectContaining({ message: expect.stringContaining("169.254.169.254") })))
+    expect(result).toEqual(
+      Either.left(expect.objectContaining({ message: expect.stringContaining("169.254.169.254") }))
+    )
   })
 
   test("with private targets allowed, loopback literals pass and answer the address to connect to", async () => {
@@ -177,7 +180,9 @@ describe("signature", () => {
     const body = JSON.stringify({ id: "evt_1", type: "project.created", data: { name: "Zoë ✓" } })
     const value = signature(secret, body)
     expect(value).toMatch(/^sha256=[0-9a-f]{64}$/)
-    expect(value).toBe(`sha256=${createHmac("sha256", Buffer.from(secret, "utf8")).update(Buffer.from(body, "utf8")).digest("hex")}`)
+    expect(value).toBe(
+      `sha256=${createHmac("sha256", Buffer.from(secret, "utf8")).update(Buffer.from(body, "utf8")).digest("hex")}`
+    )
   })
 
   test("a known vector (RFC 4231 test case 2)", () => {
@@ -188,7 +193,7 @@ describe("signature", () => {
 
   test("verifies with @octokit/webhooks-methods, and not with another secret or a changed body", async () => {
     const secret = "a-secret-with-ünïcode-and-more"
-    const body = "{\"hello\":\"wörld\"}"
+    const body = '{"hello":"wörld"}'
     const value = signature(secret, body)
     expect(await verify(secret, body, value)).toBe(true)
     expect(await verify(`${secret}x`, body, value)).toBe(false)

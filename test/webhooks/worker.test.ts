@@ -16,7 +16,7 @@ const collector = () => {
     hostname: "127.0.0.1",
     port: 0,
     async fetch(request) {
-      const body = await request.json() as any
+      const body = (await request.json()) as any
       if (new URL(request.url).pathname === "/v1/traces") {
         for (const rs of body.resourceSpans ?? []) {
           for (const ss of rs.scopeSpans ?? []) for (const span of ss.spans ?? []) spans.push(span.name)
@@ -98,10 +98,13 @@ describe("retries and the operator's log", () => {
     const attempts = await receiver.waitFor(5, { path: "/failing", timeoutMs: 10_000 })
     const deliveryId = attempts[0]!.headers["x-service-delivery"]!
     expect(new Set(attempts.map((a) => a.headers["x-service-delivery"]))).toEqual(new Set([deliveryId]))
-    const delivery = await eventually(async () => {
-      const res = await slowPoll.request(`/v1/webhooks/${webhookId}/deliveries/${deliveryId}`, { key: ann.key })
-      return res.body.data.status === "failed" ? res.body.data : undefined
-    }, { what: "the delivery to be failed" })
+    const delivery = await eventually(
+      async () => {
+        const res = await slowPoll.request(`/v1/webhooks/${webhookId}/deliveries/${deliveryId}`, { key: ann.key })
+        return res.body.data.status === "failed" ? res.body.data : undefined
+      },
+      { what: "the delivery to be failed" }
+    )
     expect(delivery.attempt_count).toBe(5)
     expect((await slowPoll.request(`/v1/webhooks/${webhookId}`, { key: ann.key })).body.data.status).toBe("failed")
 

@@ -5,7 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
-export default Effect.gen(function*() {
+export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE teams ADD COLUMN updated_at TEXT NOT NULL DEFAULT ''`
   yield* sql`UPDATE teams SET updated_at = created_at`

@@ -2,9 +2,10 @@
  * One delivery attempt: POST the stored event bytes, signed, to the checked address; 2xx succeeds, anything
  * else (3xx — redirects are not followed —, 4xx, 5xx, connection errors, the time-out) fails.
  */
-import { Duration, Effect } from "effect"
+
 import { createHmac } from "node:crypto"
 import { isIP } from "node:net"
+import { Duration, Effect } from "effect"
 import { checkTarget } from "./Targets.js"
 
 export const USER_AGENT = "ProjectCollaborationService-Webhooks/1.0"
@@ -66,18 +67,24 @@ export const attempt = (
   request: AttemptRequest,
   options: { readonly timeout: Duration.Duration; readonly allowPrivate: boolean }
 ): Effect.Effect<AttemptResult> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const started = performance.now()
     const elapsed = () => Math.round(performance.now() - started)
     const address = yield* Effect.either(checkTarget(request.url, options.allowPrivate))
     if (address._tag === "Left") {
-      return { succeeded: false, statusCode: null, error: `refused: ${address.left.message}`, responseBody: null, durationMs: elapsed() }
+      return {
+        succeeded: false,
+        statusCode: null,
+        error: `refused: ${address.left.message}`,
+        responseBody: null,
+        durationMs: elapsed()
+      }
     }
     const target = new URL(request.url)
     const headers: Record<string, string> = {
       "content-type": "application/json",
       "user-agent": USER_AGENT,
-      "host": target.host,
+      host: target.host,
       "x-service-signature": signature(request.secret, request.body),
       "x-service-event": request.eventType,
       "x-service-event-id": request.eventId,
@@ -108,7 +115,9 @@ export const attempt = (
         return {
           succeeded: false,
           statusCode: null,
-          error: timedOut ? `timed out after ${timeoutMs} ms` : `connection failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+          error: timedOut
+            ? `timed out after ${timeoutMs} ms`
+            : `connection failed: ${cause instanceof Error ? cause.message : String(cause)}`,
           responseBody: null,
           durationMs: elapsed()
         }

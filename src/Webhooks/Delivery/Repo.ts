@@ -6,7 +6,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 
 export class DeliveryScheduleRepo extends Effect.Service<DeliveryScheduleRepo>()("DeliveryScheduleRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
     const nextDue = SqlSchema.findOne({

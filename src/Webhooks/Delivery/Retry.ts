@@ -22,7 +22,7 @@ export const waitAfterFailure = (
   policy: RetryPolicy,
   failures: number
 ): Effect.Effect<Option.Option<Duration.Duration>> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     let state = policy.initial
     let now = 0
     for (let step = 1; step <= failures; step++) {

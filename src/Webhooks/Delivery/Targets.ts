@@ -3,9 +3,10 @@
  * addresses (unless `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`). Checked at registration and again at connect time:
  * the host is resolved, every address is checked, and the connection goes to a checked address.
  */
-import { Effect, Schema } from "effect"
+
 import { lookup } from "node:dns/promises"
 import { isIP } from "node:net"
+import { Effect, Schema } from "effect"
 
 export class TargetRefused extends Schema.TaggedError<TargetRefused>()("TargetRefused", {
   message: Schema.String
@@ -40,7 +41,7 @@ const V4_BLOCKED: ReadonlyArray<readonly [string, number]> = [
 
 const inV4 = (ip: string, [base, bits]: readonly [string, number]) => {
   const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0
-  return ((v4ToInt(ip) & mask) >>> 0) === ((v4ToInt(base) & mask) >>> 0)
+  return (v4ToInt(ip) & mask) >>> 0 === (v4ToInt(base) & mask) >>> 0
 }
 
 /** An IPv6 address as a 128-bit number, or undefined when it is not one. */
@@ -118,15 +119,16 @@ const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1")
  * or fails with `TargetRefused` naming the reason.
  */
 export const checkTarget = (rawUrl: string, allowPrivate: boolean): Effect.Effect<string, TargetRefused> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const url = new URL(rawUrl)
     const host = hostOf(url)
-    const addresses = isIP(host) !== 0
-      ? [host]
-      : yield* Effect.tryPromise({
-        try: () => lookup(host, { all: true, verbatim: true }).then((found) => found.map((entry) => entry.address)),
-        catch: () => new TargetRefused({ message: `${host} could not be resolved` })
-      })
+    const addresses =
+      isIP(host) !== 0
+        ? [host]
+        : yield* Effect.tryPromise({
+            try: () => lookup(host, { all: true, verbatim: true }).then((found) => found.map((entry) => entry.address)),
+            catch: () => new TargetRefused({ message: `${host} could not be resolved` })
+          })
     if (addresses.length === 0) return yield* new TargetRefused({ message: `${host} could not be resolved` })
     if (!allowPrivate) {
       const blocked = addresses.find(isBlockedAddress)

@@ -15,13 +15,13 @@
 import { SqlClient } from "@effect/sql"
 import { Cause, Chunk, Duration, Effect, Fiber, FiberSet, Layer, Metric, Option, Queue, Schedule } from "effect"
 import { WebhookConfig } from "../../Config.js"
-import { DeliveryDoorbell } from "../../Events/Events.js"
 import type { ClaimedDelivery } from "../../Domain/Webhook.js"
-import { WebhooksRepo } from "../Repo.js"
+import { DeliveryDoorbell } from "../../Events/Events.js"
 import { deliveryAttempts, deliveryLag, pendingDeliveries } from "../../Observability/Metrics.js"
 import { tracingEnabled } from "../../Observability/Telemetry.js"
 import { parentOf, traceparentOf } from "../../Observability/TraceContext.js"
-import { attempt, type AttemptResult } from "./Attempt.js"
+import { WebhooksRepo } from "../Repo.js"
+import { type AttemptResult, attempt } from "./Attempt.js"
 import { DeliveryScheduleRepo } from "./Repo.js"
 import { retryPolicy, waitAfterFailure } from "./Retry.js"
 
@@ -43,12 +43,14 @@ const supervise = (name: string, body: Effect.Effect<unknown, unknown>) =>
       Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError(`delivery ${name} failed; restarting`, cause)
     ),
     Effect.sandbox,
-    Effect.retry(Schedule.exponential(Duration.millis(100)).pipe(Schedule.either(Schedule.spaced(Duration.seconds(5))))),
+    Effect.retry(
+      Schedule.exponential(Duration.millis(100)).pipe(Schedule.either(Schedule.spaced(Duration.seconds(5))))
+    ),
     Effect.ignore
   )
 
 export const DeliveryWorker = Layer.scopedDiscard(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const config = yield* Effect.orDie(WebhookConfig)
     const sql = yield* SqlClient.SqlClient
     const repo = yield* WebhooksRepo
@@ -61,34 +63,40 @@ export const DeliveryWorker = Layer.scopedDiscard(
     // The free attempt slots, one token each: taking several at once is what a semaphore cannot tell.
     const slots = yield* Queue.bounded<void>(config.concurrency)
     const giveBack = (count: number) =>
-      count <= 0 ? Effect.void : Queue.offerAll(slots, Array.from({ length: count }, () => undefined))
+      count <= 0
+        ? Effect.void
+        : Queue.offerAll(
+            slots,
+            Array.from({ length: count }, () => undefined)
+          )
     yield* giveBack(config.concurrency)
 
     /** Attempts one claimed delivery; its outcome goes to the recorder. */
     const deliver = (claimed: ClaimedDelivery) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const number = claimed.attempt_count + 1
         const attemptedAt = Date.now()
         yield* Metric.update(deliveryLag, Math.max(0, attemptedAt - Date.parse(claimed.next_attempt_at)))
         const span = yield* Effect.option(Effect.currentSpan)
-        const result = yield* attempt({
-          url: claimed.url,
-          secret: claimed.secret,
-          body: claimed.payload,
-          eventType: claimed.event_type,
-          eventId: claimed.event_id,
-          deliveryId: claimed.id,
-          traceparent: Option.getOrUndefined(Option.flatMap(span, traceparentOf))
-        }, { timeout: config.timeout, allowPrivate: config.allowPrivateTargets })
-        const wait = result.succeeded || claimed.manual === 1
-          ? Option.none()
-          : yield* waitAfterFailure(policy, number)
+        const result = yield* attempt(
+          {
+            url: claimed.url,
+            secret: claimed.secret,
+            body: claimed.payload,
+            eventType: claimed.event_type,
+            eventId: claimed.event_id,
+            deliveryId: claimed.id,
+            traceparent: Option.getOrUndefined(Option.flatMap(span, traceparentOf))
+          },
+          { timeout: config.timeout, allowPrivate: config.allowPrivateTargets }
+        )
+        const wait = result.succeeded || claimed.manual === 1 ? Option.none() : yield* waitAfterFailure(policy, number)
         const nextAttemptAt = Option.getOrNull(Option.map(wait, (d) => iso(Date.now() + Duration.toMillis(d))))
         yield* Metric.increment(Metric.tagged(deliveryAttempts, "outcome", result.succeeded ? "succeeded" : "failed"))
         yield* Effect.annotateCurrentSpan({
-          "attempt": number,
+          attempt: number,
           "http.response.status_code": result.statusCode ?? 0,
-          "outcome": result.succeeded ? "succeeded" : "failed"
+          outcome: result.succeeded ? "succeeded" : "failed"
         })
         if (!result.succeeded) {
           yield* Effect.logWarning("webhook delivery attempt failed", {
@@ -132,7 +140,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
      * operator should be told, once committed.
      */
     const write = (batch: ReadonlyArray<Outcome>) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const owned: Array<Outcome> = []
         for (const outcome of batch) {
           const kept = yield* repo.settle(outcome.claimed, {
@@ -144,16 +152,18 @@ export const DeliveryWorker = Layer.scopedDiscard(
           // A claim that lapsed and was taken by another process is theirs to record now.
           if (kept) owned.push(outcome)
         }
-        yield* repo.insertAttempts(owned.map(({ attemptedAt, claimed, number, result }) => ({
-          delivery_id: claimed.id,
-          number,
-          attempted_at: iso(attemptedAt),
-          duration_ms: result.durationMs,
-          status_code: result.statusCode,
-          error: result.error,
-          response_body: result.responseBody,
-          outcome: result.succeeded ? "succeeded" : "failed"
-        })))
+        yield* repo.insertAttempts(
+          owned.map(({ attemptedAt, claimed, number, result }) => ({
+            delivery_id: claimed.id,
+            number,
+            attempted_at: iso(attemptedAt),
+            duration_ms: result.durationMs,
+            status_code: result.statusCode,
+            error: result.error,
+            response_body: result.responseBody,
+            outcome: result.succeeded ? "succeeded" : "failed"
+          }))
+        )
         // A webhook's status follows its latest decisive outcome in the batch: a success makes it active (only
         // if it was failed: conditional in SQL), a delivery's last failure makes it failed.
         const latest = new Map<string, Outcome>()
@@ -164,8 +174,16 @@ export const DeliveryWorker = Layer.scopedDiscard(
         const failing = decisive.filter((outcome) => !outcome.result.succeeded)
         const turningFailed = new Set(yield* schedule.notFailedAmong(failing.map((o) => o.claimed.webhook_id)))
         const now = iso(Date.now())
-        yield* repo.markWebhooks(decisive.filter((o) => o.result.succeeded).map((o) => o.claimed.webhook_id), "active", now)
-        yield* repo.markWebhooks(failing.map((o) => o.claimed.webhook_id), "failed", now)
+        yield* repo.markWebhooks(
+          decisive.filter((o) => o.result.succeeded).map((o) => o.claimed.webhook_id),
+          "active",
+          now
+        )
+        yield* repo.markWebhooks(
+          failing.map((o) => o.claimed.webhook_id),
+          "failed",
+          now
+        )
         return {
           givenUp: owned.filter((outcome) => outcome.status === "failed"),
           webhooksFailed: failing.filter((outcome) => turningFailed.has(outcome.claimed.webhook_id)),
@@ -174,7 +192,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
       }).pipe(sql.withTransaction)
 
     const record = (batch: ReadonlyArray<Outcome>) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const told = yield* write(batch)
         for (const { claimed, number, result } of told.givenUp) {
           yield* Effect.logWarning("webhook delivery failed", {
@@ -205,20 +223,20 @@ export const DeliveryWorker = Layer.scopedDiscard(
 
     /** Claims up to `free` deliveries due at `now` and starts them; answers how many. Free slots go back. */
     const claimAndStart = (free: number, now: number) =>
-      Effect.gen(function*() {
-        const claimed = yield* repo.claim(
-          free,
-          iso(now),
-          iso(now + Duration.toMillis(config.claimTimeout)),
-          crypto.randomUUID()
-        ).pipe(Effect.onError(() => giveBack(free)))
+      Effect.gen(function* () {
+        const claimed = yield* repo
+          .claim(free, iso(now), iso(now + Duration.toMillis(config.claimTimeout)), crypto.randomUUID())
+          .pipe(Effect.onError(() => giveBack(free)))
         yield* giveBack(free - claimed.length)
         for (const delivery of claimed) {
           yield* FiberSet.run(
             attempts,
             deliver(delivery).pipe(
               Effect.catchAllCause((cause) =>
-                Effect.logError("delivery attempt could not be recorded; its claim will lapse and it will be retried", cause)
+                Effect.logError(
+                  "delivery attempt could not be recorded; its claim will lapse and it will be retried",
+                  cause
+                )
               ),
               Effect.ensuring(giveBack(1)),
               Effect.interruptible
@@ -233,20 +251,27 @@ export const DeliveryWorker = Layer.scopedDiscard(
      * is found too, and makes the wait zero), at most the poll interval, or until the doorbell rings.
      */
     const sleepUntilDue = (claimedAt: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const due = yield* schedule.nextDueAfter(iso(claimedAt))
         const poll = Duration.toMillis(config.pollInterval)
-        const wait = Option.match(due, { onNone: () => poll, onSome: (at) => Math.min(poll, Date.parse(at) - Date.now()) })
+        const wait = Option.match(due, {
+          onNone: () => poll,
+          onSome: (at) => Math.min(poll, Date.parse(at) - Date.now())
+        })
         yield* Effect.raceFirst(doorbell.wait, Effect.sleep(Duration.millis(Math.max(0, wait))))
       })
 
     /** One pass: wait for a free slot, take every free one, claim that many, and sleep if fewer were due. */
-    const pass = Effect.gen(function*() {
+    const pass = Effect.gen(function* () {
       const { claimed, claimedAt, free } = yield* Effect.uninterruptibleMask((restore) =>
         restore(Queue.takeBetween(slots, 1, config.concurrency)).pipe(
           Effect.flatMap((tokens) => {
             const claimedAt = Date.now()
-            return Effect.map(claimAndStart(tokens.length, claimedAt), (claimed) => ({ claimed, claimedAt, free: tokens.length }))
+            return Effect.map(claimAndStart(tokens.length, claimedAt), (claimed) => ({
+              claimed,
+              claimedAt,
+              free: tokens.length
+            }))
           })
         )
       )
@@ -273,7 +298,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
     // On shutdown: stop claiming, give attempts in flight the time-out to finish, then record every outcome.
     // Whatever does not finish keeps its claim until the lease lapses, and is retried.
     yield* Effect.addFinalizer(() =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* Fiber.interrupt(claimer)
         yield* FiberSet.awaitEmpty(attempts).pipe(
           // Finalizers run uninterruptibly: the wait must be interruptible for the time-out to end it.
@@ -286,7 +311,9 @@ export const DeliveryWorker = Layer.scopedDiscard(
         const rest = Chunk.toReadonlyArray(yield* Queue.takeAll(outcomes))
         if (rest.length > 0) {
           yield* record(rest).pipe(
-            Effect.catchAllCause((cause) => Effect.logError("delivery outcomes could not be recorded at shutdown", cause))
+            Effect.catchAllCause((cause) =>
+              Effect.logError("delivery outcomes could not be recorded at shutdown", cause)
+            )
           )
         }
       })
