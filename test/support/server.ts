@@ -7,6 +7,7 @@ import { SQL, type Subprocess } from "bun"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { type Fixtures, fixtures as fixturesOn } from "./fixtures.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
 
@@ -49,9 +50,15 @@ export interface Server {
   /** Every line the server printed on stdout so far. */
   readonly logs: Array<string>
   request<T = any>(path: string, options?: RequestOptions): Promise<Response<T>>
+  /** Runs `bun src/cli.ts …` on this server's database (a process: for what tests the CLI itself). */
   cli<T = any>(...args: Array<string>): Promise<T>
-  /** A new user with an API key (`read,write` unless other scopes are given). */
+  /**
+   * A new user with an API key (`read,write` unless other scopes are given), made in this process by the
+   * service's own `Users` and `ApiKeys` (see fixtures.ts).
+   */
   user(options?: { readonly scopes?: string; readonly name?: string }): Promise<TestUser>
+  /** Users, keys, teams and members made in this process on this server's database; closed by `stop()`. */
+  readonly fixtures: Fixtures
   stop(signal?: NodeJS.Signals): Promise<number>
 }
 
@@ -62,8 +69,6 @@ export interface TestUser {
   readonly key: string
   readonly keyId: string
 }
-
-let counter = 0
 
 export const runCli = async (databaseUrl: string, args: ReadonlyArray<string>) => {
   const proc = Bun.spawn(["bun", "src/cli.ts", ...args], {
@@ -147,23 +152,16 @@ export const startServer = async (options: { readonly env?: Record<string, strin
     return JSON.parse(stdout).data
   }
 
-  const user = async (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> => {
-    const n = ++counter
-    const name = opts.name ?? `User ${n}`
-    const email = `user${n}.${Math.random().toString(36).slice(2, 8)}@example.com`
-    const created = await cli<{ id: string }>("users", "create", "--email", email, "--name", name)
-    const key = await cli<{ id: string; key: string }>(
-      "api-keys", "create", "--user", created.id, "--name", `key ${n}`, "--scopes", opts.scopes ?? "read,write"
-    )
-    return { id: created.id, email, name, key: key.key, keyId: key.id }
-  }
+  const fixtures = fixturesOn(databaseUrl)
+  const user = (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> => fixtures.user(opts)
 
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    await fixtures.dispose()
     proc.kill(signal)
     return await proc.exited
   }
 
-  return { url, databaseUrl, process: proc, logs, request, cli, user, stop }
+  return { url, databaseUrl, process: proc, logs, request, cli, user, fixtures, stop }
 }
 
 /**
