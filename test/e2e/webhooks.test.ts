@@ -9,7 +9,8 @@ import { Database } from "bun:sqlite"
 import { SQL } from "bun"
 import { createHmac } from "node:crypto"
 import { makeId } from "../../src/Domain/Ids.ts"
-import { eventually, type Receiver, type ReceivedRequest, startReceiver } from "../support/receiver.ts"
+import { eventually, stopWithin } from "../support/helpers.ts"
+import { type Receiver, type ReceivedRequest, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer, startupFailure, type TestUser } from "../support/server.ts"
 
 const DELAY_MS = 300
@@ -45,13 +46,6 @@ afterAll(async () => {
   await Promise.all([stopWithin(server), stopWithin(strict)])
   await receiver?.stop()
 }, 20_000)
-
-/** SIGTERM, then SIGKILL if the process has not exited in time (shutdown itself is tested in webhooks-crash). */
-const stopWithin = async (target: Server | undefined, ms = 8_000) => {
-  if (target === undefined) return
-  const exited = await Promise.race([target.stop("SIGTERM").then(() => true), Bun.sleep(ms).then(() => false)])
-  if (!exited) await target.stop("SIGKILL")
-}
 
 // Every test registers its own webhooks on paths of its own; they are deleted afterwards so that later
 // tests' projects do not keep feeding them.
