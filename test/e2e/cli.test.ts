@@ -1,17 +1,25 @@
-import { beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import { type Fixtures, fixtures, uniqueEmail } from "../support/fixtures.ts"
+import { TIMESTAMP } from "../support/helpers.ts"
 import { freshDatabaseUrl, runCli } from "../support/server.ts"
 
-/** One database shared by the tests below (migrated first); `migrate` gets its own. */
+/**
+ * One database shared by the tests below, migrated first (in this process); `migrate` gets its own. Users that a
+ * test needs only as the subject of another command are made in this process too: each CLI run is a process.
+ */
 let databaseUrl: string
+let setup: Fixtures
+
+/** Each CLI run is a process that boots and migrates: generous, so a loaded machine does not fail a test. */
+const CLI_TIMEOUT = 60_000
 
 beforeAll(async () => {
   databaseUrl = await freshDatabaseUrl()
-  const migrated = await runCli(databaseUrl, ["migrate"])
-  if (migrated.code !== 0) throw new Error(`migrate failed: ${migrated.stderr}`)
+  setup = fixtures(databaseUrl, { migrate: true })
+  await setup.run(Effect.void)
 }, 20_000)
-
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-const uniqueEmail = (tag: string) => `${tag}.${Math.random().toString(36).slice(2, 10)}@example.com`
+afterAll(() => setup?.dispose())
 
 const cli = (...args: Array<string>) => runCli(databaseUrl, args)
 
@@ -52,7 +60,7 @@ describe("migrate", () => {
     const second = await runCli(fresh, ["migrate"])
     expect(second.code).toBe(0)
     expect(JSON.parse(second.stdout)).toEqual({ data: [] })
-  }, 15_000)
+  }, CLI_TIMEOUT)
 })
 
 describe("users create", () => {
@@ -66,7 +74,7 @@ describe("users create", () => {
     expect(user.avatar_url).toBeNull()
     expect(user.created_at).toMatch(TIMESTAMP)
     expect(user.updated_at).toBe(user.created_at)
-  }, 15_000)
+  }, CLI_TIMEOUT)
 
   test("a password is accepted and never printed", async () => {
     const { stdout, code } = await cli("users", "create", "--email", uniqueEmail("pw"), "--name", "Pw", "--password", "correct horse battery")
@@ -74,7 +82,7 @@ describe("users create", () => {
     expect(stdout).not.toContain("correct horse battery")
     expect(stdout).not.toContain("password")
     expect(stdout).not.toContain("argon2")
-  }, 15_000)
+  }, CLI_TIMEOUT)
 
   test("a duplicate email (any case) is refused with a clear message", async () => {
     const email = uniqueEmail("dup")
@@ -82,30 +90,30 @@ describe("users create", () => {
     const stderr = await fails("users", "create", "--email", email.toUpperCase(), "--name", "Second")
     expect(stderr).toContain("already exists")
     expect(stderr).toContain(email)
-  }, 15_000)
+  }, CLI_TIMEOUT)
 
   test("missing --email prints the usage", async () => {
     const stderr = await fails("users", "create", "--name", "Nobody")
     expect(stderr).toContain("--email")
     expect(stderr).toContain("usage")
-  }, 15_000)
+  }, CLI_TIMEOUT)
 
   test("an invalid email, an empty name or a short password is refused", async () => {
     expect(await fails("users", "create", "--email", "not-an-email", "--name", "X")).toContain("email")
     expect(await fails("users", "create", "--email", uniqueEmail("noname"), "--name", "   ")).toContain("name")
     expect(await fails("users", "create", "--email", uniqueEmail("short"), "--name", "S", "--password", "short"))
       .toContain("password")
-  }, 15_000)
+  }, CLI_TIMEOUT)
 
   test("unknown flags and a flag without a value are usage errors", async () => {
     expect(await fails("users", "create", "--email", uniqueEmail("x"), "--name", "X", "--admin", "yes")).toContain("--admin")
     expect(await fails("users", "create", "--email", uniqueEmail("x"), "--name")).toContain("usage")
-  }, 15_000)
+  }, CLI_TIMEOUT)
 })
 
 describe("api-keys create", () => {
   test("prints the key record with the key; unknown scope or unknown user is refused", async () => {
-    const user = await ok("users", "create", "--email", uniqueEmail("keys"), "--name", "Keys")
+    const user = await setup.account({ name: "Keys" })
     const key = await ok("api-keys", "create", "--user", user.id, "--name", "ci", "--scopes", "read,projects:write")
     expect(key).toMatchObject({
       name: "ci",
@@ -127,10 +135,10 @@ describe("api-keys create", () => {
     expect(unknownScope).toContain("scopes")
     expect(unknownUser).toContain("usr_01jd3xkq8w0000000000000000")
     expect(badExpiry).toContain("expires-at")
-  }, 15_000)
+  }, CLI_TIMEOUT)
 
   test("--expires-at in the future is accepted; in the past refused", async () => {
-    const user = await ok("users", "create", "--email", uniqueEmail("exp"), "--name", "Exp")
+    const user = await setup.account({ name: "Exp" })
     const [future, past] = await Promise.all([
       cli("api-keys", "create", "--user", user.id, "--name", "f", "--scopes", "read", "--expires-at", "2099-01-01"),
       cli("api-keys", "create", "--user", user.id, "--name", "p", "--scopes", "read", "--expires-at", "2020-01-01T00:00:00Z")
@@ -140,15 +148,12 @@ describe("api-keys create", () => {
     expect(past.code).not.toBe(0)
     expect(past.stdout.trim()).toBe("")
     expect(past.stderr).toContain("future")
-  }, 15_000)
+  }, CLI_TIMEOUT)
 })
 
 describe("teams", () => {
   test("create and add-member print records; adding twice is a conflict", async () => {
-    const [owner, member] = await Promise.all([
-      ok("users", "create", "--email", uniqueEmail("owner"), "--name", "Owner"),
-      ok("users", "create", "--email", uniqueEmail("member"), "--name", "Member")
-    ])
+    const [owner, member] = await Promise.all([setup.account({ name: "Owner" }), setup.account({ name: "Member" })])
     const team = await ok("teams", "create", "--name", " Platform ", "--owner", owner.id)
     expect(Object.keys(team).sort()).toEqual(["created_at", "id", "name"])
     expect(team.id).toMatch(/^team_[0-7][0-9a-hjkmnp-tv-z]{25}$/)
@@ -175,7 +180,7 @@ describe("teams", () => {
     expect(owner2).toContain("already a member")
     expect(badRole).toContain("role")
     expect(noTeam).toContain("team_01jd3xkq8w0000000000000000")
-  }, 15_000)
+  }, CLI_TIMEOUT)
 
   test("teams create with an unknown owner or without a name is refused", async () => {
     const [unknownOwner, noName] = await Promise.all([
@@ -184,7 +189,7 @@ describe("teams", () => {
     ])
     expect(unknownOwner).toContain("usr_01jd3xkq8w0000000000000000")
     expect(noName).toContain("--name")
-  }, 15_000)
+  }, CLI_TIMEOUT)
 })
 
 describe("usage", () => {
@@ -198,5 +203,5 @@ describe("usage", () => {
     expect(unknown).toContain("usage")
     expect(none).toContain("usage")
     expect(half).toContain("usage")
-  }, 15_000)
+  }, CLI_TIMEOUT)
 })
