@@ -87,7 +87,9 @@ export const runCli = async (databaseUrl: string, args: ReadonlyArray<string>) =
 
 export const startServer = async (options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}): Promise<Server> => {
   const databaseUrl = options.databaseUrl ?? await freshDatabaseUrl()
-  const proc = Bun.spawn(["bun", "src/main.ts"], {
+  // `--no-orphans`: the server exits when this process does, so a file that fails before its `afterAll` (or
+  // forgets to stop a server) never leaves one running after the test run.
+  const proc = Bun.spawn(["bun", "--no-orphans", "src/main.ts"], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...options.env },
     stdout: "pipe",
