@@ -4,9 +4,9 @@
  * `last_used_at` written at most once a minute (decisions.md, "API key record").
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { createHash } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
-import { createHash } from "node:crypto"
 import { ApiKeys } from "../../src/ApiKeys/ApiKeys.ts"
 import type { Principal } from "../../src/Auth/Principal.ts"
 import { Users } from "../../src/Users/Users.ts"
@@ -22,16 +22,23 @@ const newUser = (name: string) =>
   run(Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail(name.toLowerCase()), name })))
 
 const row = (id: string) =>
-  run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ readonly key_hash: string; readonly prefix: string; readonly last_used_at: string | null }>`
+  run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql<{ readonly key_hash: string; readonly prefix: string; readonly last_used_at: string | null }>`
       SELECT key_hash, prefix, last_used_at FROM api_keys WHERE id = ${id}`
-  )).then((rows) => rows[0])
+    )
+  ).then((rows) => rows[0])
 
 /** Moves a key's expiry into the past, as time would. */
 const expire = (id: string) =>
-  run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`UPDATE api_keys SET expires_at = ${new Date(Date.now() - 1000).toISOString()} WHERE id = ${id}`
-  ))
+  run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) => sql`UPDATE api_keys SET expires_at = ${new Date(Date.now() - 1000).toISOString()} WHERE id = ${id}`
+    )
+  )
 
 const listAll = (who: Principal, status?: "active" | "expired" | "revoked") =>
   run(keys((k) => k.list(who, { page: 1, per_page: 100, sort: "created_at", order: "asc", status })))
@@ -54,7 +61,9 @@ describe("issue", () => {
     expect(created).toMatchObject({ name: "laptop", scopes: ["read", "write"], status: "active", expires_at: null })
     const stored = await row(created.id)
     expect(stored?.key_hash).toBe(createHash("sha256").update(created.key).digest("hex"))
-    const everything = await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT * FROM api_keys WHERE id = ${created.id}`))
+    const everything = await run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT * FROM api_keys WHERE id = ${created.id}`)
+    )
     expect(JSON.stringify(everything)).not.toContain(created.key)
     // The listed record is the created one without the key.
     const listed = (await listAll(ann)).items.find((item) => item.id === created.id)
@@ -81,7 +90,9 @@ describe("scopes a credential may hand on", () => {
     expect(refused.message).toContain("team:manage")
     // `read` stands for every `*:read`, `write` for every `*:write`.
     const writer = principalOf({ id: ann.userId, org_id: ann.orgId }, { scopes: ["read", "write"] })
-    const narrowed = await run(keys((k) => k.create(writer, { name: "narrow", scopes: ["projects:read", "projects:write"] })))
+    const narrowed = await run(
+      keys((k) => k.create(writer, { name: "narrow", scopes: ["projects:read", "projects:write"] }))
+    )
     expect(narrowed.scopes).toEqual(["projects:read", "projects:write"])
     // `team:manage` is granted only by name, never through `write`.
     expect((await fail(keys((k) => k.create(writer, { name: "x", scopes: ["team:manage"] }))))._tag).toBe("Forbidden")
@@ -94,8 +105,9 @@ describe("scopes a credential may hand on", () => {
     const oauth = principalOf({ id: ann.userId, org_id: ann.orgId }, { kind: "oauth", scopes: ["read", "write"] })
     const mine = await run(keys((k) => k.issue(ann.userId, { name: "kept", scopes: ["read"] })))
     expect((await fail(keys((k) => k.create(oauth, { name: "x", scopes: ["read"] }))))._tag).toBe("Forbidden")
-    expect((await fail(keys((k) => k.list(oauth, { page: 1, per_page: 20, sort: "created_at", order: "desc" }))))._tag)
-      .toBe("Forbidden")
+    expect(
+      (await fail(keys((k) => k.list(oauth, { page: 1, per_page: 20, sort: "created_at", order: "desc" }))))._tag
+    ).toBe("Forbidden")
     expect((await fail(keys((k) => k.revoke(oauth, mine.id))))._tag).toBe("Forbidden")
     expect((await run(keys((k) => k.authenticate(mine.key)))).credential.id).toBe(mine.id)
   })
@@ -115,9 +127,15 @@ describe("authenticate", () => {
 
   test("malformed, unknown, one character off, expired and revoked keys are all the same Unauthorized", async () => {
     const live = await run(keys((k) => k.issue(bob.userId, { name: "live", scopes: ["read"] })))
-    const expiring = await run(keys((k) =>
-      k.issue(bob.userId, { name: "expiring", scopes: ["read"], expires_at: new Date(Date.now() + 3_600_000).toISOString() })
-    ))
+    const expiring = await run(
+      keys((k) =>
+        k.issue(bob.userId, {
+          name: "expiring",
+          scopes: ["read"],
+          expires_at: new Date(Date.now() + 3_600_000).toISOString()
+        })
+      )
+    )
     const revoked = await run(keys((k) => k.issue(bob.userId, { name: "revoked", scopes: ["read"] })))
     await expire(expiring.id)
     await run(keys((k) => k.revoke(bob, revoked.id)))
@@ -154,16 +172,25 @@ describe("status and revocation", () => {
   test("expired and revoked keys stay listed with their status; the status filter selects each", async () => {
     const carol = principalOf(await newUser("Carol"))
     const active = await run(keys((k) => k.issue(carol.userId, { name: "active", scopes: ["read"] })))
-    const expired = await run(keys((k) =>
-      k.issue(carol.userId, { name: "expired", scopes: ["read"], expires_at: new Date(Date.now() + 3_600_000).toISOString() })
-    ))
+    const expired = await run(
+      keys((k) =>
+        k.issue(carol.userId, {
+          name: "expired",
+          scopes: ["read"],
+          expires_at: new Date(Date.now() + 3_600_000).toISOString()
+        })
+      )
+    )
     const revoked = await run(keys((k) => k.issue(carol.userId, { name: "revoked", scopes: ["read"] })))
     await expire(expired.id)
     await run(keys((k) => k.revoke(carol, revoked.id)))
     const all = await listAll(carol)
     expect(all.total).toBe(3)
-    expect(Object.fromEntries(all.items.map((item) => [item.name, item.status])))
-      .toEqual({ active: "active", expired: "expired", revoked: "revoked" })
+    expect(Object.fromEntries(all.items.map((item) => [item.name, item.status]))).toEqual({
+      active: "active",
+      expired: "expired",
+      revoked: "revoked"
+    })
     expect((await listAll(carol, "active")).items.map((item) => item.id)).toEqual([active.id])
     expect((await listAll(carol, "expired")).items.map((item) => item.id)).toEqual([expired.id])
     expect((await listAll(carol, "revoked")).items.map((item) => item.id)).toEqual([revoked.id])

@@ -21,8 +21,7 @@ afterAll(async () => {
 })
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-const randomKey = () =>
-  `pcs_${Array.from(crypto.getRandomValues(new Uint8Array(40)), (b) => BASE62[b % 62]).join("")}`
+const randomKey = () => `pcs_${Array.from(crypto.getRandomValues(new Uint8Array(40)), (b) => BASE62[b % 62]).join("")}`
 
 const expectError = (res: Response, status: number, code: string) => {
   expect(res.status).toBe(status)
@@ -65,7 +64,7 @@ describe("authentication", () => {
     expect(res.status).toBe(200)
   })
 
-  test("an unknown pcs_ key is 401 with error=\"invalid_token\"", async () => {
+  test('an unknown pcs_ key is 401 with error="invalid_token"', async () => {
     const res = await server.request("/v1/projects", { key: randomKey() })
     expectUnauthorized(res, true)
     // Same prefix as a real key, different rest: still unknown.
@@ -73,7 +72,7 @@ describe("authentication", () => {
     expectUnauthorized(await server.request("/v1/projects", { key: sameprefix }), true)
   })
 
-  test("garbage tokens are 401 with error=\"invalid_token\"", async () => {
+  test('garbage tokens are 401 with error="invalid_token"', async () => {
     for (const token of ["garbage", "pcs_short", `${ann.key}x`, "eyJhbGciOiJub25lIn0.e30."]) {
       const res = await server.request("/v1/projects", { key: token })
       expectUnauthorized(res, true)
@@ -214,7 +213,11 @@ describe("routing before authentication", () => {
     for (const [method, path, allowed] of cases) {
       const res = await server.request(path, { method })
       expectError(res, 405, "method_not_allowed")
-      const allow = (res.headers.get("allow") ?? "").split(",").map((m) => m.trim()).filter((m) => m !== "").sort()
+      const allow = (res.headers.get("allow") ?? "")
+        .split(",")
+        .map((m) => m.trim())
+        .filter((m) => m !== "")
+        .sort()
       expect(allow).toEqual(allowed)
       expect(res.body.error.message).toContain(method)
       expect(res.headers.get("www-authenticate")).toBeNull()

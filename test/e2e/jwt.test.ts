@@ -99,11 +99,18 @@ describe("POST /oauth/login", () => {
     const token: string = (await login(server, ann.email, password)).body.access_token
     const [header, payload, signature] = token.split(".")
     const claims = JSON.parse(Buffer.from(payload!, "base64url").toString())
-    const forgedPayload = Buffer.from(JSON.stringify({ ...claims, sub: "usr_01jd3xkq8w0000000000000000" })).toString("base64url")
+    const forgedPayload = Buffer.from(JSON.stringify({ ...claims, sub: "usr_01jd3xkq8w0000000000000000" })).toString(
+      "base64url"
+    )
     const flipped = `${signature!.slice(0, 10)}${signature![10] === "A" ? "B" : "A"}${signature!.slice(11)}`
     const none = `${Buffer.from(JSON.stringify({ alg: "none", typ: "JWT" })).toString("base64url")}.${payload}.`
     const noneWithKid = `${Buffer.from(JSON.stringify({ alg: "none", kid: JSON.parse(Buffer.from(header!, "base64url").toString()).kid })).toString("base64url")}.${payload}.`
-    for (const bad of [`${header}.${forgedPayload}.${signature}`, `${header}.${payload}.${flipped}`, none, noneWithKid]) {
+    for (const bad of [
+      `${header}.${forgedPayload}.${signature}`,
+      `${header}.${payload}.${flipped}`,
+      none,
+      noneWithKid
+    ]) {
       const res = await server.request("/v1/users/me", { key: bad })
       expect(res.status).toBe(401)
       expect(res.body.error.code).toBe("unauthorized")

@@ -94,8 +94,10 @@ const walk = async (user: TestUser, path: string, params: Record<string, string 
 }
 
 /** Compares by a sort key, then by id — the order the service promises. */
-const compareBy = (key: string) => (a: any, b: any): number =>
-  a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+const compareBy =
+  (key: string) =>
+  (a: any, b: any): number =>
+    a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 
 const expectSorted = (items: ReadonlyArray<any>, key: string, order: "asc" | "desc") => {
   const compare = compareBy(key)
@@ -183,7 +185,8 @@ beforeAll(async () => {
   await Promise.all(Array.from({ length: 30 }, (_, i) => createProject(keyUser, { name: `warm-up ${i}` })))
   pagerProjects = await Promise.all(
     Array.from({ length: PAGER_COUNT }, (_, i) =>
-      createProject(pager, { name: NAMES[i % NAMES.length]!, description: `number ${i}` }))
+      createProject(pager, { name: NAMES[i % NAMES.length]!, description: `number ${i}` })
+    )
   )
   // Touch the two oldest so that updated_at order differs from created_at order.
   const oldest = [...pagerProjects].sort(compareBy("created_at")).slice(0, 2)
@@ -212,9 +215,17 @@ describe("pagination: page and per_page", () => {
     expect(res.body.meta.request_id).toMatch(/^req_[0-9a-f-]{36}$/)
     expect(res.headers.get("x-request-id")).toBe(res.body.meta.request_id)
     const item = res.body.data[0]
-    expect(Object.keys(item).sort()).toEqual(
-      ["created_at", "description", "id", "name", "owner_id", "status", "team_id", "updated_at", "visibility"]
-    )
+    expect(Object.keys(item).sort()).toEqual([
+      "created_at",
+      "description",
+      "id",
+      "name",
+      "owner_id",
+      "status",
+      "team_id",
+      "updated_at",
+      "visibility"
+    ])
     const second = await get(pager, "/v1/projects", { page: 2 })
     expect(second.body.data).toHaveLength(PAGER_COUNT - 20)
     expect(second.body.meta).toMatchObject({ total: PAGER_COUNT, page: 2, per_page: 20 })
@@ -329,7 +340,10 @@ describe("Link header", () => {
   })
 
   test("a single page (and an empty list) has only first and last, both page 1", async () => {
-    for (const [user, params] of [[pager, { per_page: 100 }], [owner, {}]] as const) {
+    for (const [user, params] of [
+      [pager, { per_page: 100 }],
+      [owner, {}]
+    ] as const) {
       const res = await get(user, "/v1/projects", params)
       const links = parseLinks(res.headers.get("link"))
       expect(Object.keys(links).sort()).toEqual(["first", "last"])
@@ -480,7 +494,11 @@ describe("search", () => {
 describe("created_after / created_before", () => {
   const all = () => [...pagerProjects].sort(compareBy("created_at"))
   const sortedIds = (res: Response) => ids(res).sort()
-  const expected = (predicate: (p: Item) => boolean) => all().filter(predicate).map((p) => p.id).sort()
+  const expected = (predicate: (p: Item) => boolean) =>
+    all()
+      .filter(predicate)
+      .map((p) => p.id)
+      .sort()
 
   /** The same instant written with a UTC offset of `minutes`. */
   const withOffset = (iso: string, minutes: number) => {
@@ -598,7 +616,9 @@ describe("status filter", () => {
     }
     expect(await byStatus("revoked")).toEqual([revokedKeyId])
     expect(await byStatus("expired")).toEqual([expiringKey.id])
-    expect(await byStatus("active")).toEqual([keyUser.keyId, ...all.body.data.filter((k: Item) => k.name === "tomorrow").map((k: Item) => k.id)].sort())
+    expect(await byStatus("active")).toEqual(
+      [keyUser.keyId, ...all.body.data.filter((k: Item) => k.name === "tomorrow").map((k: Item) => k.id)].sort()
+    )
     expectValidation(await get(keyUser, "/v1/api-keys", { status: "archived" }), "status")
   })
 })
@@ -635,13 +655,19 @@ describe("teams and members lists", () => {
     const asc = await get(owner, path, { sort: "joined_at", order: "asc" })
     expect(asc.body.data[0]).toMatchObject({ user_id: owner.id, role: "owner" })
     const byName = await get(owner, path, { sort: "name", order: "asc" })
-    expect(byName.body.data.map((m: { name: string }) => m.name)).toEqual(
-      ["Kay Keys", "Olive Owner", "Sam Search", "Stu Status"]
-    )
+    expect(byName.body.data.map((m: { name: string }) => m.name)).toEqual([
+      "Kay Keys",
+      "Olive Owner",
+      "Sam Search",
+      "Stu Status"
+    ])
     const byNameDesc = await get(owner, path, { sort: "name" })
-    expect(byNameDesc.body.data.map((m: { name: string }) => m.name)).toEqual(
-      ["Stu Status", "Sam Search", "Olive Owner", "Kay Keys"]
-    )
+    expect(byNameDesc.body.data.map((m: { name: string }) => m.name)).toEqual([
+      "Stu Status",
+      "Sam Search",
+      "Olive Owner",
+      "Kay Keys"
+    ])
     for (const sort of ["name", "joined_at"]) {
       for (const perPage of [1, 3]) {
         const { items, pages, total } = await walk(owner, path, { sort, per_page: perPage })

@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite"
-import { SQL } from "bun"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createConnection } from "node:net"
+import { SQL } from "bun"
 import { eventually, parsedLogs, stopWithin } from "../support/helpers.ts"
 import { type Server, startServer, usingPostgres } from "../support/server.ts"
 
@@ -61,17 +61,15 @@ describe("API reference", () => {
   test("an OpenAPI 3.1 document with every path, and no HttpApiDecodeError", () => {
     expect(doc.openapi).toMatch(/^3\.1\./)
     expect(doc.info.title).toBeString()
-    for (
-      const path of [
-        "/v1/projects",
-        "/v1/projects/{id}",
-        "/v1/users/me",
-        "/v1/teams",
-        "/v1/teams/{team_id}/members",
-        "/v1/api-keys",
-        "/v1/api-keys/{id}"
-      ]
-    ) {
+    for (const path of [
+      "/v1/projects",
+      "/v1/projects/{id}",
+      "/v1/users/me",
+      "/v1/teams",
+      "/v1/teams/{team_id}/members",
+      "/v1/api-keys",
+      "/v1/api-keys/{id}"
+    ]) {
       expect(Object.keys(doc.paths)).toContain(path)
     }
     expect(Object.keys(doc.paths["/v1/projects"]).sort()).toEqual(expect.arrayContaining(["get", "post"]))
@@ -98,7 +96,9 @@ describe("API reference", () => {
         for (const alternative of alternatives(schema)) {
           expect(Object.keys(alternative.properties ?? {}), `${method} ${path} ${status}`).toEqual(["error"])
           const error = resolve(alternative.properties.error)
-          expect(Object.keys(error.properties)).toEqual(expect.arrayContaining(["code", "message", "status", "request_id"]))
+          expect(Object.keys(error.properties)).toEqual(
+            expect.arrayContaining(["code", "message", "status", "request_id"])
+          )
           checked++
         }
       }
@@ -110,12 +110,17 @@ describe("API reference", () => {
 
   test("a bearer security scheme, required by the operations", () => {
     const schemes = Object.entries(doc.components.securitySchemes as Record<string, any>)
-    const bearer = schemes.find(([, scheme]) => scheme.type === "http" && String(scheme.scheme).toLowerCase() === "bearer")
+    const bearer = schemes.find(
+      ([, scheme]) => scheme.type === "http" && String(scheme.scheme).toLowerCase() === "bearer"
+    )
     expect(bearer).toBeDefined()
     const name = bearer![0]
     for (const [method, path, operation] of operations()) {
       const security = operation.security ?? doc.security ?? []
-      expect(security.some((requirement: Record<string, unknown>) => name in requirement), `${method} ${path}`).toBe(true)
+      expect(
+        security.some((requirement: Record<string, unknown>) => name in requirement),
+        `${method} ${path}`
+      ).toBe(true)
     }
   })
 
@@ -153,17 +158,30 @@ describe("a crash", () => {
       const requestId: string = res.body.error.request_id
       expect(requestId).toMatch(/^req_[0-9a-f-]{36}$/)
       expect(res.headers.get("x-request-id")).toBe(requestId)
-      for (const leak of ["projects", "SELECT", "FROM", "sqlite", "SQLITE", "no such table", "relation", "SqlError", ".ts:", "    at "]) {
+      for (const leak of [
+        "projects",
+        "SELECT",
+        "FROM",
+        "sqlite",
+        "SQLITE",
+        "no such table",
+        "relation",
+        "SqlError",
+        ".ts:",
+        "    at "
+      ]) {
         expect(res.text).not.toContain(leak)
       }
       expect(res.body.error.message.length).toBeGreaterThan(0)
 
-      const logged = await eventually(() =>
-        parsedLogs(crashing).find((line) => line["request_id"] === requestId && line["level"] === "error"), {
-        what: "a log line with the request id",
-        timeoutMs: 5000,
-        intervalMs: 20
-      })
+      const logged = await eventually(
+        () => parsedLogs(crashing).find((line) => line["request_id"] === requestId && line["level"] === "error"),
+        {
+          what: "a log line with the request id",
+          timeoutMs: 5000,
+          intervalMs: 20
+        }
+      )
       expect(logged["message"]).toBeString()
     } finally {
       await stopWithin(crashing, 5000)
@@ -221,10 +239,7 @@ describe("graceful shutdown", () => {
       const json = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4))
       expect(json.data).toMatchObject({ name: "Finished during shutdown", owner_id: user.id, status: "active" })
 
-      const code = await Promise.race([
-        draining.process.exited,
-        Bun.sleep(5000).then(() => "still running after 5 s")
-      ])
+      const code = await Promise.race([draining.process.exited, Bun.sleep(5000).then(() => "still running after 5 s")])
       exited = typeof code === "number"
       expect(code).toBe(0)
     } finally {

@@ -14,7 +14,8 @@ afterAll(async () => {
   await server?.stop()
 })
 
-const create = (user: TestUser, body: unknown) => server.request("/v1/projects", { method: "POST", key: user.key, body })
+const create = (user: TestUser, body: unknown) =>
+  server.request("/v1/projects", { method: "POST", key: user.key, body })
 
 describe("POST /v1/projects", () => {
   test("creates a project: 201, success envelope, defaults, trimmed name, request id everywhere", async () => {
@@ -82,12 +83,12 @@ describe("POST /v1/projects", () => {
     const malformed = await server.request("/v1/projects", {
       method: "POST",
       key: ann.key,
-      rawBody: "{\"name\":",
+      rawBody: '{"name":',
       headers: { "content-type": "application/json" }
     })
     expect(malformed.status).toBe(400)
     expect(malformed.body.error).toMatchObject({ code: "bad_request", status: 400 })
-    for (const raw of ["[1,2]", "\"text\"", "null", "42"]) {
+    for (const raw of ["[1,2]", '"text"', "null", "42"]) {
       const res = await server.request("/v1/projects", {
         method: "POST",
         key: ann.key,
@@ -135,7 +136,11 @@ describe("GET/PUT/DELETE /v1/projects/:id", () => {
     expect(read.status).toBe(200)
     expect(read.body.data).toEqual(body.data)
 
-    const archived = await server.request(`/v1/projects/${id}`, { method: "PUT", key: ann.key, body: { status: "archived" } })
+    const archived = await server.request(`/v1/projects/${id}`, {
+      method: "PUT",
+      key: ann.key,
+      body: { status: "archived" }
+    })
     expect(archived.status).toBe(200)
     expect(archived.body.data).toMatchObject({ id, name: "Lifecycle", description: "d", status: "archived" })
     expect(archived.body.data.updated_at >= body.data.updated_at).toBe(true)

@@ -121,7 +121,8 @@ describe("the refill", () => {
     // Five pass at once; the sixth may pass only if a token (one per 400 ms) came back meanwhile.
     expect(statuses.slice(0, 5)).toEqual([200, 200, 200, 200, 200])
     let refused = await server.request("/v1/users/me", { key: erin.key })
-    for (let i = 0; refused.status === 200 && i < 10; i++) refused = await server.request("/v1/users/me", { key: erin.key })
+    for (let i = 0; refused.status === 200 && i < 10; i++)
+      refused = await server.request("/v1/users/me", { key: erin.key })
     expectRateLimited(refused, 1)
     await Bun.sleep(2_100)
     const back = await server.request("/v1/users/me", { key: erin.key })
@@ -162,10 +163,10 @@ interface RedisProcess {
 
 const startRedis = async (): Promise<RedisProcess> => {
   const port = freePort()
-  const proc = Bun.spawn(
-    [REDIS!, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    { stdout: "pipe", stderr: "pipe" }
-  )
+  const proc = Bun.spawn([REDIS!, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+    stdout: "pipe",
+    stderr: "pipe"
+  })
   const reader = proc.stdout.getReader()
   const decoder = new TextDecoder()
   let seen = ""
@@ -209,7 +210,13 @@ describe.skipIf(REDIS === null)("two server processes sharing one Redis", () => 
       const res = await server.request("/v1/users/me", { key: fay.key })
       seen.push([res.status, res.headers.get("x-ratelimit-remaining")])
     }
-    expect(seen).toEqual([[200, "4"], [200, "3"], [200, "2"], [200, "1"], [200, "0"]])
+    expect(seen).toEqual([
+      [200, "4"],
+      [200, "3"],
+      [200, "2"],
+      [200, "1"],
+      [200, "0"]
+    ])
     expectRateLimited(await b.request("/v1/users/me", { key: fay.key }), 12)
     expectRateLimited(await a.request("/v1/users/me", { key: fay.key }), 12)
   })
@@ -221,7 +228,9 @@ describe.skipIf(REDIS === null)("two server processes sharing one Redis", () => 
   })
 
   test("buckets in Redis expire once they would be full again", async () => {
-    const keys = (await redisCli(redis.port, "--scan", "--pattern", "pcs:ratelimit:*")).split("\n").filter((k) => k !== "")
+    const keys = (await redisCli(redis.port, "--scan", "--pattern", "pcs:ratelimit:*"))
+      .split("\n")
+      .filter((k) => k !== "")
     expect(keys.length).toBeGreaterThan(0)
     for (const key of keys) {
       const ttl = Number(await redisCli(redis.port, "pttl", key))

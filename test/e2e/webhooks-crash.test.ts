@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test"
 import { eventually, stopWithin } from "../support/helpers.ts"
-import { type Receiver, type ReceivedRequest, startReceiver } from "../support/receiver.ts"
+import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import { freshDatabaseUrl, type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
 
 const ENV = {
@@ -26,7 +26,10 @@ afterEach(async () => {
 }, 20_000)
 
 const start = async (options: { readonly databaseUrl?: string; readonly env?: Record<string, string> } = {}) => {
-  const server = await startServer({ env: { ...ENV, ...options.env }, ...(options.databaseUrl !== undefined ? { databaseUrl: options.databaseUrl } : {}) })
+  const server = await startServer({
+    env: { ...ENV, ...options.env },
+    ...(options.databaseUrl !== undefined ? { databaseUrl: options.databaseUrl } : {})
+  })
   servers.push(server)
   return server
 }
@@ -38,7 +41,11 @@ const receive = (behaviour: Parameters<typeof startReceiver>[0] = {}) => {
 }
 
 const registerHook = async (server: Server, user: TestUser, url: string) => {
-  const res = await server.request("/v1/webhooks", { method: "POST", key: user.key, body: { url, events: ["project.created"] } })
+  const res = await server.request("/v1/webhooks", {
+    method: "POST",
+    key: user.key,
+    body: { url, events: ["project.created"] }
+  })
   expect(res.status).toBe(201)
   return res.body.data as { id: string; secret: string }
 }
@@ -46,7 +53,8 @@ const registerHook = async (server: Server, user: TestUser, url: string) => {
 const createProjects = async (server: Server, user: TestUser, count: number, prefix: string) => {
   const created = await Promise.all(
     Array.from({ length: count }, (_, i) =>
-      server.request("/v1/projects", { method: "POST", key: user.key, body: { name: `${prefix} ${i}` } }))
+      server.request("/v1/projects", { method: "POST", key: user.key, body: { name: `${prefix} ${i}` } })
+    )
   )
   for (const res of created) expect(res.status).toBe(201)
   return created.map((res) => res.body.data.id as string)
@@ -62,7 +70,7 @@ interface DeliveryRow {
 /** Every delivery of a webhook (up to 100 per page, all pages). */
 const allDeliveries = async (server: Server, user: TestUser, hookId: string): Promise<Array<DeliveryRow>> => {
   const rows: Array<DeliveryRow> = []
-  for (let page = 1;; page++) {
+  for (let page = 1; ; page++) {
     const res = await server.request(`/v1/webhooks/${hookId}/deliveries?per_page=100&page=${page}`, { key: user.key })
     expect(res.status).toBe(200)
     rows.push(...res.body.data)
@@ -72,10 +80,13 @@ const allDeliveries = async (server: Server, user: TestUser, hookId: string): Pr
 
 /** Waits until the webhook has `count` deliveries, all delivered. */
 const allDelivered = (server: Server, user: TestUser, hookId: string, count: number, timeoutMs = 20_000) =>
-  eventually(async () => {
-    const rows = await allDeliveries(server, user, hookId)
-    return rows.length === count && rows.every((row) => row.status === "delivered") ? rows : undefined
-  }, { timeoutMs, intervalMs: 200, what: `${count} deliveries of ${hookId} to be delivered` })
+  eventually(
+    async () => {
+      const rows = await allDeliveries(server, user, hookId)
+      return rows.length === count && rows.every((row) => row.status === "delivered") ? rows : undefined
+    },
+    { timeoutMs, intervalMs: 200, what: `${count} deliveries of ${hookId} to be delivered` }
+  )
 
 const eventIdsOf = (receiver: Receiver, path?: string) =>
   new Set(receiver.requests(path).map((request) => request.headers["x-service-event-id"]!))

@@ -3,14 +3,15 @@
  * manual retry, time-outs and redirects as failures, the delivery log, and the SSRF guard at registration and at
  * connect time. Retry delays are shortened through WEBHOOK_RETRY_DELAYS.
  */
-import { verify } from "@octokit/webhooks-methods"
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
+
 import { Database } from "bun:sqlite"
-import { SQL } from "bun"
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
 import { createHmac } from "node:crypto"
+import { verify } from "@octokit/webhooks-methods"
+import { SQL } from "bun"
 import { makeId } from "../../src/Domain/Ids.ts"
 import { eventually, stopWithin } from "../support/helpers.ts"
-import { type Receiver, type ReceivedRequest, startReceiver } from "../support/receiver.ts"
+import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer, startupFailure, type TestUser } from "../support/server.ts"
 
 const DELAY_MS = 300
@@ -40,7 +41,11 @@ let sam: TestUser // on the strict server
 beforeAll(async () => {
   receiver = startReceiver()
   ;[server, strict] = await Promise.all([startServer({ env: ENV }), startServer({ env: STRICT_ENV })])
-  ;[ann, bob, sam] = await Promise.all([server.user({ name: "Ann" }), server.user({ name: "Bob" }), strict.user({ name: "Sam" })])
+  ;[ann, bob, sam] = await Promise.all([
+    server.user({ name: "Ann" }),
+    server.user({ name: "Bob" }),
+    strict.user({ name: "Sam" })
+  ])
 }, 30_000)
 afterAll(async () => {
   await Promise.all([stopWithin(server), stopWithin(strict)])
@@ -107,10 +112,13 @@ const deliveryWhen = (
   until: (delivery: any) => boolean,
   options: { readonly on?: Server; readonly timeoutMs?: number } = {}
 ) =>
-  eventually(async () => {
-    const res = await getDelivery(user, hookId, deliveryId, options.on)
-    return res.status === 200 && until(res.body.data) ? res.body.data : undefined
-  }, { timeoutMs: options.timeoutMs ?? 10_000, what: `delivery ${deliveryId}` })
+  eventually(
+    async () => {
+      const res = await getDelivery(user, hookId, deliveryId, options.on)
+      return res.status === 200 && until(res.body.data) ? res.body.data : undefined
+    },
+    { timeoutMs: options.timeoutMs ?? 10_000, what: `delivery ${deliveryId}` }
+  )
 
 /** Polls a webhook's delivery log until it holds a delivery `until` accepts. */
 const firstDeliveryWhen = (
@@ -119,10 +127,13 @@ const firstDeliveryWhen = (
   until: (delivery: any) => boolean,
   options: { readonly on?: Server; readonly timeoutMs?: number } = {}
 ) =>
-  eventually(async () => {
-    const res = await listDeliveries(user, hookId, "?per_page=100", options.on)
-    return res.status === 200 ? res.body.data.find(until) : undefined
-  }, { timeoutMs: options.timeoutMs ?? 10_000, what: `a delivery of ${hookId}` })
+  eventually(
+    async () => {
+      const res = await listDeliveries(user, hookId, "?per_page=100", options.on)
+      return res.status === 200 ? res.body.data.find(until) : undefined
+    },
+    { timeoutMs: options.timeoutMs ?? 10_000, what: `a delivery of ${hookId}` }
+  )
 
 const hmacHex = (secret: string, body: string) => createHmac("sha256", secret).update(body, "utf8").digest("hex")
 const eventOf = (request: ReceivedRequest) => JSON.parse(request.body)
@@ -141,9 +152,16 @@ describe("registration", () => {
     expect(data.created_at).toMatch(TIMESTAMP)
     expect(data.updated_at).toBe(data.created_at)
     expect(data.secret).toMatch(/^whsec_[0-9A-Za-z]{32}$/)
-    expect(Object.keys(data).sort()).toEqual(
-      ["created_at", "events", "failed_at", "id", "secret", "status", "updated_at", "url"]
-    )
+    expect(Object.keys(data).sort()).toEqual([
+      "created_at",
+      "events",
+      "failed_at",
+      "id",
+      "secret",
+      "status",
+      "updated_at",
+      "url"
+    ])
     expect(res.body.meta.request_id).toMatch(/^req_/)
 
     const read = await server.request(`/v1/webhooks/${data.id}`, { key: ann.key })
@@ -192,7 +210,11 @@ describe("registration", () => {
     expect(again.status).toBe(409)
     expect(again.body.error).toMatchObject({ code: "conflict", status: 409 })
     const second = await hook(ann)
-    const moved = await server.request(`/v1/webhooks/${second.id}`, { method: "PUT", key: ann.key, body: { url: first.url } })
+    const moved = await server.request(`/v1/webhooks/${second.id}`, {
+      method: "PUT",
+      key: ann.key,
+      body: { url: first.url }
+    })
     expect(moved.status).toBe(409)
     expect(moved.body.error.code).toBe("conflict")
     const unchanged = await server.request(`/v1/webhooks/${second.id}`, { key: ann.key })
@@ -201,7 +223,11 @@ describe("registration", () => {
     expect(bobs.status).toBe(201)
     registered.push({ key: bob.key, id: bobs.body.data.id, on: server })
     // A PUT that keeps its own URL is not a clash.
-    const same = await server.request(`/v1/webhooks/${first.id}`, { method: "PUT", key: ann.key, body: { url: first.url } })
+    const same = await server.request(`/v1/webhooks/${first.id}`, {
+      method: "PUT",
+      key: ann.key,
+      body: { url: first.url }
+    })
     expect(same.status).toBe(200)
   })
 
@@ -242,7 +268,9 @@ describe("registration", () => {
     const project = await createProject(ann, "After PUT")
     const [request] = await receiver.waitFor(1, { path: newUrlPath })
     expect(eventOf(request!).data.id).toBe(project.id)
-    expect(await verify("rotated-secret-0123456789", request!.body, request!.headers["x-service-signature"]!)).toBe(true)
+    expect(await verify("rotated-secret-0123456789", request!.body, request!.headers["x-service-signature"]!)).toBe(
+      true
+    )
     expect(await verify(created.secret, request!.body, request!.headers["x-service-signature"]!)).toBe(false)
     expect(receiver.requests(created.path)).toHaveLength(0)
 
@@ -272,7 +300,11 @@ describe("registration", () => {
     ]
     for (const [body, field] of cases) {
       const res = await server.request(`/v1/webhooks/${created.id}`, { method: "PUT", key: ann.key, body })
-      expect({ body, status: res.status, code: res.body.error.code }).toEqual({ body, status: 400, code: "validation_failed" })
+      expect({ body, status: res.status, code: res.body.error.code }).toEqual({
+        body,
+        status: 400,
+        code: "validation_failed"
+      })
       expect(res.body.error.details.map((d: { field: string }) => d.field)).toContain(field)
     }
     const unchanged = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
@@ -284,14 +316,12 @@ describe("registration", () => {
     const deleted = await server.request(`/v1/webhooks/${created.id}`, { method: "DELETE", key: ann.key })
     expect(deleted.status).toBe(204)
     expect(deleted.text).toBe("")
-    for (
-      const [method, path] of [
-        ["GET", ""],
-        ["PUT", ""],
-        ["DELETE", ""],
-        ["GET", "/deliveries"]
-      ] as const
-    ) {
+    for (const [method, path] of [
+      ["GET", ""],
+      ["PUT", ""],
+      ["DELETE", ""],
+      ["GET", "/deliveries"]
+    ] as const) {
       const res = await server.request(`/v1/webhooks/${created.id}${path}`, {
         method,
         key: ann.key,
@@ -373,7 +403,11 @@ describe("registration", () => {
     })
     expect(post.status).toBe(403)
     expect(post.body.error.code).toBe("forbidden")
-    const put = await server.request(`/v1/webhooks/${created.id}`, { method: "PUT", key: reader, body: { events: ["project.created"] } })
+    const put = await server.request(`/v1/webhooks/${created.id}`, {
+      method: "PUT",
+      key: reader,
+      body: { events: ["project.created"] }
+    })
     expect(put.status).toBe(403)
     const del = await server.request(`/v1/webhooks/${created.id}`, { method: "DELETE", key: reader })
     expect(del.status).toBe(403)
@@ -399,7 +433,11 @@ describe("validation", () => {
     ["events not an array", { url: "http://127.0.0.1/x", events: "project.created" }, "events"],
     ["secret too short", { url: "http://127.0.0.1/x", events: ["project.created"], secret: "short" }, "secret"],
     ["secret too long", { url: "http://127.0.0.1/x", events: ["project.created"], secret: "s".repeat(257) }, "secret"],
-    ["secret not a string", { url: "http://127.0.0.1/x", events: ["project.created"], secret: 1234567890123456 }, "secret"],
+    [
+      "secret not a string",
+      { url: "http://127.0.0.1/x", events: ["project.created"], secret: 1234567890123456 },
+      "secret"
+    ],
     ["unknown field", { url: "http://127.0.0.1/x", events: ["project.created"], active: true }, "active"],
     ["read-only field", { url: "http://127.0.0.1/x", events: ["project.created"], status: "active" }, "status"]
   ]
@@ -463,7 +501,12 @@ describe("delivery", () => {
     expect(event.data).toMatchObject({ id: project.id, name: "Signed delivery", status: "active" })
 
     // Exactly one: no second request arrives, and the log shows one delivered attempt.
-    const delivery = await deliveryWhen(ann, created.id, r.headers["x-service-delivery"]!, (d) => d.status === "delivered")
+    const delivery = await deliveryWhen(
+      ann,
+      created.id,
+      r.headers["x-service-delivery"]!,
+      (d) => d.status === "delivered"
+    )
     await sleep(400)
     expect(receiver.requests(created.path)).toHaveLength(1)
     expect(delivery).toMatchObject({
@@ -478,7 +521,13 @@ describe("delivery", () => {
     expect(delivery.created_at).toMatch(TIMESTAMP)
     expect(delivery.last_attempt_at).toMatch(TIMESTAMP)
     expect(delivery.attempts).toHaveLength(1)
-    expect(delivery.attempts[0]).toMatchObject({ number: 1, status_code: 200, error: null, response_body: "ok", outcome: "succeeded" })
+    expect(delivery.attempts[0]).toMatchObject({
+      number: 1,
+      status_code: 200,
+      error: null,
+      response_body: "ok",
+      outcome: "succeeded"
+    })
     expect(delivery.attempts[0].attempted_at).toBe(delivery.last_attempt_at)
     expect(Number.isInteger(delivery.attempts[0].duration_ms)).toBe(true)
     expect(delivery.attempts[0].duration_ms).toBeGreaterThanOrEqual(0)
@@ -551,7 +600,11 @@ describe("delivery", () => {
   test("another user's project events never reach my webhook", async () => {
     const annHook = await hook(ann)
     const bobProject = await createProject(bob, "Bob's project")
-    await server.request(`/v1/projects/${bobProject.id}`, { method: "PUT", key: bob.key, body: { name: "Bob's renamed" } })
+    await server.request(`/v1/projects/${bobProject.id}`, {
+      method: "PUT",
+      key: bob.key,
+      body: { name: "Bob's renamed" }
+    })
     await server.request(`/v1/projects/${bobProject.id}`, { method: "DELETE", key: bob.key })
     const annProject = await createProject(ann, "Ann's project")
     await receiver.waitFor(1, { path: annHook.path })
@@ -583,7 +636,11 @@ describe("delivery", () => {
     await sleep(400)
     expect(receiver.requests(hooks.frank.path)).toHaveLength(0)
     // One event for all of them.
-    const eventIds = new Set((["ann", "bob", "erin"] as const).map((who) => receiver.requests(hooks[who].path)[0]!.headers["x-service-event-id"]))
+    const eventIds = new Set(
+      (["ann", "bob", "erin"] as const).map(
+        (who) => receiver.requests(hooks[who].path)[0]!.headers["x-service-event-id"]
+      )
+    )
     expect(eventIds.size).toBe(1)
   }, 30_000)
 })
@@ -591,11 +648,10 @@ describe("delivery", () => {
 describe("retries", () => {
   test("500 four times, then 200: delivered on the 5th attempt, same delivery id, waits respected, every attempt recorded", async () => {
     const created = await hook(ann, { events: ["project.created"] })
-    receiver.enqueue(
-      created.path,
-      ...[1, 2, 3, 4].map((n) => ({ status: 500, body: `nope ${n}` })),
-      { status: 200, body: "finally" }
-    )
+    receiver.enqueue(created.path, ...[1, 2, 3, 4].map((n) => ({ status: 500, body: `nope ${n}` })), {
+      status: 200,
+      body: "finally"
+    })
     const project = await createProject(ann, "Flaky receiver")
     const requests = await receiver.waitFor(5, { path: created.path, timeoutMs: 15_000 })
     const deliveryId = requests[0]!.headers["x-service-delivery"]!
@@ -619,7 +675,13 @@ describe("retries", () => {
     expect(delivery.attempts.map((a: any) => a.number)).toEqual([1, 2, 3, 4, 5])
     expect(delivery.attempts.map((a: any) => a.status_code)).toEqual([500, 500, 500, 500, 200])
     expect(delivery.attempts.map((a: any) => a.outcome)).toEqual(["failed", "failed", "failed", "failed", "succeeded"])
-    expect(delivery.attempts.map((a: any) => a.response_body)).toEqual(["nope 1", "nope 2", "nope 3", "nope 4", "finally"])
+    expect(delivery.attempts.map((a: any) => a.response_body)).toEqual([
+      "nope 1",
+      "nope 2",
+      "nope 3",
+      "nope 4",
+      "finally"
+    ])
     for (const attempt of delivery.attempts.slice(0, 4)) {
       expect(attempt.error).toMatch(/500/)
     }
@@ -627,9 +689,15 @@ describe("retries", () => {
     for (const attempt of delivery.attempts) {
       expect(attempt.attempted_at).toMatch(TIMESTAMP)
       expect(Number.isInteger(attempt.duration_ms)).toBe(true)
-      expect(Object.keys(attempt).sort()).toEqual(
-        ["attempted_at", "duration_ms", "error", "number", "outcome", "response_body", "status_code"]
-      )
+      expect(Object.keys(attempt).sort()).toEqual([
+        "attempted_at",
+        "duration_ms",
+        "error",
+        "number",
+        "outcome",
+        "response_body",
+        "status_code"
+      ])
     }
     for (let i = 1; i < 5; i++) {
       const gap = Date.parse(delivery.attempts[i].attempted_at) - Date.parse(delivery.attempts[i - 1].attempted_at)
@@ -670,10 +738,13 @@ describe("retries", () => {
     const next = await createProject(ann, "After the failure")
     const all = await receiver.waitFor(6, { path: created.path })
     expect(eventOf(all[5]!).data.id).toBe(next.id)
-    const recovered = await eventually(async () => {
-      const res = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
-      return res.body.data.status === "active" ? res.body.data : undefined
-    }, { what: "the webhook to become active" })
+    const recovered = await eventually(
+      async () => {
+        const res = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
+        return res.body.data.status === "active" ? res.body.data : undefined
+      },
+      { what: "the webhook to become active" }
+    )
     expect(recovered.failed_at).toBeNull()
     const stillFailed = await getDelivery(ann, created.id, deliveryId)
     expect(stillFailed.body.data.status).toBe("failed")
@@ -689,7 +760,10 @@ describe("retries", () => {
 
     // Retry #1: the receiver still answers 503.
     const retriedAt = performance.now()
-    const retry = await server.request(`/v1/webhooks/${created.id}/deliveries/${deliveryId}/retry`, { method: "POST", key: ann.key })
+    const retry = await server.request(`/v1/webhooks/${created.id}/deliveries/${deliveryId}/retry`, {
+      method: "POST",
+      key: ann.key
+    })
     expect(retry.status).toBe(202)
     expect(retry.body.data).toMatchObject({ id: deliveryId, webhook_id: created.id, event_type: "project.created" })
     expect(retry.body.data).not.toHaveProperty("attempts")
@@ -698,7 +772,12 @@ describe("retries", () => {
     const sixth = await receiver.waitFor(6, { path: created.path })
     expect(sixth[5]!.receivedMono - retriedAt).toBeLessThan(1000)
     expect(sixth[5]!.headers["x-service-delivery"]).toBe(deliveryId)
-    const afterFailedRetry = await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "failed" && d.attempt_count === 6)
+    const afterFailedRetry = await deliveryWhen(
+      ann,
+      created.id,
+      deliveryId,
+      (d) => d.status === "failed" && d.attempt_count === 6
+    )
     expect(afterFailedRetry.next_attempt_at).toBeNull()
     expect(afterFailedRetry.attempts).toHaveLength(6)
     expect(afterFailedRetry.attempts[5]).toMatchObject({ number: 6, status_code: 503, outcome: "failed" })
@@ -710,12 +789,19 @@ describe("retries", () => {
     const hookFailed = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
     expect(hookFailed.body.data.status).toBe("failed")
     // The owner may set a failed webhook active again by hand.
-    const reactivated = await server.request(`/v1/webhooks/${created.id}`, { method: "PUT", key: ann.key, body: { status: "active" } })
+    const reactivated = await server.request(`/v1/webhooks/${created.id}`, {
+      method: "PUT",
+      key: ann.key,
+      body: { status: "active" }
+    })
     expect(reactivated.status).toBe(200)
     expect(reactivated.body.data).toMatchObject({ status: "active", failed_at: null })
 
     // Retry #2: the receiver is back (default 200).
-    const retry2 = await server.request(`/v1/webhooks/${created.id}/deliveries/${deliveryId}/retry`, { method: "POST", key: ann.key })
+    const retry2 = await server.request(`/v1/webhooks/${created.id}/deliveries/${deliveryId}/retry`, {
+      method: "POST",
+      key: ann.key
+    })
     expect(retry2.status).toBe(202)
     const delivered = await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "delivered")
     expect(delivered).toMatchObject({ attempt_count: 7, next_attempt_at: null })
@@ -734,7 +820,12 @@ describe("failures that are not 5xx", () => {
     receiver.enqueue(created.path, { status: 200, delayMs: 1_800, body: "too late" })
     await createProject(ann, "Slow receiver")
     const [first] = await receiver.waitFor(1, { path: created.path })
-    const delivery = await deliveryWhen(ann, created.id, first!.headers["x-service-delivery"]!, (d) => d.status === "delivered")
+    const delivery = await deliveryWhen(
+      ann,
+      created.id,
+      first!.headers["x-service-delivery"]!,
+      (d) => d.status === "delivered"
+    )
     expect(delivery.attempt_count).toBe(2)
     const [timedOut, succeeded] = delivery.attempts
     expect(timedOut.outcome).toBe("failed")
@@ -757,7 +848,12 @@ describe("failures that are not 5xx", () => {
     )
     await createProject(ann, "Redirected")
     const [first] = await receiver.waitFor(1, { path: created.path })
-    const delivery = await deliveryWhen(ann, created.id, first!.headers["x-service-delivery"]!, (d) => d.status === "delivered")
+    const delivery = await deliveryWhen(
+      ann,
+      created.id,
+      first!.headers["x-service-delivery"]!,
+      (d) => d.status === "delivered"
+    )
     expect(delivery.attempt_count).toBe(4)
     expect(delivery.attempts.map((a: any) => [a.status_code, a.outcome])).toEqual([
       [302, "failed"],
@@ -777,7 +873,12 @@ describe("failures that are not 5xx", () => {
     receiver.enqueue(created.path, { status: 410, body: big })
     await createProject(ann, "Gone receiver")
     const [first] = await receiver.waitFor(1, { path: created.path })
-    const delivery = await deliveryWhen(ann, created.id, first!.headers["x-service-delivery"]!, (d) => d.status === "delivered")
+    const delivery = await deliveryWhen(
+      ann,
+      created.id,
+      first!.headers["x-service-delivery"]!,
+      (d) => d.status === "delivered"
+    )
     expect(delivery.attempts[0]).toMatchObject({ number: 1, status_code: 410, outcome: "failed" })
     expect(delivery.attempts[0].response_body).toBe(big.slice(0, 4096))
     expect(delivery.attempts[1]).toMatchObject({ number: 2, status_code: 200, outcome: "succeeded" })
@@ -785,16 +886,21 @@ describe("failures that are not 5xx", () => {
 
   test("any 2xx is a success (201, 202, 204, 299), on the first attempt", async () => {
     const created = await hook(ann, { events: ["project.created"] })
-    const statuses: Record<string, number> = { "s201": 201, "s202": 202, "s204": 204, "s299": 299 }
+    const statuses: Record<string, number> = { s201: 201, s202: 202, s204: 204, s299: 299 }
     receiver.setDefault((request) => ({ status: statuses[eventOf(request).data.name as string] ?? 200 }), created.path)
     for (const name of Object.keys(statuses)) await createProject(ann, name)
     await receiver.waitFor(4, { path: created.path })
-    const rows = await eventually(async () => {
-      const res = await listDeliveries(ann, created.id, "?status=delivered")
-      return res.body.meta.total === 4 ? res.body.data : undefined
-    }, { what: "four delivered" })
+    const rows = await eventually(
+      async () => {
+        const res = await listDeliveries(ann, created.id, "?status=delivered")
+        return res.body.meta.total === 4 ? res.body.data : undefined
+      },
+      { what: "four delivered" }
+    )
     for (const row of rows) expect(row.attempt_count).toBe(1)
-    const codes = await Promise.all(rows.map(async (row: any) => (await getDelivery(ann, created.id, row.id)).body.data.attempts[0].status_code))
+    const codes = await Promise.all(
+      rows.map(async (row: any) => (await getDelivery(ann, created.id, row.id)).body.data.attempts[0].status_code)
+    )
     expect(codes.sort()).toEqual([201, 202, 204, 299])
     await sleep(DELAY_MS + 200)
     expect(receiver.requests(created.path)).toHaveLength(4)
@@ -810,7 +916,12 @@ describe("failures that are not 5xx", () => {
     await createProject(ann, "Nobody listening")
     const delivery = await firstDeliveryWhen(ann, res.body.data.id, (d) => d.attempt_count >= 1)
     const full = await getDelivery(ann, res.body.data.id, delivery.id)
-    expect(full.body.data.attempts[0]).toMatchObject({ number: 1, status_code: null, response_body: null, outcome: "failed" })
+    expect(full.body.data.attempts[0]).toMatchObject({
+      number: 1,
+      status_code: null,
+      response_body: null,
+      outcome: "failed"
+    })
     expect(full.body.data.attempts[0].error).toMatch(/^connection failed/)
   })
 })
@@ -847,16 +958,26 @@ describe("GET /v1/webhooks/:id/deliveries", () => {
     expect(all.body.meta.request_id).toMatch(/^req_/)
     expect(all.body.data).toHaveLength(3)
     for (const item of all.body.data) {
-      expect(Object.keys(item).sort()).toEqual(
-        ["attempt_count", "created_at", "event_id", "event_type", "id", "last_attempt_at", "next_attempt_at", "status", "webhook_id"]
-      )
+      expect(Object.keys(item).sort()).toEqual([
+        "attempt_count",
+        "created_at",
+        "event_id",
+        "event_type",
+        "id",
+        "last_attempt_at",
+        "next_attempt_at",
+        "status",
+        "webhook_id"
+      ])
       expect(item.id).toMatch(DELIVERY_ID)
       expect(item.webhook_id).toBe(created.id)
     }
     // Newest first by default.
-    expect(all.body.data.map((d: any) => d.event_id)).toEqual(
-      [await eventIdOf(slow.id), await eventIdOf(fails.id), await eventIdOf(ok.id)]
-    )
+    expect(all.body.data.map((d: any) => d.event_id)).toEqual([
+      await eventIdOf(slow.id),
+      await eventIdOf(fails.id),
+      await eventIdOf(ok.id)
+    ])
     const paged = await listDeliveries(ann, created.id, "?per_page=1&page=2&order=asc")
     expect(paged.body.meta).toMatchObject({ total: 3, page: 2, per_page: 1 })
     const link = paged.headers.get("link") ?? ""
@@ -872,10 +993,13 @@ describe("GET /v1/webhooks/:id/deliveries", () => {
     expect(badStatusForDeliveries.status).toBe(400)
 
     // And the slow one ends delivered.
-    await eventually(async () => {
-      const res = await listDeliveries(ann, created.id, "?status=delivered")
-      return res.body.meta.total === 2 ? true : undefined
-    }, { what: "the slow delivery to be delivered" })
+    await eventually(
+      async () => {
+        const res = await listDeliveries(ann, created.id, "?status=delivered")
+        return res.body.meta.total === 2 ? true : undefined
+      },
+      { what: "the slow delivery to be delivered" }
+    )
   }, 30_000)
 })
 
@@ -939,7 +1063,11 @@ describe("SSRF guard (private targets refused)", () => {
     expect(listed.body.data.url).toBe(receiver.url(path))
 
     // Changing it through the API is refused too.
-    const put = await strict.request(`/v1/webhooks/${id}`, { method: "PUT", key: sam.key, body: { url: "http://10.0.0.1/x" } })
+    const put = await strict.request(`/v1/webhooks/${id}`, {
+      method: "PUT",
+      key: sam.key,
+      body: { url: "http://10.0.0.1/x" }
+    })
     expect(put.status).toBe(400)
     expect(put.body.error.details[0].field).toBe("url")
 
@@ -980,12 +1108,16 @@ describe("settings", () => {
     [{ WEBHOOK_TIMEOUT: "soon" }, "WEBHOOK_TIMEOUT"],
     [{ WEBHOOK_CONCURRENCY: "0" }, "WEBHOOK_CONCURRENCY"],
     [{ WEBHOOK_POLL_INTERVAL: "often" }, "WEBHOOK_POLL_INTERVAL"]
-  ])("%o stops start-up with a message naming the setting", async (env, message) => {
-    const error = await startupFailure(env)
-    expect(error).toBeInstanceOf(Error)
-    expect(String(error)).toContain("exited")
-    expect(String(error)).toContain(message)
-  }, 25_000)
+  ])(
+    "%o stops start-up with a message naming the setting",
+    async (env, message) => {
+      const error = await startupFailure(env)
+      expect(error).toBeInstanceOf(Error)
+      expect(String(error)).toContain("exited")
+      expect(String(error)).toContain(message)
+    },
+    25_000
+  )
 })
 
 /** Writes a webhook row straight into a server's database (bypassing the registration check). */
@@ -1003,8 +1135,9 @@ const insertWebhookRow = async (databaseUrl: string, row: Record<string, string 
   try {
     db.exec("PRAGMA busy_timeout = 5000")
     const columns = Object.keys(row)
-    db.query(`INSERT INTO webhooks (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`)
-      .run(...Object.values(row))
+    db.query(`INSERT INTO webhooks (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`).run(
+      ...Object.values(row)
+    )
   } finally {
     db.close()
   }

@@ -30,8 +30,11 @@ let at0 = ""
 let at1 = ""
 let at2 = ""
 
-const insert = (owner: Principal, fields: { readonly name: string; readonly description?: string; readonly created_at: string }) =>
-  Effect.gen(function*() {
+const insert = (
+  owner: Principal,
+  fields: { readonly name: string; readonly description?: string; readonly created_at: string }
+) =>
+  Effect.gen(function* () {
     const project: Project = {
       id: makeId("project"),
       name: fields.name,
@@ -48,11 +51,14 @@ const insert = (owner: Principal, fields: { readonly name: string; readonly desc
   })
 
 const list = (who: Principal, query: Partial<ListQuery<ProjectSort, "active" | "archived">>) =>
-  run(Effect.flatMap(Projects, (projects) =>
-    projects.list(who, { page: 1, per_page: 20, sort: "created_at", order: "desc", ...query })
-  ))
+  run(
+    Effect.flatMap(Projects, (projects) =>
+      projects.list(who, { page: 1, per_page: 20, sort: "created_at", order: "desc", ...query })
+    )
+  )
 
-const names = (page: { readonly items: ReadonlyArray<{ readonly name: string }> }) => page.items.map((item) => item.name)
+const names = (page: { readonly items: ReadonlyArray<{ readonly name: string }> }) =>
+  page.items.map((item) => item.name)
 
 /** Every page of a query, in order, with `per_page` items a page. */
 const walk = async (who: Principal, query: Partial<ListQuery<ProjectSort, "active" | "archived">>, perPage: number) => {
@@ -65,26 +71,31 @@ const walk = async (who: Principal, query: Partial<ListQuery<ProjectSort, "activ
 }
 
 beforeAll(async () => {
-  const [a, b, c] = await run(Effect.flatMap(Users, (users) =>
-    Effect.all(["Tia", "Sol", "Tim"].map((name) => users.create({ email: uniqueEmail(name.toLowerCase()), name })))
-  ))
+  const [a, b, c] = await run(
+    Effect.flatMap(Users, (users) =>
+      Effect.all(["Tia", "Sol", "Tim"].map((name) => users.create({ email: uniqueEmail(name.toLowerCase()), name })))
+    )
+  )
   tied = principalOf(a!)
   searcher = principalOf(b!)
   timed = principalOf(c!)
-  await run(Effect.all([
-    ...["b", "a", "c", "b", "a", "b", "c"].map((name) => insert(tied, { name, created_at: T0 })),
-    ...[
-      { name: "100% done" },
-      { name: "1000 done" },
-      { name: "under_score" },
-      { name: "underXscore" },
-      { name: "back\\slash" },
-      { name: "backslash" },
-      { name: "Rocket" },
-      { name: "plain", description: "mentions a ROCKET" }
-    ].map((fields) => insert(searcher, { ...fields, created_at: T0 })),
-  ]))
-  const at = (created_at: string) => Effect.map(insert(timed, { name: created_at, created_at }), (project) => project.id)
+  await run(
+    Effect.all([
+      ...["b", "a", "c", "b", "a", "b", "c"].map((name) => insert(tied, { name, created_at: T0 })),
+      ...[
+        { name: "100% done" },
+        { name: "1000 done" },
+        { name: "under_score" },
+        { name: "underXscore" },
+        { name: "back\\slash" },
+        { name: "backslash" },
+        { name: "Rocket" },
+        { name: "plain", description: "mentions a ROCKET" }
+      ].map((fields) => insert(searcher, { ...fields, created_at: T0 }))
+    ])
+  )
+  const at = (created_at: string) =>
+    Effect.map(insert(timed, { name: created_at, created_at }), (project) => project.id)
   ;[at0, at1, at2] = await run(Effect.all([at(T0), at(T1), at(T2)]))
 })
 afterAll(() => harness.dispose())
@@ -144,7 +155,9 @@ describe("search", () => {
     const found = await list(searcher, { search: "rOcKeT", sort: "name", order: "asc", per_page: 1 })
     expect(found.total).toBe(2)
     expect(names(found)).toEqual(["Rocket"])
-    expect(names(await list(searcher, { search: "rocket", sort: "name", order: "asc", page: 2, per_page: 1 }))).toEqual(["plain"])
+    expect(names(await list(searcher, { search: "rocket", sort: "name", order: "asc", page: 2, per_page: 1 }))).toEqual(
+      ["plain"]
+    )
     expect((await list(searcher, { search: "no such thing" })).total).toBe(0)
   })
 })

@@ -27,13 +27,15 @@ beforeAll(async () => {
   databaseUrl = await freshDatabaseUrl()
   const port = freePort()
   base = `http://127.0.0.1:${port}`
-  const config = ConfigProvider.fromMap(new Map([
-    ["PORT", String(port)],
-    ["HOST", "127.0.0.1"],
-    ["DATABASE_URL", databaseUrl],
-    ["WEBHOOK_ALLOW_PRIVATE_TARGETS", "true"],
-    ["LOG_LEVEL", "warn"]
-  ])).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+  const config = ConfigProvider.fromMap(
+    new Map([
+      ["PORT", String(port)],
+      ["HOST", "127.0.0.1"],
+      ["DATABASE_URL", databaseUrl],
+      ["WEBHOOK_ALLOW_PRIVATE_TARGETS", "true"],
+      ["LOG_LEVEL", "warn"]
+    ])
+  ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
   service = Effect.runFork(
     Layer.launch(MainLive).pipe(
       Effect.provide(Layer.setTracer(makeTracer((span) => spans.push(span)))),
@@ -52,7 +54,7 @@ beforeAll(async () => {
     headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
     body: JSON.stringify({ url: receiver.url("/hook"), events: ["project.created"] })
   })
-  webhookSecret = (await hook.json() as any).data.secret
+  webhookSecret = ((await hook.json()) as any).data.secret
 }, 30_000)
 
 afterAll(async () => {
@@ -78,7 +80,7 @@ describe("spans in memory", () => {
       body: JSON.stringify({ name: "In memory" })
     })
     expect(response.status).toBe(201)
-    const requestId = (await response.json() as any).meta.request_id
+    const requestId = ((await response.json()) as any).meta.request_id
     const [delivered] = await receiver.waitFor(1, { path: "/hook", timeoutMs: 10_000 })
 
     const deliver = await eventually(() => spans.find((s) => s.name === "Webhooks.deliver" && s.traceId === traceId), {
@@ -86,7 +88,7 @@ describe("spans in memory", () => {
     })
     const trace = spans.filter((s) => s.traceId === traceId)
     const byId = new Map(trace.map((s) => [s.spanId, s]))
-    const parentOf = (s: EndedSpan) => s.parent._tag === "Some" ? byId.get(s.parent.value.spanId) : undefined
+    const parentOf = (s: EndedSpan) => (s.parent._tag === "Some" ? byId.get(s.parent.value.spanId) : undefined)
     const ancestors = (s: EndedSpan): Array<string> => {
       const parent = parentOf(s)
       return parent === undefined ? [] : [parent.name, ...ancestors(parent)]
@@ -101,8 +103,8 @@ describe("spans in memory", () => {
 
     const create = trace.find((s) => s.name === "Projects.create")!
     expect(parentOf(create)).toBe(server)
-    const insert = trace.find((s) =>
-      s.name === "sql.execute" && String(attribute(s, "db.query.text")).includes("INSERT INTO projects")
+    const insert = trace.find(
+      (s) => s.name === "sql.execute" && String(attribute(s, "db.query.text")).includes("INSERT INTO projects")
     )!
     expect(insert.kind).toBe("client")
     expect(ancestors(insert)).toContain("Projects.create")

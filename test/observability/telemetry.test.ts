@@ -5,12 +5,17 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { eventually } from "../support/helpers.ts"
-import { startReceiver, type Receiver } from "../support/receiver.ts"
+import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer, type TestUser } from "../support/server.ts"
 
 interface OtlpAttribute {
   readonly key: string
-  readonly value: { readonly stringValue?: string; readonly intValue?: string | number; readonly boolValue?: boolean; readonly doubleValue?: number }
+  readonly value: {
+    readonly stringValue?: string
+    readonly intValue?: string | number
+    readonly boolValue?: boolean
+    readonly doubleValue?: number
+  }
 }
 interface OtlpSpan {
   readonly traceId: string
@@ -26,7 +31,12 @@ interface Collected {
 }
 
 const attrs = (list: ReadonlyArray<OtlpAttribute> | undefined): Record<string, unknown> =>
-  Object.fromEntries((list ?? []).map(({ key, value }) => [key, value.stringValue ?? value.intValue ?? value.boolValue ?? value.doubleValue]))
+  Object.fromEntries(
+    (list ?? []).map(({ key, value }) => [
+      key,
+      value.stringValue ?? value.intValue ?? value.boolValue ?? value.doubleValue
+    ])
+  )
 
 /** A minimal OTLP/HTTP JSON collector. */
 const collector = () => {
@@ -161,13 +171,18 @@ describe("OpenTelemetry export", () => {
     await server.request("/health/live")
     await server.request("/health/ready")
     const span = await eventually(() =>
-      otlp.spans.find((s) => s.span.name === "GET /v1/projects/:id" && attrs(s.span.attributes)["request.id"] === res.body.error.request_id)
+      otlp.spans.find(
+        (s) =>
+          s.span.name === "GET /v1/projects/:id" && attrs(s.span.attributes)["request.id"] === res.body.error.request_id
+      )
     )
     expect(span.span.parentSpanId ?? "").toBe("")
     expect(Number(attrs(span.span.attributes)["http.response.status_code"])).toBe(404)
     // A request made after the health checks is exported, so by the time it arrives they would have been too.
     const marker = await server.request("/v1/projects?per_page=1", { key: ann.key })
-    await eventually(() => otlp.spans.find((s) => attrs(s.span.attributes)["request.id"] === marker.body.meta.request_id))
+    await eventually(() =>
+      otlp.spans.find((s) => attrs(s.span.attributes)["request.id"] === marker.body.meta.request_id)
+    )
     expect(otlp.spans.some((s) => s.span.name.includes("/health"))).toBe(false)
   }, 30_000)
 
@@ -192,8 +207,8 @@ describe("OpenTelemetry export", () => {
     await eventually(
       () =>
         ["http.server.request.duration", "webhook.delivery.attempts", "webhook.delivery.lag"].every((name) =>
-            otlp.metricNames.has(name)
-          )
+          otlp.metricNames.has(name)
+        )
           ? true
           : undefined,
       { timeoutMs: 20_000, what: "the three metrics" }

@@ -22,13 +22,18 @@ const newUser = (name: string) =>
 const projects = <A, E, R>(f: (service: Projects) => Effect.Effect<A, E, R>) => Effect.flatMap(Projects, f)
 
 const listIds = (who: Principal, status?: "active" | "archived") =>
-  run(projects((p) => p.list(who, { page: 1, per_page: 100, sort: "created_at", order: "asc", status })))
-    .then((page) => page.items.map((item) => item.id))
+  run(projects((p) => p.list(who, { page: 1, per_page: 100, sort: "created_at", order: "asc", status }))).then((page) =>
+    page.items.map((item) => item.id)
+  )
 
 const countRows = (table: "projects" | "events", where = "1 = 1") =>
-  run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ readonly n: number }>`SELECT CAST(count(*) AS INTEGER) AS n FROM ${sql(table)} WHERE ${sql.unsafe(where)}`
-  )).then((rows) => Number(rows[0]?.n))
+  run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql<{ readonly n: number }>`SELECT CAST(count(*) AS INTEGER) AS n FROM ${sql(table)} WHERE ${sql.unsafe(where)}`
+    )
+  ).then((rows) => Number(rows[0]?.n))
 
 let owner: Principal // owns the team
 let member: Principal // plain member of the team
@@ -44,18 +49,27 @@ beforeAll(async () => {
   outsider = principalOf(x!)
   const team = await run(Effect.flatMap(Teams, (teams) => teams.create({ name: "Crew", ownerId: o!.id })))
   teamId = team.id
-  await run(Effect.flatMap(Teams, (teams) =>
-    Effect.all([
-      teams.addMember({ teamId: team.id, userId: m!.id, role: "member" }),
-      teams.addMember({ teamId: team.id, userId: a!.id, role: "admin" })
-    ])))
+  await run(
+    Effect.flatMap(Teams, (teams) =>
+      Effect.all([
+        teams.addMember({ teamId: team.id, userId: m!.id, role: "member" }),
+        teams.addMember({ teamId: team.id, userId: a!.id, role: "admin" })
+      ])
+    )
+  )
 })
 afterAll(() => harness.dispose())
 
 describe("visibility", () => {
   test("a private project is its owner's alone: others get NotFound on get, update and delete, and do not list it", async () => {
     const mine = await run(projects((p) => p.create(owner, { name: "Diary" })))
-    expect(mine).toMatchObject({ visibility: "private", status: "active", owner_id: owner.userId, team_id: null, description: "" })
+    expect(mine).toMatchObject({
+      visibility: "private",
+      status: "active",
+      owner_id: owner.userId,
+      team_id: null,
+      description: ""
+    })
     expect(await run(projects((p) => p.get(owner, mine.id)))).toEqual(mine)
     for (const other of [member, admin, outsider]) {
       expect((await fail(projects((p) => p.get(other, mine.id))))._tag).toBe("NotFound")
@@ -112,9 +126,13 @@ describe("team_id rules", () => {
     const eventsBefore = await countRows("events")
     const noTeam = await fail(projects((p) => p.create(owner, { name: "Nowhere", visibility: "team" })))
     expect(noTeam).toMatchObject({ _tag: "ValidationFailed", details: [{ field: "team_id" }] })
-    const notMine = await fail(projects((p) => p.create(outsider, { name: "Intruder", visibility: "team", team_id: teamId })))
+    const notMine = await fail(
+      projects((p) => p.create(outsider, { name: "Intruder", visibility: "team", team_id: teamId }))
+    )
     expect(notMine).toMatchObject({ _tag: "ValidationFailed", details: [{ field: "team_id" }] })
-    const unknown = await fail(projects((p) => p.create(owner, { name: "Ghost", team_id: "team_01jd3xkq8w0000000000000000" })))
+    const unknown = await fail(
+      projects((p) => p.create(owner, { name: "Ghost", team_id: "team_01jd3xkq8w0000000000000000" }))
+    )
     expect(unknown).toMatchObject({ _tag: "ValidationFailed", details: [{ field: "team_id" }] })
     expect(await countRows("projects")).toBe(before)
     expect(await countRows("events")).toBe(eventsBefore)
@@ -145,12 +163,17 @@ describe("status", () => {
 
 describe("events", () => {
   test("create, update and delete each write one event of their type about the project", async () => {
-    const project = await run(projects((p) => p.create(owner, { name: "Evented", visibility: "team", team_id: teamId })))
+    const project = await run(
+      projects((p) => p.create(owner, { name: "Evented", visibility: "team", team_id: teamId }))
+    )
     await run(projects((p) => p.update(member, project.id, { name: "Evented twice" })))
     await run(projects((p) => p.remove(owner, project.id)))
-    const rows = await run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      sql<{ readonly type: string; readonly payload: string }>`SELECT type, payload FROM events ORDER BY id`
-    ))
+    const rows = await run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ readonly type: string; readonly payload: string }>`SELECT type, payload FROM events ORDER BY id`
+      )
+    )
     const about = rows
       .map((row) => ({ type: row.type, event: JSON.parse(row.payload) }))
       .filter(({ event }) => event.data?.id === project.id)

@@ -57,9 +57,14 @@ export interface Fixtures {
   /** A new user with one API key (`read,write` unless other scopes are given). */
   user(options?: NewUser): Promise<FixtureUser>
   /** A user without any key (e.g. one that signs in with a password). */
-  account(options?: Omit<NewUser, "scopes">): Promise<{ readonly id: string; readonly email: string; readonly name: string }>
+  account(
+    options?: Omit<NewUser, "scopes">
+  ): Promise<{ readonly id: string; readonly email: string; readonly name: string }>
   /** Another API key for a user, as `cli api-keys create` makes it. */
-  apiKey(userId: string, options?: { readonly name?: string; readonly scopes?: string; readonly expiresAt?: string }): Promise<IssuedKey>
+  apiKey(
+    userId: string,
+    options?: { readonly name?: string; readonly scopes?: string; readonly expiresAt?: string }
+  ): Promise<IssuedKey>
   /** A team owned by `ownerId`, as `cli teams create` makes it. */
   team(name: string, ownerId: string): Promise<Team>
   /** Adds a member, as `cli teams add-member` does (`member` unless a role is given). */
@@ -79,7 +84,9 @@ export const uniqueEmail = (tag = "user") => `${tag}${++counter}.${Math.random()
  * e.g. `sqlite::memory:` for in-process service tests); by default the database is taken as migrated.
  */
 export const fixtures = (databaseUrl: string, options: { readonly migrate?: boolean } = {}): Fixtures => {
-  const layer = services(options.migrate === true ? SqlLive : SqlClientLive).pipe(Layer.provide(withDatabaseUrl(databaseUrl)))
+  const layer = services(options.migrate === true ? SqlLive : SqlClientLive).pipe(
+    Layer.provide(withDatabaseUrl(databaseUrl))
+  )
   let runtime: ManagedRuntime.ManagedRuntime<FixtureServices, never> | undefined
   const run = <A, E>(effect: Effect.Effect<A, E, FixtureServices>): Promise<A> => {
     runtime ??= ManagedRuntime.make(layer)
@@ -87,17 +94,25 @@ export const fixtures = (databaseUrl: string, options: { readonly migrate?: bool
   }
 
   const issue = (userId: string, name: string, scopes: string, expiresAt?: string) =>
-    run(Effect.gen(function*() {
-      const decodedName = yield* Schema.decodeUnknown(KeyName)(name)
-      const decodedScopes = yield* Schema.decodeUnknown(KeyScopes)(scopes.split(","))
-      return yield* (yield* ApiKeys).issue(userId, { name: decodedName, scopes: decodedScopes, expires_at: expiresAt ?? null })
-    }))
+    run(
+      Effect.gen(function* () {
+        const decodedName = yield* Schema.decodeUnknown(KeyName)(name)
+        const decodedScopes = yield* Schema.decodeUnknown(KeyScopes)(scopes.split(","))
+        return yield* (yield* ApiKeys).issue(userId, {
+          name: decodedName,
+          scopes: decodedScopes,
+          expires_at: expiresAt ?? null
+        })
+      })
+    )
 
   const account: Fixtures["account"] = async (opts = {}) => {
     const n = ++counter
-    const created = await run(Effect.flatMap(Users, (users) =>
-      users.create({ email: opts.email ?? uniqueEmail(), name: opts.name ?? `User ${n}`, password: opts.password })
-    ))
+    const created = await run(
+      Effect.flatMap(Users, (users) =>
+        users.create({ email: opts.email ?? uniqueEmail(), name: opts.name ?? `User ${n}`, password: opts.password })
+      )
+    )
     return { id: created.id, email: created.email, name: created.name }
   }
 
@@ -108,7 +123,8 @@ export const fixtures = (databaseUrl: string, options: { readonly migrate?: bool
       const key = await issue(created.id, `key ${counter}`, opts.scopes ?? "read,write")
       return { ...created, key: key.key, keyId: key.id }
     },
-    apiKey: (userId, opts = {}) => issue(userId, opts.name ?? "another key", opts.scopes ?? "read,write", opts.expiresAt),
+    apiKey: (userId, opts = {}) =>
+      issue(userId, opts.name ?? "another key", opts.scopes ?? "read,write", opts.expiresAt),
     team: (name, ownerId) => run(Effect.flatMap(Teams, (teams) => teams.create({ name, ownerId }))),
     addMember: async (teamId, userId, role = "member") => {
       await run(Effect.flatMap(Teams, (teams) => teams.addMember({ teamId, userId, role })))

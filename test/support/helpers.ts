@@ -15,7 +15,7 @@ export const eventually = async <T>(
   options: { readonly timeoutMs?: number; readonly intervalMs?: number; readonly what?: string } = {}
 ): Promise<T> => {
   const deadline = Date.now() + (options.timeoutMs ?? 10_000)
-  let last: unknown = undefined
+  let last: unknown
   for (;;) {
     try {
       const value = await probe()
@@ -24,7 +24,9 @@ export const eventually = async <T>(
       last = error
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${options.what ?? "a condition"}${last !== undefined ? `: ${String(last)}` : ""}`)
+      throw new Error(
+        `timed out waiting for ${options.what ?? "a condition"}${last !== undefined ? `: ${String(last)}` : ""}`
+      )
     }
     await sleep(options.intervalMs ?? 50)
   }
@@ -58,7 +60,9 @@ export const parsedLogs = (server: Pick<Server, "logs">): Array<Record<string, u
   server.logs.flatMap((line) => {
     try {
       const parsed: unknown = JSON.parse(line)
-      return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? [Object.fromEntries(Object.entries(parsed))] : []
+      return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)
+        ? [Object.fromEntries(Object.entries(parsed))]
+        : []
     } catch {
       return []
     }

@@ -90,9 +90,8 @@ export const startReceiver = (options: { readonly default?: Responder } = {}): R
 
   const choose = (request: ReceivedRequest): Behaviour => {
     const queue = queues.get(request.path)
-    const responder = queue !== undefined && queue.length > 0
-      ? queue.shift()!
-      : pathDefaults.get(request.path) ?? fallback
+    const responder =
+      queue !== undefined && queue.length > 0 ? queue.shift()! : (pathDefaults.get(request.path) ?? fallback)
     return typeof responder === "function" ? responder(request) : responder
   }
 
@@ -140,9 +139,10 @@ export const startReceiver = (options: { readonly default?: Responder } = {}): R
   const origin = `http://127.0.0.1:${server.port}`
 
   const matching = (options: WaitOptions) =>
-    recorded.filter((request) =>
-      (options.path === undefined || request.path === options.path) &&
-      (options.where === undefined || options.where(request))
+    recorded.filter(
+      (request) =>
+        (options.path === undefined || request.path === options.path) &&
+        (options.where === undefined || options.where(request))
     )
 
   const waitFor = (count: number, options: WaitOptions = {}): Promise<Array<ReceivedRequest>> =>

@@ -3,10 +3,11 @@
  * a temporary SQLite file, or — when `DATABASE_URL` is a postgres URL — a new database on that server.
  * Tests speak HTTP to it, as a client would.
  */
-import { SQL, type Subprocess } from "bun"
+
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SQL, type Subprocess } from "bun"
 import { type Fixtures, fixtures as fixturesOn } from "./fixtures.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -85,8 +86,10 @@ export const runCli = async (databaseUrl: string, args: ReadonlyArray<string>) =
   return { stdout, stderr, code }
 }
 
-export const startServer = async (options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}): Promise<Server> => {
-  const databaseUrl = options.databaseUrl ?? await freshDatabaseUrl()
+export const startServer = async (
+  options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}
+): Promise<Server> => {
+  const databaseUrl = options.databaseUrl ?? (await freshDatabaseUrl())
   // `--no-orphans`: the server exits when this process does, so a file that fails before its `afterAll` (or
   // forgets to stop a server) never leaves one running after the test run.
   const proc = Bun.spawn(["bun", "--no-orphans", "src/main.ts"], {
@@ -130,16 +133,15 @@ export const startServer = async (options: { readonly env?: Record<string, strin
   const request = async <T>(path: string, opts: RequestOptions = {}): Promise<Response<T>> => {
     const headers: Record<string, string> = { ...opts.headers }
     if (opts.key !== undefined) headers["authorization"] = `Bearer ${opts.key}`
-    let body: BodyInit | undefined = typeof opts.rawBody === "string" || opts.rawBody === undefined
-      ? opts.rawBody
-      : new Blob([opts.rawBody])
+    let body: BodyInit | undefined =
+      typeof opts.rawBody === "string" || opts.rawBody === undefined ? opts.rawBody : new Blob([opts.rawBody])
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body)
       headers["content-type"] ??= "application/json"
     }
     const response = await fetch(`${url}${path}`, { method: opts.method ?? "GET", headers, body })
     const text = await response.text()
-    let parsed: any = undefined
+    let parsed: any
     try {
       parsed = text === "" ? undefined : JSON.parse(text)
     } catch {
@@ -155,7 +157,8 @@ export const startServer = async (options: { readonly env?: Record<string, strin
   }
 
   const fixtures = fixturesOn(databaseUrl)
-  const user = (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> => fixtures.user(opts)
+  const user = (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> =>
+    fixtures.user(opts)
 
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
     await fixtures.dispose()

@@ -32,7 +32,11 @@ export const inMemory = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient>)
 /** The principal a credential of `user` would give (an API key with `read,write` unless told otherwise). */
 export const principalOf = (
   user: { readonly id: string; readonly org_id: string },
-  options: { readonly scopes?: ReadonlyArray<Scope>; readonly kind?: Principal["credential"]["kind"]; readonly credentialId?: string } = {}
+  options: {
+    readonly scopes?: ReadonlyArray<Scope>
+    readonly kind?: Principal["credential"]["kind"]
+    readonly credentialId?: string
+  } = {}
 ): Principal => ({
   userId: user.id,
   orgId: user.org_id,
