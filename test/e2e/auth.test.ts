@@ -179,7 +179,7 @@ describe("scopes", () => {
   })
 
   test("team:manage can list its teams and their members, and nothing else", async () => {
-    const team = await server.cli<{ id: string }>("teams", "create", "--name", "Managed", "--owner", manager.id)
+    const team = await server.fixtures.team("Managed", manager.id)
     const members = await server.request(`/v1/teams/${team.id}/members`, { key: manager.key })
     expect(members.status).toBe(200)
     expect(members.body.data).toHaveLength(1)

@@ -19,16 +19,7 @@ interface Account {
 
 const account = async (on: Server): Promise<Account> => {
   const email = `jwt.${Math.random().toString(36).slice(2, 10)}@example.com`
-  const created = await on.cli<{ id: string }>(
-    "users",
-    "create",
-    "--email",
-    email,
-    "--name",
-    "Jwt User",
-    "--password",
-    password
-  )
+  const created = await on.fixtures.account({ email, name: "Jwt User", password })
   return { id: created.id, email }
 }
 

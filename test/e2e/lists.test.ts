@@ -22,7 +22,7 @@ let pager: TestUser
 let searcher: TestUser
 /** Three projects, one archived. */
 let stat: TestUser
-/** API keys: the CLI one, a revoked one, one that expires 2 s after set-up, one for tomorrow. */
+/** API keys: the fixture's one, a revoked one, one that expires 2 s after set-up, one for tomorrow. */
 let keyUser: TestUser
 /** Owns three teams and no projects. */
 let owner: TestUser
@@ -129,13 +129,11 @@ beforeAll(async () => {
   expiringKey = expiring.body.data
 
   const teamsReady = (async () => {
-    redTeam = await server.cli("teams", "create", "--name", "Red Team", "--owner", owner.id)
+    redTeam = await server.fixtures.team("Red Team", owner.id)
     await Promise.all([
-      server.cli("teams", "create", "--name", "Blue Team", "--owner", owner.id),
-      server.cli("teams", "create", "--name", "Green Team", "--owner", owner.id),
-      ...[searcher, stat, keyUser].map((member) =>
-        server.cli("teams", "add-member", "--team", redTeam.id, "--user", member.id, "--role", "member")
-      )
+      server.fixtures.team("Blue Team", owner.id),
+      server.fixtures.team("Green Team", owner.id),
+      ...[searcher, stat, keyUser].map((member) => server.fixtures.addMember(redTeam.id, member.id, "member"))
     ]).then(([blue, green]) => teams.push(redTeam, blue, green))
   })()
 

@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createConnection } from "node:net"
 import { SQL } from "bun"
+import { eventually, parsedLogs, stopWithin } from "../support/helpers.ts"
 import { type Server, startServer, usingPostgres } from "../support/server.ts"
 
 let server: Server
@@ -12,38 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop()
 })
-
-/** Polls until `find` returns something, or fails after `ms`. */
-const eventually = async <A>(what: string, find: () => A | undefined, ms = 5000): Promise<A> => {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const found = find()
-    if (found !== undefined) return found
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(20)
-  }
-}
-
-/** SIGTERM, and SIGKILL if the process has not exited 5 s later, so a hung shutdown never leaks a process. */
-const stopWithin = async (s: Server): Promise<number | "killed"> => {
-  s.process.kill("SIGTERM")
-  const code = await Promise.race([s.process.exited, Bun.sleep(5000).then(() => "killed" as const)])
-  if (code === "killed") {
-    s.process.kill("SIGKILL")
-    await s.process.exited
-  }
-  return code
-}
-
-const parsedLogs = (s: Server): Array<Record<string, any>> =>
-  s.logs.flatMap((line) => {
-    try {
-      const parsed: unknown = JSON.parse(line)
-      return parsed !== null && typeof parsed === "object" ? [parsed as Record<string, any>] : []
-    } catch {
-      return []
-    }
-  })
 
 describe("health", () => {
   test("GET /health/live and /health/ready answer 200 {status: ok} without credentials", async () => {
@@ -224,12 +193,17 @@ describe("a crash", () => {
       }
       expect(res.body.error.message.length).toBeGreaterThan(0)
 
-      const logged = await eventually("a log line with the request id", () =>
-        parsedLogs(crashing).find((line) => line["request_id"] === requestId && line["level"] === "error")
+      const logged = await eventually(
+        () => parsedLogs(crashing).find((line) => line["request_id"] === requestId && line["level"] === "error"),
+        {
+          what: "a log line with the request id",
+          timeoutMs: 5000,
+          intervalMs: 20
+        }
       )
       expect(logged["message"]).toBeString()
     } finally {
-      await stopWithin(crashing)
+      await stopWithin(crashing, 5000)
     }
   }, 20_000)
 })
@@ -261,9 +235,11 @@ describe("graceful shutdown", () => {
       await Bun.sleep(400)
 
       draining.process.kill("SIGTERM")
-      const drainLine = await eventually("the draining log line", () =>
-        parsedLogs(draining).find((line) => line["message"] === "draining")
-      )
+      const drainLine = await eventually(() => parsedLogs(draining).find((line) => line["message"] === "draining"), {
+        what: "the draining log line",
+        timeoutMs: 5000,
+        intervalMs: 20
+      })
       expect(drainLine["in_flight"]).toBe(1)
 
       // While draining: new /v1 requests are refused with 503, and the server is not ready.
@@ -287,6 +263,7 @@ describe("graceful shutdown", () => {
       expect(code).toBe(0)
     } finally {
       if (!exited) await draining.stop("SIGKILL")
+      else await draining.fixtures.dispose()
     }
   }, 20_000)
 })

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import type { Subprocess } from "bun"
+import { freePort } from "../support/helpers.ts"
 import { type Response, type Server, startServer } from "../support/server.ts"
 
 const expectHeaders = (res: Response, limit: number, remaining: number, windowSeconds: number) => {
@@ -59,16 +60,7 @@ describe("per credential and per client IP (in-process store)", () => {
 
   test("independent keys have independent budgets, even for the same user", async () => {
     const bob = await server.user()
-    const second = await server.cli<{ key: string }>(
-      "api-keys",
-      "create",
-      "--user",
-      bob.id,
-      "--name",
-      "second",
-      "--scopes",
-      "read,write"
-    )
+    const second = await server.fixtures.apiKey(bob.id, { name: "second", scopes: "read,write" })
     const carol = await server.user()
     for (let i = 0; i < 5; i++) expect((await server.request("/v1/users/me", { key: bob.key })).status).toBe(200)
     expectRateLimited(await server.request("/v1/users/me", { key: bob.key }), 12)
@@ -161,13 +153,6 @@ describe("RATE_LIMIT_ENABLED=false", () => {
 const REDIS = Bun.which("redis-server")
 if (REDIS === null) {
   console.warn("rate-limit.test.ts: redis-server not found (apt-get install redis-server); skipping the Redis tests")
-}
-
-const freePort = () => {
-  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-  const port = listener.port
-  listener.stop(true)
-  return port
 }
 
 interface RedisProcess {

@@ -4,7 +4,8 @@
  * processes on one database never attempt the same delivery at the same time.
  */
 import { afterEach, describe, expect, test } from "bun:test"
-import { eventually, type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
+import { eventually, stopWithin } from "../support/helpers.ts"
+import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import { freshDatabaseUrl, type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
 
 const ENV = {
@@ -23,14 +24,6 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => stopWithin(server)))
   await Promise.all(receivers.splice(0).map((receiver) => receiver.stop()))
 }, 20_000)
-
-/** SIGTERM, then SIGKILL if the process has not exited in time. Answers whether SIGTERM was enough. */
-const stopWithin = async (server: Server, ms = 8_000): Promise<boolean> => {
-  if (server.process.exitCode !== null || server.process.signalCode !== null) return true
-  const exited = await Promise.race([server.stop("SIGTERM").then(() => true), Bun.sleep(ms).then(() => false)])
-  if (!exited) await server.stop("SIGKILL")
-  return exited
-}
 
 const start = async (options: { readonly databaseUrl?: string; readonly env?: Record<string, string> } = {}) => {
   const server = await startServer({

@@ -10,7 +10,8 @@ import { createHmac } from "node:crypto"
 import { verify } from "@octokit/webhooks-methods"
 import { SQL } from "bun"
 import { makeId } from "../../src/Domain/Ids.ts"
-import { eventually, type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
+import { eventually, stopWithin } from "../support/helpers.ts"
+import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer, startupFailure, type TestUser } from "../support/server.ts"
 
 const DELAY_MS = 300
@@ -50,13 +51,6 @@ afterAll(async () => {
   await Promise.all([stopWithin(server), stopWithin(strict)])
   await receiver?.stop()
 }, 20_000)
-
-/** SIGTERM, then SIGKILL if the process has not exited in time (shutdown itself is tested in webhooks-crash). */
-const stopWithin = async (target: Server | undefined, ms = 8_000) => {
-  if (target === undefined) return
-  const exited = await Promise.race([target.stop("SIGTERM").then(() => true), Bun.sleep(ms).then(() => false)])
-  if (!exited) await target.stop("SIGKILL")
-}
 
 // Every test registers its own webhooks on paths of its own; they are deleted afterwards so that later
 // tests' projects do not keep feeding them.

@@ -9,8 +9,10 @@ import { MainLive } from "../../src/main.ts"
 import { LoggingLive } from "../../src/Observability/Logging.ts"
 import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
 import { makeTracer } from "../../src/Observability/Tracer.ts"
-import { eventually, type Receiver, startReceiver } from "../support/receiver.ts"
-import { freshDatabaseUrl, runCli } from "../support/server.ts"
+import { type Fixtures, fixtures } from "../support/fixtures.ts"
+import { eventually, freePort } from "../support/helpers.ts"
+import { type Receiver, startReceiver } from "../support/receiver.ts"
+import { freshDatabaseUrl } from "../support/server.ts"
 
 const spans: Array<EndedSpan> = []
 let service: Fiber.RuntimeFiber<never, unknown>
@@ -19,19 +21,7 @@ let base = ""
 let apiKey = ""
 let webhookSecret = ""
 let databaseUrl = ""
-
-const cli = async (...args: Array<string>) => {
-  const { stdout, stderr, code } = await runCli(databaseUrl, args)
-  if (code !== 0) throw new Error(`cli ${args.join(" ")}: ${stderr}`)
-  return JSON.parse(stdout).data
-}
-
-const freePort = () => {
-  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
+let fixture: Fixtures | undefined
 
 beforeAll(async () => {
   databaseUrl = await freshDatabaseUrl()
@@ -57,8 +47,8 @@ beforeAll(async () => {
     what: "the in-process server"
   })
   receiver = startReceiver()
-  const user = await cli("users", "create", "--email", "traced@example.com", "--name", "Traced")
-  apiKey = (await cli("api-keys", "create", "--user", user.id, "--name", "traced", "--scopes", "read,write")).key
+  fixture = fixtures(databaseUrl)
+  apiKey = (await fixture.user({ email: "traced@example.com", name: "Traced" })).key
   const hook = await fetch(`${base}/v1/webhooks`, {
     method: "POST",
     headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
@@ -68,6 +58,7 @@ beforeAll(async () => {
 }, 30_000)
 
 afterAll(async () => {
+  await fixture?.dispose()
   if (service !== undefined) await Effect.runPromise(Fiber.interrupt(service))
   receiver?.stop()
 })

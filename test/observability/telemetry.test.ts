@@ -4,6 +4,7 @@
  * it caused is in the same trace — whose `traceparent` the webhook receiver sees. Secrets appear nowhere.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { eventually } from "../support/helpers.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer, type TestUser } from "../support/server.ts"
 
@@ -68,16 +69,6 @@ const collector = () => {
   return { url: `http://127.0.0.1:${server.port}`, spans, metricNames, bodies, stop: () => server.stop(true) }
 }
 
-const eventually = async <A>(probe: () => A | undefined, timeoutMs = 10_000): Promise<A> => {
-  const until = Date.now() + timeoutMs
-  for (;;) {
-    const value = probe()
-    if (value !== undefined) return value
-    if (Date.now() > until) throw new Error("timed out waiting")
-    await Bun.sleep(50)
-  }
-}
-
 let otlp: ReturnType<typeof collector>
 let receiver: Receiver
 let server: Server
@@ -95,7 +86,9 @@ beforeAll(async () => {
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_SERVICE_NAME: "pcs-under-test",
       OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=test,team=platform",
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: "true"
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      // Spans are sent 100 ms after they end rather than 1 s: the tests wait for them.
+      OTEL_BSP_SCHEDULE_DELAY: "100"
     }
   })
   ann = await server.user({ name: "Ann" })
@@ -185,7 +178,11 @@ describe("OpenTelemetry export", () => {
     )
     expect(span.span.parentSpanId ?? "").toBe("")
     expect(Number(attrs(span.span.attributes)["http.response.status_code"])).toBe(404)
-    await Bun.sleep(1500)
+    // A request made after the health checks is exported, so by the time it arrives they would have been too.
+    const marker = await server.request("/v1/projects?per_page=1", { key: ann.key })
+    await eventually(() =>
+      otlp.spans.find((s) => attrs(s.span.attributes)["request.id"] === marker.body.meta.request_id)
+    )
     expect(otlp.spans.some((s) => s.span.name.includes("/health"))).toBe(false)
   }, 30_000)
 
@@ -214,7 +211,7 @@ describe("OpenTelemetry export", () => {
         )
           ? true
           : undefined,
-      20_000
+      { timeoutMs: 20_000, what: "the three metrics" }
     )
   }, 30_000)
 

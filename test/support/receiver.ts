@@ -5,6 +5,10 @@
  * path's default, else the receiver's default (200 "ok").
  */
 import type { Server as BunServer } from "bun"
+import { sleep } from "./helpers.ts"
+
+/** Kept here too for the files that import it from the receiver. */
+export { eventually } from "./helpers.ts"
 
 export interface Behaviour {
   /** HTTP status to answer with; 200 unless given. */
@@ -69,8 +73,6 @@ export interface Receiver {
   reset(): void
   stop(): Promise<void>
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 export const startReceiver = (options: { readonly default?: Responder } = {}): Receiver => {
   const recorded: Array<ReceivedRequest> = []
@@ -198,28 +200,5 @@ export const startReceiver = (options: { readonly default?: Responder } = {}): R
     stop: async () => {
       await server.stop(true)
     }
-  }
-}
-
-/** Polls `probe` until it answers something other than `undefined`; rejects after `timeoutMs`. */
-export const eventually = async <T>(
-  probe: () => Promise<T | undefined> | T | undefined,
-  options: { readonly timeoutMs?: number; readonly intervalMs?: number; readonly what?: string } = {}
-): Promise<T> => {
-  const deadline = Date.now() + (options.timeoutMs ?? 10_000)
-  let last: unknown
-  for (;;) {
-    try {
-      const value = await probe()
-      if (value !== undefined) return value
-    } catch (error) {
-      last = error
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out waiting for ${options.what ?? "a condition"}${last !== undefined ? `: ${String(last)}` : ""}`
-      )
-    }
-    await sleep(options.intervalMs ?? 50)
   }
 }

@@ -8,6 +8,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SQL, type Subprocess } from "bun"
+import { type Fixtures, fixtures as fixturesOn } from "./fixtures.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
 
@@ -50,9 +51,15 @@ export interface Server {
   /** Every line the server printed on stdout so far. */
   readonly logs: Array<string>
   request<T = any>(path: string, options?: RequestOptions): Promise<Response<T>>
+  /** Runs `bun src/cli.ts …` on this server's database (a process: for what tests the CLI itself). */
   cli<T = any>(...args: Array<string>): Promise<T>
-  /** A new user with an API key (`read,write` unless other scopes are given). */
+  /**
+   * A new user with an API key (`read,write` unless other scopes are given), made in this process by the
+   * service's own `Users` and `ApiKeys` (see fixtures.ts).
+   */
   user(options?: { readonly scopes?: string; readonly name?: string }): Promise<TestUser>
+  /** Users, keys, teams and members made in this process on this server's database; closed by `stop()`. */
+  readonly fixtures: Fixtures
   stop(signal?: NodeJS.Signals): Promise<number>
 }
 
@@ -63,8 +70,6 @@ export interface TestUser {
   readonly key: string
   readonly keyId: string
 }
-
-let counter = 0
 
 export const runCli = async (databaseUrl: string, args: ReadonlyArray<string>) => {
   const proc = Bun.spawn(["bun", "src/cli.ts", ...args], {
@@ -85,7 +90,9 @@ export const startServer = async (
   options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}
 ): Promise<Server> => {
   const databaseUrl = options.databaseUrl ?? (await freshDatabaseUrl())
-  const proc = Bun.spawn(["bun", "src/main.ts"], {
+  // `--no-orphans`: the server exits when this process does, so a file that fails before its `afterAll` (or
+  // forgets to stop a server) never leaves one running after the test run.
+  const proc = Bun.spawn(["bun", "--no-orphans", "src/main.ts"], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...options.env },
     stdout: "pipe",
@@ -149,30 +156,17 @@ export const startServer = async (
     return JSON.parse(stdout).data
   }
 
-  const user = async (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> => {
-    const n = ++counter
-    const name = opts.name ?? `User ${n}`
-    const email = `user${n}.${Math.random().toString(36).slice(2, 8)}@example.com`
-    const created = await cli<{ id: string }>("users", "create", "--email", email, "--name", name)
-    const key = await cli<{ id: string; key: string }>(
-      "api-keys",
-      "create",
-      "--user",
-      created.id,
-      "--name",
-      `key ${n}`,
-      "--scopes",
-      opts.scopes ?? "read,write"
-    )
-    return { id: created.id, email, name, key: key.key, keyId: key.id }
-  }
+  const fixtures = fixturesOn(databaseUrl)
+  const user = (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> =>
+    fixtures.user(opts)
 
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    await fixtures.dispose()
     proc.kill(signal)
     return await proc.exited
   }
 
-  return { url, databaseUrl, process: proc, logs, request, cli, user, stop }
+  return { url, databaseUrl, process: proc, logs, request, cli, user, fixtures, stop }
 }
 
 /**

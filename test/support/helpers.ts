@@ -1,0 +1,72 @@
+/**
+ * Small helpers every test file may need, in one place: waiting for a condition, a free loopback port, stopping a
+ * server process without ever leaking it, and the server's JSON log lines.
+ */
+import type { Server } from "./server.ts"
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Polls `probe` until it answers something other than `undefined` (a probe that throws counts as not yet);
+ * rejects after `timeoutMs` (10 s) with the last error seen. Polls every `intervalMs` (50 ms).
+ */
+export const eventually = async <T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  options: { readonly timeoutMs?: number; readonly intervalMs?: number; readonly what?: string } = {}
+): Promise<T> => {
+  const deadline = Date.now() + (options.timeoutMs ?? 10_000)
+  let last: unknown
+  for (;;) {
+    try {
+      const value = await probe()
+      if (value !== undefined) return value
+    } catch (error) {
+      last = error
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out waiting for ${options.what ?? "a condition"}${last !== undefined ? `: ${String(last)}` : ""}`
+      )
+    }
+    await sleep(options.intervalMs ?? 50)
+  }
+}
+
+/** A TCP port on 127.0.0.1 that nothing listened on a moment ago. */
+export const freePort = (): number => {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+/**
+ * SIGTERM, then SIGKILL if the process has not exited `ms` later, so a hung shutdown never leaks a process.
+ * True when it exited on SIGTERM in time (or had exited already, or there was no server).
+ */
+export const stopWithin = async (server: Server | undefined, ms = 8_000): Promise<boolean> => {
+  if (server === undefined) return true
+  if (server.process.exitCode !== null || server.process.signalCode !== null) {
+    await server.stop("SIGKILL") // closes the fixtures' connections; the process is gone already
+    return true
+  }
+  const exited = await Promise.race([server.stop("SIGTERM").then(() => true), sleep(ms).then(() => false)])
+  if (!exited) await server.stop("SIGKILL")
+  return exited
+}
+
+/** The server's stdout lines that are JSON objects (its log lines). */
+export const parsedLogs = (server: Pick<Server, "logs">): Array<Record<string, unknown>> =>
+  server.logs.flatMap((line) => {
+    try {
+      const parsed: unknown = JSON.parse(line)
+      return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)
+        ? [Object.fromEntries(Object.entries(parsed))]
+        : []
+    } catch {
+      return []
+    }
+  })
+
+/** An ISO 8601 UTC timestamp with milliseconds, as the service writes them. */
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
