@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { List, Success } from "../Contract/Envelope.js"
+import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
 import { listParams } from "../Contract/ListParams.js"
 import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
@@ -47,6 +48,7 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
     HttpApiEndpoint.get("list")`/projects/${id}/deployments`
       .setUrlParams(DeploymentListParams)
       .addSuccess(List(Deployment))
+      .pipe(withParamErrors)
       .addError(ApiErrors.NotFound)
       .annotate(RequiredScopes, ["read", "projects:read"])
       .annotate(OpenApi.Summary, "List a project's deployments (filters: status, environment)")
@@ -55,9 +57,9 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
     HttpApiEndpoint.post("create")`/projects/${id}/deployments`
       .setPayload(CreateDeployment)
       .addSuccess(Success(Deployment), { status: 201 })
+      .pipe(withBodyErrors)
       .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
-      .addError(ApiErrors.ValidationFailed)
       .annotate(RequiredScopes, ["write", "projects:write"])
       .annotate(
         OpenApi.Summary,
@@ -67,6 +69,7 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
   .add(
     HttpApiEndpoint.get("get")`/projects/${id}/deployments/${deploymentId}`
       .addSuccess(Success(Deployment))
+      .pipe(withParamErrors)
       .addError(ApiErrors.NotFound)
       .annotate(RequiredScopes, ["read", "projects:read"])
       .annotate(OpenApi.Summary, "Read a deployment")
@@ -75,9 +78,9 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
     HttpApiEndpoint.put("update")`/projects/${id}/deployments/${deploymentId}`
       .setPayload(UpdateDeployment)
       .addSuccess(Success(Deployment))
+      .pipe(withBodyErrors)
       .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
-      .addError(ApiErrors.ValidationFailed)
       .annotate(RequiredScopes, ["write", "projects:write"])
       .annotate(
         OpenApi.Summary,

@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { List, Success } from "../Contract/Envelope.js"
+import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
 import { listParams, listParamsNoStatus } from "../Contract/ListParams.js"
 import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
@@ -35,6 +36,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.get("list", "/teams")
       .setUrlParams(TeamListParams)
       .addSuccess(List(Team))
+      .pipe(withParamErrors)
       .annotate(RequiredScopes, READ)
       .annotate(OpenApi.Summary, "List the teams you belong to, with your role in each")
   )
@@ -42,13 +44,14 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.post("create", "/teams")
       .setPayload(CreateTeam)
       .addSuccess(Success(Team), { status: 201 })
-      .addError(ApiErrors.ValidationFailed)
+      .pipe(withBodyErrors)
       .annotate(RequiredScopes, MANAGE)
       .annotate(OpenApi.Summary, "Create a team; you become its owner")
   )
   .add(
     HttpApiEndpoint.get("get")`/teams/${teamId}`
       .addSuccess(Success(Team))
+      .pipe(withParamErrors)
       .addError(ApiErrors.NotFound)
       .annotate(RequiredScopes, READ)
       .annotate(OpenApi.Summary, "Read a team (members only), with your role in it")
@@ -57,15 +60,16 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.put("update")`/teams/${teamId}`
       .setPayload(UpdateTeam)
       .addSuccess(Success(Team))
+      .pipe(withBodyErrors)
       .addError(ApiErrors.Forbidden)
       .addError(ApiErrors.NotFound)
-      .addError(ApiErrors.ValidationFailed)
       .annotate(RequiredScopes, MANAGE)
       .annotate(OpenApi.Summary, "Rename a team (owners and admins)")
   )
   .add(
     HttpApiEndpoint.del("delete")`/teams/${teamId}`
       .addSuccess(HttpApiSchema.NoContent)
+      .pipe(withParamErrors)
       .addError(ApiErrors.Forbidden)
       .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
@@ -76,6 +80,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.get("members")`/teams/${teamId}/members`
       .setUrlParams(MemberListParams)
       .addSuccess(List(TeamMember))
+      .pipe(withParamErrors)
       .addError(ApiErrors.NotFound)
       .annotate(RequiredScopes, READ)
       .annotate(OpenApi.Summary, "List a team's members (members of the team only)")
@@ -84,10 +89,10 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.put("updateMember")`/teams/${teamId}/members/${userId}`
       .setPayload(UpdateMember)
       .addSuccess(Success(TeamMember))
+      .pipe(withBodyErrors)
       .addError(ApiErrors.Forbidden)
       .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
-      .addError(ApiErrors.ValidationFailed)
       .annotate(RequiredScopes, MANAGE)
       .annotate(
         OpenApi.Summary,
@@ -97,6 +102,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
   .add(
     HttpApiEndpoint.del("removeMember")`/teams/${teamId}/members/${userId}`
       .addSuccess(HttpApiSchema.NoContent)
+      .pipe(withParamErrors)
       .addError(ApiErrors.Forbidden)
       .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
@@ -110,10 +116,10 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.post("invite")`/teams/${teamId}/invitations`
       .setPayload(CreateInvitation)
       .addSuccess(Success(Invitation), { status: 201 })
+      .pipe(withBodyErrors)
       .addError(ApiErrors.Forbidden)
       .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
-      .addError(ApiErrors.ValidationFailed)
       .annotate(RequiredScopes, MANAGE)
       .annotate(
         OpenApi.Summary,
@@ -124,6 +130,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.get("invitations")`/teams/${teamId}/invitations`
       .setUrlParams(InvitationListParams)
       .addSuccess(List(Invitation))
+      .pipe(withParamErrors)
       .addError(ApiErrors.NotFound)
       .annotate(RequiredScopes, READ)
       .annotate(OpenApi.Summary, "List a team's invitations (members of the team only)")
@@ -131,6 +138,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
   .add(
     HttpApiEndpoint.del("revokeInvitation")`/teams/${teamId}/invitations/${invitationId}`
       .addSuccess(HttpApiSchema.NoContent)
+      .pipe(withParamErrors)
       .addError(ApiErrors.Forbidden)
       .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
@@ -145,12 +153,14 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
     HttpApiEndpoint.get("list", "/invitations")
       .setUrlParams(MyInvitationListParams)
       .addSuccess(List(Invitation))
+      .pipe(withParamErrors)
       .annotate(RequiredScopes, ["read"])
       .annotate(OpenApi.Summary, "List the pending invitations addressed to your email")
   )
   .add(
     HttpApiEndpoint.post("accept")`/invitations/${invitationId}/accept`
       .addSuccess(Success(TeamMember))
+      .pipe(withParamErrors)
       .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, ["write", "team:manage"])
@@ -159,6 +169,7 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
   .add(
     HttpApiEndpoint.post("decline")`/invitations/${invitationId}/decline`
       .addSuccess(Success(Invitation))
+      .pipe(withParamErrors)
       .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, ["write", "team:manage"])

@@ -107,6 +107,7 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   WEBHOOK_CLAIM_TIMEOUT: ["60s", "2h"],
   WEBHOOK_CONCURRENCY: ["32", "1"],
   WEBHOOK_POLL_INTERVAL: ["1s", "250ms"],
+  INVITATION_TTL: ["7d", "1s", "36h"],
   WEBHOOK_ALLOW_PRIVATE_TARGETS: ["false", "true"],
   JWT_PRIVATE_KEY: [pem, jwk],
   AUTH_IP_LIMIT_PER_MINUTE: ["20", "1"],
