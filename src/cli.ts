@@ -305,7 +305,7 @@ const parseFlags = (command: Command, args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const flags = new Map<string, Array<string>>()
     for (let i = 0; i < args.length; i++) {
-      const word = args[i]!
+      const word = args[i] ?? ""
       if (!word.startsWith("--") || word === "--") {
         return yield* new UsageError({ message: `unexpected argument ${JSON.stringify(word)}` })
       }
@@ -370,7 +370,7 @@ const describe = (error: unknown): string => {
   const parts: Array<string> = []
   let current: unknown = error
   for (let depth = 0; depth < 5 && current !== undefined && current !== null; depth++) {
-    const text = messageOf(current).split("\n")[0]!.trim()
+    const text = (messageOf(current).split("\n", 1)[0] ?? "").trim()
     if (text !== "" && !parts.includes(text)) parts.push(text)
     current = typeof current === "object" && "cause" in current ? current.cause : undefined
   }
@@ -415,7 +415,7 @@ if (import.meta.main) {
     process.exit(EXIT.usage)
   }
   if (found === undefined) {
-    if (argv[0] === "help" || isHelp(argv[0]!)) {
+    if (argv[0] === "help" || isHelp(argv[0] ?? "")) {
       await print(process.stdout, USAGE)
       process.exit(EXIT.ok)
     }

@@ -225,9 +225,9 @@ describe("a crash", () => {
       expect(res.body.error.message.length).toBeGreaterThan(0)
 
       const logged = await eventually("a log line with the request id", () =>
-        parsedLogs(crashing).find((line) => line["request_id"] === requestId && line["level"] === "error")
+        parsedLogs(crashing).find((line) => line.request_id === requestId && line.level === "error")
       )
-      expect(logged["message"]).toBeString()
+      expect(logged.message).toBeString()
     } finally {
       await stopWithin(crashing)
     }
@@ -262,9 +262,9 @@ describe("graceful shutdown", () => {
 
       draining.process.kill("SIGTERM")
       const drainLine = await eventually("the draining log line", () =>
-        parsedLogs(draining).find((line) => line["message"] === "draining")
+        parsedLogs(draining).find((line) => line.message === "draining")
       )
-      expect(drainLine["in_flight"]).toBe(1)
+      expect(drainLine.in_flight).toBe(1)
 
       // While draining: new /v1 requests are refused with 503, and the server is not ready.
       const refused = await draining.request("/v1/projects", { key: user.key })
