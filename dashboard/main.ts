@@ -86,7 +86,9 @@ const header = (): HTMLElement => {
   )
 }
 
-const app = document.getElementById("app")!
+const appElement = document.getElementById("app")
+if (appElement === null) throw new Error("the dashboard page has no #app element")
+const app: HTMLElement = appElement
 
 const render = (focus: boolean): void => {
   const path = location.pathname

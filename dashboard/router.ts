@@ -83,7 +83,9 @@ export const makeContext = (root: HTMLElement, params: ReadonlyArray<string>, re
     },
     href: (next) => {
       const merged: Query = {}
-      query.forEach((value, name) => (merged[name] = value))
+      query.forEach((value, name) => {
+        merged[name] = value
+      })
       return withQuery(path, { ...merged, ...next })
     },
     refresh

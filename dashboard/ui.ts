@@ -91,7 +91,7 @@ export const checkedValues = (form: HTMLFormElement, name: string): Array<string
     .filter((box) => box.checked)
     .map((box) => box.value)
 
-export const valueOf = (form: HTMLFormElement, name: string): string => {
+export const formValue = (form: HTMLFormElement, name: string): string => {
   const control = form.elements.namedItem(name)
   return control instanceof HTMLInputElement ||
     control instanceof HTMLSelectElement ||

@@ -125,6 +125,12 @@ const low = new Map<string, number>()
 const stack: Array<string> = []
 const onStack = new Set<string>()
 const components: Array<Array<string>> = []
+/** A node's number, set before it is read (Tarjan's algorithm visits a node before reading it). */
+const numberOf = (numbers: ReadonlyMap<string, number>, node: string): number => {
+  const number = numbers.get(node)
+  if (number === undefined) throw new Error(`${node} was not visited`)
+  return number
+}
 const connect = (node: string): void => {
   index.set(node, counter)
   low.set(node, counter)
@@ -134,16 +140,17 @@ const connect = (node: string): void => {
   for (const next of edges.get(node)?.keys() ?? []) {
     if (!index.has(next)) {
       connect(next)
-      low.set(node, Math.min(low.get(node)!, low.get(next)!))
+      low.set(node, Math.min(numberOf(low, node), numberOf(low, next)))
     } else if (onStack.has(next)) {
-      low.set(node, Math.min(low.get(node)!, index.get(next)!))
+      low.set(node, Math.min(numberOf(low, node), numberOf(index, next)))
     }
   }
   if (low.get(node) === index.get(node)) {
     const component: Array<string> = []
     let member: string | undefined
     do {
-      member = stack.pop()!
+      member = stack.pop()
+      if (member === undefined) break
       onStack.delete(member)
       component.push(member)
     } while (member !== node)

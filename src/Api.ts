@@ -67,7 +67,7 @@ const withoutFrameworkDecodeError = (spec: Record<string, unknown>): Record<stri
       }
     }
   }
-  withoutDecodeOnlyResponses(spec["paths"])
+  withoutDecodeOnlyResponses(spec.paths)
   const result = strip(spec)
   return result !== null && typeof result === "object" && !Array.isArray(result) ? { ...result } : spec
 }

@@ -7,8 +7,9 @@ import { Config, ConfigError, Duration, Either, LogLevel, Option, Redacted } fro
 export const parseDuration = (text: string): Duration.Duration | undefined => {
   const match = /^(\d+(?:\.\d+)?) ?(ms|millis|s|seconds?|m|minutes?|h|hours?|d|days?)$/.exec(text)
   if (match === null) return undefined
-  const n = Number(match[1])
-  switch (match[2]!.slice(0, 1) + (match[2] === "ms" || match[2] === "millis" ? "s" : "")) {
+  const [, amount = "", unit = ""] = match
+  const n = Number(amount)
+  switch (unit.slice(0, 1) + (unit === "ms" || unit === "millis" ? "s" : "")) {
     case "ms":
       return Duration.millis(n)
     case "s":

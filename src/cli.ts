@@ -10,7 +10,6 @@ import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
 import { Conflict, Forbidden, NotFound, ValidationFailed } from "./Domain/Errors.js"
 import { parseInstant } from "./Domain/Time.js"
 import { OAuthClients } from "./OAuth/Clients.js"
-import { Operator } from "./Operator/Operator.js"
 import { SqlClientLive, SqlLive } from "./Sql/Client.js"
 import { runMigrations } from "./Sql/Migrations.js"
 import { TeamRole } from "./Teams/Api.js"
@@ -43,7 +42,7 @@ interface Flag {
 
 type Flags = ReadonlyMap<string, ReadonlyArray<string>>
 
-type Services = Users | Teams | ApiKeys | OAuthClients | Operator
+type Services = Users | Teams | ApiKeys | OAuthClients
 
 interface Command {
   readonly words: string
@@ -91,13 +90,15 @@ const commands: ReadonlyArray<Command> = [
     words: "users list",
     summary: "List every user, oldest first.",
     flags: [],
-    run: services(() => Effect.flatMap(Operator, (operator) => operator.listUsers()))
+    run: services(() => Effect.flatMap(Users, (users) => users.listAll()))
   },
   {
     words: "users delete",
-    summary: "Delete a user and everything theirs: projects, API keys, webhooks, team memberships, OAuth grants.",
+    summary:
+      "Delete a user with their API keys, webhooks, team memberships and OAuth grants; refused (exit 4) while " +
+      "they own a project or are a team's only owner.",
     flags: [{ name: "user", value: "USER_ID", required: true, description: "the user's id" }],
-    run: services((flags) => Effect.flatMap(Operator, (operator) => operator.deleteUser(value(flags, "user"))))
+    run: services((flags) => Effect.flatMap(Users, (users) => users.remove(value(flags, "user"))))
   },
   {
     words: "users set-password",
@@ -149,7 +150,7 @@ const commands: ReadonlyArray<Command> = [
       Effect.gen(function* () {
         const userId = Option.getOrNull(last(flags, "user"))
         if (userId !== null) yield* (yield* Users).get(userId)
-        return yield* (yield* Operator).listKeys(userId)
+        return yield* (yield* ApiKeys).listAll(userId)
       })
     )
   },
@@ -157,7 +158,7 @@ const commands: ReadonlyArray<Command> = [
     words: "api-keys revoke",
     summary: "Revoke an API key (again: no change; it keeps its first revoked_at).",
     flags: [{ name: "key", value: "KEY_ID", required: true, description: "the key's id (key_…)" }],
-    run: services((flags) => Effect.flatMap(Operator, (operator) => operator.revokeKey(value(flags, "key"))))
+    run: services((flags) => Effect.flatMap(ApiKeys, (keys) => keys.revokeAny(value(flags, "key"))))
   },
   {
     words: "teams create",
@@ -215,21 +216,19 @@ const commands: ReadonlyArray<Command> = [
     words: "oauth-clients list",
     summary: "List OAuth clients (never their secrets), oldest first.",
     flags: [],
-    run: services(() => Effect.flatMap(Operator, (operator) => operator.listClients()))
+    run: services(() => Effect.flatMap(OAuthClients, (clients) => clients.listAll()))
   },
   {
     words: "oauth-clients delete",
     summary: "Delete an OAuth client with its pending authorizations, codes and tokens.",
     flags: [{ name: "client", value: "CLIENT_ID", required: true, description: "the client's id (cli_…)" }],
-    run: services((flags) => Effect.flatMap(Operator, (operator) => operator.deleteClient(value(flags, "client"))))
+    run: services((flags) => Effect.flatMap(OAuthClients, (clients) => clients.remove(value(flags, "client"))))
   },
   {
     words: "oauth-clients rotate-secret",
     summary: "Replace a confidential client's secret (shown this once); the old one stops working at once.",
     flags: [{ name: "client", value: "CLIENT_ID", required: true, description: "the client's id (cli_…)" }],
-    run: services((flags) =>
-      Effect.flatMap(Operator, (operator) => operator.rotateClientSecret(value(flags, "client")))
-    )
+    run: services((flags) => Effect.flatMap(OAuthClients, (clients) => clients.rotateSecret(value(flags, "client"))))
   },
   {
     words: "jwt-keys rotate",
@@ -306,7 +305,7 @@ const parseFlags = (command: Command, args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const flags = new Map<string, Array<string>>()
     for (let i = 0; i < args.length; i++) {
-      const word = args[i]!
+      const word = args[i] ?? ""
       if (!word.startsWith("--") || word === "--") {
         return yield* new UsageError({ message: `unexpected argument ${JSON.stringify(word)}` })
       }
@@ -350,13 +349,9 @@ const findCommand = (argv: ReadonlyArray<string>) => {
   return undefined
 }
 
-const ServicesLive = Layer.mergeAll(
-  Users.Default,
-  Teams.Default,
-  ApiKeys.Default,
-  OAuthClients.Default,
-  Operator.Default
-).pipe(Layer.provideMerge(SqlLive))
+const ServicesLive = Layer.mergeAll(Users.Default, Teams.Default, ApiKeys.Default, OAuthClients.Default).pipe(
+  Layer.provideMerge(SqlLive)
+)
 
 const execute = (command: Command, rest: ReadonlyArray<string>): Effect.Effect<unknown, unknown> =>
   Effect.flatMap(parseFlags(command, rest), (flags) =>
@@ -375,7 +370,7 @@ const describe = (error: unknown): string => {
   const parts: Array<string> = []
   let current: unknown = error
   for (let depth = 0; depth < 5 && current !== undefined && current !== null; depth++) {
-    const text = messageOf(current).split("\n")[0]!.trim()
+    const text = (messageOf(current).split("\n", 1)[0] ?? "").trim()
     if (text !== "" && !parts.includes(text)) parts.push(text)
     current = typeof current === "object" && "cause" in current ? current.cause : undefined
   }
@@ -420,7 +415,7 @@ if (import.meta.main) {
     process.exit(EXIT.usage)
   }
   if (found === undefined) {
-    if (argv[0] === "help" || isHelp(argv[0]!)) {
+    if (argv[0] === "help" || isHelp(argv[0] ?? "")) {
       await print(process.stdout, USAGE)
       process.exit(EXIT.ok)
     }

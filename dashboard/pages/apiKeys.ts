@@ -15,13 +15,13 @@ import {
   confirmAction,
   errorBox,
   field,
+  formValue,
   input,
   onSubmit,
   pager,
   secretOnce,
   select,
   table,
-  valueOf,
   when
 } from "../ui.ts"
 import { filterForm } from "./projects.ts"
@@ -123,9 +123,9 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Create key"))
     ),
     async (form) => {
-      const expires = valueOf(form, "expires_at")
+      const expires = formValue(form, "expires_at")
       const key = await api.post<CreatedApiKey>("/api-keys", {
-        name: valueOf(form, "name"),
+        name: formValue(form, "name"),
         scopes: checkedValues(form, "scopes"),
         ...(expires === "" ? {} : { expires_at: endOfDay(expires) })
       })

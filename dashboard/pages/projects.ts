@@ -9,12 +9,12 @@ import {
   confirmAction,
   errorBox,
   field,
+  formValue,
   input,
   onSubmit,
   pager,
   select,
   table,
-  valueOf,
   when
 } from "../ui.ts"
 
@@ -44,7 +44,7 @@ export const filterForm = (
   form.addEventListener("submit", (event) => {
     event.preventDefault()
     const query: Record<string, string | undefined> = { [pageParam]: undefined }
-    for (const name of names) query[name] = valueOf(form, name) || undefined
+    for (const name of names) query[name] = formValue(form, name) || undefined
     navigate(context.href(query))
   })
   return form
@@ -76,11 +76,11 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Create project"))
       ),
       async (form) => {
-        const teamId = valueOf(form, "team_id")
+        const teamId = formValue(form, "team_id")
         const project = await api.post<Project>("/projects", {
-          name: valueOf(form, "name"),
-          description: valueOf(form, "description"),
-          visibility: valueOf(form, "visibility"),
+          name: formValue(form, "name"),
+          description: formValue(form, "description"),
+          visibility: formValue(form, "visibility"),
           ...(teamId === "" ? {} : { team_id: teamId })
         })
         flashNext(`Project “${project.name}” created.`)
@@ -249,9 +249,9 @@ export const projectPage = async (context: PageContext): Promise<void> => {
       ),
       async (form) => {
         await api.put<Project>(path, {
-          name: valueOf(form, "name"),
-          description: valueOf(form, "description"),
-          visibility: valueOf(form, "visibility")
+          name: formValue(form, "name"),
+          description: formValue(form, "description"),
+          visibility: formValue(form, "visibility")
         })
         flashNext("Project saved.")
         context.refresh()
@@ -344,9 +344,9 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
     ),
     async (form) => {
       await api.post<Deployment>(`${projectPath}/deployments`, {
-        environment: valueOf(form, "environment"),
-        ref: valueOf(form, "ref"),
-        description: valueOf(form, "description")
+        environment: formValue(form, "environment"),
+        ref: formValue(form, "ref"),
+        description: formValue(form, "description")
       })
       form.reset()
       await load()

@@ -2,11 +2,11 @@
 import { signedIn, signIn } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, navigate, type PageContext } from "../router.ts"
-import { field, input, onSubmit, valueOf } from "../ui.ts"
+import { field, formValue, input, onSubmit } from "../ui.ts"
 
 /** Only a path inside the dashboard may be the place to go back to. */
 const safeNext = (next: string | null): string =>
-  next !== null && next.startsWith(`${BASE}/`) && !next.startsWith("//") ? next : `${BASE}/projects`
+  next?.startsWith(`${BASE}/`) && !next.startsWith("//") ? next : `${BASE}/projects`
 
 export const signInPage = (context: PageContext): void => {
   const next = safeNext(context.query.get("next"))
@@ -39,7 +39,7 @@ export const signInPage = (context: PageContext): void => {
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Sign in"))
       ),
       async (form) => {
-        await signIn(valueOf(form, "email").trim(), valueOf(form, "password"))
+        await signIn(formValue(form, "email").trim(), formValue(form, "password"))
         navigate(next, { replace: true })
       }
     )

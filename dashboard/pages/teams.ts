@@ -13,12 +13,12 @@ import {
   confirmAction,
   errorBox,
   field,
+  formValue,
   input,
   onSubmit,
   pager,
   select,
   table,
-  valueOf,
   when
 } from "../ui.ts"
 import { filterForm } from "./projects.ts"
@@ -116,7 +116,7 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Create team"))
     ),
     async (form) => {
-      const team = await api.post<Team>("/teams", { name: valueOf(form, "name") })
+      const team = await api.post<Team>("/teams", { name: formValue(form, "name") })
       flashNext(`Team “${team.name}” created; you are its owner.`)
       navigate(teamHref(team.id))
     }
@@ -295,7 +295,10 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Send invitation"))
     ),
     async (form) => {
-      await api.post<Invitation>(`${path}/invitations`, { email: valueOf(form, "email"), role: valueOf(form, "role") })
+      await api.post<Invitation>(`${path}/invitations`, {
+        email: formValue(form, "email"),
+        role: formValue(form, "role")
+      })
       form.reset()
       await loadInvitations()
     }
@@ -309,7 +312,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Rename"))
     ),
     async (form) => {
-      await api.put<Team>(path, { name: valueOf(form, "name") })
+      await api.put<Team>(path, { name: formValue(form, "name") })
       flashNext("Team renamed.")
       context.refresh()
     }

@@ -14,13 +14,13 @@ import {
   confirmAction,
   errorBox,
   field,
+  formValue,
   input,
   onSubmit,
   pager,
   secretOnce,
   select,
   table,
-  valueOf,
   when
 } from "../ui.ts"
 import { filterForm } from "./projects.ts"
@@ -101,9 +101,9 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Register webhook"))
     ),
     async (form) => {
-      const secret = valueOf(form, "secret")
+      const secret = formValue(form, "secret")
       const hook = await api.post<CreatedWebhook>("/webhooks", {
-        url: valueOf(form, "url"),
+        url: formValue(form, "url"),
         events: checkedValues(form, "events"),
         ...(secret === "" ? {} : { secret })
       })
@@ -212,7 +212,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Save changes"))
       ),
       async (form) => {
-        await api.put<Webhook>(path, { url: valueOf(form, "url"), events: checkedValues(form, "events") })
+        await api.put<Webhook>(path, { url: formValue(form, "url"), events: checkedValues(form, "events") })
         flashNext("Webhook saved.")
         context.refresh()
       }

@@ -7,6 +7,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { grants } from "../Domain/Scopes.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
+import { ApiKeysOperatorRepo } from "./OperatorRepo.js"
 import { ApiKeysRepo } from "./Repo.js"
 
 export const KEY_PREFIX = "pcs_"
@@ -15,9 +16,10 @@ const DISPLAY_PREFIX_LENGTH = 12
 const TOUCH_INTERVAL_MS = 60_000
 
 export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
-  dependencies: [ApiKeysRepo.Default],
+  dependencies: [ApiKeysRepo.Default, ApiKeysOperatorRepo.Default],
   effect: Effect.gen(function* () {
     const repo = yield* ApiKeysRepo
+    const operatorRepo = yield* ApiKeysOperatorRepo
 
     /** Makes a key for `userId`. The value is returned here and never again; only its SHA-256 is kept. */
     const issue = Effect.fn("ApiKeys.issue", { captureStackTrace: false })(function* (
@@ -123,6 +125,18 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       return principal
     })
 
-    return { issue, create, list, revoke, authenticate } as const
+    /** `cli api-keys list`: every key (or one user's) with its owner, oldest first; never the key itself. */
+    const listAll = Effect.fn("ApiKeys.listAll", { captureStackTrace: false })(function* (userId: string | null) {
+      return yield* Effect.orDie(operatorRepo.listAll(userId, nowIso()))
+    })
+
+    /** `cli api-keys revoke`: any user's key, idempotently (a revoked key keeps its first `revoked_at`). */
+    const revokeAny = Effect.fn("ApiKeys.revokeAny", { captureStackTrace: false })(function* (id: string) {
+      const revoked = yield* Effect.orDie(operatorRepo.revokeAny(id, nowIso()))
+      if (Option.isNone(revoked)) return yield* NotFound.resource("API key", id)
+      return revoked.value
+    })
+
+    return { issue, create, list, revoke, authenticate, listAll, revokeAny } as const
   })
 }) {}

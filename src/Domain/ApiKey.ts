@@ -21,6 +21,21 @@ export const ApiKey = Schema.Struct({
 }).annotations({ identifier: "ApiKey" })
 export type ApiKey = typeof ApiKey.Type
 
+/** A key with its owner, as the operator's `cli api-keys list` shows it (never the key itself). */
+export const OwnedApiKey = Schema.Struct({
+  id: ApiKeyId,
+  user_id: UserId,
+  name: ApiKey.fields.name,
+  scopes: ApiKey.fields.scopes,
+  prefix: ApiKey.fields.prefix,
+  status: ApiKeyStatus,
+  created_at: Timestamp,
+  expires_at: Schema.NullOr(Timestamp),
+  last_used_at: Schema.NullOr(Timestamp),
+  revoked_at: Schema.NullOr(Timestamp)
+})
+export type OwnedApiKey = typeof OwnedApiKey.Type
+
 export const CreatedApiKey = Schema.Struct({
   ...ApiKey.fields,
   key: Schema.String.annotations({ description: "The key itself (`pcs_…`). Shown this once; store it now." })

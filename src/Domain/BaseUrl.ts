@@ -21,7 +21,7 @@ export const publicBaseUrl = (
   Option.match(configured, {
     onSome: (url) => Option.some(url.toString().replace(/\/+$/, "")),
     onNone: () => {
-      const host = headers["host"]
+      const host = headers.host
       if (host === undefined || !USABLE_HOST.test(host)) return Option.none()
       const base = `${headers["x-forwarded-proto"] === "https" ? "https" : "http"}://${host}`
       return URL.canParse(base) ? Option.some(base) : Option.none()

@@ -22,7 +22,7 @@ const uuidv7Bytes = (): Uint8Array => {
     ms = lastMs
   } else {
     lastMs = ms
-    counter = ((bytes[6]! & 0x07) << 8) | bytes[7]! // random start, headroom left for increments
+    counter = (((bytes[6] ?? 0) & 0x07) << 8) | (bytes[7] ?? 0) // random start, headroom left for increments
   }
   bytes[0] = Math.floor(ms / 2 ** 40) & 0xff
   bytes[1] = Math.floor(ms / 2 ** 32) & 0xff
@@ -32,7 +32,7 @@ const uuidv7Bytes = (): Uint8Array => {
   bytes[5] = ms & 0xff
   bytes[6] = 0x70 | ((counter >>> 8) & 0x0f)
   bytes[7] = counter & 0xff
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80
   return bytes
 }
 
@@ -42,7 +42,7 @@ export const encodeBase32 = (bytes: Uint8Array): string => {
   for (const b of bytes) value = (value << 8n) | BigInt(b)
   let out = ""
   for (let i = 0; i < 26; i++) {
-    out = ALPHABET[Number(value & 31n)]! + out
+    out = ALPHABET.charAt(Number(value & 31n)) + out
     value >>= 5n
   }
   return out

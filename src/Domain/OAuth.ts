@@ -14,6 +14,16 @@ export class OAuthClient extends Schema.Class<OAuthClient>("OAuthClient")({
   isPublic: Schema.Boolean
 }) {}
 
+/** A client as the operator's CLI lists it: never its secret (hash). */
+export const ClientSummary = Schema.Struct({
+  client_id: Schema.String,
+  name: Schema.String,
+  redirect_uris: Schema.Array(Schema.String),
+  public: Schema.Boolean,
+  created_at: Schema.String
+})
+export type ClientSummary = typeof ClientSummary.Type
+
 /** An authorization request between `GET /authorize` and the consent decision (10 minutes at most). */
 export class PendingAuthorization extends Schema.Class<PendingAuthorization>("PendingAuthorization")({
   id: Schema.String,

@@ -115,10 +115,7 @@ const send = (file: Asset, cacheControl: string) =>
   Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
     const headers = { ...securityHeaders, "cache-control": cacheControl, etag: file.etag, vary: "Accept-Encoding" }
     const ifNoneMatch = request.headers["if-none-match"]
-    if (
-      ifNoneMatch !== undefined &&
-      ifNoneMatch.split(",").some((tag) => tag.trim().replace(/^W\//, "") === file.etag)
-    ) {
+    if (ifNoneMatch?.split(",").some((tag) => tag.trim().replace(/^W\//, "") === file.etag)) {
       return HttpServerResponse.empty({ status: 304, headers })
     }
     const accepted = acceptedEncodings(request.headers["accept-encoding"])

@@ -26,9 +26,9 @@ type Encoding = "br" | "gzip" | "identity"
 export const negotiate = (acceptEncoding: string | undefined): Encoding => {
   const accepted = new Set(
     (acceptEncoding ?? "").split(",").flatMap((part) => {
-      const [token, ...params] = part.trim().toLowerCase().split(";")
+      const [token = "", ...params] = part.trim().toLowerCase().split(";")
       const q = params.map((param) => /^\s*q=([0-9.]+)\s*$/.exec(param)).find((match) => match !== null)
-      return q !== undefined && q !== null && Number(q[1]) === 0 ? [] : [token!.trim()]
+      return q !== undefined && q !== null && Number(q[1]) === 0 ? [] : [token.trim()]
     })
   )
   if (accepted.has("br")) return "br"
@@ -79,7 +79,7 @@ const respond = (made: Variants, contentType: string, headers: Record<string, st
     const common = { ...headers, etag: made.etag, vary: "Accept-Encoding" }
     const ifNoneMatch = request.headers["if-none-match"]
     const bare = (tag: string) => tag.trim().replace(/^W\//, "")
-    if (ifNoneMatch !== undefined && ifNoneMatch.split(",").some((tag) => bare(tag) === bare(made.etag))) {
+    if (ifNoneMatch?.split(",").some((tag) => bare(tag) === bare(made.etag))) {
       return HttpServerResponse.empty({ status: 304, headers: common })
     }
     const encoding = negotiate(request.headers["accept-encoding"])

@@ -3,7 +3,7 @@
  * revocation endpoints. Secrets are shown once, at registration, and kept as SHA-256.
  */
 import { Effect, Option, Schema } from "effect"
-import { ValidationFailed } from "../Domain/Errors.js"
+import { NotFound, ValidationFailed } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
 import { OAuthClient, OAuthError } from "../Domain/OAuth.js"
 import { TrimmedName } from "../Domain/Payload.js"
@@ -95,6 +95,27 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       return client
     })
 
-    return { find, create, authenticate } as const
+    /** `cli oauth-clients list`: every client, oldest first, never a secret. */
+    const listAll = Effect.fn("OAuthClients.listAll", { captureStackTrace: false })(function* () {
+      return yield* Effect.orDie(repo.listClients())
+    })
+
+    /** `cli oauth-clients delete`: the client goes with its pending authorizations, codes and tokens. */
+    const remove = Effect.fn("OAuthClients.remove", { captureStackTrace: false })(function* (id: string) {
+      if (!(yield* Effect.orDie(repo.deleteClient(id)))) return yield* NotFound.resource("OAuth client", id)
+      return { client_id: id, deleted: true } as const
+    })
+
+    /** `cli oauth-clients rotate-secret`: a new secret, shown this once; the old one stops working at once. */
+    const rotateSecret = Effect.fn("OAuthClients.rotateSecret", { captureStackTrace: false })(function* (id: string) {
+      const found = yield* Effect.orDie(repo.findClientSummary(id))
+      if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
+      if (found.value.public) return yield* ValidationFailed.field("client", "is public: it has no secret to rotate")
+      const secret = newClientSecret()
+      yield* Effect.orDie(repo.setClientSecret({ id, secretHash: sha256Hex(secret) }))
+      return { ...found.value, client_secret: secret }
+    })
+
+    return { find, create, authenticate, listAll, remove, rotateSecret } as const
   })
 }) {}

@@ -58,7 +58,7 @@ const tooMany = (retryAfter: number) =>
   })
 
 const contentType = (request: HttpServerRequest.HttpServerRequest) =>
-  (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+  (request.headers["content-type"] ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? ""
 
 /** The body's parameters, from `application/x-www-form-urlencoded` or a JSON object of strings; a key once. */
 const readParams = (request: HttpServerRequest.HttpServerRequest, allowForm = true) =>
@@ -101,12 +101,12 @@ const readParams = (request: HttpServerRequest.HttpServerRequest, allowForm = tr
 /** `Authorization: Basic` client credentials (RFC 6749 §2.3.1: each part form-urlencoded before base64). */
 const basicCredentials = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
-    const header = request.headers["authorization"]
+    const header = request.headers.authorization
     if (header === undefined) return Option.none()
-    const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header)
+    const encoded = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header)?.[1]
     const invalid = OAuthError.of("invalid_client", "Malformed Basic credentials")
-    if (match === null) return yield* invalid
-    const decoded = Buffer.from(match[1]!, "base64").toString("utf8")
+    if (encoded === undefined) return yield* invalid
+    const decoded = Buffer.from(encoded, "base64").toString("utf8")
     const colon = decoded.indexOf(":")
     if (colon < 0) return yield* invalid
     const part = (text: string) =>
@@ -236,7 +236,7 @@ const guardJson = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerRes
     if (Option.isSome(failure) && failure.value instanceof OAuthError) {
       const error = failure.value
       return Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-        oauthError(error, request.headers["authorization"] !== undefined)
+        oauthError(error, request.headers.authorization !== undefined)
       )
     }
     if (Cause.isInterruptedOnly(cause)) return Effect.interrupt

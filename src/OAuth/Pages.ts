@@ -4,7 +4,7 @@
  */
 import type { Scope } from "../Domain/Scopes.js"
 
-const escape = (text: string) =>
+const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c)
 
 const scopeMeaning: Record<Scope, string> = {
@@ -21,7 +21,7 @@ const layout = (title: string, body: string) => `<!doctype html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(title)}</title>
+<title>${escapeHtml(title)}</title>
 <style>
 body { font-family: system-ui, sans-serif; max-width: 28rem; margin: 4rem auto; padding: 0 1rem; color: #222; }
 label { display: block; margin: .75rem 0 .25rem; }
@@ -37,8 +37,8 @@ ${body}
 `
 
 const hidden = (pending: string, csrf: string) =>
-  `<input type="hidden" name="pending" value="${escape(pending)}">
-<input type="hidden" name="csrf_token" value="${escape(csrf)}">`
+  `<input type="hidden" name="pending" value="${escapeHtml(pending)}">
+<input type="hidden" name="csrf_token" value="${escapeHtml(csrf)}">`
 
 export const signInPage = (input: {
   readonly action: string
@@ -51,12 +51,12 @@ export const signInPage = (input: {
   layout(
     "Sign in",
     `<h1>Sign in</h1>
-<p><strong>${escape(input.clientName)}</strong> wants to access your account.</p>
-${input.error === undefined ? "" : `<p class="error" role="alert">${escape(input.error)}</p>`}
-<form method="post" action="${escape(input.action)}">
+<p><strong>${escapeHtml(input.clientName)}</strong> wants to access your account.</p>
+${input.error === undefined ? "" : `<p class="error" role="alert">${escapeHtml(input.error)}</p>`}
+<form method="post" action="${escapeHtml(input.action)}">
 ${hidden(input.pending, input.csrf)}
 <label for="email">Email</label>
-<input id="email" type="email" name="email" autocomplete="username" required value="${escape(input.email ?? "")}">
+<input id="email" type="email" name="email" autocomplete="username" required value="${escapeHtml(input.email ?? "")}">
 <label for="password">Password</label>
 <input id="password" type="password" name="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
@@ -73,11 +73,11 @@ export const consentPage = (input: {
   layout(
     "Allow access?",
     `<h1>Allow access?</h1>
-<p><strong>${escape(input.clientName)}</strong> asks for:</p>
+<p><strong>${escapeHtml(input.clientName)}</strong> asks for:</p>
 <ul>
-${input.scopes.map((scope) => `<li><code>${escape(scope)}</code>: ${escape(scopeMeaning[scope])}</li>`).join("\n")}
+${input.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code>: ${escapeHtml(scopeMeaning[scope])}</li>`).join("\n")}
 </ul>
-<form method="post" action="${escape(input.action)}">
+<form method="post" action="${escapeHtml(input.action)}">
 ${hidden(input.pending, input.csrf)}
 <button type="submit" name="decision" value="approve">Allow</button>
 <button type="submit" name="decision" value="deny">Deny</button>
@@ -88,6 +88,6 @@ export const errorPage = (message: string) =>
   layout(
     "Authorization error",
     `<h1>This authorization request cannot continue</h1>
-<p class="error">${escape(message)}</p>
+<p class="error">${escapeHtml(message)}</p>
 <p>Go back to the application and start again.</p>`
   )

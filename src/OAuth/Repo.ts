@@ -4,7 +4,14 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { AccessCredential, AuthorizationCode, OAuthClient, OAuthToken, PendingAuthorization } from "../Domain/OAuth.js"
+import {
+  AccessCredential,
+  AuthorizationCode,
+  ClientSummary,
+  OAuthClient,
+  OAuthToken,
+  PendingAuthorization
+} from "../Domain/OAuth.js"
 
 /** `oauth_clients`: `redirect_uris` is JSON text, `is_public` 0/1 (a boolean where the driver says so). */
 const ClientRow = Schema.transform(
@@ -32,6 +39,35 @@ const ClientRow = Schema.transform(
       secret_hash: client.secretHash,
       redirect_uris: client.redirectUris,
       is_public: client.isPublic ? 1 : 0
+    })
+  }
+)
+
+/** `oauth_clients` as the operator lists it, without the secret hash. */
+const ClientSummaryRow = Schema.transform(
+  Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    redirect_uris: Schema.parseJson(Schema.Array(Schema.String)),
+    is_public: Schema.Union(Schema.Boolean, Schema.Number),
+    created_at: Schema.String
+  }),
+  Schema.typeSchema(ClientSummary),
+  {
+    strict: true,
+    decode: (row) => ({
+      client_id: row.id,
+      name: row.name,
+      redirect_uris: row.redirect_uris,
+      public: row.is_public === true || row.is_public === 1,
+      created_at: row.created_at
+    }),
+    encode: (client) => ({
+      id: client.client_id,
+      name: client.name,
+      redirect_uris: client.redirect_uris,
+      is_public: client.public ? 1 : 0,
+      created_at: client.created_at
     })
   }
 )
@@ -224,6 +260,33 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       execute: (id) => sql`SELECT id, name, secret_hash, redirect_uris, is_public FROM oauth_clients WHERE id = ${id}`
     })
 
+    const summaryColumns = sql`id, name, redirect_uris, is_public, created_at`
+    /** Every client, oldest first (the operator's `cli oauth-clients list`). */
+    const listClients = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: ClientSummaryRow,
+      execute: () => sql`SELECT ${summaryColumns} FROM oauth_clients ORDER BY created_at, id`
+    })
+    const findClientSummary = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ClientSummaryRow,
+      execute: (id) => sql`SELECT ${summaryColumns} FROM oauth_clients WHERE id = ${id}`
+    })
+    /** Deletes the client and, by the foreign keys, its pending authorizations, codes and tokens. */
+    const deleteClient = (id: string) =>
+      Effect.map(
+        SqlSchema.findAll({
+          Request: Schema.String,
+          Result: Changed,
+          execute: (clientId) => sql`DELETE FROM oauth_clients WHERE id = ${clientId} RETURNING id`
+        })(id),
+        changedAny
+      )
+    const setClientSecret = SqlSchema.void({
+      Request: Schema.Struct({ id: Schema.String, secretHash: Schema.String }),
+      execute: ({ id, secretHash }) => sql`UPDATE oauth_clients SET secret_hash = ${secretHash} WHERE id = ${id}`
+    })
+
     const insertPending = SqlSchema.void({
       Request: PendingRow,
       execute: (row) => sql`INSERT INTO oauth_authorizations ${sql.insert({ ...row })}`
@@ -313,6 +376,10 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
     return {
       insertClient,
       findClient,
+      listClients: () => listClients(undefined),
+      findClientSummary,
+      deleteClient,
+      setClientSecret,
       insertPending,
       findPending,
       toConsent,

@@ -17,27 +17,27 @@ export const jsonLogger = Logger.make(({ annotations, cause, context, date, logL
   }
   const parts = Array.isArray(message) ? message : [message]
   const [first, ...rest] = parts
-  line["message"] = typeof first === "string" ? first : JSON.stringify(render(first))
+  line.message = typeof first === "string" ? first : JSON.stringify(render(first))
   for (const extra of rest) {
     if (extra !== null && typeof extra === "object" && !(extra instanceof Error) && !Cause.isCause(extra)) {
       Object.assign(line, extra)
     } else if (Cause.isCause(extra)) {
-      line["cause"] = Cause.pretty(extra)
+      line.cause = Cause.pretty(extra)
     } else {
-      line["detail"] = render(extra)
+      line.detail = render(extra)
     }
   }
   for (const [key, value] of HashMap.toEntries(annotations)) line[key] = render(value)
   const span = List.head(FiberRefs.getOrDefault(context, FiberRef.currentLogSpan))
-  if (Option.isSome(span)) line["log_span"] = span.value.label
+  if (Option.isSome(span)) line.log_span = span.value.label
   const parent = Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), Tracer.ParentSpan)
   // A span made while tracing is off carries no real ids: leave them out rather than log placeholders.
   if (Option.isSome(parent) && /^[0-9a-f]{32}$/.test(parent.value.traceId)) {
-    line["trace_id"] = parent.value.traceId
-    line["span_id"] = parent.value.spanId
+    line.trace_id = parent.value.traceId
+    line.span_id = parent.value.spanId
   }
-  if (!Cause.isEmpty(cause)) line["cause"] = Cause.pretty(cause, { renderErrorCause: true })
-  process.stdout.write(JSON.stringify(line) + "\n")
+  if (!Cause.isEmpty(cause)) line.cause = Cause.pretty(cause, { renderErrorCause: true })
+  process.stdout.write(`${JSON.stringify(line)}\n`)
 })
 
 export const LoggingLive = Layer.unwrapEffect(

@@ -134,7 +134,8 @@ class Writer {
     this.varint(length)
     this.ensure(length)
     for (let i = 0; i < length; i++) {
-      this.buffer[this.position++] = (NIBBLE[hex.charCodeAt(2 * i)]! << 4) | NIBBLE[hex.charCodeAt(2 * i + 1)]!
+      this.buffer[this.position++] =
+        ((NIBBLE[hex.charCodeAt(2 * i)] ?? 0) << 4) | (NIBBLE[hex.charCodeAt(2 * i + 1)] ?? 0)
     }
   }
 
@@ -185,23 +186,31 @@ const unknownValue = (w: Writer, value: unknown): void => {
       unknownValue(w, item)
       w.end(at)
     }
-    return w.end(list)
+    w.end(list)
+    return
   }
   switch (typeof value) {
     case "string":
-      return w.string(1, value)
+      w.string(1, value)
+      break
     case "boolean":
       w.tag(2, VARINT)
-      return w.varint(value ? 1 : 0)
+      w.varint(value ? 1 : 0)
+      break
     case "number":
-      if (!Number.isInteger(value)) return w.double(4, value)
-      w.tag(3, VARINT)
-      return w.int64(value)
+      if (Number.isInteger(value)) {
+        w.tag(3, VARINT)
+        w.int64(value)
+      } else {
+        w.double(4, value)
+      }
+      break
     case "bigint":
       w.tag(3, VARINT)
-      return w.int64(Number(value))
+      w.int64(Number(value))
+      break
     default:
-      return w.string(1, Inspectable.toStringUnknown(value))
+      w.string(1, Inspectable.toStringUnknown(value))
   }
 }
 
@@ -226,31 +235,31 @@ const record = (w: Writer, field: number, attributes: Record<string, unknown>) =
 
 /** `AnyValue` of an already-converted OTLP value (the resource's attributes). */
 const anyValue = (w: Writer, value: OtlpResource.AnyValue): void => {
-  if (value.stringValue !== undefined && value.stringValue !== null) return w.string(1, value.stringValue)
-  if (value.boolValue !== undefined && value.boolValue !== null) {
+  if (value.stringValue !== undefined && value.stringValue !== null) {
+    w.string(1, value.stringValue)
+  } else if (value.boolValue !== undefined && value.boolValue !== null) {
     w.tag(2, VARINT)
-    return w.varint(value.boolValue ? 1 : 0)
-  }
-  if (value.intValue !== undefined && value.intValue !== null) {
+    w.varint(value.boolValue ? 1 : 0)
+  } else if (value.intValue !== undefined && value.intValue !== null) {
     w.tag(3, VARINT)
-    return w.int64(value.intValue)
-  }
-  if (value.doubleValue !== undefined && value.doubleValue !== null) return w.double(4, value.doubleValue)
-  if (value.arrayValue !== undefined) {
+    w.int64(value.intValue)
+  } else if (value.doubleValue !== undefined && value.doubleValue !== null) {
+    w.double(4, value.doubleValue)
+  } else if (value.arrayValue !== undefined) {
     const list = w.open(5)
     for (const item of value.arrayValue.values) {
       const at = w.open(1)
       anyValue(w, item)
       w.end(at)
     }
-    return w.end(list)
-  }
-  if (value.kvlistValue !== undefined) {
+    w.end(list)
+  } else if (value.kvlistValue !== undefined) {
     const list = w.open(6)
     for (const item of value.kvlistValue.values) otlpKeyValue(w, 1, item)
-    return w.end(list)
+    w.end(list)
+  } else if (value.bytesValue !== undefined) {
+    w.bytes(7, value.bytesValue)
   }
-  if (value.bytesValue !== undefined) return w.bytes(7, value.bytesValue)
 }
 
 const otlpKeyValue = (w: Writer, field: number, kv: OtlpResource.KeyValue) => {

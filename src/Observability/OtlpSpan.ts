@@ -23,7 +23,7 @@ const randomId = (bytes: number): string => {
     let id = ""
     let zero = true
     for (let i = 0; i < bytes; i++) {
-      const byte = pool[poolAt++]!
+      const byte = pool[poolAt++] ?? 0
       if (byte !== 0) zero = false
       id += HEX[byte]
     }
@@ -83,7 +83,8 @@ export class OtlpSpan implements Tracer.Span {
   }
 
   event(name: string, startTime: bigint, attributes?: Record<string, unknown>): void {
-    ;(this.events ??= []).push([name, startTime, attributes])
+    this.events ??= []
+    this.events.push([name, startTime, attributes])
   }
 
   addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { OrgId, UserId } from "../Domain/Ids.js"
-import { UserCredentials, UserPatch, UserWithOrg } from "../Domain/User.js"
+import { User, UserCredentials, UserPatch, UserWithOrg } from "../Domain/User.js"
 import * as Rows from "../Sql/Rows.js"
 
 const NewOrg = Schema.Struct({ id: OrgId, name: Schema.String, created_at: Schema.String })
@@ -57,7 +57,40 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
           WHERE id = ${id} RETURNING id`
     })
 
+    /** Every user, oldest first (the operator's `cli users list`). */
+    const listAll = Rows.findAll({
+      Request: Schema.Void,
+      Result: User,
+      execute: () => sql`SELECT id, email, name, avatar_url, created_at, updated_at FROM users ORDER BY created_at, id`
+    })
+
+    /**
+     * What would be lost, without an event, if the user were deleted: the projects they own, and the teams in which
+     * they are the only owner.
+     */
+    const holdings = Rows.single({
+      Request: Schema.String,
+      Result: Schema.Struct({ projects: Rows.Count, teams: Rows.Count }),
+      execute: (id) =>
+        sql`SELECT
+          CAST((SELECT count(*) FROM projects WHERE owner_id = ${id}) AS INTEGER) AS projects,
+          CAST((SELECT count(*) FROM team_members m
+            WHERE m.user_id = ${id} AND m.role = 'owner'
+              AND NOT EXISTS (SELECT 1 FROM team_members o
+                WHERE o.team_id = m.team_id AND o.role = 'owner' AND o.user_id <> m.user_id)) AS INTEGER) AS teams`
+    })
+
+    /** Deletes the user and, by the foreign keys, their keys, webhooks, memberships and OAuth grants. */
+    const remove = Rows.findAll({
+      Request: Schema.String,
+      Result: Schema.Struct({ id: UserId }),
+      execute: (id) => sql`DELETE FROM users WHERE id = ${id} RETURNING id`
+    })
+
     return {
+      listAll: () => listAll(undefined),
+      holdings,
+      remove: (id: string) => Effect.map(remove(id), (rows) => rows.length > 0),
       insertOrg,
       insert,
       findById,

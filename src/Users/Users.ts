@@ -90,6 +90,34 @@ export class Users extends Effect.Service<Users>()("Users", {
     /** What signing in reads: the user with this (lower-cased) email and their password hash. */
     const findCredentials = (email: string) => Effect.orDie(repo.findCredentials(email))
 
-    return { create, get, updateMe, setPassword, findCredentials } as const
+    /** `cli users list`: every user, oldest first, without the organisation. */
+    const listAll = Effect.fn("Users.listAll", { captureStackTrace: false })(function* () {
+      return yield* Effect.orDie(repo.listAll())
+    })
+
+    /**
+     * `cli users delete`. Refused while the user owns a project or is a team's only owner: deleting them would
+     * delete those projects (or orphan the team) without the events the spec promises. Their keys, webhooks,
+     * memberships and OAuth grants go with them.
+     */
+    const remove = Effect.fn("Users.remove", { captureStackTrace: false })(function* (id: string) {
+      return yield* Effect.gen(function* () {
+        yield* get(id)
+        const { projects, teams } = yield* repo.holdings(id)
+        if (projects > 0 || teams > 0) {
+          const held = [
+            ...(projects > 0 ? [`owns ${projects} project${projects === 1 ? "" : "s"}`] : []),
+            ...(teams > 0 ? [`is the only owner of ${teams} team${teams === 1 ? "" : "s"}`] : [])
+          ]
+          return yield* new Conflict({
+            message: `User ${id} still ${held.join(" and ")}: delete or transfer ${projects + teams === 1 ? "it" : "them"} first`
+          })
+        }
+        if (!(yield* repo.remove(id))) return yield* NotFound.resource("user", id)
+        return { id, deleted: true } as const
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+    })
+
+    return { create, get, updateMe, setPassword, findCredentials, listAll, remove } as const
   })
 }) {}

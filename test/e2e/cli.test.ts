@@ -341,6 +341,47 @@ describe("users list and delete", () => {
   }, 60_000)
 })
 
+describe("users delete refuses while the user still holds projects or teams", () => {
+  test("refused (exit 4, saying what is still theirs) while they own a project or are a team's only owner", async () => {
+    const server = await startServer({ databaseUrl })
+    try {
+      const [owner, other] = await Promise.all([
+        ok("users", "create", "--email", uniqueEmail("holder"), "--name", "Holder"),
+        ok("users", "create", "--email", uniqueEmail("coowner"), "--name", "Co-owner")
+      ])
+      const key = await ok("api-keys", "create", "--user", owner.id, "--name", "k", "--scopes", "read,write")
+      const created = await server.request("/v1/projects", { method: "POST", key: key.key, body: { name: "Kept" } })
+      expect(created.status).toBe(201)
+      const projectId = created.body.data.id
+      const team = await ok("teams", "create", "--name", "Held", "--owner", owner.id)
+
+      const both = await cli("users", "delete", "--user", owner.id)
+      expect(both.code).toBe(4)
+      expect(both.stdout.trim()).toBe("")
+      expect(both.stderr).toContain(owner.id)
+      expect(both.stderr).toContain("owns 1 project")
+      expect(both.stderr).toContain("only owner of 1 team")
+      // Nothing was deleted: the user, their key and their project are all still there.
+      expect((await ok("users", "list")).some((candidate: { id: string }) => candidate.id === owner.id)).toBe(true)
+      expect((await server.request(`/v1/projects/${projectId}`, { key: key.key })).status).toBe(200)
+
+      // A second owner frees the team; the project still holds the user.
+      await ok("teams", "add-member", "--team", team.id, "--user", other.id, "--role", "owner")
+      const project = await cli("users", "delete", "--user", owner.id)
+      expect(project.code).toBe(4)
+      expect(project.stderr).toContain("owns 1 project")
+      expect(project.stderr).not.toContain("team")
+
+      // Once the project is deleted (with its event), the user can go.
+      expect((await server.request(`/v1/projects/${projectId}`, { method: "DELETE", key: key.key })).status).toBe(204)
+      expect(await ok("users", "delete", "--user", owner.id)).toEqual({ id: owner.id, deleted: true })
+      expect((await ok("api-keys", "list")).some((candidate: { id: string }) => candidate.id === key.id)).toBe(false)
+    } finally {
+      await server.stop()
+    }
+  }, 60_000)
+})
+
 describe("api-keys list and revoke", () => {
   test("list never shows a key; --user filters; revoke is idempotent", async () => {
     const [ann, bob] = await Promise.all([

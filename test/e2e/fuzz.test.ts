@@ -131,7 +131,7 @@ const anyId = () =>
     "",
     "%00",
     "%2e%2e",
-    "prj_" + "z".repeat(26),
+    `prj_${"z".repeat(26)}`,
     "x".repeat(300)
   ])
 

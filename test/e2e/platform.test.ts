@@ -209,14 +209,14 @@ describe("a crash", () => {
       expect(res.body.error.message.length).toBeGreaterThan(0)
 
       const logged = await eventually(
-        () => parsedLogs(crashing).find((line) => line["request_id"] === requestId && line["level"] === "error"),
+        () => parsedLogs(crashing).find((line) => line.request_id === requestId && line.level === "error"),
         {
           what: "a log line with the request id",
           timeoutMs: 5000,
           intervalMs: 20
         }
       )
-      expect(logged["message"]).toBeString()
+      expect(logged.message).toBeString()
     } finally {
       await stopWithin(crashing, 5000)
     }
@@ -250,12 +250,12 @@ describe("graceful shutdown", () => {
       await Bun.sleep(400)
 
       draining.process.kill("SIGTERM")
-      const drainLine = await eventually(() => parsedLogs(draining).find((line) => line["message"] === "draining"), {
+      const drainLine = await eventually(() => parsedLogs(draining).find((line) => line.message === "draining"), {
         what: "the draining log line",
         timeoutMs: 5000,
         intervalMs: 20
       })
-      expect(drainLine["in_flight"]).toBe(1)
+      expect(drainLine.in_flight).toBe(1)
 
       // While draining: new /v1 requests are refused with 503, and the server is not ready.
       const refused = await draining.request("/v1/projects", { key: user.key })

@@ -89,7 +89,7 @@ describe("per credential and per client IP (in-process store)", () => {
       await server.request("/v1/openapi.json") // 200, no credential needed
     ]
     expect(responses.map((res) => res.status)).toEqual([401, 401, 404, 405, 200])
-    responses.forEach((res, i) => expectHeaders(res, 5, 4 - i, 60))
+    for (const [i, res] of responses.entries()) expectHeaders(res, 5, 4 - i, 60)
     expect(responses[0]!.headers.get("www-authenticate")).toMatch(/^Bearer/)
     expect(responses[3]!.headers.get("allow")).toBeTruthy()
 

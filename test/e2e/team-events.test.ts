@@ -144,14 +144,14 @@ const invite = async (user: { email: string }, role: string, by: TestUser = oliv
 describe("member.* events", () => {
   test("member.invited goes to the owners and admins, with the invitee's user id", async () => {
     await invite(ivan, "member", adam)
-    const event = await expectEvent("member.invited", (d) => d["email"] === ivan.email, [olive, adam])
+    const event = await expectEvent("member.invited", (d) => d.email === ivan.email, [olive, adam])
     expect(event.data).toEqual({ team_id: teamId, user_id: ivan.id, email: ivan.email, role: "member" })
   })
 
   test("member.invited for an email with no account has user_id null", async () => {
     const email = `nobody.${Date.now()}@example.com`
     await invite({ email }, "admin")
-    const event = await expectEvent("member.invited", (d) => d["email"] === email, [olive, adam])
+    const event = await expectEvent("member.invited", (d) => d.email === email, [olive, adam])
     expect(event.data).toEqual({ team_id: teamId, user_id: null, email, role: "admin" })
   })
 
@@ -159,28 +159,28 @@ describe("member.* events", () => {
     const pending = await call(ivan, "GET", "/v1/invitations")
     const invitation = pending.body.data.find((i: { team_id: string }) => i.team_id === teamId)
     expect((await call(ivan, "POST", `/v1/invitations/${invitation.id}/accept`)).status).toBe(200)
-    const event = await expectEvent("member.joined", (d) => d["user_id"] === ivan.id, [olive, adam, ivan])
+    const event = await expectEvent("member.joined", (d) => d.user_id === ivan.id, [olive, adam, ivan])
     expect(event.data).toEqual({ team_id: teamId, user_id: ivan.id, email: ivan.email, role: "member" })
   })
 
   test("member.removed (removal by an admin) goes to the owners, admins and the removed user", async () => {
     expect((await call(adam, "DELETE", `/v1/teams/${teamId}/members/${ivan.id}`)).status).toBe(204)
-    const event = await expectEvent("member.removed", (d) => d["user_id"] === ivan.id, [olive, adam, ivan])
+    const event = await expectEvent("member.removed", (d) => d.user_id === ivan.id, [olive, adam, ivan])
     expect(event.data).toEqual({ team_id: teamId, user_id: ivan.id, email: ivan.email, role: "member" })
   })
 
   test("member.removed (leaving) goes to the owners, admins and the one who left", async () => {
     const invitation = await invite(lena, "member")
     await call(lena, "POST", `/v1/invitations/${invitation.id}/accept`)
-    await expectEvent("member.joined", (d) => d["user_id"] === lena.id, [olive, adam, lena])
+    await expectEvent("member.joined", (d) => d.user_id === lena.id, [olive, adam, lena])
     expect((await call(lena, "DELETE", `/v1/teams/${teamId}/members/${lena.id}`)).status).toBe(204)
-    const event = await expectEvent("member.removed", (d) => d["user_id"] === lena.id, [olive, adam, lena])
+    const event = await expectEvent("member.removed", (d) => d.user_id === lena.id, [olive, adam, lena])
     expect(event.data).toEqual({ team_id: teamId, user_id: lena.id, email: lena.email, role: "member" })
   })
 
   test("the CLI's teams add-member emits member.joined too", async () => {
     await server.cli("teams", "add-member", "--team", teamId, "--user", cleo.id, "--role", "member")
-    const event = await expectEvent("member.joined", (d) => d["user_id"] === cleo.id, [olive, adam, cleo])
+    const event = await expectEvent("member.joined", (d) => d.user_id === cleo.id, [olive, adam, cleo])
     expect(event.data).toEqual({ team_id: teamId, user_id: cleo.id, email: cleo.email, role: "member" })
   }, 30_000)
 
@@ -192,7 +192,7 @@ describe("member.* events", () => {
     expect(lastOwner.status).toBe(409)
     // A later event reaching the owner proves the refused ones were never queued before it.
     await invite({ email: `marker.${Date.now()}@example.com` }, "member")
-    await expectEvent("member.invited", (d) => String(d["email"]).startsWith("marker."), [olive, adam])
+    await expectEvent("member.invited", (d) => String(d.email).startsWith("marker."), [olive, adam])
     const since = receiver.requests().slice(before)
     expect(since.filter((r) => r.headers["x-service-event"] === "member.removed")).toEqual([])
   })
@@ -214,20 +214,20 @@ describe("deployment.* events", () => {
       environment: "staging"
     })
     expect(started.status).toBe(201)
-    const event = await expectEvent("deployment.started", (d) => d["id"] === started.body.data.id, [mia, olive, adam])
+    const event = await expectEvent("deployment.started", (d) => d.id === started.body.data.id, [mia, olive, adam])
     expect(event.data).toEqual(started.body.data)
   })
 
   test("deployment.completed when it succeeds", async () => {
     const started = (await call(mia, "POST", `/v1/projects/${teamProject}/deployments`, { ref: "v2" })).body.data
-    await expectEvent("deployment.started", (d) => d["id"] === started.id, [mia, olive, adam])
+    await expectEvent("deployment.started", (d) => d.id === started.id, [mia, olive, adam])
     const done = await call(adam, "PUT", `/v1/projects/${teamProject}/deployments/${started.id}`, {
       status: "succeeded"
     })
     expect(done.status).toBe(200)
-    const event = await expectEvent("deployment.completed", (d) => d["id"] === started.id, [mia, olive, adam])
+    const event = await expectEvent("deployment.completed", (d) => d.id === started.id, [mia, olive, adam])
     expect(event.data).toEqual(done.body.data)
-    expect(event.data["status"]).toBe("succeeded")
+    expect(event.data.status).toBe("succeeded")
   })
 
   test("deployment.failed when it fails", async () => {
@@ -236,7 +236,7 @@ describe("deployment.* events", () => {
       status: "failed",
       description: "smoke tests failed"
     })
-    const event = await expectEvent("deployment.failed", (d) => d["id"] === started.id, [mia, olive, adam])
+    const event = await expectEvent("deployment.failed", (d) => d.id === started.id, [mia, olive, adam])
     expect(event.data).toEqual(failed.body.data)
     // A refused second finish emits nothing.
     expect(
@@ -246,11 +246,11 @@ describe("deployment.* events", () => {
 
   test("a private project's deployment events go to its owner only", async () => {
     const started = (await call(xavi, "POST", `/v1/projects/${xavisProject}/deployments`, { ref: "solo" })).body.data
-    await expectEvent("deployment.started", (d) => d["id"] === started.id, [xavi])
+    await expectEvent("deployment.started", (d) => d.id === started.id, [xavi])
     await call(xavi, "PUT", `/v1/projects/${xavisProject}/deployments/${started.id}`, { status: "succeeded" })
-    await expectEvent("deployment.completed", (d) => d["id"] === started.id, [xavi])
+    await expectEvent("deployment.completed", (d) => d.id === started.id, [xavi])
     const deliveries = receiver.requests().filter((r) => r.headers["x-service-event"] === "deployment.completed")
-    expect(deliveries.filter((r) => eventOf(r).data["id"] === started.id)).toHaveLength(1)
+    expect(deliveries.filter((r) => eventOf(r).data.id === started.id)).toHaveLength(1)
   })
 })
 
@@ -258,7 +258,7 @@ describe("someone both manager and subject", () => {
   test("joining as an admin: one member.joined delivery to them, not two", async () => {
     const invitation = await invite(dora, "admin")
     await call(dora, "POST", `/v1/invitations/${invitation.id}/accept`)
-    const event = await expectEvent("member.joined", (d) => d["user_id"] === dora.id, [olive, adam, dora])
-    expect(event.data["role"]).toBe("admin")
+    const event = await expectEvent("member.joined", (d) => d.user_id === dora.id, [olive, adam, dora])
+    expect(event.data.role).toBe("admin")
   })
 })

@@ -153,12 +153,12 @@ describe("GET /v1/teams/:team_id/members", () => {
     const members = res.body.data as Array<Record<string, unknown>>
     for (const member of members) {
       expect(Object.keys(member).sort()).toEqual(["avatar_url", "email", "joined_at", "name", "role", "user_id"])
-      expect(member["joined_at"]).toMatch(TIMESTAMP)
+      expect(member.joined_at).toMatch(TIMESTAMP)
     }
-    const owner = members.find((m) => m["user_id"] === bob.id)
+    const owner = members.find((m) => m.user_id === bob.id)
     expect(owner).toMatchObject({ user_id: bob.id, name: "Bob", email: bob.email, avatar_url: null, role: "owner" })
-    expect(owner?.["joined_at"]).toBe(sharedTeam.created_at)
-    const member = members.find((m) => m["user_id"] === ann.id)
+    expect(owner?.joined_at).toBe(sharedTeam.created_at)
+    const member = members.find((m) => m.user_id === ann.id)
     expect(member).toMatchObject({ user_id: ann.id, email: ann.email, role: "member" })
 
     const asOwner = await server.request(`/v1/teams/${sharedTeam.id}/members`, { key: bob.key })

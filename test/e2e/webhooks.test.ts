@@ -592,7 +592,7 @@ describe("delivery", () => {
     expect(res.body.data.url).toBe(url)
     await createProject(ann, "By name")
     const [request] = await receiver.waitFor(1, { path })
-    expect(request!.headers["host"]).toBe(`localhost:${new URL(receiver.origin).port}`)
+    expect(request!.headers.host).toBe(`localhost:${new URL(receiver.origin).port}`)
     expect(await verify(secret, request!.body, request!.headers["x-service-signature"]!)).toBe(true)
     expect(request!.headers["x-service-signature"]).toBe(`sha256=${hmacHex(secret, request!.body)}`)
   })
@@ -1010,7 +1010,7 @@ describe("tracing", () => {
     const created = await hook(ann, { events: ["project.created"] })
     await createProject(ann, "Traced")
     const [request] = await receiver.waitFor(1, { path: created.path })
-    expect(request!.headers["traceparent"]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[0-9a-f]$/)
+    expect(request!.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[0-9a-f]$/)
   })
 })
 

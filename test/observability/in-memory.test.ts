@@ -116,7 +116,7 @@ describe("spans in memory", () => {
     expect(attribute(deliver, "attempt")).toBe(1)
     expect(attribute(deliver, "outcome")).toBe("succeeded")
     expect(attribute(deliver, "http.response.status_code")).toBe(200)
-    expect(delivered!.headers["traceparent"]).toBe(`00-${traceId}-${deliver.spanId}-01`)
+    expect(delivered!.headers.traceparent).toBe(`00-${traceId}-${deliver.spanId}-01`)
   }, 30_000)
 
   test("no span attribute carries a secret: API key, webhook secret, authorization header", () => {

@@ -131,7 +131,7 @@ describe("OpenTelemetry export", () => {
     expect(a["request.id"]).toBe(requestId)
     expect(serverSpan.resource["service.name"]).toBe("pcs-under-test")
     expect(serverSpan.resource["deployment.environment"]).toBe("test")
-    expect(serverSpan.resource["team"]).toBe("platform")
+    expect(serverSpan.resource.team).toBe("platform")
 
     // The service method is a child of the server span (through the auth middleware), and SQL sits beneath it.
     const byId = new Map(inTrace().map((s) => [s.span.spanId, s.span]))
@@ -157,10 +157,10 @@ describe("OpenTelemetry export", () => {
     expect(d["webhook.id"]).toMatch(/^whk_/)
     expect(d["delivery.id"]).toBe(delivered!.headers["x-service-delivery"])
     expect(d["event.type"]).toBe("project.created")
-    expect(Number(d["attempt"])).toBe(1)
-    expect(d["outcome"]).toBe("succeeded")
+    expect(Number(d.attempt)).toBe(1)
+    expect(d.outcome).toBe("succeeded")
     expect(Number(d["http.response.status_code"])).toBe(200)
-    const received = delivered!.headers["traceparent"]
+    const received = delivered!.headers.traceparent
     expect(received).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`))
     expect(received!.split("-")[2]).toBe(deliver.span.spanId)
   }, 30_000)

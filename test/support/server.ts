@@ -109,8 +109,7 @@ export const startServer = async (
       const { done, value } = await reader.read()
       if (done) break
       buffered += decoder.decode(value, { stream: true })
-      let newline: number
-      while ((newline = buffered.indexOf("\n")) >= 0) {
+      for (let newline = buffered.indexOf("\n"); newline >= 0; newline = buffered.indexOf("\n")) {
         const line = buffered.slice(0, newline)
         buffered = buffered.slice(newline + 1)
         logs.push(line)
@@ -132,7 +131,7 @@ export const startServer = async (
 
   const request = async <T>(path: string, opts: RequestOptions = {}): Promise<Response<T>> => {
     const headers: Record<string, string> = { ...opts.headers }
-    if (opts.key !== undefined) headers["authorization"] = `Bearer ${opts.key}`
+    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`
     let body: BodyInit | undefined =
       typeof opts.rawBody === "string" || opts.rawBody === undefined ? opts.rawBody : new Blob([opts.rawBody])
     if (opts.body !== undefined) {

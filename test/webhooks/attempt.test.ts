@@ -64,7 +64,7 @@ describe("attempt", () => {
     const port = new URL(receiver.origin).port
     await run(request(`http://localhost:${port}${path}`))
     const [received] = receiver.requests(path)
-    expect(received!.headers["host"]).toBe(`localhost:${port}`)
+    expect(received!.headers.host).toBe(`localhost:${port}`)
   })
 
   test.each([201, 202, 204, 299])("%d succeeds", async (status) => {

@@ -90,7 +90,7 @@ export const attempt = (
       "x-service-event-id": request.eventId,
       "x-service-delivery": request.deliveryId
     }
-    if (request.traceparent !== undefined) headers["traceparent"] = request.traceparent
+    if (request.traceparent !== undefined) headers.traceparent = request.traceparent
     const timeoutMs = Duration.toMillis(options.timeout)
     return yield* Effect.promise(async (): Promise<AttemptResult> => {
       try {

@@ -46,26 +46,29 @@ const inV4 = (ip: string, [base, bits]: readonly [string, number]) => {
 
 /** An IPv6 address as a 128-bit number, or undefined when it is not one. */
 const v6ToBigInt = (ip: string): bigint | undefined => {
-  let text = ip.toLowerCase().split("%")[0]!
-  const v4Tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
-  if (v4Tail !== null) {
-    if (isIP(v4Tail[1]!) !== 4) return undefined
-    const n = v4ToInt(v4Tail[1]!)
-    text = text.slice(0, -v4Tail[1]!.length) + `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`
+  let text = ip.toLowerCase().split("%", 1)[0] ?? ""
+  const v4Tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)?.[1]
+  if (v4Tail !== undefined) {
+    if (isIP(v4Tail) !== 4) return undefined
+    const n = v4ToInt(v4Tail)
+    text = `${text.slice(0, -v4Tail.length)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`
   }
-  const halves = text.split("::")
-  if (halves.length > 2) return undefined
-  const left = halves[0] === "" ? [] : halves[0]!.split(":")
-  const right = halves.length === 1 || halves[1] === "" ? [] : halves[1]!.split(":")
+  // `head::tail`, or no `::` at all (then `tail` is undefined and all eight groups must be written).
+  const [head = "", tail, ...more] = text.split("::")
+  if (more.length > 0) return undefined
+  const left = head === "" ? [] : head.split(":")
+  const right = tail === undefined || tail === "" ? [] : tail.split(":")
   const missing = 8 - left.length - right.length
-  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined
-  const groups = [...left, ...Array<string>(halves.length === 1 ? 0 : missing).fill("0"), ...right]
+  if (tail === undefined ? missing !== 0 : missing < 1) return undefined
+  const groups = [...left, ...Array<string>(tail === undefined ? 0 : missing).fill("0"), ...right]
   if (!groups.every((group) => /^[0-9a-f]{1,4}$/.test(group))) return undefined
   return groups.reduce((acc, group) => (acc << 16n) | BigInt(parseInt(group, 16)), 0n)
 }
 
 const v6Range = (base: string, bits: number) => {
-  const value = v6ToBigInt(base)!
+  const value = v6ToBigInt(base)
+  // Only ever called with the literals below: a typo there is a bug to find at start-up.
+  if (value === undefined) throw new Error(`not an IPv6 address: ${base}`)
   const mask = bits === 0 ? 0n : ((1n << BigInt(bits)) - 1n) << BigInt(128 - bits)
   return { value: value & mask, mask }
 }
@@ -129,7 +132,8 @@ export const checkTarget = (rawUrl: string, allowPrivate: boolean): Effect.Effec
             try: () => lookup(host, { all: true, verbatim: true }).then((found) => found.map((entry) => entry.address)),
             catch: () => new TargetRefused({ message: `${host} could not be resolved` })
           })
-    if (addresses.length === 0) return yield* new TargetRefused({ message: `${host} could not be resolved` })
+    const first = addresses[0]
+    if (first === undefined) return yield* new TargetRefused({ message: `${host} could not be resolved` })
     if (!allowPrivate) {
       const blocked = addresses.find(isBlockedAddress)
       if (blocked !== undefined) {
@@ -138,5 +142,5 @@ export const checkTarget = (rawUrl: string, allowPrivate: boolean): Effect.Effec
         })
       }
     }
-    return addresses[0]!
+    return first
   })
