@@ -95,8 +95,8 @@ const commands: ReadonlyArray<Command> = [
   {
     words: "users delete",
     summary:
-      "Delete a user with their API keys, webhooks, team memberships and OAuth grants; refused (exit 4) while " +
-      "they own a project or are a team's only owner.",
+      "Delete a user with their API keys, webhooks and OAuth grants; refused (exit 4) while they own a " +
+      "project, belong to a team or started a deployment still on record.",
     flags: [{ name: "user", value: "USER_ID", required: true, description: "the user's id" }],
     run: services((flags) => Effect.flatMap(Users, (users) => users.remove(value(flags, "user"))))
   },

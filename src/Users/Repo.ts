@@ -68,16 +68,18 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
      * What would be lost, without an event, if the user were deleted: the projects they own, and the teams in which
      * they are the only owner.
      */
+    /**
+     * What would go with a user without its event: projects they own (`project.deleted`), team memberships
+     * (`member.removed`), and deployments they started in projects that outlive them.
+     */
     const holdings = Rows.single({
       Request: Schema.String,
-      Result: Schema.Struct({ projects: Rows.Count, teams: Rows.Count }),
+      Result: Schema.Struct({ projects: Rows.Count, teams: Rows.Count, deployments: Rows.Count }),
       execute: (id) =>
         sql`SELECT
           CAST((SELECT count(*) FROM projects WHERE owner_id = ${id}) AS INTEGER) AS projects,
-          CAST((SELECT count(*) FROM team_members m
-            WHERE m.user_id = ${id} AND m.role = 'owner'
-              AND NOT EXISTS (SELECT 1 FROM team_members o
-                WHERE o.team_id = m.team_id AND o.role = 'owner' AND o.user_id <> m.user_id)) AS INTEGER) AS teams`
+          CAST((SELECT count(*) FROM team_members WHERE user_id = ${id}) AS INTEGER) AS teams,
+          CAST((SELECT count(*) FROM deployments WHERE created_by = ${id}) AS INTEGER) AS deployments`
     })
 
     /** Deletes the user and, by the foreign keys, their keys, webhooks, memberships and OAuth grants. */

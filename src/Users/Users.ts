@@ -96,23 +96,21 @@ export class Users extends Effect.Service<Users>()("Users", {
     })
 
     /**
-     * `cli users delete`. Refused while the user owns a project or is a team's only owner: deleting them would
-     * delete those projects (or orphan the team) without the events the spec promises. Their keys, webhooks,
-     * memberships and OAuth grants go with them.
+     * `cli users delete`. Refused while the user owns a project, belongs to a team or started a deployment that
+     * is still on record: deleting them would delete those (or change a team) without the events the spec
+     * promises. Their keys, webhooks and OAuth grants go with them.
      */
     const remove = Effect.fn("Users.remove", { captureStackTrace: false })(function* (id: string) {
       return yield* Effect.gen(function* () {
         yield* get(id)
-        const { projects, teams } = yield* repo.holdings(id)
-        if (projects > 0 || teams > 0) {
-          const held = [
-            ...(projects > 0 ? [`owns ${projects} project${projects === 1 ? "" : "s"}`] : []),
-            ...(teams > 0 ? [`is the only owner of ${teams} team${teams === 1 ? "" : "s"}`] : [])
-          ]
-          return yield* new Conflict({
-            message: `User ${id} still ${held.join(" and ")}: delete or transfer ${projects + teams === 1 ? "it" : "them"} first`
-          })
-        }
+        const { projects, teams, deployments } = yield* repo.holdings(id)
+        const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+        const held = [
+          ...(projects > 0 ? [`owns ${plural(projects, "project")} (delete them first)`] : []),
+          ...(teams > 0 ? [`belongs to ${plural(teams, "team")} (leave them first)`] : []),
+          ...(deployments > 0 ? [`started ${plural(deployments, "deployment")} in projects still on record`] : [])
+        ]
+        if (held.length > 0) return yield* new Conflict({ message: `User ${id} still ${held.join(", ")}` })
         if (!(yield* repo.remove(id))) return yield* NotFound.resource("user", id)
         return { id, deleted: true } as const
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))

@@ -341,39 +341,63 @@ describe("users list and delete", () => {
   }, 60_000)
 })
 
-describe("users delete refuses while the user still holds projects or teams", () => {
-  test("refused (exit 4, saying what is still theirs) while they own a project or are a team's only owner", async () => {
+describe("users delete refuses while deleting would drop an event", () => {
+  test("refused (exit 4, saying what is still theirs) while they own a project, belong to a team or started a deployment", async () => {
     const server = await startServer({ databaseUrl })
     try {
       const [owner, other] = await Promise.all([
         ok("users", "create", "--email", uniqueEmail("holder"), "--name", "Holder"),
         ok("users", "create", "--email", uniqueEmail("coowner"), "--name", "Co-owner")
       ])
-      const key = await ok("api-keys", "create", "--user", owner.id, "--name", "k", "--scopes", "read,write")
+      const [key, otherKey] = await Promise.all([
+        ok("api-keys", "create", "--user", owner.id, "--name", "k", "--scopes", "read,write,team:manage"),
+        ok("api-keys", "create", "--user", other.id, "--name", "k", "--scopes", "read,write")
+      ])
       const created = await server.request("/v1/projects", { method: "POST", key: key.key, body: { name: "Kept" } })
       expect(created.status).toBe(201)
       const projectId = created.body.data.id
-      const team = await ok("teams", "create", "--name", "Held", "--owner", owner.id)
+      const team = await ok("teams", "create", "--name", "Held", "--owner", other.id)
+      await ok("teams", "add-member", "--team", team.id, "--user", owner.id, "--role", "member")
+      // The user deploys a project of someone else's (a team project they may change).
+      const shared = await server.request("/v1/projects", {
+        method: "POST",
+        key: otherKey.key,
+        body: { name: "Shared", visibility: "team", team_id: team.id }
+      })
+      expect(shared.status).toBe(201)
+      const deployed = await server.request(`/v1/projects/${shared.body.data.id}/deployments`, {
+        method: "POST",
+        key: key.key,
+        body: { ref: "main" }
+      })
+      expect(deployed.status).toBe(201)
 
-      const both = await cli("users", "delete", "--user", owner.id)
-      expect(both.code).toBe(4)
-      expect(both.stdout.trim()).toBe("")
-      expect(both.stderr).toContain(owner.id)
-      expect(both.stderr).toContain("owns 1 project")
-      expect(both.stderr).toContain("only owner of 1 team")
-      // Nothing was deleted: the user, their key and their project are all still there.
+      const all = await cli("users", "delete", "--user", owner.id)
+      expect(all.code).toBe(4)
+      expect(all.stdout.trim()).toBe("")
+      expect(all.stderr).toContain(owner.id)
+      expect(all.stderr).toContain("owns 1 project")
+      expect(all.stderr).toContain("belongs to 1 team")
+      expect(all.stderr).toContain("started 1 deployment")
+      // Nothing was deleted: the user, their project, their membership and the deployment are all still there.
       expect((await ok("users", "list")).some((candidate: { id: string }) => candidate.id === owner.id)).toBe(true)
       expect((await server.request(`/v1/projects/${projectId}`, { key: key.key })).status).toBe(200)
+      const members = await server.request(`/v1/teams/${team.id}/members`, { key: key.key })
+      expect(members.body.data.map((member: { user_id: string }) => member.user_id)).toContain(owner.id)
 
-      // A second owner frees the team; the project still holds the user.
-      await ok("teams", "add-member", "--team", team.id, "--user", other.id, "--role", "owner")
-      const project = await cli("users", "delete", "--user", owner.id)
-      expect(project.code).toBe(4)
-      expect(project.stderr).toContain("owns 1 project")
-      expect(project.stderr).not.toContain("team")
-
-      // Once the project is deleted (with its event), the user can go.
-      expect((await server.request(`/v1/projects/${projectId}`, { method: "DELETE", key: key.key })).status).toBe(204)
+      // Leaving the team (member.removed) and deleting the projects (project.deleted, deployments with them).
+      const left = await server.request(`/v1/teams/${team.id}/members/${owner.id}`, { method: "DELETE", key: key.key })
+      expect(left.status).toBe(204)
+      const remaining = await cli("users", "delete", "--user", owner.id)
+      expect(remaining.code).toBe(4)
+      expect(remaining.stderr).toContain("owns 1 project")
+      expect(remaining.stderr).not.toContain("team")
+      for (const [id, withKey] of [
+        [projectId, key.key],
+        [shared.body.data.id, otherKey.key]
+      ] as const) {
+        expect((await server.request(`/v1/projects/${id}`, { method: "DELETE", key: withKey })).status).toBe(204)
+      }
       expect(await ok("users", "delete", "--user", owner.id)).toEqual({ id: owner.id, deleted: true })
       expect((await ok("api-keys", "list")).some((candidate: { id: string }) => candidate.id === key.id)).toBe(false)
     } finally {
