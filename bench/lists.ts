@@ -132,7 +132,7 @@ const program = Effect.gen(function*() {
       return samples[Math.floor(samples.length / 2)]!
     })
 
-  const cases: Array<[string, (size: "small" | "large", page: number) => Effect.Effect<unknown, unknown>]> = [
+  const cases: Array<[string, (size: "small" | "large", page: number) => Effect.Effect<unknown, unknown, SqlClient.SqlClient>]> = [
     ["projects, created_at", (u, page) => projects.list(user(u), query(page))],
     ["projects, name", (u, page) => projects.list(user(u), query(page, "name"))],
     ["projects, status=archived", (u, page) => projects.list(user(u), { ...query(page), status: "archived" })],
