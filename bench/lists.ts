@@ -55,7 +55,7 @@ const program = Effect.gen(function*() {
   const memberships = [
     ["s1", "small"], ["s2", "small"], ["l1", "large"], ["l2", "large"],
     ["s1", "other1"], ["s2", "other1"], ["l1", "other2"], ["l2", "other2"]
-  ]
+  ] as const
   yield* insertAll("team_members", memberships.map(([t, u]) => ({
     team_id: team(t), user_id: user(u), role: "member", joined_at: iso(0)
   })))
