@@ -4,7 +4,7 @@ import { Effect, Schema } from "effect"
 import { ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Project, type ProjectSort, type ProjectStatus } from "../Domain/Project.js"
-import { listPage } from "../Sql/Lists.js"
+import { makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
 /** More teams than this and the team projects are read as one branch (one query, not one per team). */
@@ -13,6 +13,7 @@ const MAX_TEAM_BRANCHES = 16
 export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const listProjects = makeListPage(Project)
     const columns = sql`p.id, p.name, p.description, p.visibility, p.status, p.owner_id, p.team_id, p.created_at, p.updated_at`
 
     /** Projects a user may see and change: their own, and `team` projects of the teams they belong to. */
@@ -72,7 +73,7 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
           : teamIds.length <= MAX_TEAM_BRANCHES
           ? teamIds.map((teamId) => teamBranch(sql`p.team_id = ${teamId}`))
           : [teamBranch(sql`p.team_id IN ${sql.in(teamIds)}`)]
-        return listPage(Project, {
+        return listProjects({
           select: columns,
           from: sql`projects p`,
           branches: [[sql`p.owner_id = ${userId}`], ...teamBranches],

@@ -108,22 +108,33 @@ const isUnion = <Sort extends string>(spec: ListSpec<Sort> | UnionListSpec<Sort>
 
 const Total = Schema.Array(Schema.Struct({ total: Count }))
 
-/** One page, each row decoded by `Row` (a row that does not decode is a defect, as in src/Sql/Rows.ts). */
+/**
+ * A list reader for one row schema: its decoders are built once here, not on every page (a fresh
+ * `Schema.Array(Row)` per call is a fresh AST, compiled again each time). Each row is decoded by `Row` (a row
+ * that does not decode is a defect, as in src/Sql/Rows.ts).
+ */
+export const makeListPage = <A, I, R>(Row: Schema.Schema<A, I, R>) => {
+  const decodeTotal = Schema.decodeUnknown(Total)
+  const decodeRows = Schema.decodeUnknown(Schema.Array(Row))
+  return <Sort extends string>(
+    spec: ListSpec<Sort> | UnionListSpec<Sort>,
+    query: ListQuery<Sort>
+  ): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> =>
+    Effect.gen(function*() {
+      const { counted, rows } = yield* (isUnion(spec)
+        ? runUnion<object, Sort>(spec, query)
+        : runList<object, Sort>(spec, query))
+      const [total, items] = yield* Effect.orDie(Effect.all([decodeTotal(counted), decodeRows(rows)]))
+      return { items, total: total[0]?.total ?? 0, page: query.page, per_page: query.per_page }
+    })
+}
+
+/** One page (see `makeListPage`; prefer it where the same schema lists again and again). */
 export const listPage = <A, I, R, Sort extends string>(
   Row: Schema.Schema<A, I, R>,
   spec: ListSpec<Sort> | UnionListSpec<Sort>,
   query: ListQuery<Sort>
-): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> =>
-  Effect.gen(function*() {
-    const { counted, rows } = yield* (isUnion(spec)
-      ? runUnion<object, Sort>(spec, query)
-      : runList<object, Sort>(spec, query))
-    const decoded = yield* Effect.orDie(
-      Effect.all([Schema.decodeUnknown(Total)(counted), Schema.decodeUnknown(Schema.Array(Row))(rows)])
-    )
-    const [total, items] = decoded
-    return { items, total: total[0]?.total ?? 0, page: query.page, per_page: query.per_page }
-  })
+): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> => makeListPage(Row)(spec, query)
 
 /**
  * The same, with rows typed but not checked. Only src/Teams/Repo.ts still uses it; it goes once Teams decodes
