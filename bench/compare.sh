@@ -3,6 +3,10 @@
 # both servers on core 0 (taskset), wrk on core 1, ABAB rounds per endpoint, median req/s and p99, RSS after load.
 # Reads: GET /v1/projects/:id and GET /v1/projects?per_page=20 by a user with $PROJECTS projects (default 1000);
 # creates: POST /v1/projects by a second user, so the reading user's list does not grow during the run.
+# BEFORE_DIR=/path/to/an/older/checkout (with node_modules) adds that version of the service as a third contender
+# on the same database (e.g. `git archive <commit> | tar -x -C /tmp/before`), for before/after in one sitting.
+# The service runs at its defaults (rate limiter on, with a limit out of reach; access log at the default level,
+# to a file; nothing exported); LOG_LEVEL, RATE_LIMIT_ENABLED etc. pass through the environment.
 # Usage: bash bench/compare.sh [duration=5s] [rounds=2] [connections=64]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +16,8 @@ CONNECTIONS=${3:-64}
 PROJECTS=${PROJECTS:-1000}
 SVC_PORT=${BENCH_PORT:-3921}
 BASE_PORT=$((SVC_PORT + 1))
+BEFORE_PORT=$((SVC_PORT + 2))
+WHO="service baseline${BEFORE_DIR:+ before}"
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 
 WORK=$(mktemp -d)
@@ -19,6 +25,7 @@ export DATABASE_URL=sqlite:$WORK/bench.sqlite
 cleanup() {
   [ -n "${SVC_PID:-}" ] && kill -INT "$SVC_PID" 2>/dev/null
   [ -n "${BASE_PID:-}" ] && kill -INT "$BASE_PID" 2>/dev/null
+  [ -n "${BEFORE_PID:-}" ] && kill -INT "$BEFORE_PID" 2>/dev/null
   wait 2>/dev/null
   rm -rf "$WORK"
 }
@@ -33,19 +40,28 @@ new_key() {
 READ_KEY=$(new_key)
 WRITE_KEY=$(new_key)
 
-RATE_LIMIT_PER_MINUTE=1000000000 PORT=$SVC_PORT HOST=127.0.0.1 LOG_LEVEL=${LOG_LEVEL:-warn} \
+RATE_LIMIT_PER_MINUTE=1000000000 PORT=$SVC_PORT HOST=127.0.0.1 \
   taskset -c 0 bun ${BENCH_PROFILE:+--cpu-prof-md --cpu-prof-dir=/tmp/prof} src/main.ts >"$WORK/service.log" 2>&1 &
 SVC_PID=$!
 PORT=$BASE_PORT taskset -c 0 bun bench/baseline/server.ts >"$WORK/baseline.log" 2>&1 &
 BASE_PID=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$SVC_PORT/health/ready" >/dev/null && break; sleep 0.1; done
+if [ -n "${BEFORE_DIR:-}" ]; then
+  (cd "$BEFORE_DIR" && RATE_LIMIT_PER_MINUTE=1000000000 PORT=$BEFORE_PORT HOST=127.0.0.1 \
+    exec taskset -c 0 bun src/main.ts) >"$WORK/before.log" 2>&1 &
+  BEFORE_PID=$!
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$BEFORE_PORT/health/ready" >/dev/null && break; sleep 0.1; done
+fi
+port_of() { case $1 in service) echo $SVC_PORT ;; baseline) echo $BASE_PORT ;; before) echo $BEFORE_PORT ;; esac; }
+pid_of() { case $1 in service) echo $SVC_PID ;; baseline) echo $BASE_PID ;; before) echo $BEFORE_PID ;; esac; }
 
 # Seed through the service (8 at a time), then take one project's id.
 seq 1 "$PROJECTS" | xargs -P 8 -I{} curl -sf -o /dev/null -X POST "http://127.0.0.1:$SVC_PORT/v1/projects" \
   -H "Authorization: Bearer $READ_KEY" -H 'content-type: application/json' \
   -d '{"name":"bench {}","description":"project number {}"}'
 PROJECT_ID=$(curl -sf "http://127.0.0.1:$SVC_PORT/v1/projects?per_page=1" -H "Authorization: Bearer $READ_KEY" | bun -e "console.log(JSON.parse(await Bun.stdin.text()).data[0].id)")
-for port in $SVC_PORT $BASE_PORT; do
+for who in $WHO; do
+  port=$(port_of $who)
   for path in "/v1/projects/$PROJECT_ID" "/v1/projects?per_page=20"; do
     curl -sf -o /dev/null "http://127.0.0.1:$port$path" -H "Authorization: Bearer $READ_KEY" || { echo "port $port $path fails" >&2; exit 1; }
   done
@@ -71,8 +87,8 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $PROJECTS projects;
 declare -A RPS P99
 for what in get list create; do
   for round in $(seq 1 "$ROUNDS"); do
-    for who in service baseline; do
-      port=$([ $who = service ] && echo $SVC_PORT || echo $BASE_PORT)
+    for who in $WHO; do
+      port=$(port_of $who)
       read -r rps p99 bad < <(load "$port" "$what")
       echo "  $what round $round $who: $rps req/s, p99 $p99 ms${bad:+, non-2xx $bad}"
       RPS[$who.$what]+="$rps "
@@ -81,21 +97,29 @@ for what in get list create; do
   done
 done
 rss() { ps -o rss= -p "$1" | awk '{printf "%.0f", $1/1024}'; }
-SVC_RSS=$(rss $SVC_PID); BASE_RSS=$(rss $BASE_PID)
+declare -A RSS
+for who in $WHO; do RSS[$who]=$(rss "$(pid_of $who)"); done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '\n| | %s | %s | %s | RSS |\n|---|---|---|---|---|\n' "GET /v1/projects/:id (p99)" "list per_page 20 (p99)" "create (p99)"
 declare -A MR MP
-for who in baseline service; do
+for who in $WHO; do
   row="| $who"
   for what in get list create; do
     MR[$who.$what]=$(tr ' ' '\n' <<<"${RPS[$who.$what]}" | grep . | median)
     MP[$who.$what]=$(tr ' ' '\n' <<<"${P99[$who.$what]}" | grep . | median)
     row+=" | ${MR[$who.$what]} (${MP[$who.$what]} ms)"
   done
-  echo "$row | $([ $who = service ] && echo "$SVC_RSS" || echo "$BASE_RSS") MiB |"
+  echo "$row | ${RSS[$who]} MiB |"
 done
 row="| service ÷ baseline"
 for what in get list create; do
   row+=" | $(awk -v a="${MR[service.$what]}" -v b="${MR[baseline.$what]}" -v c="${MP[service.$what]}" -v d="${MP[baseline.$what]}" 'BEGIN {printf "%.2f× (p99 %.2f×)", a/b, c/d}')"
 done
-echo "$row | $(awk -v a="$SVC_RSS" -v b="$BASE_RSS" 'BEGIN {printf "%.2f×", a/b}') |"
+echo "$row | $(awk -v a="${RSS[service]}" -v b="${RSS[baseline]}" 'BEGIN {printf "%.2f×", a/b}') |"
+if [ -n "${BEFORE_DIR:-}" ]; then
+  row="| service ÷ before"
+  for what in get list create; do
+    row+=" | $(awk -v a="${MR[service.$what]}" -v b="${MR[before.$what]}" -v c="${MP[service.$what]}" -v d="${MP[before.$what]}" 'BEGIN {printf "%.2f× (p99 %.2f×)", a/b, c/d}')"
+  done
+  echo "$row | $(awk -v a="${RSS[service]}" -v b="${RSS[before]}" 'BEGIN {printf "%.2f×", a/b}') |"
+fi
