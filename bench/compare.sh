@@ -14,6 +14,7 @@ DURATION=${1:-5s}
 ROUNDS=${2:-2}
 CONNECTIONS=${3:-64}
 PROJECTS=${PROJECTS:-1000}
+ENDPOINTS=${ENDPOINTS:-get list create} # any of them, e.g. ENDPOINTS=get
 SVC_PORT=${BENCH_PORT:-3921}
 BASE_PORT=$((SVC_PORT + 1))
 BEFORE_PORT=$((SVC_PORT + 2))
@@ -85,7 +86,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $PROJECTS projects; $CONNECTIONS connections; $DURATION × $ROUNDS rounds (ABAB)"
 declare -A RPS P99
-for what in get list create; do
+for what in $ENDPOINTS; do
   for round in $(seq 1 "$ROUNDS"); do
     for who in $WHO; do
       port=$(port_of $who)
@@ -104,7 +105,7 @@ printf '\n| | %s | %s | %s | RSS |\n|---|---|---|---|---|\n' "GET /v1/projects/:
 declare -A MR MP
 for who in $WHO; do
   row="| $who"
-  for what in get list create; do
+  for what in $ENDPOINTS; do
     MR[$who.$what]=$(tr ' ' '\n' <<<"${RPS[$who.$what]}" | grep . | median)
     MP[$who.$what]=$(tr ' ' '\n' <<<"${P99[$who.$what]}" | grep . | median)
     row+=" | ${MR[$who.$what]} (${MP[$who.$what]} ms)"
@@ -112,13 +113,13 @@ for who in $WHO; do
   echo "$row | ${RSS[$who]} MiB |"
 done
 row="| service ÷ baseline"
-for what in get list create; do
+for what in $ENDPOINTS; do
   row+=" | $(awk -v a="${MR[service.$what]}" -v b="${MR[baseline.$what]}" -v c="${MP[service.$what]}" -v d="${MP[baseline.$what]}" 'BEGIN {printf "%.2f× (p99 %.2f×)", a/b, c/d}')"
 done
 echo "$row | $(awk -v a="${RSS[service]}" -v b="${RSS[baseline]}" 'BEGIN {printf "%.2f×", a/b}') |"
 if [ -n "${BEFORE_DIR:-}" ]; then
   row="| service ÷ before"
-  for what in get list create; do
+  for what in $ENDPOINTS; do
     row+=" | $(awk -v a="${MR[service.$what]}" -v b="${MR[before.$what]}" -v c="${MP[service.$what]}" -v d="${MP[before.$what]}" 'BEGIN {printf "%.2f× (p99 %.2f×)", a/b, c/d}')"
   done
   echo "$row | $(awk -v a="${RSS[service]}" -v b="${RSS[before]}" 'BEGIN {printf "%.2f×", a/b}') |"
