@@ -101,7 +101,9 @@ rss() { ps -o rss= -p "$1" | awk '{printf "%.0f", $1/1024}'; }
 declare -A RSS
 for who in $WHO; do RSS[$who]=$(rss "$(pid_of $who)"); done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '\n| | %s | %s | %s | RSS |\n|---|---|---|---|---|\n' "GET /v1/projects/:id (p99)" "list per_page 20 (p99)" "create (p99)"
+declare -A TITLE=([get]="GET /v1/projects/:id (p99)" [list]="list per_page 20 (p99)" [create]="create (p99)")
+head="|"; rule="|---"; for what in $ENDPOINTS; do head+=" | ${TITLE[$what]}"; rule+="|---"; done
+printf '\n%s | RSS |\n%s|---|\n' "$head" "$rule"
 declare -A MR MP
 for who in $WHO; do
   row="| $who"
