@@ -79,3 +79,28 @@ describe("GET /v1/projects merged from branches", () => {
     }
   }
 })
+
+describe("GET /v1/projects for a member of many teams (one IN branch past 16 teams)", () => {
+  test("every team's team projects once, in order, with the true total", async () => {
+    const many = await server.user({ name: "Many" })
+    const expectedIds: Array<P> = []
+    const teamIds = await Promise.all(Array.from({ length: 18 }, async (_, i) => {
+      const team = await server.cli<{ id: string }>("teams", "create", "--name", `Many ${i}`, "--owner", other.id)
+      await server.cli("teams", "add-member", "--team", team.id, "--user", many.id, "--role", "member")
+      return team.id
+    }))
+    for (const [i, teamId] of teamIds.entries()) {
+      expectedIds.push(await create(other, { name: `many ${i % 5}`, visibility: "team", team_id: teamId }))
+    }
+    for (let i = 0; i < 3; i++) expectedIds.push(await create(many, { name: `mine ${i}` }))
+    const want = expectedIds.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : 1).map((p) => p.id)
+    const got: Array<string> = []
+    for (let page = 1; page <= 3; page++) {
+      const res = await server.request(`/v1/projects?sort=name&order=asc&per_page=8&page=${page}`, { key: many.key })
+      expect(res.status).toBe(200)
+      expect(res.body.meta.total).toBe(want.length)
+      got.push(...res.body.data.map((p: P) => p.id))
+    }
+    expect(got).toEqual(want)
+  }, 300_000)
+})
