@@ -7,16 +7,17 @@
  *   taskset -c 0 bun bench/lists.ts [--repeat 15]           (SQLite, a temp file)
  *   DATABASE_URL=postgres://… taskset -c 0 bun bench/lists.ts   (PostgreSQL: a fresh, empty database)
  */
-import { SqlClient } from "@effect/sql"
-import { Effect, Layer } from "effect"
+
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer } from "effect"
 import { ApiKeysRepo } from "../src/ApiKeys/Repo.js"
+import { WebhookId } from "../src/Domain/Ids.js"
 import { ProjectsRepo } from "../src/Projects/Repo.js"
 import { SqlLive } from "../src/Sql/Client.js"
 import { WebhooksRepo } from "../src/Webhooks/Repo.js"
-import { WebhookId } from "../src/Domain/Ids.js"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -34,7 +35,7 @@ const who: Record<string, number> = { small: 1, large: 2, other1: 3, other2: 4, 
 const user = (u: string) => id("usr", who[u]!)
 const team = (t: string) => id("team", who[t]!)
 
-const program = Effect.gen(function*() {
+const program = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const insertAll = (table: string, rows: ReadonlyArray<Record<string, string | number | null>>) =>
     Effect.forEach(
@@ -46,27 +47,57 @@ const program = Effect.gen(function*() {
   // Users: small (1k visible), large (100k visible), and others whose rows surround theirs.
   yield* sql`INSERT INTO orgs ${sql.insert({ id: "org_bench", name: "Bench", created_at: iso(0) })}`
   const users = ["small", "large", "other1", "other2"]
-  yield* insertAll("users", users.map((u) => ({
-    id: user(u), org_id: "org_bench", email: `${u}@example.com`, name: u, avatar_url: null,
-    password_hash: null, created_at: iso(0), updated_at: iso(0)
-  })))
+  yield* insertAll(
+    "users",
+    users.map((u) => ({
+      id: user(u),
+      org_id: "org_bench",
+      email: `${u}@example.com`,
+      name: u,
+      avatar_url: null,
+      password_hash: null,
+      created_at: iso(0),
+      updated_at: iso(0)
+    }))
+  )
   const teams = ["s1", "s2", "l1", "l2"]
-  yield* insertAll("teams", teams.map((t) => ({ id: team(t), org_id: "org_bench", name: t, created_at: iso(0) })))
+  yield* insertAll(
+    "teams",
+    teams.map((t) => ({ id: team(t), org_id: "org_bench", name: t, created_at: iso(0) }))
+  )
   const memberships = [
-    ["s1", "small"], ["s2", "small"], ["l1", "large"], ["l2", "large"],
-    ["s1", "other1"], ["s2", "other1"], ["l1", "other2"], ["l2", "other2"]
+    ["s1", "small"],
+    ["s2", "small"],
+    ["l1", "large"],
+    ["l2", "large"],
+    ["s1", "other1"],
+    ["s2", "other1"],
+    ["l1", "other2"],
+    ["l2", "other2"]
   ] as const
-  yield* insertAll("team_members", memberships.map(([t, u]) => ({
-    team_id: team(t), user_id: user(u), role: "member", joined_at: iso(0)
-  })))
+  yield* insertAll(
+    "team_members",
+    memberships.map(([t, u]) => ({
+      team_id: team(t),
+      user_id: user(u),
+      role: "member",
+      joined_at: iso(0)
+    }))
+  )
 
   let seq = 0
   const project = (owner: string, t: string | null, visibility: string) => {
     const n = ++seq
     return {
-      id: id("proj", n), owner_id: user(owner), team_id: t === null ? null : team(t),
-      name: `project ${(n * 7919) % 100_003}`, description: "", visibility, status: n % 10 === 0 ? "archived" : "active",
-      created_at: iso(n), updated_at: iso(n)
+      id: id("proj", n),
+      owner_id: user(owner),
+      team_id: t === null ? null : team(t),
+      name: `project ${(n * 7919) % 100_003}`,
+      description: "",
+      visibility,
+      status: n % 10 === 0 ? "archived" : "active",
+      created_at: iso(n),
+      updated_at: iso(n)
     }
   }
   const seedProjects = (owner: string, [t1, t2]: readonly [string, string], total: number, other: string) => {
@@ -82,35 +113,63 @@ const program = Effect.gen(function*() {
 
   const keys = (u: string, count: number) =>
     Array.from({ length: count }, (_, i) => ({
-      id: id("key", who[u]! * 1_000_000 + i), user_id: user(u), name: `key ${(i * 7919) % 100_003}`, scopes: `["read"]`,
-      prefix: `pcs_${u}${i}`, key_hash: `${u}-${i}`, created_at: iso(i), expires_at: null,
-      last_used_at: null, revoked_at: null
+      id: id("key", who[u]! * 1_000_000 + i),
+      user_id: user(u),
+      name: `key ${(i * 7919) % 100_003}`,
+      scopes: `["read"]`,
+      prefix: `pcs_${u}${i}`,
+      key_hash: `${u}-${i}`,
+      created_at: iso(i),
+      expires_at: null,
+      last_used_at: null,
+      revoked_at: null
     }))
   yield* insertAll("api_keys", [...keys("small", 1_000), ...keys("large", 100_000)])
   const hooks = (u: string, count: number) =>
     Array.from({ length: count }, (_, i) => ({
-      id: id("whk", who[u]! * 1_000_000 + i), user_id: user(u), url: `https://example.com/${u}/${i}`,
-      events: `["project.created"]`, secret: "s", status: "active", created_at: iso(i), updated_at: iso(i),
+      id: id("whk", who[u]! * 1_000_000 + i),
+      user_id: user(u),
+      url: `https://example.com/${u}/${i}`,
+      events: `["project.created"]`,
+      secret: "s",
+      status: "active",
+      created_at: iso(i),
+      updated_at: iso(i),
       failed_at: null
     }))
   yield* insertAll("webhooks", [...hooks("small", 1_000), ...hooks("large", 100_000)])
-  yield* insertAll("events", [{ id: id("evt", 1), type: "project.created", payload: "{}", trace_context: null, created_at: iso(0) }])
+  yield* insertAll("events", [
+    { id: id("evt", 1), type: "project.created", payload: "{}", trace_context: null, created_at: iso(0) }
+  ])
   const deliveries = (u: string, count: number) =>
     Array.from({ length: count }, (_, i) => ({
-      id: id("dlv", who[u]! * 1_000_000 + i), webhook_id: id("whk", who[u]! * 1_000_000), event_id: id("evt", 1),
-      event_type: "project.created", status: "delivered", attempt_count: 1, manual: 0, next_attempt_at: null,
-      last_attempt_at: iso(i), claimed_until: null, claim_token: null, created_at: iso(i)
+      id: id("dlv", who[u]! * 1_000_000 + i),
+      webhook_id: id("whk", who[u]! * 1_000_000),
+      event_id: id("evt", 1),
+      event_type: "project.created",
+      status: "delivered",
+      attempt_count: 1,
+      manual: 0,
+      next_attempt_at: null,
+      last_attempt_at: iso(i),
+      claimed_until: null,
+      claim_token: null,
+      created_at: iso(i)
     }))
   yield* insertAll("deliveries", [...deliveries("small", 1_000), ...deliveries("large", 100_000)])
   // PostgreSQL: VACUUM too, so index-only scans need not visit the heap (autovacuum would, in time).
-  yield* (engine === "PostgreSQL" ? sql`VACUUM ANALYZE` : sql`ANALYZE`)
+  yield* engine === "PostgreSQL" ? sql`VACUUM ANALYZE` : sql`ANALYZE`
 
   const projects = yield* ProjectsRepo
   const apiKeys = yield* ApiKeysRepo
   const webhooks = yield* WebhooksRepo
   const now = iso(10_000_000)
-  const query = (page: number, sort: "created_at" | "name" = "created_at") =>
-    ({ page, per_page: 20, sort, order: "desc" as const })
+  const query = (page: number, sort: "created_at" | "name" = "created_at") => ({
+    page,
+    per_page: 20,
+    sort,
+    order: "desc" as const
+  })
 
   /** The former query: the visibility `OR`, read whole and sorted. */
   const orQuery = (userId: string, page: number) =>
@@ -129,7 +188,7 @@ const program = Effect.gen(function*() {
   }
 
   const time = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* effect // warm
       const samples: Array<number> = []
       for (let i = 0; i < REPEAT; i++) {
@@ -141,7 +200,9 @@ const program = Effect.gen(function*() {
       return samples[Math.floor(samples.length / 2)]!
     })
 
-  const cases: Array<[string, (size: "small" | "large", page: number) => Effect.Effect<unknown, unknown, SqlClient.SqlClient>]> = [
+  const cases: Array<
+    [string, (size: "small" | "large", page: number) => Effect.Effect<unknown, unknown, SqlClient.SqlClient>]
+  > = [
     ["projects, created_at", (u, page) => projects.list(user(u), query(page))],
     ["projects, its total alone (count)", (u) => countOnly(u)],
     ["projects, name", (u, page) => projects.list(user(u), query(page, "name"))],
@@ -150,10 +211,15 @@ const program = Effect.gen(function*() {
     ["API keys, created_at", (u, page) => apiKeys.list(user(u), query(page), now)],
     ["API keys, name", (u, page) => apiKeys.list(user(u), query(page, "name"), now)],
     ["webhooks, created_at", (u, page) => webhooks.list(user(u), { ...query(page), sort: "created_at" })],
-    ["deliveries of one webhook", (u, page) =>
-      webhooks.listDeliveries(WebhookId.make(id("whk", who[u]! * 1_000_000)), { ...query(page), sort: "created_at" })]
+    [
+      "deliveries of one webhook",
+      (u, page) =>
+        webhooks.listDeliveries(WebhookId.make(id("whk", who[u]! * 1_000_000)), { ...query(page), sort: "created_at" })
+    ]
   ]
-  console.log(`${engine}; median of ${REPEAT} runs, ms; load average ${(yield* Effect.promise(() => Bun.file("/proc/loadavg").text())).split(" ").slice(0, 3).join(" ")}`)
+  console.log(
+    `${engine}; median of ${REPEAT} runs, ms; load average ${(yield* Effect.promise(() => Bun.file("/proc/loadavg").text())).split(" ").slice(0, 3).join(" ")}`
+  )
   console.log("| list | 1k: page 1 | 100k: page 1 | ratio | 100k: page 10 | 100k: page 100 |")
   console.log("|---|---|---|---|---|---|")
   for (const [label, run] of cases) {
@@ -161,11 +227,15 @@ const program = Effect.gen(function*() {
     const large = yield* time(run("large", 1))
     const p10 = yield* time(run("large", 10))
     const p100 = yield* time(run("large", 100))
-    console.log(`| ${label} | ${small.toFixed(2)} | ${large.toFixed(2)} | ${(large / small).toFixed(2)}× | ${p10.toFixed(2)} | ${p100.toFixed(2)} |`)
+    console.log(
+      `| ${label} | ${small.toFixed(2)} | ${large.toFixed(2)} | ${(large / small).toFixed(2)}× | ${p10.toFixed(2)} | ${p100.toFixed(2)} |`
+    )
   }
 })
 
 const layer = Layer.mergeAll(ProjectsRepo.Default, ApiKeysRepo.Default, WebhooksRepo.Default).pipe(
   Layer.provideMerge(SqlLive)
 )
-await Effect.runPromise(Effect.provide(program, layer)).finally(() => process.env.BENCH_KEEP ? undefined : rmSync(dir, { recursive: true, force: true }))
+await Effect.runPromise(Effect.provide(program, layer)).finally(() =>
+  process.env.BENCH_KEEP ? undefined : rmSync(dir, { recursive: true, force: true })
+)

@@ -16,10 +16,10 @@ import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Layer, Metric, Option } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
-import { AuthenticationLive } from "./Http/Authentication.js"
 import { ServerConfig } from "./Config.js"
 import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
+import { AuthenticationLive } from "./Http/Authentication.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { pathOf, routeOf, StrictRouting } from "./Http/Routes.js"
@@ -61,7 +61,7 @@ const durationOf = (method: string, route: string, status: number) => {
  * so headers go on through a pre-response handler, not by changing the returned response.
  */
 const serveMiddleware = (app: HttpApp.Default) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const lifecycle = yield* Lifecycle
     const sampler = yield* TraceSampler
@@ -104,7 +104,9 @@ const serveMiddleware = (app: HttpApp.Default) =>
           "url.path": path,
           "request.id": requestId,
           ...(route !== undefined ? { "http.route": route } : {}),
-          ...(request.headers["user-agent"] !== undefined ? { "user_agent.original": request.headers["user-agent"] } : {})
+          ...(request.headers["user-agent"] !== undefined
+            ? { "user_agent.original": request.headers["user-agent"] }
+            : {})
         }
       },
       (span) =>
@@ -116,13 +118,13 @@ const serveMiddleware = (app: HttpApp.Default) =>
   })
 
 const HealthRoutes = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const lifecycle = yield* Lifecycle
     yield* router.get("/health/live", HttpServerResponse.json({ status: "ok" }))
     yield* router.get(
       "/health/ready",
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const draining = yield* lifecycle.isDraining
         const answers = yield* sql`SELECT 1 AS ok`.pipe(
           Effect.timeout(Duration.seconds(2)),
@@ -144,7 +146,8 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
 
 const BunServerLive = Layer.unwrapEffect(
   Effect.map(Effect.orDie(ServerConfig), ({ host, port }) =>
-    BunHttpServer.layer({ port, hostname: host, maxRequestBodySize: BUN_MAX_BODY_BYTES }))
+    BunHttpServer.layer({ port, hostname: host, maxRequestBodySize: BUN_MAX_BODY_BYTES })
+  )
 )
 
 /** The HTTP server and everything it serves; drains in-flight requests before it stops. */

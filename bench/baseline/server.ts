@@ -51,9 +51,13 @@ const ListEnvelope = Schema.Struct({
 
 class User extends Context.Tag("User")<User, { readonly id: string; readonly orgId: string }>() {}
 
-class NotFound extends Schema.TaggedError<NotFound>()("NotFound", { message: Schema.String }, HttpApiSchema.annotations({
-  status: 404
-})) {}
+class NotFound extends Schema.TaggedError<NotFound>()(
+  "NotFound",
+  { message: Schema.String },
+  HttpApiSchema.annotations({
+    status: 404
+  })
+) {}
 
 // --- Contract -----------------------------------------------------------------------------------------------
 
@@ -79,8 +83,7 @@ class ProjectsGroup extends HttpApiGroup.make("projects")
       .addSuccess(Envelope)
       .addError(NotFound)
   )
-  .middleware(Authorization)
-{}
+  .middleware(Authorization) {}
 
 class BaselineApi extends HttpApi.make("baseline").add(ProjectsGroup) {}
 
@@ -96,7 +99,7 @@ const KeyRow = Schema.Struct({
 
 const AuthorizationLive = Layer.effect(
   Authorization,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const findKey = SqlSchema.findOne({
       Request: Schema.String,
@@ -107,7 +110,7 @@ const AuthorizationLive = Layer.effect(
     })
     return {
       bearer: (token) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const hash = new Bun.CryptoHasher("sha256").update(Redacted.value(token)).digest("hex")
           const row = yield* findKey(hash).pipe(Effect.orElseSucceed(() => undefined))
           if (row === undefined || row._tag === "None") return yield* new HttpApiError.Unauthorized()
@@ -125,7 +128,7 @@ const AuthorizationLive = Layer.effect(
 const newId = (prefix: string) => `${prefix}_${crypto.randomUUID().replaceAll("-", "")}`
 
 const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const visible = (userId: string) =>
       sql`(p.owner_id = ${userId} OR (p.visibility = 'team' AND p.team_id IN (
@@ -162,14 +165,15 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
 
     return handlers
       .handle("get", ({ path }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const user = yield* User
           const project = yield* findProject({ id: path.id, userId: user.id }).pipe(Effect.orDie)
           if (project._tag === "None") return yield* new NotFound({ message: `No project ${path.id}` })
           return { data: project.value, meta: { request_id: requestId() } }
-        }))
+        })
+      )
       .handle("list", ({ urlParams }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const user = yield* User
           const [items, total] = yield* Effect.all([
             page({ userId: user.id, limit: urlParams.per_page, offset: (urlParams.page - 1) * urlParams.per_page }),
@@ -179,9 +183,10 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
             data: items,
             meta: { total: total.total, page: urlParams.page, per_page: urlParams.per_page, request_id: requestId() }
           }
-        }))
+        })
+      )
       .handle("create", ({ payload }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const user = yield* User
           const now = new Date().toISOString()
           const project: Project = {
@@ -196,28 +201,28 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
             updated_at: now
           }
           // The same outbox work as the service: the project, its event, and the owner's subscriptions.
-          yield* Effect.gen(function*() {
+          yield* Effect.gen(function* () {
             yield* insert(project)
             const id = newId("evt")
-            yield* sql`INSERT INTO events ${
-              sql.insert({
-                id,
-                type: "project.created",
-                payload: JSON.stringify({ id, type: "project.created", created_at: now, data: project }),
-                trace_context: null,
-                created_at: now
-              })
-            }`
+            yield* sql`INSERT INTO events ${sql.insert({
+              id,
+              type: "project.created",
+              payload: JSON.stringify({ id, type: "project.created", created_at: now, data: project }),
+              trace_context: null,
+              created_at: now
+            })}`
             yield* subscriptions(user.id)
           }).pipe(sql.withTransaction, Effect.orDie)
           return { data: project, meta: { request_id: requestId() } }
-        }))
-  }))
+        })
+      )
+  })
+)
 
 const filename = (process.env.DATABASE_URL ?? "sqlite:data/service.sqlite").replace(/^sqlite:/, "")
 
 const SqlLive = Layer.effectDiscard(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     yield* sql.unsafe("PRAGMA busy_timeout = 5000")
     yield* sql.unsafe("PRAGMA synchronous = NORMAL")

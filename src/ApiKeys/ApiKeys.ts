@@ -16,11 +16,14 @@ const TOUCH_INTERVAL_MS = 60_000
 
 export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
   dependencies: [ApiKeysRepo.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const repo = yield* ApiKeysRepo
 
     /** Makes a key for `userId`. The value is returned here and never again; only its SHA-256 is kept. */
-    const issue = Effect.fn("ApiKeys.issue", { captureStackTrace: false })(function*(userId: string, input: NewApiKey) {
+    const issue = Effect.fn("ApiKeys.issue", { captureStackTrace: false })(function* (
+      userId: string,
+      input: NewApiKey
+    ) {
       const now = nowIso()
       const expires_at = input.expires_at ?? null
       if (expires_at !== null && expires_at <= now) {
@@ -55,7 +58,10 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     })
 
     /** `POST /v1/api-keys`: a credential may hand on only scopes it has, and OAuth tokens manage no keys. */
-    const create = Effect.fn("ApiKeys.create", { captureStackTrace: false })(function*(principal: Principal, input: NewApiKey) {
+    const create = Effect.fn("ApiKeys.create", { captureStackTrace: false })(function* (
+      principal: Principal,
+      input: NewApiKey
+    ) {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
@@ -68,17 +74,21 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       return yield* issue(principal.userId, input)
     })
 
-    const list = Effect.fn("ApiKeys.list", { captureStackTrace: false })(
-      function*(principal: Principal, query: ListQuery<ApiKeySort, ApiKeyStatus>) {
-        if (principal.credential.kind === "oauth") {
-          return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
-        }
-        return yield* Effect.orDie(repo.list(principal.userId, query, nowIso()))
+    const list = Effect.fn("ApiKeys.list", { captureStackTrace: false })(function* (
+      principal: Principal,
+      query: ListQuery<ApiKeySort, ApiKeyStatus>
+    ) {
+      if (principal.credential.kind === "oauth") {
+        return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
-    )
+      return yield* Effect.orDie(repo.list(principal.userId, query, nowIso()))
+    })
 
     /** Revocation is immediate and idempotent: a key already revoked answers the same. */
-    const revoke = Effect.fn("ApiKeys.revoke", { captureStackTrace: false })(function*(principal: Principal, id: ApiKeyId) {
+    const revoke = Effect.fn("ApiKeys.revoke", { captureStackTrace: false })(function* (
+      principal: Principal,
+      id: ApiKeyId
+    ) {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
@@ -88,20 +98,22 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     })
 
     /** Turns a `pcs_…` bearer into a principal, or fails with 401 (unknown, expired or revoked alike). */
-    const authenticate = Effect.fn("ApiKeys.authenticate", { captureStackTrace: false })(function*(token: string) {
+    const authenticate = Effect.fn("ApiKeys.authenticate", { captureStackTrace: false })(function* (token: string) {
       // Built only when it is the answer: an error object (and its stack) per request costs.
       const invalid = () => new Unauthorized({ message: "The API key is invalid, expired or revoked" })
       if (!KEY_PATTERN.test(token)) return yield* invalid()
       const now = new Date()
       const hash = sha256Hex(token)
-      const candidates = yield* Effect.orDie(repo.findByPrefix(token.slice(0, DISPLAY_PREFIX_LENGTH), now.toISOString()))
+      const candidates = yield* Effect.orDie(
+        repo.findByPrefix(token.slice(0, DISPLAY_PREFIX_LENGTH), now.toISOString())
+      )
       const match = candidates.find((candidate) => sameHash(candidate.key_hash, hash))
       if (match === undefined || match.status !== "active") return yield* invalid()
       const notBefore = new Date(now.getTime() - TOUCH_INTERVAL_MS).toISOString()
       if (match.last_used_at === null || match.last_used_at < notBefore) {
-        yield* repo.touch(match.id, now.toISOString(), notBefore).pipe(
-          Effect.catchAll((error) => Effect.logWarning("could not record last_used_at", error))
-        )
+        yield* repo
+          .touch(match.id, now.toISOString(), notBefore)
+          .pipe(Effect.catchAll((error) => Effect.logWarning("could not record last_used_at", error)))
       }
       const principal: Principal = {
         userId: match.user_id,

@@ -24,7 +24,7 @@ const NewKeyRow = Schema.Struct({
 })
 
 export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const listKeys = makeListPage(ApiKeyRow)
 
@@ -49,18 +49,21 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     })
 
     const list = (userId: string, query: ListQuery<ApiKeySort, ApiKeyStatus>, now: string) =>
-      listKeys({
-        select: columns(now),
-        from: sql`api_keys k`,
-        where: [
-          sql`k.user_id = ${userId}`,
-          ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
-        ],
-        columns: { created_at: "k.created_at", name: "k.name" },
-        createdColumn: "k.created_at",
-        idColumn: "k.id",
-        searchColumns: ["k.name"]
-      }, query)
+      listKeys(
+        {
+          select: columns(now),
+          from: sql`api_keys k`,
+          where: [
+            sql`k.user_id = ${userId}`,
+            ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
+          ],
+          columns: { created_at: "k.created_at", name: "k.name" },
+          createdColumn: "k.created_at",
+          idColumn: "k.id",
+          searchColumns: ["k.name"]
+        },
+        query
+      )
 
     /** Keys are looked up by their non-secret prefix; the hash is then compared in constant time by the caller. */
     const findByPrefix = Rows.findAll({

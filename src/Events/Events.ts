@@ -7,10 +7,10 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, FiberRef, Option, Queue, Schema } from "effect"
+import type { EventType } from "../Domain/EventTypes.js"
 import { makeId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
 import { traceparentOf } from "../Observability/TraceContext.js"
-import type { EventType } from "../Domain/EventTypes.js"
 
 /** A doorbell: one pending ring is enough, however many commits happen before the worker looks. */
 export class DeliveryDoorbell extends Effect.Service<DeliveryDoorbell>()("DeliveryDoorbell", {
@@ -38,7 +38,7 @@ const Subscription = Schema.Struct({ id: Schema.String, events: Schema.parseJson
 
 export class Events extends Effect.Service<Events>()("Events", {
   dependencies: [DeliveryDoorbell.Default],
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const doorbell = yield* DeliveryDoorbell
     const subscriptionsOf = SqlSchema.findAll({
@@ -51,7 +51,7 @@ export class Events extends Effect.Service<Events>()("Events", {
      * Records `type` about a resource owned by `recipients` (user ids) and queues a delivery to each of their
      * webhooks subscribed to it. Must run inside the transaction of the change it describes.
      */
-    const emit = Effect.fn("Events.emit", { captureStackTrace: false })(function*(
+    const emit = Effect.fn("Events.emit", { captureStackTrace: false })(function* (
       type: EventType,
       recipients: ReadonlyArray<string>,
       data: unknown
@@ -60,21 +60,19 @@ export class Events extends Effect.Service<Events>()("Events", {
       const event: EventEnvelope = { id: makeId("event"), type, created_at: now, data }
       // Kept with the event so each delivery attempt joins the trace of the request that caused it.
       const span = yield* Effect.option(Effect.currentSpan)
-      yield* sql`INSERT INTO events ${
-        sql.insert({
-          id: event.id,
-          type,
-          payload: JSON.stringify(event),
-          trace_context: Option.getOrNull(Option.flatMap(span, traceparentOf)),
-          created_at: now
-        })
-      }`
+      yield* sql`INSERT INTO events ${sql.insert({
+        id: event.id,
+        type,
+        payload: JSON.stringify(event),
+        trace_context: Option.getOrNull(Option.flatMap(span, traceparentOf)),
+        created_at: now
+      })}`
       if (recipients.length === 0) return event
       const hooks = yield* subscriptionsOf(recipients).pipe(Effect.catchTag("ParseError", Effect.die))
       const subscribed = hooks.filter((hook) => hook.events.includes(type))
       if (subscribed.length > 0) {
-        yield* sql`INSERT INTO deliveries ${
-          sql.insert(subscribed.map((hook) => ({
+        yield* sql`INSERT INTO deliveries ${sql.insert(
+          subscribed.map((hook) => ({
             id: makeId("delivery"),
             webhook_id: hook.id,
             event_id: event.id,
@@ -86,8 +84,8 @@ export class Events extends Effect.Service<Events>()("Events", {
             last_attempt_at: null,
             claimed_until: null,
             created_at: now
-          })))
-        }`
+          }))
+        )}`
         yield* FiberRef.set(queuedDelivery, true)
       }
       return event
@@ -96,7 +94,9 @@ export class Events extends Effect.Service<Events>()("Events", {
     /** Runs a change and the events it emits in one transaction, then wakes the delivery worker if it has work. */
     const transaction = <A, E, R>(change: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
       sql.withTransaction(change).pipe(
-        Effect.tap(() => Effect.flatMap(FiberRef.get(queuedDelivery), (queued) => queued ? doorbell.ring : Effect.void)),
+        Effect.tap(() =>
+          Effect.flatMap(FiberRef.get(queuedDelivery), (queued) => (queued ? doorbell.ring : Effect.void))
+        ),
         Effect.locally(queuedDelivery, false)
       )
 

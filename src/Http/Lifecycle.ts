@@ -6,13 +6,18 @@ import { Duration, Effect, Layer, Schedule } from "effect"
 import { ServerConfig } from "../Config.js"
 
 export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     // Plain counters: every request touches them, and a `Ref` plus `acquireUseRelease` cost several fiber steps
     // each; one thread updates them, and the mask keeps the count exact under interruption.
     let inFlight = 0
     let drainingNow = false
     const currentInFlight = Effect.sync(() => inFlight)
-    const draining = { get: Effect.sync(() => drainingNow), set: Effect.sync(() => { drainingNow = true }) }
+    const draining = {
+      get: Effect.sync(() => drainingNow),
+      set: Effect.sync(() => {
+        drainingNow = true
+      })
+    }
     const leave = Effect.sync(() => {
       inFlight--
     })
@@ -27,7 +32,7 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
       )
 
     const drain = (timeout: Duration.Duration) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* draining.set
         const waiting = yield* currentInFlight
         yield* Effect.logInfo("draining", { in_flight: waiting })
@@ -46,7 +51,7 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
 
 /** Built after the server, so its finalizer (the drain) runs before the server's own. */
 export const GracefulShutdown = Layer.scopedDiscard(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const lifecycle = yield* Lifecycle
     const { shutdownTimeout } = yield* Effect.orDie(ServerConfig)
     yield* Effect.addFinalizer(() => lifecycle.drain(shutdownTimeout))

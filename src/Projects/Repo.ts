@@ -11,7 +11,7 @@ import * as Rows from "../Sql/Rows.js"
 const MAX_TEAM_BRANCHES = 16
 
 export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const listProjects = makeListPage(Project)
     const columns = sql`p.id, p.name, p.description, p.visibility, p.status, p.owner_id, p.team_id, p.created_at, p.updated_at`
@@ -39,14 +39,12 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
     const update = Rows.write({
       Request: Project,
       execute: (project) =>
-        sql`UPDATE projects SET ${
-          sql.update({
-            name: project.name,
-            description: project.description,
-            visibility: project.visibility,
-            status: project.status
-          })
-        }, updated_at = CASE WHEN updated_at > ${project.updated_at} THEN updated_at ELSE ${project.updated_at} END
+        sql`UPDATE projects SET ${sql.update({
+          name: project.name,
+          description: project.description,
+          visibility: project.visibility,
+          status: project.status
+        })}, updated_at = CASE WHEN updated_at > ${project.updated_at} THEN updated_at ELSE ${project.updated_at} END
         WHERE id = ${project.id}`
     })
 
@@ -66,23 +64,26 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
     const list = (userId: string, query: ListQuery<ProjectSort, ProjectStatus>) =>
       Effect.flatMap(teamsOf(userId), (memberships) => {
         const teamIds = memberships.map((m) => m.team_id)
-        const teamBranch = (teams: Fragment) =>
-          [sql`p.visibility = 'team'`, teams, sql`p.owner_id <> ${userId}`]
-        const teamBranches = teamIds.length === 0
-          ? []
-          : teamIds.length <= MAX_TEAM_BRANCHES
-          ? teamIds.map((teamId) => teamBranch(sql`p.team_id = ${teamId}`))
-          : [teamBranch(sql`p.team_id IN ${sql.in(teamIds)}`)]
-        return listProjects({
-          select: columns,
-          from: sql`projects p`,
-          branches: [[sql`p.owner_id = ${userId}`], ...teamBranches],
-          where: query.status !== undefined ? [sql`p.status = ${query.status}`] : [],
-          columns: { created_at: "p.created_at", updated_at: "p.updated_at", name: "p.name" },
-          createdColumn: "p.created_at",
-          idColumn: "p.id",
-          searchColumns: ["p.name", "p.description"]
-        }, query)
+        const teamBranch = (teams: Fragment) => [sql`p.visibility = 'team'`, teams, sql`p.owner_id <> ${userId}`]
+        const teamBranches =
+          teamIds.length === 0
+            ? []
+            : teamIds.length <= MAX_TEAM_BRANCHES
+              ? teamIds.map((teamId) => teamBranch(sql`p.team_id = ${teamId}`))
+              : [teamBranch(sql`p.team_id IN ${sql.in(teamIds)}`)]
+        return listProjects(
+          {
+            select: columns,
+            from: sql`projects p`,
+            branches: [[sql`p.owner_id = ${userId}`], ...teamBranches],
+            where: query.status !== undefined ? [sql`p.status = ${query.status}`] : [],
+            columns: { created_at: "p.created_at", updated_at: "p.updated_at", name: "p.name" },
+            createdColumn: "p.created_at",
+            idColumn: "p.id",
+            searchColumns: ["p.name", "p.description"]
+          },
+          query
+        )
       })
 
     return {

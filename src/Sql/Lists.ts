@@ -51,7 +51,7 @@ const filters = <Sort extends string>(sql: SqlClient.SqlClient, spec: ListSpec<S
 const bare = (column: string) => column.slice(column.lastIndexOf(".") + 1)
 
 const runList = <Row extends object, Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sort>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const conditions: Array<Fragment> = [...spec.where, ...filters(sql, spec, query)]
     const where = conditions.length > 0 ? sql`WHERE ${sql.and(conditions)}` : sql``
@@ -74,23 +74,21 @@ const runList = <Row extends object, Sort extends string>(spec: ListSpec<Sort>, 
  * reads n pages from each branch. The total is a sum of per-branch counts, each an index-only range count: it
  * still grows with the number of rows (see bench/README.md), but reads no table rows and sorts nothing.
  */
-const runUnion = <Row extends object, Sort extends string>(
-  spec: UnionListSpec<Sort>,
-  query: ListQuery<Sort>
-) =>
-  Effect.gen(function*() {
+const runUnion = <Row extends object, Sort extends string>(spec: UnionListSpec<Sort>, query: ListQuery<Sort>) =>
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const common = [...spec.where, ...filters(sql, spec, query)]
     const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
     const sortColumn = spec.columns[query.sort]
     const reach = query.page * query.per_page
     const whereOf = (branch: ReadonlyArray<Fragment>) => sql.and([...branch, ...common])
-    const union = spec.branches.map((branch, i) =>
-      sql`SELECT * FROM (
+    const union = spec.branches.map(
+      (branch, i) =>
+        sql`SELECT * FROM (
         SELECT ${spec.select} FROM ${spec.from} WHERE ${whereOf(branch)}
-        ORDER BY ${sql(sortColumn)} ${direction}, ${sql(spec.idColumn)} ${direction} LIMIT ${reach}) ${
-        sql.literal(`b${i}`)
-      }`
+        ORDER BY ${sql(sortColumn)} ${direction}, ${sql(spec.idColumn)} ${direction} LIMIT ${reach}) ${sql.literal(
+          `b${i}`
+        )}`
     )
     const counts = spec.branches.map((branch) => sql`(SELECT count(*) FROM ${spec.from} WHERE ${whereOf(branch)})`)
     const [counted, rows] = yield* Effect.all([
@@ -120,10 +118,10 @@ export const makeListPage = <A, I, R>(Row: Schema.Schema<A, I, R>) => {
     spec: ListSpec<Sort> | UnionListSpec<Sort>,
     query: ListQuery<Sort>
   ): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> =>
-    Effect.gen(function*() {
-      const { counted, rows } = yield* (isUnion(spec)
+    Effect.gen(function* () {
+      const { counted, rows } = yield* isUnion(spec)
         ? runUnion<object, Sort>(spec, query)
-        : runList<object, Sort>(spec, query))
+        : runList<object, Sort>(spec, query)
       const [total, items] = yield* Effect.orDie(Effect.all([decodeTotal(counted), decodeRows(rows)]))
       return { items, total: total[0]?.total ?? 0, page: query.page, per_page: query.per_page }
     })
@@ -144,7 +142,7 @@ export const listPageUnchecked = <Row extends object, Sort extends string>(
   spec: ListSpec<Sort>,
   query: ListQuery<Sort>
 ): Effect.Effect<Page<Row>, SqlError, SqlClient.SqlClient> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { counted, rows } = yield* runList<Row, Sort>(spec, query)
     return {
       items: rows,

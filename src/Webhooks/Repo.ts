@@ -43,13 +43,12 @@ export type WebhookChange = typeof WebhookChange.Type
 const Id = Schema.Struct({ id: Schema.String })
 
 export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
-  effect: Effect.gen(function*() {
+  effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const listDeliveryRows = makeListPage(Delivery)
     const listWebhooks = makeListPage(WebhookRow)
     const columns = sql`w.id, w.url, w.events, w.status, w.created_at, w.updated_at, w.failed_at`
-    const deliveryColumns =
-      sql`d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at, d.last_attempt_at, d.created_at`
+    const deliveryColumns = sql`d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at, d.last_attempt_at, d.created_at`
 
     const insert = Rows.write({
       Request: NewWebhookRow,
@@ -63,15 +62,18 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     })
 
     const list = (userId: string, query: ListQuery<WebhookSort, WebhookStatus>) =>
-      listWebhooks({
-        select: columns,
-        from: sql`webhooks w`,
-        where: [sql`w.user_id = ${userId}`, ...(query.status !== undefined ? [sql`w.status = ${query.status}`] : [])],
-        columns: { created_at: "w.created_at", updated_at: "w.updated_at" },
-        createdColumn: "w.created_at",
-        idColumn: "w.id",
-        searchColumns: ["w.url"]
-      }, query)
+      listWebhooks(
+        {
+          select: columns,
+          from: sql`webhooks w`,
+          where: [sql`w.user_id = ${userId}`, ...(query.status !== undefined ? [sql`w.status = ${query.status}`] : [])],
+          columns: { created_at: "w.created_at", updated_at: "w.updated_at" },
+          createdColumn: "w.created_at",
+          idColumn: "w.id",
+          searchColumns: ["w.url"]
+        },
+        query
+      )
 
     const update = Rows.write({
       Request: Schema.Struct({ id: WebhookId, change: WebhookChange }),
@@ -81,18 +83,21 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     const remove = Rows.write({ Request: WebhookId, execute: (id) => sql`DELETE FROM webhooks WHERE id = ${id}` })
 
     const listDeliveries = (webhookId: WebhookId, query: ListQuery<"created_at", DeliveryStatus>) =>
-      listDeliveryRows({
-        select: deliveryColumns,
-        from: sql`deliveries d`,
-        where: [
-          sql`d.webhook_id = ${webhookId}`,
-          ...(query.status !== undefined ? [sql`d.status = ${query.status}`] : [])
-        ],
-        columns: { created_at: "d.created_at" },
-        createdColumn: "d.created_at",
-        idColumn: "d.id",
-        searchColumns: ["d.event_type"]
-      }, query)
+      listDeliveryRows(
+        {
+          select: deliveryColumns,
+          from: sql`deliveries d`,
+          where: [
+            sql`d.webhook_id = ${webhookId}`,
+            ...(query.status !== undefined ? [sql`d.status = ${query.status}`] : [])
+          ],
+          columns: { created_at: "d.created_at" },
+          createdColumn: "d.created_at",
+          idColumn: "d.id",
+          searchColumns: ["d.event_type"]
+        },
+        query
+      )
 
     const findDelivery = Rows.findOne({
       Request: Schema.Struct({ webhookId: WebhookId, id: DeliveryId }),
@@ -118,7 +123,12 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           WHERE id = ${id}`.pipe(Effect.asVoid)
 
     const claimIds = Rows.findAll({
-      Request: Schema.Struct({ limit: Schema.Int, now: Schema.String, claimedUntil: Schema.String, token: Schema.String }),
+      Request: Schema.Struct({
+        limit: Schema.Int,
+        now: Schema.String,
+        claimedUntil: Schema.String,
+        token: Schema.String
+      }),
       Result: Id,
       execute: ({ claimedUntil, limit, now, token }) => {
         const lock = sql.onDialectOrElse({ pg: () => sql`FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })
@@ -152,7 +162,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
      * may take the delivery again. On PostgreSQL, `SKIP LOCKED` keeps concurrent claimers off each other's rows.
      */
     const claim = (limit: number, now: string, claimedUntil: string, token: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const ids = yield* claimIds({ limit, now, claimedUntil, token })
         if (ids.length === 0) return []
         return yield* claimed({ ids: ids.map((row) => row.id), token })
@@ -161,7 +171,9 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     const insertAttempts = (attempts: ReadonlyArray<AttemptRecord>) =>
       attempts.length === 0
         ? Effect.void
-        : sql`INSERT INTO delivery_attempts ${sql.insert(attempts.map((attempt) => ({ ...attempt })))}`.pipe(Effect.asVoid)
+        : sql`INSERT INTO delivery_attempts ${sql.insert(attempts.map((attempt) => ({ ...attempt })))}`.pipe(
+            Effect.asVoid
+          )
 
     const settleClaim = Rows.findAll({
       Request: Schema.Struct({
@@ -175,9 +187,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       Result: Id,
       execute: ({ claimToken, id, ...outcome }) =>
         sql`
-          UPDATE deliveries SET ${
-          sql.update({ ...outcome, manual: 0, claimed_until: null, claim_token: null })
-        }
+          UPDATE deliveries SET ${sql.update({ ...outcome, manual: 0, claimed_until: null, claim_token: null })}
           WHERE id = ${id} AND claim_token = ${claimToken}
           RETURNING id`
     })
@@ -202,9 +212,9 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       ids.length === 0
         ? Effect.void
         : status === "active"
-        ? sql`UPDATE webhooks SET status = 'active', failed_at = NULL, updated_at = ${now}
+          ? sql`UPDATE webhooks SET status = 'active', failed_at = NULL, updated_at = ${now}
               WHERE id IN ${sql.in(ids)} AND status = 'failed'`.pipe(Effect.asVoid)
-        : sql`UPDATE webhooks SET status = 'failed', failed_at = ${now}, updated_at = ${now}
+          : sql`UPDATE webhooks SET status = 'failed', failed_at = ${now}, updated_at = ${now}
               WHERE id IN ${sql.in(ids)}`.pipe(Effect.asVoid)
 
     const pendingCount = Effect.map(

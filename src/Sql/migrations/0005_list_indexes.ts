@@ -8,7 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
-export default Effect.gen(function*() {
+export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`DROP INDEX projects_owner_created`
   for (const column of ["created_at", "updated_at", "name"]) {
