@@ -101,15 +101,16 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
 
     /** Turns a `pcs_…` bearer into a principal, or fails with 401 (unknown, expired or revoked alike). */
     const authenticate = Effect.fn("ApiKeys.authenticate", { captureStackTrace: false })(function* (token: string) {
-      const invalid = new Unauthorized({ message: "The API key is invalid, expired or revoked" })
-      if (!KEY_PATTERN.test(token)) return yield* invalid
+      // Built only when it is the answer: an error object (and its stack) per request costs.
+      const invalid = () => new Unauthorized({ message: "The API key is invalid, expired or revoked" })
+      if (!KEY_PATTERN.test(token)) return yield* invalid()
       const now = new Date()
       const hash = sha256Hex(token)
       const candidates = yield* Effect.orDie(
         repo.findByPrefix(token.slice(0, DISPLAY_PREFIX_LENGTH), now.toISOString())
       )
       const match = candidates.find((candidate) => sameHash(candidate.key_hash, hash))
-      if (match === undefined || match.status !== "active") return yield* invalid
+      if (match === undefined || match.status !== "active") return yield* invalid()
       const notBefore = new Date(now.getTime() - TOUCH_INTERVAL_MS).toISOString()
       if (match.last_used_at === null || match.last_used_at < notBefore) {
         yield* repo

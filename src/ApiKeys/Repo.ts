@@ -4,7 +4,7 @@ import { ApiKey, type ApiKeySort, type ApiKeyStatus, KeyCredential } from "../Do
 import { ApiKeyId, UserId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Scope } from "../Domain/Scopes.js"
-import { listPage } from "../Sql/Lists.js"
+import { makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
 /** As stored: scopes are a JSON array in a TEXT column. */
@@ -26,6 +26,7 @@ const NewKeyRow = Schema.Struct({
 export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const listKeys = makeListPage(ApiKeyRow)
 
     /** `status` is derived, never stored: revoked beats expired beats active. */
     const status = (now: string) =>
@@ -48,8 +49,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     })
 
     const list = (userId: string, query: ListQuery<ApiKeySort, ApiKeyStatus>, now: string) =>
-      listPage(
-        ApiKeyRow,
+      listKeys(
         {
           select: columns(now),
           from: sql`api_keys k`,

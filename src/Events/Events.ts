@@ -1,11 +1,12 @@
 /**
  * The transactional outbox. `emit` writes an event and one pending delivery per subscribed webhook inside the
- * caller's transaction; `transaction` runs a change with its events and wakes the delivery worker once the
- * transaction has committed, so new deliveries start within milliseconds rather than at the next poll.
+ * caller's transaction; `transaction` runs a change with its events and, if it queued a delivery, wakes the
+ * delivery worker once the transaction has committed, so new deliveries start within milliseconds rather than at
+ * the next poll.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Option, Queue, Schema } from "effect"
+import { Effect, FiberRef, Option, Queue, Schema } from "effect"
 import type { EventType } from "../Domain/EventTypes.js"
 import { makeId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
@@ -25,6 +26,12 @@ export interface EventEnvelope {
   readonly created_at: string
   readonly data: unknown
 }
+
+/**
+ * Whether the transaction being run queued a delivery: only then is the worker woken after the commit (waking it
+ * for every change costs it a claim and a look at the schedule, two statements on the one SQLite connection).
+ */
+const queuedDelivery = FiberRef.unsafeMake(false)
 
 /** A webhook's subscription: `events` is JSON text, a list of event type names. */
 const Subscription = Schema.Struct({ id: Schema.String, events: Schema.parseJson(Schema.Array(Schema.String)) })
@@ -79,13 +86,19 @@ export class Events extends Effect.Service<Events>()("Events", {
             created_at: now
           }))
         )}`
+        yield* FiberRef.set(queuedDelivery, true)
       }
       return event
     })
 
-    /** Runs a change and the events it emits in one transaction, then wakes the delivery worker. */
+    /** Runs a change and the events it emits in one transaction, then wakes the delivery worker if it has work. */
     const transaction = <A, E, R>(change: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-      sql.withTransaction(change).pipe(Effect.tap(() => doorbell.ring))
+      sql.withTransaction(change).pipe(
+        Effect.tap(() =>
+          Effect.flatMap(FiberRef.get(queuedDelivery), (queued) => (queued ? doorbell.ring : Effect.void))
+        ),
+        Effect.locally(queuedDelivery, false)
+      )
 
     return { emit, transaction, wake: doorbell.ring } as const
   })

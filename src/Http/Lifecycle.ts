@@ -2,28 +2,41 @@
  * Requests in flight, and whether the process is draining. On shutdown the server stops taking new `/v1`
  * work (503 `unavailable`) and waits for what is in flight to finish before anything else is torn down.
  */
-import { Duration, Effect, Layer, Ref, Schedule } from "effect"
+import { Duration, Effect, Layer, Schedule } from "effect"
 import { ServerConfig } from "../Config.js"
 
 export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
   effect: Effect.gen(function* () {
-    const inFlight = yield* Ref.make(0)
-    const draining = yield* Ref.make(false)
+    // Plain counters: every request touches them, and a `Ref` plus `acquireUseRelease` cost several fiber steps
+    // each; one thread updates them, and the mask keeps the count exact under interruption.
+    let inFlight = 0
+    let drainingNow = false
+    const currentInFlight = Effect.sync(() => inFlight)
+    const draining = {
+      get: Effect.sync(() => drainingNow),
+      set: Effect.sync(() => {
+        drainingNow = true
+      })
+    }
+    const leave = Effect.sync(() => {
+      inFlight--
+    })
 
     /** Runs one request's work, counted, so shutdown can wait for it. */
     const track = <A, E, R>(work: Effect.Effect<A, E, R>) =>
-      Effect.acquireUseRelease(
-        Ref.update(inFlight, (n) => n + 1),
-        () => work,
-        () => Ref.update(inFlight, (n) => n - 1)
+      Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => {
+          inFlight++
+          return Effect.ensuring(restore(work), leave)
+        })
       )
 
     const drain = (timeout: Duration.Duration) =>
       Effect.gen(function* () {
-        yield* Ref.set(draining, true)
-        const waiting = yield* Ref.get(inFlight)
+        yield* draining.set
+        const waiting = yield* currentInFlight
         yield* Effect.logInfo("draining", { in_flight: waiting })
-        const idle = Effect.repeat(Ref.get(inFlight), {
+        const idle = Effect.repeat(currentInFlight, {
           until: (n) => n === 0,
           schedule: Schedule.spaced(Duration.millis(20))
         })
@@ -32,7 +45,7 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
         if (finished._tag === "None") yield* Effect.logWarning("shutdown timeout reached with requests in flight")
       })
 
-    return { track, drain, isDraining: Ref.get(draining) } as const
+    return { track, drain, isDraining: draining.get } as const
   })
 }) {}
 

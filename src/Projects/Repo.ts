@@ -1,14 +1,19 @@
 import { SqlClient } from "@effect/sql"
+import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import { ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Project, type ProjectSort, type ProjectStatus } from "../Domain/Project.js"
-import { listPage } from "../Sql/Lists.js"
+import { makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
+
+/** More teams than this and the team projects are read as one branch (one query, not one per team). */
+const MAX_TEAM_BRANCHES = 16
 
 export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const listProjects = makeListPage(Project)
     const columns = sql`p.id, p.name, p.description, p.visibility, p.status, p.owner_id, p.team_id, p.created_at, p.updated_at`
 
     /** Projects a user may see and change: their own, and `team` projects of the teams they belong to. */
@@ -45,20 +50,41 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
 
     const remove = Rows.write({ Request: ProjectId, execute: (id) => sql`DELETE FROM projects WHERE id = ${id}` })
 
+    const teamsOf = Rows.findAll({
+      Request: Schema.String,
+      Result: Schema.Struct({ team_id: Schema.String }),
+      execute: (userId) => sql`SELECT team_id FROM team_members WHERE user_id = ${userId}`
+    })
+
+    /**
+     * The same rows as `visibleTo`, as disjoint branches the list merges (src/Sql/Lists.ts `runUnion`): the
+     * user's own projects, then per team the `team` projects of someone else, each walking its own index in sort
+     * order. Past `MAX_TEAM_BRANCHES` teams the team projects are one branch (an `IN`, read whole and sorted).
+     */
     const list = (userId: string, query: ListQuery<ProjectSort, ProjectStatus>) =>
-      listPage(
-        Project,
-        {
-          select: columns,
-          from: sql`projects p`,
-          where: [visibleTo(userId), ...(query.status !== undefined ? [sql`p.status = ${query.status}`] : [])],
-          columns: { created_at: "p.created_at", updated_at: "p.updated_at", name: "p.name" },
-          createdColumn: "p.created_at",
-          idColumn: "p.id",
-          searchColumns: ["p.name", "p.description"]
-        },
-        query
-      )
+      Effect.flatMap(teamsOf(userId), (memberships) => {
+        const teamIds = memberships.map((m) => m.team_id)
+        const teamBranch = (teams: Fragment) => [sql`p.visibility = 'team'`, teams, sql`p.owner_id <> ${userId}`]
+        const teamBranches =
+          teamIds.length === 0
+            ? []
+            : teamIds.length <= MAX_TEAM_BRANCHES
+              ? teamIds.map((teamId) => teamBranch(sql`p.team_id = ${teamId}`))
+              : [teamBranch(sql`p.team_id IN ${sql.in(teamIds)}`)]
+        return listProjects(
+          {
+            select: columns,
+            from: sql`projects p`,
+            branches: [[sql`p.owner_id = ${userId}`], ...teamBranches],
+            where: query.status !== undefined ? [sql`p.status = ${query.status}`] : [],
+            columns: { created_at: "p.created_at", updated_at: "p.updated_at", name: "p.name" },
+            createdColumn: "p.created_at",
+            idColumn: "p.id",
+            searchColumns: ["p.name", "p.description"]
+          },
+          query
+        )
+      })
 
     return {
       insert,

@@ -22,24 +22,38 @@ export interface ListSpec<Sort extends string> {
   readonly searchColumns: ReadonlyArray<string>
 }
 
+/** A list over disjoint branches (each a list of conditions), merged in sort order; see `runUnion`. */
+export interface UnionListSpec<Sort extends string> extends ListSpec<Sort> {
+  readonly branches: ReadonlyArray<ReadonlyArray<Fragment>>
+}
+
 /**
  * Both sides go through the database's own `lower()`, so folding is the same for the column and the term (SQLite
  * folds ASCII letters only; PostgreSQL follows its locale).
  */
 const likePattern = (search: string) => `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
+/** The caller's filters: search, then the creation bounds. */
+const filters = <Sort extends string>(sql: SqlClient.SqlClient, spec: ListSpec<Sort>, query: ListQuery<Sort>) => {
+  const conditions: Array<Fragment> = []
+  if (query.search !== undefined && query.search !== "") {
+    const pattern = likePattern(query.search)
+    conditions.push(
+      sql.or(spec.searchColumns.map((column) => sql`lower(${sql(column)}) LIKE lower(${pattern}) ESCAPE '\\'`))
+    )
+  }
+  if (query.created_after !== undefined) conditions.push(sql`${sql(spec.createdColumn)} > ${query.created_after}`)
+  if (query.created_before !== undefined) conditions.push(sql`${sql(spec.createdColumn)} < ${query.created_before}`)
+  return conditions
+}
+
+/** `p.created_at` → `created_at`: the name a qualified column has in a derived table. */
+const bare = (column: string) => column.slice(column.lastIndexOf(".") + 1)
+
 const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sort>) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const conditions: Array<Fragment> = [...spec.where]
-    if (query.search !== undefined && query.search !== "") {
-      const pattern = likePattern(query.search)
-      conditions.push(
-        sql.or(spec.searchColumns.map((column) => sql`lower(${sql(column)}) LIKE lower(${pattern}) ESCAPE '\\'`))
-      )
-    }
-    if (query.created_after !== undefined) conditions.push(sql`${sql(spec.createdColumn)} > ${query.created_after}`)
-    if (query.created_before !== undefined) conditions.push(sql`${sql(spec.createdColumn)} < ${query.created_before}`)
+    const conditions: Array<Fragment> = [...spec.where, ...filters(sql, spec, query)]
     const where = conditions.length > 0 ? sql`WHERE ${sql.and(conditions)}` : sql``
     const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
     const [counted, rows] = yield* Effect.all([
@@ -52,19 +66,68 @@ const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sor
     return { counted, rows }
   })
 
+/**
+ * A list whose rows are the union of disjoint `branches` (e.g. "projects I own" and "team projects of team T
+ * not owned by me"). An `OR` of such conditions makes both engines read every matching row and sort them; as
+ * separate branches each one walks its own `(condition, sort column, id)` index in order and stops after
+ * `page × per_page` rows, and only those are merged. So page 1 costs the same whatever the number of rows; page n
+ * reads n pages from each branch. The total is a sum of per-branch counts, each an index-only range count: it
+ * still grows with the number of rows (see bench/README.md), but reads no table rows and sorts nothing.
+ */
+const runUnion = <Row extends object, Sort extends string>(spec: UnionListSpec<Sort>, query: ListQuery<Sort>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const common = [...spec.where, ...filters(sql, spec, query)]
+    const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
+    const sortColumn = spec.columns[query.sort]
+    const reach = query.page * query.per_page
+    const whereOf = (branch: ReadonlyArray<Fragment>) => sql.and([...branch, ...common])
+    const union = spec.branches.map(
+      (branch, i) =>
+        sql`SELECT * FROM (
+        SELECT ${spec.select} FROM ${spec.from} WHERE ${whereOf(branch)}
+        ORDER BY ${sql(sortColumn)} ${direction}, ${sql(spec.idColumn)} ${direction} LIMIT ${reach}) ${sql.literal(
+          `b${i}`
+        )}`
+    )
+    const counts = spec.branches.map((branch) => sql`(SELECT count(*) FROM ${spec.from} WHERE ${whereOf(branch)})`)
+    const [counted, rows] = yield* Effect.all([
+      sql<{ readonly total: unknown }>`SELECT CAST(${sql.join(" + ", false)(counts)} AS INTEGER) AS total`,
+      sql<Row>`
+        SELECT * FROM (${sql.join(" UNION ALL ", false)(union)}) u
+        ORDER BY ${sql(bare(sortColumn))} ${direction}, ${sql(bare(spec.idColumn))} ${direction}
+        LIMIT ${query.per_page} OFFSET ${(query.page - 1) * query.per_page}`
+    ])
+    return { counted, rows }
+  })
+
+const isUnion = <Sort extends string>(spec: ListSpec<Sort> | UnionListSpec<Sort>): spec is UnionListSpec<Sort> =>
+  "branches" in spec
+
 const Total = Schema.Array(Schema.Struct({ total: Count }))
 
-/** One page, each row decoded by `Row` (a row that does not decode is a defect, as in src/Sql/Rows.ts). */
+/**
+ * A list reader for one row schema: its decoders are built once here, not on every page (a fresh
+ * `Schema.Array(Row)` per call is a fresh AST, compiled again each time). Each row is decoded by `Row` (a row
+ * that does not decode is a defect, as in src/Sql/Rows.ts).
+ */
+export const makeListPage = <A, I, R>(Row: Schema.Schema<A, I, R>) => {
+  const decodeTotal = Schema.decodeUnknown(Total)
+  const decodeRows = Schema.decodeUnknown(Schema.Array(Row))
+  return <Sort extends string>(
+    spec: ListSpec<Sort> | UnionListSpec<Sort>,
+    query: ListQuery<Sort>
+  ): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> =>
+    Effect.gen(function* () {
+      const { counted, rows } = yield* isUnion(spec) ? runUnion<object, Sort>(spec, query) : runList(spec, query)
+      const [total, items] = yield* Effect.orDie(Effect.all([decodeTotal(counted), decodeRows(rows)]))
+      return { items, total: total[0]?.total ?? 0, page: query.page, per_page: query.per_page }
+    })
+}
+
+/** One page (see `makeListPage`; prefer it where the same schema lists again and again). */
 export const listPage = <A, I, R, Sort extends string>(
   Row: Schema.Schema<A, I, R>,
-  spec: ListSpec<Sort>,
+  spec: ListSpec<Sort> | UnionListSpec<Sort>,
   query: ListQuery<Sort>
-): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> =>
-  Effect.gen(function* () {
-    const { counted, rows } = yield* runList(spec, query)
-    const decoded = yield* Effect.orDie(
-      Effect.all([Schema.decodeUnknown(Total)(counted), Schema.decodeUnknown(Schema.Array(Row))(rows)])
-    )
-    const [total, items] = decoded
-    return { items, total: total[0]?.total ?? 0, page: query.page, per_page: query.per_page }
-  })
+): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> => makeListPage(Row)(spec, query)

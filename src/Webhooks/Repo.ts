@@ -13,7 +13,7 @@ import {
   type WebhookSort,
   type WebhookStatus
 } from "../Domain/Webhook.js"
-import { listPage } from "../Sql/Lists.js"
+import { makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
 /** As stored: the event types are a JSON array in a TEXT column. */
@@ -45,6 +45,8 @@ const Id = Schema.Struct({ id: Schema.String })
 export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const listDeliveryRows = makeListPage(Delivery)
+    const listWebhooks = makeListPage(WebhookRow)
     const columns = sql`w.id, w.url, w.events, w.status, w.created_at, w.updated_at, w.failed_at`
     const deliveryColumns = sql`d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at, d.last_attempt_at, d.created_at`
 
@@ -60,8 +62,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     })
 
     const list = (userId: string, query: ListQuery<WebhookSort, WebhookStatus>) =>
-      listPage(
-        WebhookRow,
+      listWebhooks(
         {
           select: columns,
           from: sql`webhooks w`,
@@ -82,8 +83,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     const remove = Rows.write({ Request: WebhookId, execute: (id) => sql`DELETE FROM webhooks WHERE id = ${id}` })
 
     const listDeliveries = (webhookId: WebhookId, query: ListQuery<"created_at", DeliveryStatus>) =>
-      listPage(
-        Delivery,
+      listDeliveryRows(
         {
           select: deliveryColumns,
           from: sql`deliveries d`,

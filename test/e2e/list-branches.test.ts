@@ -1,0 +1,132 @@
+/**
+ * The project list is merged from branches (own projects, then each team's `team` projects of others; issue 14).
+ * Every sort, order, page size, status filter and search must give exactly what one sorted `OR` over the user's
+ * visible projects would: no duplicate when a project is both the caller's and their team's, nothing missing,
+ * nobody else's private project, and the true total.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { type Server, startServer, type TestUser } from "../support/server.ts"
+
+let server: Server
+let me: TestUser
+let other: TestUser
+let outsider: TestUser
+interface P {
+  id: string
+  name: string
+  status: string
+  created_at: string
+  updated_at: string
+}
+const visible: Array<P> = []
+
+const create = async (user: TestUser, body: Record<string, unknown>): Promise<P> => {
+  const res = await server.request("/v1/projects", { method: "POST", key: user.key, body })
+  expect(res.status).toBe(201)
+  return res.body.data
+}
+
+beforeAll(async () => {
+  server = await startServer()
+  me = await server.user({ name: "Me" })
+  other = await server.user({ name: "Other" })
+  outsider = await server.user({ name: "Outsider" })
+  const teams: Array<{ id: string }> = []
+  for (const name of ["A", "B", "C"]) {
+    const team = await server.cli<{ id: string }>("teams", "create", "--name", name, "--owner", other.id)
+    await server.cli("teams", "add-member", "--team", team.id, "--user", me.id, "--role", "member")
+    teams.push(team)
+  }
+  const mineInTeam = await server.cli<{ id: string }>("teams", "create", "--name", "Mine", "--owner", me.id)
+  for (let i = 0; i < 7; i++) visible.push(await create(me, { name: `own ${(i * 5) % 7}` }))
+  // Mine and shared with my own team: must appear once.
+  for (let i = 0; i < 3; i++)
+    visible.push(await create(me, { name: `own team ${i}`, visibility: "team", team_id: mineInTeam.id }))
+  for (const [t, team] of teams.entries()) {
+    for (let i = 0; i < 4; i++)
+      visible.push(await create(other, { name: `team ${t} ${(i * 3) % 4}`, visibility: "team", team_id: team.id }))
+    await create(other, { name: `private ${t}`, visibility: "private", team_id: team.id }) // not visible
+  }
+  await create(outsider, { name: "outsider" })
+  // Some archived, by their owners.
+  for (const p of visible.filter((_, i) => i % 4 === 1)) {
+    const owner = p.name.startsWith("own") ? me : other
+    const res = await server.request(`/v1/projects/${p.id}`, {
+      method: "PUT",
+      key: owner.key,
+      body: { status: "archived" }
+    })
+    expect(res.status).toBe(200)
+    Object.assign(p, res.body.data)
+  }
+}, 120_000)
+afterAll(async () => {
+  await server?.stop()
+})
+
+const expected = (sort: "created_at" | "updated_at" | "name", order: "asc" | "desc", keep: (p: P) => boolean) =>
+  visible
+    .filter(keep)
+    .sort((a, b) => {
+      const by = a[sort] < b[sort] ? -1 : a[sort] > b[sort] ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+      return order === "asc" ? by : -by
+    })
+    .map((p) => p.id)
+
+describe("GET /v1/projects merged from branches", () => {
+  for (const sort of ["created_at", "updated_at", "name"] as const) {
+    for (const order of ["asc", "desc"] as const) {
+      for (const filter of ["", "&status=archived", "&search=team"]) {
+        test(`sort=${sort} order=${order}${filter}: every page as one sorted list would give`, async () => {
+          const keep = (p: P) =>
+            filter === "&status=archived"
+              ? p.status === "archived"
+              : filter === "&search=team"
+                ? p.name.includes("team")
+                : true
+          const want = expected(sort, order, keep)
+          const got: Array<string> = []
+          for (let page = 1; page <= 6; page++) {
+            const res = await server.request(
+              `/v1/projects?sort=${sort}&order=${order}&per_page=5&page=${page}${filter}`,
+              { key: me.key }
+            )
+            expect(res.status).toBe(200)
+            expect(res.body.meta.total).toBe(want.length)
+            got.push(...res.body.data.map((p: P) => p.id))
+          }
+          expect(got).toEqual(want)
+        })
+      }
+    }
+  }
+})
+
+describe("GET /v1/projects for a member of many teams (one IN branch past 16 teams)", () => {
+  test("every team's team projects once, in order, with the true total", async () => {
+    const many = await server.user({ name: "Many" })
+    const expectedIds: Array<P> = []
+    const teamIds = await Promise.all(
+      Array.from({ length: 18 }, async (_, i) => {
+        const team = await server.cli<{ id: string }>("teams", "create", "--name", `Many ${i}`, "--owner", other.id)
+        await server.cli("teams", "add-member", "--team", team.id, "--user", many.id, "--role", "member")
+        return team.id
+      })
+    )
+    for (const [i, teamId] of teamIds.entries()) {
+      expectedIds.push(await create(other, { name: `many ${i % 5}`, visibility: "team", team_id: teamId }))
+    }
+    for (let i = 0; i < 3; i++) expectedIds.push(await create(many, { name: `mine ${i}` }))
+    const want = expectedIds
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : 1))
+      .map((p) => p.id)
+    const got: Array<string> = []
+    for (let page = 1; page <= 3; page++) {
+      const res = await server.request(`/v1/projects?sort=name&order=asc&per_page=8&page=${page}`, { key: many.key })
+      expect(res.status).toBe(200)
+      expect(res.body.meta.total).toBe(want.length)
+      got.push(...res.body.data.map((p: P) => p.id))
+    }
+    expect(got).toEqual(want)
+  }, 300_000)
+})
