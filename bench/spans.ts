@@ -33,7 +33,7 @@ const perSpan = Effect.gen(function* () {
   return ((performance.now() - start) * 1000) / SPANS
 })
 const best = (program: Effect.Effect<number>) =>
-  Effect.map(Effect.all([program, program, program]), (runs) => Math.min(...runs).toFixed(2) + " µs")
+  Effect.map(Effect.all([program, program, program]), (runs) => `${Math.min(...runs).toFixed(2)} µs`)
 
 // The collector is another process, on core 1, so its work is not counted here.
 const SINK_PORT = 4398
@@ -151,7 +151,7 @@ const encode = (label: string, f: () => void) => {
     for (let i = 0; i < 100; i++) f()
     fastest = Math.min(fastest, ((performance.now() - start) * 1000) / (100 * recorded.length))
   }
-  console.log(label.padEnd(52), fastest.toFixed(2) + " µs a span")
+  console.log(label.padEnd(52), `${fastest.toFixed(2)} µs a span`)
 }
 encode("encode as protobuf", () => {
   const batch = new ProtobufSpans()

@@ -73,7 +73,7 @@ export const AuthenticationLive = Layer.effect(
       // The framework's bearer decoder slices the header blindly; read it properly (scheme is case-insensitive).
       bearer: () =>
         Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-          const token = /^Bearer +(\S+) *$/i.exec(request.headers["authorization"] ?? "")?.[1] ?? ""
+          const token = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
           if (token === "") {
             return Effect.zipRight(
               challenge(undefined),

@@ -27,11 +27,14 @@ export const MAX_OBJECT_FIELDS = 100
 /** A shape check stops after this many problems; they are reported as a validation failure. */
 const MAX_SHAPE_PROBLEMS = 100
 
+/** The media type of a `Content-Type` value, lower-cased, without its parameters (`; charset=utf-8`). */
+const mediaType = (value: string | undefined): string => (value ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? ""
+
 /** `application/json`, with or without parameters (`; charset=utf-8`). */
-export const isJsonContentType = (value: string | undefined): boolean =>
-  (value ?? "").split(";")[0]!.trim().toLowerCase() === "application/json"
+export const isJsonContentType = (value: string | undefined): boolean => mediaType(value) === "application/json"
 
 /** NUL, or a UTF-16 surrogate that is not half of a pair: text no engine can store faithfully. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding NUL is this pattern's purpose.
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
 /** Why `text` cannot be stored as sent, or undefined when it can. */
@@ -52,8 +55,8 @@ const fieldName = (path: ReadonlyArray<string | number>) => path.join(".")
 export const checkShape = (value: unknown): Effect.Effect<void, BadRequest | ValidationFailed> => {
   const problems: Array<FieldIssue> = []
   const stack: Array<{ readonly value: unknown; readonly path: ReadonlyArray<string | number> }> = [{ value, path: [] }]
-  while (stack.length > 0 && problems.length < MAX_SHAPE_PROBLEMS) {
-    const { path, value } = stack.pop()!
+  for (let next = stack.pop(); next !== undefined && problems.length < MAX_SHAPE_PROBLEMS; next = stack.pop()) {
+    const { path, value } = next
     if (path.length > MAX_DEPTH) {
       return Effect.fail(new BadRequest({ message: `The body is nested deeper than ${MAX_DEPTH} levels` }))
     }
@@ -68,7 +71,9 @@ export const checkShape = (value: unknown): Effect.Effect<void, BadRequest | Val
         })
         continue
       }
-      value.forEach((item, i) => stack.push({ value: item, path: [...path, i] }))
+      value.forEach((item, i) => {
+        stack.push({ value: item, path: [...path, i] })
+      })
     } else if (value !== null && typeof value === "object") {
       const entries = Object.entries(value)
       if (entries.length > MAX_OBJECT_FIELDS) {
@@ -142,7 +147,7 @@ export const checkFormBody = (
   request: HttpServerRequest.HttpServerRequest
 ): Effect.Effect<void, BadRequest | ValidationFailed> =>
   Effect.gen(function* () {
-    const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+    const type = mediaType(request.headers["content-type"])
     const declared = Number(request.headers["content-length"] ?? "0")
     if (type === "" || declared > MAX_BODY_BYTES) return
     const text = yield* Effect.orElseSucceed(request.text, () => "")

@@ -109,7 +109,8 @@ const walk = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, a
   }
   switch (issue._tag) {
     case "Pointer":
-      return walk(issue.issue, path.concat(issue.path), acc)
+      walk(issue.issue, path.concat(issue.path), acc)
+      return
     case "Missing":
       acc.problems.push({ path, message: "is required" })
       return
