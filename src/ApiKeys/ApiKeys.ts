@@ -7,7 +7,6 @@ import type { Principal } from "../Domain/Principal.js"
 import { grants } from "../Domain/Scopes.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
-import { ApiKeysOperatorRepo } from "./OperatorRepo.js"
 import { ApiKeysRepo } from "./Repo.js"
 
 export const KEY_PREFIX = "pcs_"
@@ -16,10 +15,9 @@ const DISPLAY_PREFIX_LENGTH = 12
 const TOUCH_INTERVAL_MS = 60_000
 
 export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
-  dependencies: [ApiKeysRepo.Default, ApiKeysOperatorRepo.Default],
+  dependencies: [ApiKeysRepo.Default],
   effect: Effect.gen(function* () {
     const repo = yield* ApiKeysRepo
-    const operatorRepo = yield* ApiKeysOperatorRepo
 
     /** Makes a key for `userId`. The value is returned here and never again; only its SHA-256 is kept. */
     const issue = Effect.fn("ApiKeys.issue", { captureStackTrace: false })(function* (
@@ -128,12 +126,12 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
 
     /** `cli api-keys list`: every key (or one user's) with its owner, oldest first; never the key itself. */
     const listAll = Effect.fn("ApiKeys.listAll", { captureStackTrace: false })(function* (userId: string | null) {
-      return yield* Effect.orDie(operatorRepo.listAll(userId, nowIso()))
+      return yield* Effect.orDie(repo.listAll(userId, nowIso()))
     })
 
     /** `cli api-keys revoke`: any user's key, idempotently (a revoked key keeps its first `revoked_at`). */
     const revokeAny = Effect.fn("ApiKeys.revokeAny", { captureStackTrace: false })(function* (id: string) {
-      const revoked = yield* Effect.orDie(operatorRepo.revokeAny(id, nowIso()))
+      const revoked = yield* Effect.orDie(repo.revokeAny(id, nowIso()))
       if (Option.isNone(revoked)) return yield* NotFound.resource("API key", id)
       return revoked.value
     })

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { ApiKey, type ApiKeySort, type ApiKeyStatus, KeyCredential } from "../Domain/ApiKey.js"
+import { ApiKey, type ApiKeySort, type ApiKeyStatus, KeyCredential, OwnedApiKey } from "../Domain/ApiKey.js"
 import { ApiKeyId, UserId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Scope } from "../Domain/Scopes.js"
@@ -11,6 +11,7 @@ import * as Rows from "../Sql/Rows.js"
 const Scopes = Rows.JsonText(Schema.Array(Scope))
 const ApiKeyRow = Schema.Struct({ ...ApiKey.fields, scopes: Scopes })
 const KeyCredentialRow = Schema.Struct({ ...KeyCredential.fields, scopes: Scopes })
+const OwnedApiKeyRow = Schema.Struct({ ...OwnedApiKey.fields, scopes: Scopes })
 
 const NewKeyRow = Schema.Struct({
   id: ApiKeyId,
@@ -85,9 +86,37 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
       sql`UPDATE api_keys SET last_used_at = ${now}
         WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < ${notBefore})`
 
+    /** The operator's view (`cli api-keys list`): every key, or one user's, with its owner, oldest first. */
+    const listAll = Rows.findAll({
+      Request: Schema.Struct({ userId: Schema.NullOr(Schema.String), now: Schema.String }),
+      Result: OwnedApiKeyRow,
+      execute: ({ now, userId }) =>
+        sql`SELECT ${columns(now)}, k.user_id FROM api_keys k
+          ${userId === null ? sql`` : sql`WHERE k.user_id = ${userId}`}
+          ORDER BY k.created_at, k.id`
+    })
+
+    /** One key with its owner, whoever that is. */
+    const findOwned = Rows.findOne({
+      Request: Schema.Struct({ id: Schema.String, now: Schema.String }),
+      Result: OwnedApiKeyRow,
+      execute: ({ id, now }) => sql`SELECT ${columns(now)}, k.user_id FROM api_keys k WHERE k.id = ${id}`
+    })
+
+    /** `cli api-keys revoke`: any user's key. Idempotent: a revoked key keeps its first `revoked_at`. */
+    const revokeAny = (id: string, now: string) =>
+      sql.withTransaction(
+        Effect.zipRight(
+          sql`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${now}) WHERE id = ${id}`,
+          findOwned({ id, now })
+        )
+      )
+
     return {
       insert,
       find: (userId: string, id: ApiKeyId, now: string) => find({ userId, id, now }),
+      listAll: (userId: string | null, now: string) => listAll({ userId, now }),
+      revokeAny,
       list,
       findByPrefix: (prefix: string, now: string) => findByPrefix({ prefix, now }),
       revoke: (userId: string, id: ApiKeyId, now: string) => Effect.asVoid(revoke(userId, id, now)),
