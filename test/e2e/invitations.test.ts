@@ -4,6 +4,16 @@
  * and expiry — on a second server whose INVITATION_TTL is a second, so nothing waits seven days.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import {
+  ALL_SCOPES,
+  callOn,
+  expectError,
+  expectValidation,
+  joinTeam,
+  serverWithUsers,
+  usersOn
+} from "../support/api.ts"
+import { TIMESTAMP } from "../support/helpers.ts"
 import { type Server, startServer, startupFailure, type TestUser } from "../support/server.ts"
 
 let server: Server
@@ -14,41 +24,28 @@ let mia: TestUser // member
 let ivan: TestUser // the invitee
 let omar: TestUser // never involved
 
-const ALL = "read,write,team:manage"
 const TTL_MS = 1000
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const INVITATION_ID = /^inv_[0-7][0-9a-hjkmnp-tv-z]{25}$/
 const UNKNOWN_INVITATION = "inv_01jd3xkq8w0000000000000000"
 const SEVEN_DAYS_MS = 7 * 24 * 60 * 60 * 1000
 
 beforeAll(async () => {
-  ;[server, short] = await Promise.all([startServer(), startServer({ env: { INVITATION_TTL: `${TTL_MS}ms` } })])
-  ;[olive, adam, mia, ivan, omar] = await Promise.all([
-    server.user({ name: "Olive", scopes: ALL }),
-    server.user({ name: "Adam", scopes: ALL }),
-    server.user({ name: "Mia", scopes: ALL }),
-    server.user({ name: "Ivan", scopes: ALL }),
-    server.user({ name: "Omar", scopes: ALL })
+  ;[
+    {
+      server,
+      users: [olive, adam, mia, ivan, omar]
+    },
+    short
+  ] = await Promise.all([
+    serverWithUsers(["Olive", "Adam", "Mia", "Ivan", "Omar"]),
+    startServer({ env: { INVITATION_TTL: `${TTL_MS}ms` } })
   ])
 }, 60_000)
 afterAll(async () => {
   await Promise.all([server?.stop(), short?.stop()])
 })
 
-const call = (user: TestUser, method: string, path: string, body?: unknown, on: Server = server) =>
-  on.request(path, { method, key: user.key, ...(body !== undefined ? { body } : {}) })
-
-const expectError = (res: { status: number; body: any }, status: number, code: string, mentions?: string) => {
-  expect(res.status).toBe(status)
-  expect(res.body.error).toMatchObject({ code, status })
-  expect(res.body.error.request_id).toMatch(/^req_/)
-  if (mentions !== undefined) expect(res.body.error.message).toContain(mentions)
-}
-
-const expectValidation = (res: { status: number; body: any }, field: string) => {
-  expectError(res, 400, "validation_failed")
-  expect(res.body.error.details.map((d: { field: string }) => d.field)).toContain(field)
-}
+const call = callOn(() => server)
 
 const invite = (by: TestUser, teamId: string, email: string, role = "member", on: Server = server) =>
   call(by, "POST", `/v1/teams/${teamId}/invitations`, { email, role }, on)
@@ -61,14 +58,8 @@ const decline = (user: TestUser, id: string, on: Server = server) =>
 /** A team owned by Olive with Adam as admin and Mia as member. */
 const makeTeam = async (name = "Team") => {
   const team = (await call(olive, "POST", "/v1/teams", { name })).body.data as { id: string }
-  for (const [user, role] of [
-    [adam, "admin"],
-    [mia, "member"]
-  ] as const) {
-    const invited = await invite(olive, team.id, user.email, role)
-    expect(invited.status).toBe(201)
-    expect((await accept(user, invited.body.data.id)).status).toBe(200)
-  }
+  await joinTeam(server, team.id, adam, "admin", olive)
+  await joinTeam(server, team.id, mia, "member", olive)
   return team
 }
 
@@ -341,7 +332,10 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
 
 describe("expiry (INVITATION_TTL=1s on a second server)", () => {
   test("past expires_at an invitation is expired: listed so, not the invitee's, and cannot be answered or revoked (409)", async () => {
-    const [owner, invitee] = await Promise.all([short.user({ scopes: ALL }), short.user({ scopes: ALL })])
+    const [owner, invitee] = await usersOn(short, [
+      ["Owner", ALL_SCOPES],
+      ["Invitee", ALL_SCOPES]
+    ])
     const team = (await call(owner, "POST", "/v1/teams", { name: "Short" }, short)).body.data
     const invitation = (await invite(owner, team.id, invitee.email, "member", short)).body.data
     expect(invitation.status).toBe("pending")
