@@ -1,4 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
 import { List, Success } from "../Contract/Envelope.js"
 import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
 import { listParams, listParamsNoStatus } from "../Contract/ListParams.js"
@@ -7,6 +8,8 @@ import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { ApiErrors } from "../Domain/Errors.js"
 import { InvitationId, TeamId, UserId } from "../Domain/Ids.js"
 import { Invitation, InviteeEmail, invitationStatuses } from "../Domain/Invitation.js"
+import { oneOf } from "../Domain/Lists.js"
+import { optional } from "../Domain/Payload.js"
 import { Team, TeamMember, TeamName, TeamRole } from "../Domain/Team.js"
 
 // The records live in Domain; re-exported for the CLI, which reads the role schema from here.
@@ -16,7 +19,18 @@ export const TeamListParams = listParamsNoStatus({ sort: ["created_at", "updated
 /** Members sort by when they joined (the default) or by name. */
 export const MemberListParams = listParamsNoStatus({ sort: ["joined_at", "name"] })
 export const InvitationListParams = listParams({ sort: ["created_at"], status: invitationStatuses })
-export const MyInvitationListParams = listParamsNoStatus({ sort: ["created_at"] })
+/**
+ * The caller's own invitations: `pending` ones unless `status` says otherwise (so a client that never sends it sees
+ * what it always saw), `all` for every status — GitHub's `state=open|closed|all` habit.
+ */
+export const MyInvitationListParams = Schema.Struct({
+  ...listParamsNoStatus({ sort: ["created_at"] }).fields,
+  status: optional(
+    oneOf(...invitationStatuses, "all").annotations({
+      description: "Which invitations: `pending` (the default), `accepted`, `declined`, `revoked`, `expired` or `all`"
+    })
+  )
+})
 
 export const CreateTeam = strictBody({ name: TeamName }, "CreateTeam")
 export const UpdateTeam = strictBody({ name: TeamName }, "UpdateTeam")
@@ -140,7 +154,10 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
       .addSuccess(List(Invitation))
       .pipe(withParamErrors)
       .annotate(RequiredScopes, ["read"])
-      .annotate(OpenApi.Summary, "List the pending invitations addressed to your email")
+      .annotate(
+        OpenApi.Summary,
+        "List the invitations addressed to your email: the pending ones, or those of another `status` (`all` for every one)"
+      )
   )
   .add(
     HttpApiEndpoint.post("accept")`/invitations/${invitationId}/accept`

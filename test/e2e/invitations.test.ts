@@ -69,10 +69,11 @@ const teamInvitations = async (teamId: string, query = "", as: TestUser = olive,
   return res.body.data as Array<{ id: string; status: string; email: string; answered_at: string | null }>
 }
 
-const myInvitations = async (user: TestUser, on: Server = server) => {
-  const res = await call(user, "GET", "/v1/invitations?per_page=100", undefined, on)
+/** The invitations addressed to `user` (`query` adds to `per_page=100`: `&status=…`). */
+const myInvitations = async (user: TestUser, on: Server = server, query = "") => {
+  const res = await call(user, "GET", `/v1/invitations?per_page=100${query}`, undefined, on)
   expect(res.status).toBe(200)
-  return res.body.data as Array<{ id: string; team_id: string; status: string }>
+  return res.body.data as Array<{ id: string; team_id: string; status: string; answered_at: string | null }>
 }
 
 describe("POST /v1/teams/:team_id/invitations", () => {
@@ -201,11 +202,16 @@ describe("DELETE /v1/teams/:team_id/invitations/:invitation_id", () => {
       "owner or admin"
     )
     expectError(await call(omar, "DELETE", `/v1/teams/${team.id}/invitations/${first.id}`), 404, "not_found")
+    const before = Date.now()
     const res = await call(adam, "DELETE", `/v1/teams/${team.id}/invitations/${first.id}`)
     expect(res.status).toBe(204)
     expect(res.text).toBe("")
     const [listed] = await teamInvitations(team.id, "?status=revoked")
-    expect(listed).toMatchObject({ id: first.id, status: "revoked", answered_at: null })
+    expect(listed).toMatchObject({ id: first.id, status: "revoked" })
+    // answered_at of a revoked invitation: when it was revoked.
+    expect(listed?.answered_at).toMatch(TIMESTAMP)
+    expect(Date.parse(listed!.answered_at!)).toBeGreaterThanOrEqual(before - 1)
+    expect(Date.parse(listed!.answered_at!)).toBeLessThanOrEqual(Date.now())
     expect((await myInvitations(ivan)).map((i) => i.id)).not.toContain(first.id)
     expectError(await accept(ivan, first.id), 409, "conflict", "revoked")
     expectError(await call(olive, "DELETE", `/v1/teams/${team.id}/invitations/${first.id}`), 409, "conflict", "revoked")
@@ -244,6 +250,60 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
     expect((await myInvitations(olive)).map((i) => i.id)).not.toContain(upper.id)
     const res = await call(ivan, "GET", "/v1/invitations?per_page=1")
     expect(res.headers.get("link")).toContain('rel="first"')
+  })
+
+  test("status filter: pending by default; accepted, declined, revoked, expired or all — only ever the caller's", async () => {
+    const [iris] = await usersOn(server, ["Iris"])
+    const [team, other] = [await makeTeam("C"), await makeTeam("D")]
+    const declined = (await invite(olive, team.id, iris.email)).body.data
+    expect((await decline(iris, declined.id)).status).toBe(200)
+    const revoked = (await invite(olive, team.id, iris.email.toUpperCase())).body.data
+    expect((await call(olive, "DELETE", `/v1/teams/${team.id}/invitations/${revoked.id}`)).status).toBe(204)
+    const pending = (await invite(adam, team.id, iris.email, "admin")).body.data
+    const accepted = (await invite(olive, other.id, iris.email)).body.data
+    expect((await accept(iris, accepted.id)).status).toBe(200)
+    // Someone else's, in every status they could be in: never listed for Iris.
+    const omars = (await invite(olive, other.id, omar.email)).body.data
+    await call(olive, "DELETE", `/v1/teams/${other.id}/invitations/${omars.id}`)
+
+    const ids = async (query: string) => (await myInvitations(iris, server, query)).map((i) => i.id)
+    expect(await ids("")).toEqual([pending.id])
+    expect(await ids("&status=pending")).toEqual([pending.id])
+    expect(await ids("&status=accepted")).toEqual([accepted.id])
+    expect(await ids("&status=declined")).toEqual([declined.id])
+    expect(await ids("&status=revoked")).toEqual([revoked.id])
+    expect(await ids("&status=expired")).toEqual([])
+    // Newest first (the default order), like every list.
+    expect(await ids("&status=all")).toEqual([accepted.id, pending.id, revoked.id, declined.id])
+    expect(await ids("&status=all&order=asc")).toEqual([declined.id, revoked.id, pending.id, accepted.id])
+
+    const all = await myInvitations(iris, server, "&status=all")
+    const byId = Object.fromEntries(all.map((i) => [i.id, i]))
+    expect(byId[pending.id]).toMatchObject({ status: "pending", answered_at: null })
+    for (const [id, status] of [
+      [accepted.id, "accepted"],
+      [declined.id, "declined"],
+      [revoked.id, "revoked"]
+    ]) {
+      expect(byId[id!]).toMatchObject({ status })
+      expect(byId[id!]?.answered_at).toMatch(TIMESTAMP)
+    }
+
+    // Paging and the Link header keep the filter; meta.total counts only the filtered ones.
+    const paged = await call(iris, "GET", "/v1/invitations?status=all&per_page=3&page=2")
+    expect(paged.status).toBe(200)
+    expect(paged.body.meta).toMatchObject({ total: 4, page: 2, per_page: 3 })
+    expect(paged.body.data.map((i: { id: string }) => i.id)).toEqual([declined.id])
+    expect(paged.headers.get("link")).toContain("status=all")
+    expect((await call(iris, "GET", "/v1/invitations?status=revoked")).body.meta.total).toBe(1)
+
+    expect((await myInvitations(omar, server, "&status=revoked")).map((i) => i.id)).toContain(omars.id)
+    expect(await ids("&status=all")).not.toContain(omars.id)
+
+    const bad = await call(iris, "GET", "/v1/invitations?status=open")
+    expectValidation(bad, "status")
+    expect(bad.body.error.message).toContain("all")
+    expectValidation(await call(iris, "GET", "/v1/invitations?status="), "status")
   })
 
   test("accept: 200 with the member record; the invitee is now a member with the invited role", async () => {
@@ -349,6 +409,11 @@ describe("expiry (INVITATION_TTL=1s on a second server)", () => {
     ])
     expect(await teamInvitations(team.id, "?status=pending", owner, short)).toEqual([])
     expect(await myInvitations(invitee, short)).toEqual([])
+    // The invitee still finds it under `expired` (and `all`); answered_at stays null: no one answered it.
+    expect(await myInvitations(invitee, short, "&status=expired")).toEqual([{ ...invitation, status: "expired" }])
+    expect((await myInvitations(invitee, short, "&status=all")).map((i) => [i.id, i.status, i.answered_at])).toEqual([
+      [invitation.id, "expired", null]
+    ])
     expectError(await accept(invitee, invitation.id, short), 409, "conflict", "expired")
     expectError(await decline(invitee, invitation.id, short), 409, "conflict", "expired")
     expectError(
