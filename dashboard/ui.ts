@@ -1,11 +1,12 @@
 /**
  * The dashboard's building blocks: labelled fields that show their own API error, forms that report
  * `error.message` and put each of `error.details` next to its field, confirmation dialogs, tables that become
- * cards on a phone, pagers, status badges, and the shown-once secret panel.
+ * cards on a phone, pagers, list regions (table + pager, or the error box), status badges, and the shown-once
+ * secret panel.
  */
 import { ApiError, messageOf } from "./api.ts"
 import { type Child, h, uid } from "./dom.ts"
-import type { ListMeta } from "./types.ts"
+import type { ListMeta, Page } from "./types.ts"
 
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
 
@@ -322,6 +323,43 @@ export const errorBox = (error: unknown): HTMLElement =>
         )
       : null
   )
+
+/** A list on a page: its container (live region) and `load()`, which fetches the page again and redraws it. */
+export interface ListRegion {
+  readonly element: HTMLElement
+  readonly load: () => Promise<void>
+}
+
+/**
+ * One list region, the same everywhere: "Loading…" until the first answer, then the table (or the `empty` line)
+ * with its pager, or the API's error in an error box. `load()` never rejects. Without `pageHref` there is no pager
+ * (a list that is never longer than one page).
+ */
+export const listRegion = <T>(options: {
+  readonly caption: string
+  readonly columns: ReadonlyArray<Column<T>>
+  readonly empty: string
+  readonly fetch: () => Promise<Page<T>>
+  readonly pageHref?: (page: number) => string
+  readonly loading?: string
+}): ListRegion => {
+  const element = h(
+    "div",
+    { class: "list", "aria-live": "polite" },
+    h("p", { class: "loading" }, options.loading ?? "Loading…")
+  )
+  const load = async (): Promise<void> => {
+    try {
+      const page = await options.fetch()
+      const rows = table<T>(options.caption, options.columns, page.data, options.empty)
+      if (options.pageHref === undefined) element.replaceChildren(rows)
+      else element.replaceChildren(rows, pager(page.meta, options.pageHref) ?? "")
+    } catch (error) {
+      element.replaceChildren(errorBox(error))
+    }
+  }
+  return { element, load }
+}
 
 const copy = async (value: HTMLInputElement): Promise<void> => {
   if (navigator.clipboard !== undefined && window.isSecureContext) {

@@ -13,15 +13,13 @@ import {
   checkboxes,
   checkedValues,
   confirmAction,
-  errorBox,
   field,
   formValue,
   input,
+  listRegion,
   onSubmit,
-  pager,
   secretOnce,
   select,
-  table,
   when
 } from "../ui.ts"
 import { filterForm } from "./projects.ts"
@@ -43,60 +41,50 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
   )
 
   const created = h("div", { class: "created-slot" })
-  const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading…"))
-
-  const load = async () => {
-    try {
-      const page = await api.list<ApiKey>("/api-keys", {
+  const keys = listRegion<ApiKey>({
+    caption: "API keys",
+    fetch: () =>
+      api.list<ApiKey>("/api-keys", {
         page: q("page") || undefined,
         per_page: 20,
         status: q("status") || undefined,
         search: q("search") || undefined
-      })
-      list.replaceChildren(
-        table<ApiKey>(
-          "API keys",
-          [
-            { label: "Name", cell: (key) => key.name },
-            { label: "Key", cell: (key) => h("code", { class: "nowrap" }, `${key.prefix}…`) },
-            { label: "Scopes", cell: (key) => h("span", { class: "scopes" }, key.scopes.join(", ")) },
-            { label: "Status", cell: (key) => badge(key.status) },
-            { label: "Created", cell: (key) => when(key.created_at) },
-            { label: "Expires", cell: (key) => (key.expires_at === null ? "Never" : when(key.expires_at)) },
-            { label: "Last used", cell: (key) => (key.last_used_at === null ? "Never" : when(key.last_used_at)) },
-            {
-              label: "Actions",
-              cell: (key) =>
-                key.status === "active"
-                  ? actionButton(
-                      "Revoke",
-                      async () => {
-                        if (
-                          !(await confirmAction(
-                            `Revoke the key “${key.name}” (${key.prefix}…)? Programs using it will get 401 at once.`,
-                            "Revoke key"
-                          ))
-                        )
-                          return
-                        await api.delete(`/api-keys/${encodeURIComponent(key.id)}`)
-                        await load()
-                      },
-                      { className: "danger", ariaLabel: `Revoke ${key.name}` }
-                    )
-                  : key.status === "revoked"
-                    ? when(key.revoked_at)
-                    : h("span", { class: "muted" }, "—")
-            }
-          ],
-          page.data,
-          "No keys match."
-        ),
-        pager(page.meta, (n) => context.href({ page: n })) ?? ""
-      )
-    } catch (error) {
-      list.replaceChildren(errorBox(error))
-    }
-  }
+      }),
+    pageHref: (n) => context.href({ page: n }),
+    empty: "No keys match.",
+    columns: [
+      { label: "Name", cell: (key) => key.name },
+      { label: "Key", cell: (key) => h("code", { class: "nowrap" }, `${key.prefix}…`) },
+      { label: "Scopes", cell: (key) => h("span", { class: "scopes" }, key.scopes.join(", ")) },
+      { label: "Status", cell: (key) => badge(key.status) },
+      { label: "Created", cell: (key) => when(key.created_at) },
+      { label: "Expires", cell: (key) => (key.expires_at === null ? "Never" : when(key.expires_at)) },
+      { label: "Last used", cell: (key) => (key.last_used_at === null ? "Never" : when(key.last_used_at)) },
+      {
+        label: "Actions",
+        cell: (key) =>
+          key.status === "active"
+            ? actionButton(
+                "Revoke",
+                async () => {
+                  if (
+                    !(await confirmAction(
+                      `Revoke the key “${key.name}” (${key.prefix}…)? Programs using it will get 401 at once.`,
+                      "Revoke key"
+                    ))
+                  )
+                    return
+                  await api.delete(`/api-keys/${encodeURIComponent(key.id)}`)
+                  await keys.load()
+                },
+                { className: "danger", ariaLabel: `Revoke ${key.name}` }
+              )
+            : key.status === "revoked"
+              ? when(key.revoked_at)
+              : h("span", { class: "muted" }, "—")
+      }
+    ]
+  })
 
   const form = onSubmit(
     h(
@@ -135,7 +123,7 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
       created.replaceChildren(panel)
       panel.querySelector<HTMLElement>("h2")?.setAttribute("tabindex", "-1")
       panel.querySelector<HTMLElement>("h2")?.focus()
-      await load()
+      await keys.load()
     }
   )
 
@@ -165,7 +153,7 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
     created,
     h("details", { class: "card create" }, h("summary", null, "New API key"), form),
     filters,
-    list
+    keys.element
   )
-  await load()
+  await keys.load()
 }

@@ -1,5 +1,5 @@
 /** Projects: the list (search, status, sort, paging), creating one, and a project's page with its deployments. */
-import { api, messageOf } from "../api.ts"
+import { api } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import type { Deployment, Project, Team } from "../types.ts"
@@ -11,10 +11,9 @@ import {
   field,
   formValue,
   input,
+  listRegion,
   onSubmit,
-  pager,
   select,
-  table,
   when
 } from "../ui.ts"
 
@@ -141,37 +140,31 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
     ["search", "status", "sort", "order"]
   )
 
-  const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading…"))
-  context.root.append(create, filters, list)
-
-  try {
-    const page = await api.list<Project>("/projects", {
-      page: q("page") || undefined,
-      per_page: 20,
-      search: q("search") || undefined,
-      status: q("status") || undefined,
-      sort: q("sort") || undefined,
-      order: q("order") || undefined
-    })
-    list.replaceChildren(
-      table<Project>(
-        "Projects",
-        [
-          { label: "Name", cell: projectLink },
-          { label: "Status", cell: (project) => badge(project.status) },
-          { label: "Visibility", cell: (project) => project.visibility },
-          { label: "Updated", cell: (project) => when(project.updated_at) }
-        ],
-        page.data,
-        q("search") !== "" || q("status") !== ""
-          ? "No project matches these filters."
-          : "No projects yet. Create one above."
-      ),
-      pager(page.meta, (n) => context.href({ page: n })) ?? ""
-    )
-  } catch (error) {
-    list.replaceChildren(errorBox(error))
-  }
+  const projects = listRegion<Project>({
+    caption: "Projects",
+    columns: [
+      { label: "Name", cell: projectLink },
+      { label: "Status", cell: (project) => badge(project.status) },
+      { label: "Visibility", cell: (project) => project.visibility },
+      { label: "Updated", cell: (project) => when(project.updated_at) }
+    ],
+    empty:
+      q("search") !== "" || q("status") !== ""
+        ? "No project matches these filters."
+        : "No projects yet. Create one above.",
+    fetch: () =>
+      api.list<Project>("/projects", {
+        page: q("page") || undefined,
+        per_page: 20,
+        search: q("search") || undefined,
+        status: q("status") || undefined,
+        sort: q("sort") || undefined,
+        order: q("order") || undefined
+      }),
+    pageHref: (n) => context.href({ page: n })
+  })
+  context.root.append(create, filters, projects.element)
+  await projects.load()
 }
 
 export const projectPage = async (context: PageContext): Promise<void> => {
@@ -272,7 +265,6 @@ export const projectPage = async (context: PageContext): Promise<void> => {
 
 const deploymentsSection = (context: PageContext, projectPath: string, project: Project): HTMLElement => {
   const q = (name: string) => context.query.get(name) ?? ""
-  const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading deployments…"))
 
   const finish = (deployment: Deployment) =>
     h(
@@ -288,38 +280,31 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
     )
   const finishAs = async (deployment: Deployment, status: "succeeded" | "failed") => {
     await api.put<Deployment>(`${projectPath}/deployments/${encodeURIComponent(deployment.id)}`, { status })
-    await load()
+    await deployments.load()
   }
 
-  const load = async () => {
-    try {
-      const page = await api.list<Deployment>(`${projectPath}/deployments`, {
+  const deployments = listRegion<Deployment>({
+    caption: "Deployments",
+    loading: "Loading deployments…",
+    columns: [
+      { label: "Ref", cell: (d) => h("code", null, d.ref) },
+      { label: "Environment", cell: (d) => d.environment },
+      { label: "Status", cell: (d) => badge(d.status) },
+      { label: "Started", cell: (d) => when(d.created_at) },
+      { label: "Finished", cell: (d) => when(d.finished_at) },
+      { label: "Description", cell: (d) => d.description || h("span", { class: "muted" }, "—") },
+      { label: "Finish", cell: (d) => (d.status === "running" ? finish(d) : h("span", { class: "muted" }, "—")) }
+    ],
+    empty: "No deployments yet.",
+    fetch: () =>
+      api.list<Deployment>(`${projectPath}/deployments`, {
         page: q("dpage") || undefined,
         per_page: 20,
         status: q("dstatus") || undefined,
         environment: q("denv") || undefined
-      })
-      list.replaceChildren(
-        table<Deployment>(
-          "Deployments",
-          [
-            { label: "Ref", cell: (d) => h("code", null, d.ref) },
-            { label: "Environment", cell: (d) => d.environment },
-            { label: "Status", cell: (d) => badge(d.status) },
-            { label: "Started", cell: (d) => when(d.created_at) },
-            { label: "Finished", cell: (d) => when(d.finished_at) },
-            { label: "Description", cell: (d) => d.description || h("span", { class: "muted" }, "—") },
-            { label: "Finish", cell: (d) => (d.status === "running" ? finish(d) : h("span", { class: "muted" }, "—")) }
-          ],
-          page.data,
-          "No deployments yet."
-        ),
-        pager(page.meta, (n) => context.href({ dpage: n })) ?? ""
-      )
-    } catch (error) {
-      list.replaceChildren(errorBox(error))
-    }
-  }
+      }),
+    pageHref: (n) => context.href({ dpage: n })
+  })
 
   const create = onSubmit(
     h(
@@ -349,7 +334,7 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
         description: formValue(form, "description")
       })
       form.reset()
-      await load()
+      await deployments.load()
     }
   )
 
@@ -376,13 +361,13 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
     "dpage"
   )
 
-  load().catch((error: unknown) => list.replaceChildren(h("p", null, messageOf(error))))
+  void deployments.load()
   return h(
     "section",
     { class: "section", "aria-labelledby": "deployments-title" },
     h("h2", { id: "deployments-title" }, "Deployments"),
     h("details", { class: "card" }, h("summary", null, "Start a deployment"), create),
     filters,
-    list
+    deployments.element
   )
 }

@@ -15,10 +15,9 @@ import {
   field,
   formValue,
   input,
+  listRegion,
   onSubmit,
-  pager,
   select,
-  table,
   when
 } from "../ui.ts"
 import { filterForm } from "./projects.ts"
@@ -34,79 +33,60 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
   const q = (name: string) => context.query.get(name) ?? ""
   context.title("Teams")
 
-  const invitations = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading…"))
-  const loadInvitations = async () => {
-    try {
-      const page = await api.list<Invitation>("/invitations", { per_page: 100 })
-      invitations.replaceChildren(
-        table<Invitation>(
-          "Invitations for you",
-          [
-            { label: "Team", cell: (inv) => h("code", null, inv.team_id) },
-            { label: "Role", cell: (inv) => inv.role },
-            { label: "Invited", cell: (inv) => when(inv.created_at) },
-            { label: "Expires", cell: (inv) => when(inv.expires_at) },
-            {
-              label: "Answer",
-              cell: (inv) =>
-                h(
-                  "div",
-                  { class: "row-actions" },
-                  actionButton(
-                    "Accept",
-                    async () => {
-                      await api.post<Member>(`/invitations/${encodeURIComponent(inv.id)}/accept`)
-                      flashNext("Invitation accepted: you are a member of the team.")
-                      navigate(teamHref(inv.team_id))
-                    },
-                    { className: "primary", ariaLabel: `Accept the invitation to ${inv.team_id}` }
-                  ),
-                  actionButton(
-                    "Decline",
-                    async () => {
-                      await api.post<Invitation>(`/invitations/${encodeURIComponent(inv.id)}/decline`)
-                      await loadInvitations()
-                    },
-                    { ariaLabel: `Decline the invitation to ${inv.team_id}` }
-                  )
-                )
-            }
-          ],
-          page.data,
-          "No pending invitations."
-        )
-      )
-    } catch (error) {
-      invitations.replaceChildren(errorBox(error))
-    }
-  }
+  const invitations = listRegion<Invitation>({
+    caption: "Invitations for you",
+    fetch: () => api.list<Invitation>("/invitations", { per_page: 100 }),
+    empty: "No pending invitations.",
+    columns: [
+      { label: "Team", cell: (inv) => h("code", null, inv.team_id) },
+      { label: "Role", cell: (inv) => inv.role },
+      { label: "Invited", cell: (inv) => when(inv.created_at) },
+      { label: "Expires", cell: (inv) => when(inv.expires_at) },
+      {
+        label: "Answer",
+        cell: (inv) =>
+          h(
+            "div",
+            { class: "row-actions" },
+            actionButton(
+              "Accept",
+              async () => {
+                await api.post<Member>(`/invitations/${encodeURIComponent(inv.id)}/accept`)
+                flashNext("Invitation accepted: you are a member of the team.")
+                navigate(teamHref(inv.team_id))
+              },
+              { className: "primary", ariaLabel: `Accept the invitation to ${inv.team_id}` }
+            ),
+            actionButton(
+              "Decline",
+              async () => {
+                await api.post<Invitation>(`/invitations/${encodeURIComponent(inv.id)}/decline`)
+                await invitations.load()
+              },
+              { ariaLabel: `Decline the invitation to ${inv.team_id}` }
+            )
+          )
+      }
+    ]
+  })
 
-  const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading…"))
-  const loadTeams = async () => {
-    try {
-      const page = await api.list<Team>("/teams", {
+  const teams = listRegion<Team>({
+    caption: "Your teams",
+    columns: [
+      { label: "Name", cell: (team) => h("a", { href: teamHref(team.id) }, team.name) },
+      { label: "Created", cell: (team) => when(team.created_at) }
+    ],
+    empty: "You are not in a team yet.",
+    fetch: () =>
+      api.list<Team>("/teams", {
         page: q("page") || undefined,
         per_page: 20,
         search: q("search") || undefined,
         sort: "name",
         order: "asc"
-      })
-      list.replaceChildren(
-        table<Team>(
-          "Your teams",
-          [
-            { label: "Name", cell: (team) => h("a", { href: teamHref(team.id) }, team.name) },
-            { label: "Created", cell: (team) => when(team.created_at) }
-          ],
-          page.data,
-          "You are not in a team yet."
-        ),
-        pager(page.meta, (n) => context.href({ page: n })) ?? ""
-      )
-    } catch (error) {
-      list.replaceChildren(errorBox(error))
-    }
-  }
+      }),
+    pageHref: (n) => context.href({ page: n })
+  })
 
   const create = onSubmit(
     h(
@@ -127,17 +107,17 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
       "section",
       { class: "section", "aria-labelledby": "mine-title" },
       h("h2", { id: "mine-title" }, "Invitations for you"),
-      invitations
+      invitations.element
     ),
     h(
       "section",
       { class: "section", "aria-labelledby": "teams-title" },
       h("h2", { id: "teams-title" }, "Your teams"),
       h("details", { class: "card create" }, h("summary", null, "New team"), create),
-      list
+      teams.element
     )
   )
-  await Promise.all([loadInvitations(), loadTeams()])
+  await Promise.all([invitations.load(), teams.load()])
 }
 
 export const teamPage = async (context: PageContext): Promise<void> => {
@@ -157,129 +137,106 @@ export const teamPage = async (context: PageContext): Promise<void> => {
   const manages = team.role === "owner" || team.role === "admin"
   const me = await api.get<User>("/users/me").catch(() => undefined)
 
-  const members = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading members…"))
-  const loadMembers = async () => {
-    try {
-      const page = await api.list<Member>(`${path}/members`, {
+  const members = listRegion<Member>({
+    caption: "Members",
+    loading: "Loading members…",
+    fetch: () =>
+      api.list<Member>(`${path}/members`, {
         page: q("mpage") || undefined,
         per_page: 50,
         sort: "name",
         order: "asc"
-      })
-      members.replaceChildren(
-        table<Member>(
-          "Members",
-          [
-            { label: "Name", cell: (m) => m.name },
-            { label: "Email", cell: (m) => m.email },
-            {
-              label: "Role",
-              cell: (m) => {
-                if (!manages) return m.role
-                const choice = select(roles, m.role, { "aria-label": `Role of ${m.name}` })
-                return h(
-                  "div",
-                  { class: "row-actions" },
-                  choice,
-                  actionButton(
-                    "Change",
-                    async () => {
-                      await api.put<Member>(`${path}/members/${encodeURIComponent(m.user_id)}`, { role: choice.value })
-                      await loadMembers()
-                    },
-                    { ariaLabel: `Change the role of ${m.name}` }
-                  )
+      }),
+    pageHref: (n) => context.href({ mpage: n }),
+    empty: "No members.",
+    columns: [
+      { label: "Name", cell: (m) => m.name },
+      { label: "Email", cell: (m) => m.email },
+      {
+        label: "Role",
+        cell: (m) => {
+          if (!manages) return m.role
+          const choice = select(roles, m.role, { "aria-label": `Role of ${m.name}` })
+          return h(
+            "div",
+            { class: "row-actions" },
+            choice,
+            actionButton(
+              "Change",
+              async () => {
+                await api.put<Member>(`${path}/members/${encodeURIComponent(m.user_id)}`, { role: choice.value })
+                await members.load()
+              },
+              { ariaLabel: `Change the role of ${m.name}` }
+            )
+          )
+        }
+      },
+      { label: "Joined", cell: (m) => when(m.joined_at) },
+      {
+        label: "Actions",
+        cell: (m) =>
+          m.user_id === me?.id
+            ? actionButton(
+                "Leave",
+                async () => {
+                  if (!(await confirmAction(`Leave ${team.name}?`, "Leave team"))) return
+                  await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
+                  flashNext(`You left ${team.name}.`)
+                  navigate(`${BASE}/teams`)
+                },
+                { className: "danger", ariaLabel: `Leave ${team.name}` }
+              )
+            : manages
+              ? actionButton(
+                  "Remove",
+                  async () => {
+                    if (!(await confirmAction(`Remove ${m.name} (${m.email}) from ${team.name}?`, "Remove member")))
+                      return
+                    await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
+                    await members.load()
+                  },
+                  { className: "danger", ariaLabel: `Remove ${m.name}` }
                 )
-              }
-            },
-            { label: "Joined", cell: (m) => when(m.joined_at) },
-            {
-              label: "Actions",
-              cell: (m) =>
-                m.user_id === me?.id
-                  ? actionButton(
-                      "Leave",
-                      async () => {
-                        if (!(await confirmAction(`Leave ${team.name}?`, "Leave team"))) return
-                        await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
-                        flashNext(`You left ${team.name}.`)
-                        navigate(`${BASE}/teams`)
-                      },
-                      { className: "danger", ariaLabel: `Leave ${team.name}` }
-                    )
-                  : manages
-                    ? actionButton(
-                        "Remove",
-                        async () => {
-                          if (
-                            !(await confirmAction(`Remove ${m.name} (${m.email}) from ${team.name}?`, "Remove member"))
-                          )
-                            return
-                          await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
-                          await loadMembers()
-                        },
-                        { className: "danger", ariaLabel: `Remove ${m.name}` }
-                      )
-                    : h("span", { class: "muted" }, "—")
-            }
-          ],
-          page.data,
-          "No members."
-        ),
-        pager(page.meta, (n) => context.href({ mpage: n })) ?? ""
-      )
-    } catch (error) {
-      members.replaceChildren(errorBox(error))
-    }
-  }
+              : h("span", { class: "muted" }, "—")
+      }
+    ]
+  })
 
-  const invitations = h(
-    "div",
-    { class: "list", "aria-live": "polite" },
-    h("p", { class: "loading" }, "Loading invitations…")
-  )
-  const loadInvitations = async () => {
-    try {
-      const page = await api.list<Invitation>(`${path}/invitations`, {
+  const invitations = listRegion<Invitation>({
+    caption: "Invitations",
+    loading: "Loading invitations…",
+    fetch: () =>
+      api.list<Invitation>(`${path}/invitations`, {
         page: q("ipage") || undefined,
         per_page: 20,
         status: q("istatus") || undefined
-      })
-      invitations.replaceChildren(
-        table<Invitation>(
-          "Invitations",
-          [
-            { label: "Email", cell: (inv) => inv.email },
-            { label: "Role", cell: (inv) => inv.role },
-            { label: "Status", cell: (inv) => badge(inv.status) },
-            { label: "Invited", cell: (inv) => when(inv.created_at) },
-            { label: "Expires", cell: (inv) => when(inv.expires_at) },
-            {
-              label: "Actions",
-              cell: (inv) =>
-                inv.status === "pending" && manages
-                  ? actionButton(
-                      "Revoke",
-                      async () => {
-                        if (!(await confirmAction(`Revoke the invitation to ${inv.email}?`, "Revoke invitation")))
-                          return
-                        await api.delete(`${path}/invitations/${encodeURIComponent(inv.id)}`)
-                        await loadInvitations()
-                      },
-                      { className: "danger", ariaLabel: `Revoke the invitation to ${inv.email}` }
-                    )
-                  : h("span", { class: "muted" }, inv.answered_at === null ? "—" : when(inv.answered_at))
-            }
-          ],
-          page.data,
-          q("istatus") === "" ? "No invitations." : `No ${q("istatus")} invitations.`
-        ),
-        pager(page.meta, (n) => context.href({ ipage: n })) ?? ""
-      )
-    } catch (error) {
-      invitations.replaceChildren(errorBox(error))
-    }
-  }
+      }),
+    pageHref: (n) => context.href({ ipage: n }),
+    empty: q("istatus") === "" ? "No invitations." : `No ${q("istatus")} invitations.`,
+    columns: [
+      { label: "Email", cell: (inv) => inv.email },
+      { label: "Role", cell: (inv) => inv.role },
+      { label: "Status", cell: (inv) => badge(inv.status) },
+      { label: "Invited", cell: (inv) => when(inv.created_at) },
+      { label: "Expires", cell: (inv) => when(inv.expires_at) },
+      {
+        label: "Actions",
+        cell: (inv) =>
+          inv.status === "pending" && manages
+            ? actionButton(
+                "Revoke",
+                async () => {
+                  if (!(await confirmAction(`Revoke the invitation to ${inv.email}?`, "Revoke invitation"))) return
+                  await api.delete(`${path}/invitations/${encodeURIComponent(inv.id)}`)
+                  await invitations.load()
+                },
+                { className: "danger", ariaLabel: `Revoke the invitation to ${inv.email}` }
+              )
+            : h("span", { class: "muted" }, inv.answered_at === null ? "—" : when(inv.answered_at))
+      }
+    ]
+  })
 
   const invite = onSubmit(
     h(
@@ -300,7 +257,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
         role: formValue(form, "role")
       })
       form.reset()
-      await loadInvitations()
+      await invitations.load()
     }
   )
 
@@ -381,7 +338,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       "section",
       { class: "section", "aria-labelledby": "members-title" },
       h("h2", { id: "members-title" }, "Members"),
-      members
+      members.element
     ),
     h(
       "section",
@@ -389,8 +346,8 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       h("h2", { id: "invitations-title" }, "Invitations"),
       manages ? h("details", { class: "card create" }, h("summary", null, "Invite someone"), invite) : null,
       filters,
-      invitations
+      invitations.element
     )
   )
-  await Promise.all([loadMembers(), loadInvitations()])
+  await Promise.all([members.load(), invitations.load()])
 }

@@ -16,8 +16,8 @@ import {
   field,
   formValue,
   input,
+  listRegion,
   onSubmit,
-  pager,
   secretOnce,
   select,
   table,
@@ -54,33 +54,23 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
     )
   )
   const created = h("div", { class: "created-slot" })
-  const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading…"))
-
-  const load = async () => {
-    try {
-      const page = await api.list<Webhook>("/webhooks", {
+  const hooks = listRegion<Webhook>({
+    caption: "Webhooks",
+    columns: [
+      { label: "URL", cell: (hook) => h("a", { href: hookHref(hook.id), class: "url" }, hook.url) },
+      { label: "Events", cell: (hook) => h("span", { class: "scopes" }, hook.events.join(", ")) },
+      { label: "Status", cell: (hook) => badge(hook.status) },
+      { label: "Created", cell: (hook) => when(hook.created_at) }
+    ],
+    empty: "No webhooks yet.",
+    fetch: () =>
+      api.list<Webhook>("/webhooks", {
         page: q("page") || undefined,
         per_page: 20,
         status: q("status") || undefined
-      })
-      list.replaceChildren(
-        table<Webhook>(
-          "Webhooks",
-          [
-            { label: "URL", cell: (hook) => h("a", { href: hookHref(hook.id), class: "url" }, hook.url) },
-            { label: "Events", cell: (hook) => h("span", { class: "scopes" }, hook.events.join(", ")) },
-            { label: "Status", cell: (hook) => badge(hook.status) },
-            { label: "Created", cell: (hook) => when(hook.created_at) }
-          ],
-          page.data,
-          "No webhooks yet."
-        ),
-        pager(page.meta, (n) => context.href({ page: n })) ?? ""
-      )
-    } catch (error) {
-      list.replaceChildren(errorBox(error))
-    }
-  }
+      }),
+    pageHref: (n) => context.href({ page: n })
+  })
 
   const form = onSubmit(
     h(
@@ -114,7 +104,7 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
           ? h("p", { class: "flash", role: "status" }, `Webhook for ${hook.url} registered.`)
           : secretOnce({ title: `Webhook for ${hook.url} registered`, label: "Its signing secret", value: hook.secret })
       )
-      await load()
+      await hooks.load()
     }
   )
 
@@ -142,9 +132,9 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
     created,
     h("details", { class: "card create" }, h("summary", null, "Register a webhook"), form),
     filters,
-    list
+    hooks.element
   )
-  await load()
+  await hooks.load()
 }
 
 export const webhookPage = async (context: PageContext): Promise<void> => {
@@ -219,57 +209,45 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
     )
   )
 
-  const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading deliveries…"))
-  const load = async () => {
-    try {
-      const page = await api.list<Delivery>(`${path}/deliveries`, {
+  const deliveries = listRegion<Delivery>({
+    caption: "Deliveries",
+    loading: "Loading deliveries…",
+    fetch: () =>
+      api.list<Delivery>(`${path}/deliveries`, {
         page: q("page") || undefined,
         per_page: 20,
         status: q("status") || undefined
-      })
-      list.replaceChildren(
-        table<Delivery>(
-          "Deliveries",
-          [
-            { label: "Event", cell: (d) => h("a", { href: deliveryHref(hook.id, d.id) }, d.event_type) },
-            { label: "Status", cell: (d) => badge(d.status) },
-            { label: "Attempts", cell: (d) => String(d.attempt_count) },
-            { label: "Last attempt", cell: (d) => when(d.last_attempt_at) },
-            { label: "Next attempt", cell: (d) => when(d.next_attempt_at) },
-            { label: "Created", cell: (d) => when(d.created_at) },
-            {
-              label: "Actions",
-              cell: (d) =>
-                h(
-                  "div",
-                  { class: "row-actions" },
-                  h(
-                    "a",
-                    { href: deliveryHref(hook.id, d.id), "aria-label": `Attempts of delivery ${d.id}` },
-                    "Attempts"
-                  ),
-                  d.status === "failed"
-                    ? actionButton(
-                        "Retry",
-                        async () => {
-                          await retryAndWait(path, d.id)
-                          await load()
-                        },
-                        { ariaLabel: `Retry delivery ${d.id}` }
-                      )
-                    : null
+      }),
+    pageHref: (n) => context.href({ page: n }),
+    empty: q("status") === "" ? "No deliveries yet." : `No ${q("status")} deliveries.`,
+    columns: [
+      { label: "Event", cell: (d) => h("a", { href: deliveryHref(hook.id, d.id) }, d.event_type) },
+      { label: "Status", cell: (d) => badge(d.status) },
+      { label: "Attempts", cell: (d) => String(d.attempt_count) },
+      { label: "Last attempt", cell: (d) => when(d.last_attempt_at) },
+      { label: "Next attempt", cell: (d) => when(d.next_attempt_at) },
+      { label: "Created", cell: (d) => when(d.created_at) },
+      {
+        label: "Actions",
+        cell: (d) =>
+          h(
+            "div",
+            { class: "row-actions" },
+            h("a", { href: deliveryHref(hook.id, d.id), "aria-label": `Attempts of delivery ${d.id}` }, "Attempts"),
+            d.status === "failed"
+              ? actionButton(
+                  "Retry",
+                  async () => {
+                    await retryAndWait(path, d.id)
+                    await deliveries.load()
+                  },
+                  { ariaLabel: `Retry delivery ${d.id}` }
                 )
-            }
-          ],
-          page.data,
-          q("status") === "" ? "No deliveries yet." : `No ${q("status")} deliveries.`
-        ),
-        pager(page.meta, (n) => context.href({ page: n })) ?? ""
-      )
-    } catch (error) {
-      list.replaceChildren(errorBox(error))
-    }
-  }
+              : null
+          )
+      }
+    ]
+  })
 
   const filters = filterForm(
     context,
@@ -315,10 +293,10 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       { class: "section", "aria-labelledby": "deliveries-title" },
       h("h2", { id: "deliveries-title" }, "Deliveries"),
       filters,
-      list
+      deliveries.element
     )
   )
-  await load()
+  await deliveries.load()
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

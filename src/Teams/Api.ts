@@ -1,4 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
 import { List, Success } from "../Contract/Envelope.js"
 import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
 import { listParams, listParamsNoStatus } from "../Contract/ListParams.js"
@@ -7,6 +8,8 @@ import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { ApiErrors } from "../Domain/Errors.js"
 import { InvitationId, TeamId, UserId } from "../Domain/Ids.js"
 import { Invitation, InviteeEmail, invitationStatuses } from "../Domain/Invitation.js"
+import { oneOf } from "../Domain/Lists.js"
+import { optional } from "../Domain/Payload.js"
 import { Team, TeamMember, TeamName, TeamRole } from "../Domain/Team.js"
 
 // The records live in Domain; re-exported for the CLI, which reads the role schema from here.
@@ -16,7 +19,18 @@ export const TeamListParams = listParamsNoStatus({ sort: ["created_at", "updated
 /** Members sort by when they joined (the default) or by name. */
 export const MemberListParams = listParamsNoStatus({ sort: ["joined_at", "name"] })
 export const InvitationListParams = listParams({ sort: ["created_at"], status: invitationStatuses })
-export const MyInvitationListParams = listParamsNoStatus({ sort: ["created_at"] })
+/**
+ * The caller's own invitations: `pending` ones unless `status` says otherwise (so a client that never sends it sees
+ * what it always saw), `all` for every status — GitHub's `state=open|closed|all` habit.
+ */
+export const MyInvitationListParams = Schema.Struct({
+  ...listParamsNoStatus({ sort: ["created_at"] }).fields,
+  status: optional(
+    oneOf(...invitationStatuses, "all").annotations({
+      description: "Which invitations: `pending` (the default), `accepted`, `declined`, `revoked`, `expired` or `all`"
+    })
+  )
+})
 
 export const CreateTeam = strictBody({ name: TeamName }, "CreateTeam")
 export const UpdateTeam = strictBody({ name: TeamName }, "UpdateTeam")
@@ -52,7 +66,6 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.get("get")`/teams/${teamId}`
       .addSuccess(Success(Team))
       .pipe(withParamErrors)
-      .addError(ApiErrors.NotFound)
       .annotate(RequiredScopes, READ)
       .annotate(OpenApi.Summary, "Read a team (members only), with your role in it")
   )
@@ -61,8 +74,6 @@ export class TeamsApi extends HttpApiGroup.make("teams")
       .setPayload(UpdateTeam)
       .addSuccess(Success(Team))
       .pipe(withBodyErrors)
-      .addError(ApiErrors.Forbidden)
-      .addError(ApiErrors.NotFound)
       .annotate(RequiredScopes, MANAGE)
       .annotate(OpenApi.Summary, "Rename a team (owners and admins)")
   )
@@ -70,8 +81,6 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.del("delete")`/teams/${teamId}`
       .addSuccess(HttpApiSchema.NoContent)
       .pipe(withParamErrors)
-      .addError(ApiErrors.Forbidden)
-      .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, MANAGE)
       .annotate(OpenApi.Summary, "Delete a team (owners); 409 while projects still belong to it")
@@ -81,7 +90,6 @@ export class TeamsApi extends HttpApiGroup.make("teams")
       .setUrlParams(MemberListParams)
       .addSuccess(List(TeamMember))
       .pipe(withParamErrors)
-      .addError(ApiErrors.NotFound)
       .annotate(RequiredScopes, READ)
       .annotate(OpenApi.Summary, "List a team's members (members of the team only)")
   )
@@ -90,8 +98,6 @@ export class TeamsApi extends HttpApiGroup.make("teams")
       .setPayload(UpdateMember)
       .addSuccess(Success(TeamMember))
       .pipe(withBodyErrors)
-      .addError(ApiErrors.Forbidden)
-      .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, MANAGE)
       .annotate(
@@ -103,8 +109,6 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.del("removeMember")`/teams/${teamId}/members/${userId}`
       .addSuccess(HttpApiSchema.NoContent)
       .pipe(withParamErrors)
-      .addError(ApiErrors.Forbidden)
-      .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, MANAGE)
       .annotate(
@@ -117,8 +121,6 @@ export class TeamsApi extends HttpApiGroup.make("teams")
       .setPayload(CreateInvitation)
       .addSuccess(Success(Invitation), { status: 201 })
       .pipe(withBodyErrors)
-      .addError(ApiErrors.Forbidden)
-      .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, MANAGE)
       .annotate(
@@ -131,7 +133,6 @@ export class TeamsApi extends HttpApiGroup.make("teams")
       .setUrlParams(InvitationListParams)
       .addSuccess(List(Invitation))
       .pipe(withParamErrors)
-      .addError(ApiErrors.NotFound)
       .annotate(RequiredScopes, READ)
       .annotate(OpenApi.Summary, "List a team's invitations (members of the team only)")
   )
@@ -139,8 +140,6 @@ export class TeamsApi extends HttpApiGroup.make("teams")
     HttpApiEndpoint.del("revokeInvitation")`/teams/${teamId}/invitations/${invitationId}`
       .addSuccess(HttpApiSchema.NoContent)
       .pipe(withParamErrors)
-      .addError(ApiErrors.Forbidden)
-      .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, MANAGE)
       .annotate(OpenApi.Summary, "Revoke a pending invitation (owners and admins); 409 once it is answered or expired")
@@ -155,13 +154,15 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
       .addSuccess(List(Invitation))
       .pipe(withParamErrors)
       .annotate(RequiredScopes, ["read"])
-      .annotate(OpenApi.Summary, "List the pending invitations addressed to your email")
+      .annotate(
+        OpenApi.Summary,
+        "List the invitations addressed to your email: the pending ones, or those of another `status` (`all` for every one)"
+      )
   )
   .add(
     HttpApiEndpoint.post("accept")`/invitations/${invitationId}/accept`
       .addSuccess(Success(TeamMember))
       .pipe(withParamErrors)
-      .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, ["write", "team:manage"])
       .annotate(OpenApi.Summary, "Accept an invitation addressed to you: you join the team; emits member.joined")
@@ -170,7 +171,6 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
     HttpApiEndpoint.post("decline")`/invitations/${invitationId}/decline`
       .addSuccess(Success(Invitation))
       .pipe(withParamErrors)
-      .addError(ApiErrors.NotFound)
       .addError(ApiErrors.Conflict)
       .annotate(RequiredScopes, ["write", "team:manage"])
       .annotate(OpenApi.Summary, "Decline an invitation addressed to you")

@@ -121,18 +121,20 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
         const invitation = yield* find(invitationId)
         if (invitation.team_id !== teamId) return yield* NotFound.resource("invitation", invitationId)
         if (!manages(mine)) return yield* needsRole("Revoking an invitation", "owner or admin", mine)
-        const closed = yield* repo.close({ id: invitationId, to: "revoked", answeredAt: null, now: nowIso() })
+        // `answered_at` of a revoked invitation is when it was revoked: the team answered it.
+        const at = nowIso()
+        const closed = yield* repo.close({ id: invitationId, to: "revoked", answeredAt: at, now: at })
         if (Option.isNone(closed)) return yield* notAnswerable(yield* find(invitationId))
       }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
     })
 
-    /** The open invitations addressed to the caller's email. */
+    /** The invitations addressed to the caller's email: the pending ones unless another status (or `all`) is asked. */
     const listMine = Effect.fn("Invitations.listMine", { captureStackTrace: false })(function* (
       principal: Principal,
-      query: ListQuery<InvitationSort>
+      query: ListQuery<InvitationSort, InvitationStatus | "all">
     ) {
       const me = yield* users.get(principal.userId)
-      return yield* Effect.orDie(repo.listOpenTo(me.email, query, nowIso()))
+      return yield* Effect.orDie(repo.listAddressedTo(me.email, query.status ?? "pending", query, nowIso()))
     })
 
     /** The invitee becomes a member with the invitation's role (`member.joined`); answers the member record. */

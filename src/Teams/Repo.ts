@@ -262,7 +262,7 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
       Request: Schema.Struct({
         id: Schema.String,
         to: Schema.Literal("accepted", "declined", "revoked"),
-        answeredAt: Schema.NullOr(Schema.String),
+        answeredAt: Schema.String,
         now: Schema.String
       }),
       Result: Invitation,
@@ -290,14 +290,26 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
         query
       )
 
-    /** Open invitations addressed to an email, whatever its case. */
-    const listOpenTo = (email: string, query: ListQuery<InvitationSort>, now: string) =>
+    /** Invitations addressed to an email (whatever its case) with this status (as read: expiry computed), or all. */
+    const listAddressedTo = (
+      email: string,
+      only: InvitationStatus | "all",
+      query: ListQuery<InvitationSort>,
+      now: string
+    ) =>
       listPage(
         Invitation,
         {
           select: columns(now),
           from: sql`invitations i`,
-          where: [sql`i.email = ${email.toLowerCase()}`, sql`i.status = 'pending'`, sql`i.expires_at > ${now}`],
+          where: [
+            sql`i.email = ${email.toLowerCase()}`,
+            ...(only === "all"
+              ? []
+              : only === "pending"
+                ? [sql`i.status = 'pending'`, sql`i.expires_at > ${now}`]
+                : [sql`${status(now)} = ${only}`])
+          ],
           columns: { created_at: "i.created_at" },
           createdColumn: "i.created_at",
           idColumn: "i.id",
@@ -313,6 +325,6 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
       execute: ({ email }) => sql`SELECT id, email FROM users WHERE lower(email) = ${email}`
     })
 
-    return { insert, expireLapsed, find, pendingFor, close, listForTeam, listOpenTo, userByEmail } as const
+    return { insert, expireLapsed, find, pendingFor, close, listForTeam, listAddressedTo, userByEmail } as const
   })
 }) {}

@@ -120,6 +120,7 @@ describe("in the browser", () => {
     await page.getByRole("button", { name: "Create project" }).click()
     await page.getByRole("heading", { level: 1, name: "Apollo" }).waitFor()
     await page.getByText("Project “Apollo” created.").waitFor()
+    await page.getByText("No deployments yet.").waitFor()
     await session.shots("04-project")
 
     for (const name of ["Borealis", "Cassini"]) {
@@ -180,6 +181,19 @@ describe("in the browser", () => {
     await page.getByRole("link", { name: "Next →" }).click()
     await page.getByText("Page 2 of 2 · 25 in all").waitFor()
     expect(await page.locator("tbody tr").count()).toBe(5)
+    expect(await page.getByRole("link", { name: "← Previous" }).getAttribute("href")).toBe(
+      "/dashboard/projects?sort=name&order=asc&page=1"
+    )
+    expect(await page.getByRole("link", { name: "Next →" }).count()).toBe(0)
+
+    // A list the API refuses (a status it does not know): the API's message and details in the list's place.
+    await page.goto(`${server.url}/dashboard/projects?status=bogus`)
+    const refused = page.locator(".list .form-error[role=alert]")
+    await refused.waitFor()
+    expect(await refused.locator("p").textContent()).toMatch(/\S/)
+    expect(await refused.locator("li").first().textContent()).toContain("status")
+    expect(await page.locator(".list table").count()).toBe(0)
+    await session.shots("05b-projects-list-error")
   }, 60_000)
 
   test("API keys: created with name, scopes and expiry, used, not shown again after a reload, revoked", async () => {

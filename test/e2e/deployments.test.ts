@@ -7,7 +7,9 @@
 import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SQL } from "bun"
-import { type Server, startServer, type TestUser } from "../support/server.ts"
+import { callOn, expectError, expectValidation, joinTeam, serverWithUsers } from "../support/api.ts"
+import { TIMESTAMP } from "../support/helpers.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 let server: Server
 let ann: TestUser // owns projects
@@ -15,8 +17,6 @@ let bob: TestUser // someone else
 let tess: TestUser // team member (member role) of Ann's team
 let omar: TestUser // never a member
 
-const ALL = "read,write,team:manage"
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const DEPLOYMENT_ID = /^dpl_[0-7][0-9a-hjkmnp-tv-z]{25}$/
 const UNKNOWN_DEPLOYMENT = "dpl_01jd3xkq8w0000000000000000"
 const UNKNOWN_PROJECT = "proj_01jd3xkq8w0000000000000000"
@@ -24,35 +24,18 @@ const UNKNOWN_PROJECT = "proj_01jd3xkq8w0000000000000000"
 let teamId: string
 
 beforeAll(async () => {
-  server = await startServer()
-  ;[ann, bob, tess, omar] = await Promise.all([
-    server.user({ name: "Ann", scopes: ALL }),
-    server.user({ name: "Bob", scopes: ALL }),
-    server.user({ name: "Tess", scopes: ALL }),
-    server.user({ name: "Omar", scopes: ALL })
-  ])
+  ;({
+    server,
+    users: [ann, bob, tess, omar]
+  } = await serverWithUsers(["Ann", "Bob", "Tess", "Omar"]))
   teamId = (await call(ann, "POST", "/v1/teams", { name: "Ann's team" })).body.data.id
-  const invitation = await call(ann, "POST", `/v1/teams/${teamId}/invitations`, { email: tess.email, role: "member" })
-  await call(tess, "POST", `/v1/invitations/${invitation.body.data.id}/accept`)
+  await joinTeam(server, teamId, tess, "member", ann)
 }, 60_000)
 afterAll(async () => {
   await server?.stop()
 })
 
-const call = (user: TestUser, method: string, path: string, body?: unknown) =>
-  server.request(path, { method, key: user.key, ...(body !== undefined ? { body } : {}) })
-
-const expectError = (res: { status: number; body: any }, status: number, code: string, mentions?: string) => {
-  expect(res.status).toBe(status)
-  expect(res.body.error).toMatchObject({ code, status })
-  expect(res.body.error.request_id).toMatch(/^req_/)
-  if (mentions !== undefined) expect(res.body.error.message).toContain(mentions)
-}
-
-const expectValidation = (res: { status: number; body: any }, field: string) => {
-  expectError(res, 400, "validation_failed")
-  expect(res.body.error.details.map((d: { field: string }) => d.field)).toContain(field)
-}
+const call = callOn(() => server)
 
 const project = async (owner: TestUser, extra: Record<string, unknown> = {}) => {
   const res = await call(owner, "POST", "/v1/projects", { name: "App", ...extra })

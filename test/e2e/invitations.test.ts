@@ -4,6 +4,16 @@
  * and expiry — on a second server whose INVITATION_TTL is a second, so nothing waits seven days.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import {
+  ALL_SCOPES,
+  callOn,
+  expectError,
+  expectValidation,
+  joinTeam,
+  serverWithUsers,
+  usersOn
+} from "../support/api.ts"
+import { TIMESTAMP } from "../support/helpers.ts"
 import { type Server, startServer, startupFailure, type TestUser } from "../support/server.ts"
 
 let server: Server
@@ -14,41 +24,28 @@ let mia: TestUser // member
 let ivan: TestUser // the invitee
 let omar: TestUser // never involved
 
-const ALL = "read,write,team:manage"
 const TTL_MS = 1000
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const INVITATION_ID = /^inv_[0-7][0-9a-hjkmnp-tv-z]{25}$/
 const UNKNOWN_INVITATION = "inv_01jd3xkq8w0000000000000000"
 const SEVEN_DAYS_MS = 7 * 24 * 60 * 60 * 1000
 
 beforeAll(async () => {
-  ;[server, short] = await Promise.all([startServer(), startServer({ env: { INVITATION_TTL: `${TTL_MS}ms` } })])
-  ;[olive, adam, mia, ivan, omar] = await Promise.all([
-    server.user({ name: "Olive", scopes: ALL }),
-    server.user({ name: "Adam", scopes: ALL }),
-    server.user({ name: "Mia", scopes: ALL }),
-    server.user({ name: "Ivan", scopes: ALL }),
-    server.user({ name: "Omar", scopes: ALL })
+  ;[
+    {
+      server,
+      users: [olive, adam, mia, ivan, omar]
+    },
+    short
+  ] = await Promise.all([
+    serverWithUsers(["Olive", "Adam", "Mia", "Ivan", "Omar"]),
+    startServer({ env: { INVITATION_TTL: `${TTL_MS}ms` } })
   ])
 }, 60_000)
 afterAll(async () => {
   await Promise.all([server?.stop(), short?.stop()])
 })
 
-const call = (user: TestUser, method: string, path: string, body?: unknown, on: Server = server) =>
-  on.request(path, { method, key: user.key, ...(body !== undefined ? { body } : {}) })
-
-const expectError = (res: { status: number; body: any }, status: number, code: string, mentions?: string) => {
-  expect(res.status).toBe(status)
-  expect(res.body.error).toMatchObject({ code, status })
-  expect(res.body.error.request_id).toMatch(/^req_/)
-  if (mentions !== undefined) expect(res.body.error.message).toContain(mentions)
-}
-
-const expectValidation = (res: { status: number; body: any }, field: string) => {
-  expectError(res, 400, "validation_failed")
-  expect(res.body.error.details.map((d: { field: string }) => d.field)).toContain(field)
-}
+const call = callOn(() => server)
 
 const invite = (by: TestUser, teamId: string, email: string, role = "member", on: Server = server) =>
   call(by, "POST", `/v1/teams/${teamId}/invitations`, { email, role }, on)
@@ -61,14 +58,8 @@ const decline = (user: TestUser, id: string, on: Server = server) =>
 /** A team owned by Olive with Adam as admin and Mia as member. */
 const makeTeam = async (name = "Team") => {
   const team = (await call(olive, "POST", "/v1/teams", { name })).body.data as { id: string }
-  for (const [user, role] of [
-    [adam, "admin"],
-    [mia, "member"]
-  ] as const) {
-    const invited = await invite(olive, team.id, user.email, role)
-    expect(invited.status).toBe(201)
-    expect((await accept(user, invited.body.data.id)).status).toBe(200)
-  }
+  await joinTeam(server, team.id, adam, "admin", olive)
+  await joinTeam(server, team.id, mia, "member", olive)
   return team
 }
 
@@ -78,10 +69,11 @@ const teamInvitations = async (teamId: string, query = "", as: TestUser = olive,
   return res.body.data as Array<{ id: string; status: string; email: string; answered_at: string | null }>
 }
 
-const myInvitations = async (user: TestUser, on: Server = server) => {
-  const res = await call(user, "GET", "/v1/invitations?per_page=100", undefined, on)
+/** The invitations addressed to `user` (`query` adds to `per_page=100`: `&status=…`). */
+const myInvitations = async (user: TestUser, on: Server = server, query = "") => {
+  const res = await call(user, "GET", `/v1/invitations?per_page=100${query}`, undefined, on)
   expect(res.status).toBe(200)
-  return res.body.data as Array<{ id: string; team_id: string; status: string }>
+  return res.body.data as Array<{ id: string; team_id: string; status: string; answered_at: string | null }>
 }
 
 describe("POST /v1/teams/:team_id/invitations", () => {
@@ -210,11 +202,16 @@ describe("DELETE /v1/teams/:team_id/invitations/:invitation_id", () => {
       "owner or admin"
     )
     expectError(await call(omar, "DELETE", `/v1/teams/${team.id}/invitations/${first.id}`), 404, "not_found")
+    const before = Date.now()
     const res = await call(adam, "DELETE", `/v1/teams/${team.id}/invitations/${first.id}`)
     expect(res.status).toBe(204)
     expect(res.text).toBe("")
     const [listed] = await teamInvitations(team.id, "?status=revoked")
-    expect(listed).toMatchObject({ id: first.id, status: "revoked", answered_at: null })
+    expect(listed).toMatchObject({ id: first.id, status: "revoked" })
+    // answered_at of a revoked invitation: when it was revoked.
+    expect(listed?.answered_at).toMatch(TIMESTAMP)
+    expect(Date.parse(listed!.answered_at!)).toBeGreaterThanOrEqual(before - 1)
+    expect(Date.parse(listed!.answered_at!)).toBeLessThanOrEqual(Date.now())
     expect((await myInvitations(ivan)).map((i) => i.id)).not.toContain(first.id)
     expectError(await accept(ivan, first.id), 409, "conflict", "revoked")
     expectError(await call(olive, "DELETE", `/v1/teams/${team.id}/invitations/${first.id}`), 409, "conflict", "revoked")
@@ -253,6 +250,60 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
     expect((await myInvitations(olive)).map((i) => i.id)).not.toContain(upper.id)
     const res = await call(ivan, "GET", "/v1/invitations?per_page=1")
     expect(res.headers.get("link")).toContain('rel="first"')
+  })
+
+  test("status filter: pending by default; accepted, declined, revoked, expired or all — only ever the caller's", async () => {
+    const [iris] = await usersOn(server, ["Iris"])
+    const [team, other] = [await makeTeam("C"), await makeTeam("D")]
+    const declined = (await invite(olive, team.id, iris.email)).body.data
+    expect((await decline(iris, declined.id)).status).toBe(200)
+    const revoked = (await invite(olive, team.id, iris.email.toUpperCase())).body.data
+    expect((await call(olive, "DELETE", `/v1/teams/${team.id}/invitations/${revoked.id}`)).status).toBe(204)
+    const pending = (await invite(adam, team.id, iris.email, "admin")).body.data
+    const accepted = (await invite(olive, other.id, iris.email)).body.data
+    expect((await accept(iris, accepted.id)).status).toBe(200)
+    // Someone else's, in every status they could be in: never listed for Iris.
+    const omars = (await invite(olive, other.id, omar.email)).body.data
+    await call(olive, "DELETE", `/v1/teams/${other.id}/invitations/${omars.id}`)
+
+    const ids = async (query: string) => (await myInvitations(iris, server, query)).map((i) => i.id)
+    expect(await ids("")).toEqual([pending.id])
+    expect(await ids("&status=pending")).toEqual([pending.id])
+    expect(await ids("&status=accepted")).toEqual([accepted.id])
+    expect(await ids("&status=declined")).toEqual([declined.id])
+    expect(await ids("&status=revoked")).toEqual([revoked.id])
+    expect(await ids("&status=expired")).toEqual([])
+    // Newest first (the default order), like every list.
+    expect(await ids("&status=all")).toEqual([accepted.id, pending.id, revoked.id, declined.id])
+    expect(await ids("&status=all&order=asc")).toEqual([declined.id, revoked.id, pending.id, accepted.id])
+
+    const all = await myInvitations(iris, server, "&status=all")
+    const byId = Object.fromEntries(all.map((i) => [i.id, i]))
+    expect(byId[pending.id]).toMatchObject({ status: "pending", answered_at: null })
+    for (const [id, status] of [
+      [accepted.id, "accepted"],
+      [declined.id, "declined"],
+      [revoked.id, "revoked"]
+    ]) {
+      expect(byId[id!]).toMatchObject({ status })
+      expect(byId[id!]?.answered_at).toMatch(TIMESTAMP)
+    }
+
+    // Paging and the Link header keep the filter; meta.total counts only the filtered ones.
+    const paged = await call(iris, "GET", "/v1/invitations?status=all&per_page=3&page=2")
+    expect(paged.status).toBe(200)
+    expect(paged.body.meta).toMatchObject({ total: 4, page: 2, per_page: 3 })
+    expect(paged.body.data.map((i: { id: string }) => i.id)).toEqual([declined.id])
+    expect(paged.headers.get("link")).toContain("status=all")
+    expect((await call(iris, "GET", "/v1/invitations?status=revoked")).body.meta.total).toBe(1)
+
+    expect((await myInvitations(omar, server, "&status=revoked")).map((i) => i.id)).toContain(omars.id)
+    expect(await ids("&status=all")).not.toContain(omars.id)
+
+    const bad = await call(iris, "GET", "/v1/invitations?status=open")
+    expectValidation(bad, "status")
+    expect(bad.body.error.message).toContain("all")
+    expectValidation(await call(iris, "GET", "/v1/invitations?status="), "status")
   })
 
   test("accept: 200 with the member record; the invitee is now a member with the invited role", async () => {
@@ -341,7 +392,10 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
 
 describe("expiry (INVITATION_TTL=1s on a second server)", () => {
   test("past expires_at an invitation is expired: listed so, not the invitee's, and cannot be answered or revoked (409)", async () => {
-    const [owner, invitee] = await Promise.all([short.user({ scopes: ALL }), short.user({ scopes: ALL })])
+    const [owner, invitee] = await usersOn(short, [
+      ["Owner", ALL_SCOPES],
+      ["Invitee", ALL_SCOPES]
+    ])
     const team = (await call(owner, "POST", "/v1/teams", { name: "Short" }, short)).body.data
     const invitation = (await invite(owner, team.id, invitee.email, "member", short)).body.data
     expect(invitation.status).toBe("pending")
@@ -355,6 +409,11 @@ describe("expiry (INVITATION_TTL=1s on a second server)", () => {
     ])
     expect(await teamInvitations(team.id, "?status=pending", owner, short)).toEqual([])
     expect(await myInvitations(invitee, short)).toEqual([])
+    // The invitee still finds it under `expired` (and `all`); answered_at stays null: no one answered it.
+    expect(await myInvitations(invitee, short, "&status=expired")).toEqual([{ ...invitation, status: "expired" }])
+    expect((await myInvitations(invitee, short, "&status=all")).map((i) => [i.id, i.status, i.answered_at])).toEqual([
+      [invitation.id, "expired", null]
+    ])
     expectError(await accept(invitee, invitation.id, short), 409, "conflict", "expired")
     expectError(await decline(invitee, invitation.id, short), 409, "conflict", "expired")
     expectError(

@@ -3,7 +3,9 @@
  * Members join through invitations (the API's own way), so each test builds the team it needs.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { type Server, startServer, type TestUser } from "../support/server.ts"
+import { callOn, expectError, expectValidation, joinTeam, serverWithUsers } from "../support/api.ts"
+import { TIMESTAMP } from "../support/helpers.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 let server: Server
 let olive: TestUser // owner of most teams
@@ -14,49 +16,32 @@ let reader: TestUser // read only
 let writer: TestUser // read,write (no team:manage)
 let manager: TestUser // team:manage only
 
-const ALL = "read,write,team:manage"
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const TEAM_ID = /^team_[0-7][0-9a-hjkmnp-tv-z]{25}$/
 const UNKNOWN_TEAM = "team_01jd3xkq8w0000000000000000"
 
 beforeAll(async () => {
-  server = await startServer()
-  ;[olive, adam, mia, omar, reader, writer, manager] = await Promise.all([
-    server.user({ name: "Olive", scopes: ALL }),
-    server.user({ name: "Adam", scopes: ALL }),
-    server.user({ name: "Mia", scopes: ALL }),
-    server.user({ name: "Omar", scopes: ALL }),
-    server.user({ name: "Reader", scopes: "read" }),
-    server.user({ name: "Writer", scopes: "read,write" }),
-    server.user({ name: "Manager", scopes: "team:manage" })
-  ])
+  ;({
+    server,
+    users: [olive, adam, mia, omar, reader, writer, manager]
+  } = await serverWithUsers([
+    "Olive",
+    "Adam",
+    "Mia",
+    "Omar",
+    ["Reader", "read"],
+    ["Writer", "read,write"],
+    ["Manager", "team:manage"]
+  ]))
 }, 60_000)
 afterAll(async () => {
   await server?.stop()
 })
 
-const call = (user: TestUser, method: string, path: string, body?: unknown) =>
-  server.request(path, { method, key: user.key, ...(body !== undefined ? { body } : {}) })
-
-const expectError = (res: { status: number; body: any }, status: number, code: string, mentions?: string) => {
-  expect(res.status).toBe(status)
-  expect(res.body.error).toMatchObject({ code, status })
-  expect(res.body.error.request_id).toMatch(/^req_/)
-  if (mentions !== undefined) expect(res.body.error.message).toContain(mentions)
-}
-
-const expectValidation = (res: { status: number; body: any }, field: string) => {
-  expectError(res, 400, "validation_failed")
-  expect(res.body.error.details.map((d: { field: string }) => d.field)).toContain(field)
-}
+const call = callOn(() => server)
 
 /** `user` joins `teamId` with `role`, invited by `by` (the team's owner unless given). */
-const join = async (teamId: string, user: TestUser, role: string, by: TestUser = olive) => {
-  const invited = await call(by, "POST", `/v1/teams/${teamId}/invitations`, { email: user.email, role })
-  expect(invited.status).toBe(201)
-  const accepted = await call(user, "POST", `/v1/invitations/${invited.body.data.id}/accept`)
-  expect(accepted.status).toBe(200)
-}
+const join = (teamId: string, user: TestUser, role: string, by: TestUser = olive) =>
+  joinTeam(server, teamId, user, role, by)
 
 /** A team owned by Olive, with Adam as admin and Mia as member. */
 const makeTeam = async (name = "Team") => {
