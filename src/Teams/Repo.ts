@@ -177,7 +177,7 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
           where: [sql`m.team_id = ${teamId}`],
           columns: { joined_at: "m.joined_at", name: "u.name" },
           createdColumn: "m.joined_at",
-          idColumn: "u.id",
+          idColumn: "m.user_id",
           searchColumns: ["u.name", "u.email"],
           total: counterSum(sql, "counts_members_team", [sql`team_id = ${teamId}`])
         },

@@ -180,7 +180,7 @@ const delivery = (hook: string, pick: Pick) => ({
   created_at: T
 })
 const deployment = (projectId: string, user: string, pick: Pick) => ({
-  id: next("dep"),
+  id: next("dpl"),
   project_id: projectId,
   environment: pick(["production", "staging"]),
   ref: "main",

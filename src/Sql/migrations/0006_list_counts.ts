@@ -11,6 +11,9 @@
  * key order. Each PostgreSQL key is spread over 16 `shard` rows by a hash of the counted row's identity, so
  * concurrent writers of one key (one user creating projects from many connections) seldom wait on one row lock
  * until commit. A counter row that falls to zero is deleted (nothing stays behind for deleted users or teams).
+ *
+ * Two indexes too, so the members list (by join time, its default) and deployments by `updated_at` walk an index
+ * in order and stop after a page, as the other lists do since 0005.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -220,4 +223,6 @@ export default Effect.gen(function* () {
     sql.onDialectOrElse({ pg: () => pg(counter), orElse: () => sqlite(counter) })
   )
   for (const statement of statements) yield* sql.unsafe(statement)
+  yield* sql`CREATE INDEX team_members_team_joined ON team_members (team_id, joined_at, user_id)`
+  yield* sql`CREATE INDEX deployments_project_updated ON deployments (project_id, updated_at, id)`
 })
