@@ -3,7 +3,7 @@ import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import { ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
-import { Project, type ProjectSort, type ProjectStatus } from "../Domain/Project.js"
+import { Project, type ProjectSort, ProjectStatus } from "../Domain/Project.js"
 import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
@@ -77,6 +77,8 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
      * The same rows as `visibleTo`, as disjoint branches the list merges (src/Sql/Lists.ts `runUnion`): the
      * user's own projects, then per team the `team` projects of someone else, each walking its own index in sort
      * order. Past `MAX_TEAM_BRANCHES` teams the team projects are one branch (an `IN`, read whole and sorted).
+     * Each branch is split by status (the indexes lead with it, migration 0006), so a status filter is an index
+     * prefix rather than a filter that may read a whole branch to find a page of rare rows.
      * The total comes from the counters unless the query has a search or a date bound.
      */
     const list = (userId: string, query: ListQuery<ProjectSort, ProjectStatus>) =>
@@ -89,12 +91,16 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
             : teamIds.length <= MAX_TEAM_BRANCHES
               ? teamIds.map((teamId) => teamBranch(sql`p.team_id = ${teamId}`))
               : [teamBranch(sql`p.team_id IN ${sql.in(teamIds)}`)]
+        const statuses = query.status !== undefined ? [query.status] : ProjectStatus.literals
+        const branches = [[sql`p.owner_id = ${userId}`], ...teamBranches].flatMap((branch) =>
+          statuses.map((status) => [...branch, sql`p.status = ${status}`])
+        )
         return listProjects(
           {
             select: columns,
             from: sql`projects p`,
-            branches: [[sql`p.owner_id = ${userId}`], ...teamBranches],
-            where: query.status !== undefined ? [sql`p.status = ${query.status}`] : [],
+            branches,
+            where: [],
             columns: { created_at: "p.created_at", updated_at: "p.updated_at", name: "p.name" },
             createdColumn: "p.created_at",
             idColumn: "p.id",

@@ -12,8 +12,10 @@
  * concurrent writers of one key (one user creating projects from many connections) seldom wait on one row lock
  * until commit. A counter row that falls to zero is deleted (nothing stays behind for deleted users or teams).
  *
- * Two indexes too, so the members list (by join time, its default) and deployments by `updated_at` walk an index
- * in order and stop after a page, as the other lists do since 0005.
+ * Indexes too, so more lists walk an index in order and stop after a page, as the others do since 0005: members
+ * by join time (their default sort), deployments by `updated_at`, and the project indexes of 0005 again with
+ * `status` second, so the project list's branches (split by status in src/Projects/Repo.ts) read a status filter
+ * as an index prefix instead of filtering a whole branch when the status is rare.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -223,6 +225,15 @@ export default Effect.gen(function* () {
     sql.onDialectOrElse({ pg: () => pg(counter), orElse: () => sqlite(counter) })
   )
   for (const statement of statements) yield* sql.unsafe(statement)
+  for (const column of ["created_at", "updated_at", "name"]) {
+    const short = column.replace("_at", "")
+    yield* sql.unsafe(`DROP INDEX projects_owner_${short}`)
+    yield* sql.unsafe(`DROP INDEX projects_team_${short}`)
+    yield* sql.unsafe(`CREATE INDEX projects_owner_${short} ON projects (owner_id, status, ${column}, id)`)
+    yield* sql.unsafe(
+      `CREATE INDEX projects_team_${short} ON projects (team_id, status, ${column}, id, owner_id) WHERE visibility = 'team'`
+    )
+  }
   yield* sql`CREATE INDEX team_members_team_joined ON team_members (team_id, joined_at, user_id)`
   yield* sql`CREATE INDEX deployments_project_updated ON deployments (project_id, updated_at, id)`
 })
