@@ -1,8 +1,10 @@
 /**
  * List cost against data size (issue 14): two users, one who can see 1,000 projects and one 100,000 (half their
  * own, half `team` projects of two teams they belong to, among other users' rows), and the same sizes of API keys,
- * webhooks and deliveries of one webhook. Times each repository's list (page 1, page 10, page 100 of 20; the
- * median of `--repeat` runs, in ms) on a fresh database, and the former `OR` query for projects beside it.
+ * webhooks, deliveries of one webhook, deployments of one project, invitations of one team, members of one team
+ * and teams of one user. Times each repository's list (page 1, page 10, page 100 of 20; the median of `--repeat`
+ * runs, in ms) on a fresh database, and beside them: the totals alone (from the counters of migration 0006, and
+ * the range count a search or date bound still needs), a search, and the former `OR` query for projects.
  *
  *   taskset -c 0 bun bench/lists.ts [--repeat 15]           (SQLite, a temp file)
  *   DATABASE_URL=postgres://… taskset -c 0 bun bench/lists.ts   (PostgreSQL: a fresh, empty database)
@@ -12,11 +14,14 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
+import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Layer } from "effect"
 import { ApiKeysRepo } from "../src/ApiKeys/Repo.js"
+import { DeploymentsRepo } from "../src/Deployments/Repo.js"
 import { WebhookId } from "../src/Domain/Ids.js"
 import { ProjectsRepo } from "../src/Projects/Repo.js"
 import { SqlLive } from "../src/Sql/Client.js"
+import { InvitationsRepo, TeamsRepo } from "../src/Teams/Repo.js"
 import { WebhooksRepo } from "../src/Webhooks/Repo.js"
 
 const arg = (name: string, fallback: number) => {
@@ -157,12 +162,83 @@ const program = Effect.gen(function* () {
       created_at: iso(i)
     }))
   yield* insertAll("deliveries", [...deliveries("small", 1_000), ...deliveries("large", 100_000)])
+
+  // Deployments of the first project of each user; invitations of their first team.
+  const firstProject = (u: "small" | "large") => id("proj", u === "small" ? 1 : 1_101)
+  const deployments = (u: "small" | "large", count: number) =>
+    Array.from({ length: count }, (_, i) => ({
+      id: id("dpl", who[u]! * 1_000_000 + i),
+      project_id: firstProject(u),
+      environment: i % 3 === 0 ? "staging" : "production",
+      ref: "main",
+      description: "",
+      status: i % 10 === 0 ? "failed" : "succeeded",
+      created_by: user(u),
+      created_at: iso(i),
+      updated_at: iso(i),
+      finished_at: iso(i)
+    }))
+  yield* insertAll("deployments", [...deployments("small", 1_000), ...deployments("large", 100_000)])
+  const invitations = (u: "small" | "large", t: string, count: number) =>
+    Array.from({ length: count }, (_, i) => ({
+      id: id("inv", who[u]! * 1_000_000 + i),
+      team_id: team(t),
+      email: `${u}${i}@example.com`,
+      role: "member",
+      status: i % 4 === 0 ? "pending" : "accepted",
+      invited_by: user(u),
+      created_at: iso(i),
+      expires_at: iso(20_000_000),
+      answered_at: null
+    }))
+  yield* insertAll("invitations", [...invitations("small", "s1", 1_000), ...invitations("large", "l1", 100_000)])
+
+  // Members of one team, and teams of one user: 1,000 and 100,000 of each (their own users and teams).
+  const bulkUsers = Array.from({ length: 101_000 }, (_, i) => id("usr", 1_000 + i))
+  yield* insertAll(
+    "users",
+    bulkUsers.map((u, i) => ({
+      id: u,
+      org_id: "org_bench",
+      email: `member${i}@example.com`,
+      name: `member ${(i * 7919) % 100_003}`,
+      avatar_url: null,
+      password_hash: null,
+      created_at: iso(0),
+      updated_at: iso(0)
+    }))
+  )
+  const bulkTeams = Array.from({ length: 101_000 }, (_, i) => id("team", 1_000 + i))
+  yield* insertAll(
+    "teams",
+    bulkTeams.map((t, i) => ({ id: t, org_id: "org_bench", name: `team ${(i * 7919) % 100_003}`, created_at: iso(i) }))
+  )
+  const crowd = { small: id("team", 10), large: id("team", 11) }
+  const joiner = { small: bulkUsers[0]!, large: bulkUsers[1]! }
+  yield* insertAll(
+    "teams",
+    [crowd.small, crowd.large].map((t) => ({ id: t, org_id: "org_bench", name: "crowd", created_at: iso(0) }))
+  )
+  yield* insertAll("team_members", [
+    ...bulkUsers
+      .slice(0, 1_000)
+      .map((u, i) => ({ team_id: crowd.small, user_id: u, role: "member", joined_at: iso(i) })),
+    ...bulkUsers.slice(1_000).map((u, i) => ({ team_id: crowd.large, user_id: u, role: "member", joined_at: iso(i) })),
+    // The joiners: in 1,000 and 100,000 teams.
+    ...bulkTeams
+      .slice(0, 1_000)
+      .map((t, i) => ({ team_id: t, user_id: joiner.small, role: "member", joined_at: iso(i) })),
+    ...bulkTeams.slice(1_000).map((t, i) => ({ team_id: t, user_id: joiner.large, role: "member", joined_at: iso(i) }))
+  ])
   // PostgreSQL: VACUUM too, so index-only scans need not visit the heap (autovacuum would, in time).
   yield* engine === "PostgreSQL" ? sql`VACUUM ANALYZE` : sql`ANALYZE`
 
   const projects = yield* ProjectsRepo
   const apiKeys = yield* ApiKeysRepo
   const webhooks = yield* WebhooksRepo
+  const teamsRepo = yield* TeamsRepo
+  const invitationsRepo = yield* InvitationsRepo
+  const deploymentsRepo = yield* DeploymentsRepo
   const now = iso(10_000_000)
   const query = (page: number, sort: "created_at" | "name" = "created_at") => ({
     page,
@@ -179,7 +255,17 @@ const program = Effect.gen(function* () {
           ORDER BY p.created_at DESC, p.id DESC LIMIT 20 OFFSET ${(page - 1) * 20}`
     ])
 
-  /** The total alone, as the project list counts it (own, plus each team's `team` projects of others). */
+  /** The total alone from the counters, as the project list reads it (own + teams' − own shared with them). */
+  const counterOnly = (u: "small" | "large") => {
+    const [t1, t2] = (u === "small" ? ["s1", "s2"] : ["l1", "l2"]).map(team)
+    const sum = (table: string, where: Fragment) => sql`COALESCE((SELECT sum(n) FROM ${sql(table)} WHERE ${where}), 0)`
+    return sql`SELECT CAST(${sum("counts_projects_owner", sql`owner_id = ${user(u)}`)} + ${sum(
+      "counts_projects_team",
+      sql`team_id IN (${t1!}, ${t2!})`
+    )} - ${sum("counts_projects_owner", sql`owner_id = ${user(u)} AND shared_team IN (${t1!}, ${t2!})`)} AS INTEGER) AS total`
+  }
+
+  /** The total alone as a range count, what a search or a date bound still costs (own, plus each team's others'). */
   const countOnly = (u: "small" | "large") => {
     const [t1, t2] = u === "small" ? ["s1", "s2"] : ["l1", "l2"]
     const team = (t: string) =>
@@ -204,7 +290,12 @@ const program = Effect.gen(function* () {
     [string, (size: "small" | "large", page: number) => Effect.Effect<unknown, unknown, SqlClient.SqlClient>]
   > = [
     ["projects, created_at", (u, page) => projects.list(user(u), query(page))],
-    ["projects, its total alone (count)", (u) => countOnly(u)],
+    ["projects: its total alone, counters", (u) => counterOnly(u)],
+    ["projects: its total alone, range count", (u) => countOnly(u)],
+    [
+      "projects, search=project (range count)",
+      (u, page) => projects.list(user(u), { ...query(page), search: "project" })
+    ],
     ["projects, name", (u, page) => projects.list(user(u), query(page, "name"))],
     ["projects, status=archived", (u, page) => projects.list(user(u), { ...query(page), status: "archived" })],
     ["projects, former OR query", (u, page) => orQuery(user(u), page)],
@@ -215,7 +306,30 @@ const program = Effect.gen(function* () {
       "deliveries of one webhook",
       (u, page) =>
         webhooks.listDeliveries(WebhookId.make(id("whk", who[u]! * 1_000_000)), { ...query(page), sort: "created_at" })
-    ]
+    ],
+    [
+      "deliveries, status=delivered",
+      (u, page) =>
+        webhooks.listDeliveries(WebhookId.make(id("whk", who[u]! * 1_000_000)), {
+          ...query(page),
+          sort: "created_at",
+          status: "delivered"
+        })
+    ],
+    [
+      "deployments of one project",
+      (u, page) => deploymentsRepo.list(firstProject(u), { ...query(page), sort: "created_at" })
+    ],
+    [
+      "invitations of one team",
+      (u, page) =>
+        invitationsRepo.listForTeam(team(u === "small" ? "s1" : "l1"), { ...query(page), sort: "created_at" }, now)
+    ],
+    [
+      "members of one team, joined_at",
+      (u, page) => teamsRepo.listMembers(crowd[u], { ...query(page), sort: "joined_at" })
+    ],
+    ["teams of one user, created_at", (u, page) => teamsRepo.listFor(joiner[u], query(page))]
   ]
   console.log(
     `${engine}; median of ${REPEAT} runs, ms; load average ${(yield* Effect.promise(() => Bun.file("/proc/loadavg").text())).split(" ").slice(0, 3).join(" ")}`
@@ -233,9 +347,14 @@ const program = Effect.gen(function* () {
   }
 })
 
-const layer = Layer.mergeAll(ProjectsRepo.Default, ApiKeysRepo.Default, WebhooksRepo.Default).pipe(
-  Layer.provideMerge(SqlLive)
-)
+const layer = Layer.mergeAll(
+  ProjectsRepo.Default,
+  ApiKeysRepo.Default,
+  WebhooksRepo.Default,
+  TeamsRepo.Default,
+  InvitationsRepo.Default,
+  DeploymentsRepo.Default
+).pipe(Layer.provideMerge(SqlLive))
 await Effect.runPromise(Effect.provide(program, layer)).finally(() =>
   process.env.BENCH_KEEP ? undefined : rmSync(dir, { recursive: true, force: true })
 )

@@ -4,7 +4,7 @@ import { ApiKey, type ApiKeySort, type ApiKeyStatus, KeyCredential, OwnedApiKey 
 import { ApiKeyId, UserId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Scope } from "../Domain/Scopes.js"
-import { makeListPage } from "../Sql/Lists.js"
+import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
 /** As stored: scopes are a JSON array in a TEXT column. */
@@ -49,6 +49,17 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
         sql`SELECT ${columns(now)} FROM api_keys k WHERE k.id = ${id} AND k.user_id = ${userId}`
     })
 
+    /**
+     * Counters know revoked from not revoked; `active` and `expired` depend on the clock, so those totals are
+     * counted from the rows.
+     */
+    const total = (userId: string, status: ApiKeyStatus | undefined) =>
+      status === undefined
+        ? counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`])
+        : status === "revoked"
+          ? counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`, sql`state = 'revoked'`])
+          : undefined
+
     const list = (userId: string, query: ListQuery<ApiKeySort, ApiKeyStatus>, now: string) =>
       listKeys(
         {
@@ -61,7 +72,8 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
           columns: { created_at: "k.created_at", name: "k.name" },
           createdColumn: "k.created_at",
           idColumn: "k.id",
-          searchColumns: ["k.name"]
+          searchColumns: ["k.name"],
+          total: total(userId, query.status)
         },
         query
       )

@@ -6,7 +6,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { Deployment, type DeploymentStatus } from "../Domain/Deployment.js"
 import type { ListQuery } from "../Domain/Lists.js"
-import { listPage } from "../Sql/Lists.js"
+import { counterSum, listPage } from "../Sql/Lists.js"
 
 export type DeploymentSort = "created_at" | "updated_at"
 
@@ -60,7 +60,12 @@ export class DeploymentsRepo extends Effect.Service<DeploymentsRepo>()("Deployme
           columns: { created_at: "d.created_at", updated_at: "d.updated_at" },
           createdColumn: "d.created_at",
           idColumn: "d.id",
-          searchColumns: ["d.ref", "d.environment", "d.description"]
+          searchColumns: ["d.ref", "d.environment", "d.description"],
+          total: counterSum(sql, "counts_deployments", [
+            sql`project_id = ${projectId}`,
+            ...(query.status !== undefined ? [sql`status = ${query.status}`] : []),
+            ...(query.environment !== undefined ? [sql`environment = ${query.environment}`] : [])
+          ])
         },
         query
       )

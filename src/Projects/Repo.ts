@@ -3,8 +3,8 @@ import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import { ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
-import { Project, type ProjectSort, type ProjectStatus } from "../Domain/Project.js"
-import { makeListPage } from "../Sql/Lists.js"
+import { Project, type ProjectSort, ProjectStatus } from "../Domain/Project.js"
+import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
 /** More teams than this and the team projects are read as one branch (one query, not one per team). */
@@ -57,9 +57,29 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
     })
 
     /**
+     * How many projects `visibleTo` gives, from the counters (migration 0006): the user's own, plus the `team`
+     * projects of their teams, minus their own among those (counted in both). With the status filter if any.
+     */
+    const visibleTotal = (userId: string, teamIds: ReadonlyArray<string>, status: ProjectStatus | undefined) => {
+      const byStatus = status !== undefined ? [sql`status = ${status}`] : []
+      const own = counterSum(sql, "counts_projects_owner", [sql`owner_id = ${userId}`, ...byStatus])
+      if (teamIds.length === 0) return own
+      const teams = counterSum(sql, "counts_projects_team", [sql`team_id IN ${sql.in(teamIds)}`, ...byStatus])
+      const ownShared = counterSum(sql, "counts_projects_owner", [
+        sql`owner_id = ${userId}`,
+        sql`shared_team IN ${sql.in(teamIds)}`,
+        ...byStatus
+      ])
+      return sql`(${own} + ${teams} - ${ownShared})`
+    }
+
+    /**
      * The same rows as `visibleTo`, as disjoint branches the list merges (src/Sql/Lists.ts `runUnion`): the
      * user's own projects, then per team the `team` projects of someone else, each walking its own index in sort
      * order. Past `MAX_TEAM_BRANCHES` teams the team projects are one branch (an `IN`, read whole and sorted).
+     * Each branch is split by status (the indexes lead with it, migration 0006), so a status filter is an index
+     * prefix rather than a filter that may read a whole branch to find a page of rare rows.
+     * The total comes from the counters unless the query has a search or a date bound.
      */
     const list = (userId: string, query: ListQuery<ProjectSort, ProjectStatus>) =>
       Effect.flatMap(teamsOf(userId), (memberships) => {
@@ -71,16 +91,21 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
             : teamIds.length <= MAX_TEAM_BRANCHES
               ? teamIds.map((teamId) => teamBranch(sql`p.team_id = ${teamId}`))
               : [teamBranch(sql`p.team_id IN ${sql.in(teamIds)}`)]
+        const statuses = query.status !== undefined ? [query.status] : ProjectStatus.literals
+        const branches = [[sql`p.owner_id = ${userId}`], ...teamBranches].flatMap((branch) =>
+          statuses.map((status) => [...branch, sql`p.status = ${status}`])
+        )
         return listProjects(
           {
             select: columns,
             from: sql`projects p`,
-            branches: [[sql`p.owner_id = ${userId}`], ...teamBranches],
-            where: query.status !== undefined ? [sql`p.status = ${query.status}`] : [],
+            branches,
+            where: [],
             columns: { created_at: "p.created_at", updated_at: "p.updated_at", name: "p.name" },
             createdColumn: "p.created_at",
             idColumn: "p.id",
-            searchColumns: ["p.name", "p.description"]
+            searchColumns: ["p.name", "p.description"],
+            total: visibleTotal(userId, teamIds, query.status)
           },
           query
         )

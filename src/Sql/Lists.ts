@@ -1,6 +1,10 @@
 /**
  * One list query for every list endpoint: the resource's own conditions, then search, creation bounds,
  * sort with an `id` tie-break (so pages never overlap or skip), a true total and one page.
+ *
+ * The total is read from counters (migration 0006, kept by triggers in the writing transaction) when the list
+ * gives a `total` for the query and the caller asked for no search or creation bound: a sum over a few counter
+ * rows, the same cost at any size. Otherwise it is a count of the matching rows, which grows with them.
  */
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -20,6 +24,11 @@ export interface ListSpec<Sort extends string> {
   readonly createdColumn: string
   readonly idColumn: string
   readonly searchColumns: ReadonlyArray<string>
+  /**
+   * The true total from counters, as a scalar SQL expression, when they can answer the list's own conditions
+   * (`where`, `branches`); used only when the query has no search or creation bound (counters know neither).
+   */
+  readonly total?: Fragment | undefined
 }
 
 /** A list over disjoint branches (each a list of conditions), merged in sort order; see `runUnion`. */
@@ -47,6 +56,29 @@ const filters = <Sort extends string>(sql: SqlClient.SqlClient, spec: ListSpec<S
   return conditions
 }
 
+/** Whether the caller narrowed the list beyond its own conditions (what no counter answers). */
+const hasFilters = (query: ListQuery<string>) =>
+  (query.search !== undefined && query.search !== "") ||
+  query.created_after !== undefined ||
+  query.created_before !== undefined
+
+/** The counters' total, when they answer this query. */
+const counterTotal = <Sort extends string>(
+  sql: SqlClient.SqlClient,
+  spec: ListSpec<Sort>,
+  query: ListQuery<Sort>
+): Fragment | undefined =>
+  spec.total === undefined || hasFilters(query)
+    ? undefined
+    : sql`SELECT CAST(COALESCE(${spec.total}, 0) AS INTEGER) AS total`
+
+/**
+ * `COALESCE((SELECT sum(n) FROM <counter> WHERE …), 0)`: a counter table's rows matching `where` (see migration
+ * 0006; a key may be spread over several rows, so always a sum).
+ */
+export const counterSum = (sql: SqlClient.SqlClient, table: string, where: ReadonlyArray<Fragment>): Fragment =>
+  sql`COALESCE((SELECT sum(n) FROM ${sql(table)} WHERE ${sql.and(where)}), 0)`
+
 /** `p.created_at` → `created_at`: the name a qualified column has in a derived table. */
 const bare = (column: string) => column.slice(column.lastIndexOf(".") + 1)
 
@@ -57,7 +89,9 @@ const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sor
     const where = conditions.length > 0 ? sql`WHERE ${sql.and(conditions)}` : sql``
     const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
     const [counted, rows] = yield* Effect.all([
-      sql<{ readonly total: unknown }>`SELECT CAST(count(*) AS INTEGER) AS total FROM ${spec.from} ${where}`,
+      sql<{ readonly total: unknown }>`${
+        counterTotal(sql, spec, query) ?? sql`SELECT CAST(count(*) AS INTEGER) AS total FROM ${spec.from} ${where}`
+      }`,
       sql`
         SELECT ${spec.select} FROM ${spec.from} ${where}
         ORDER BY ${sql(spec.columns[query.sort])} ${direction}, ${sql(spec.idColumn)} ${direction}
@@ -92,7 +126,9 @@ const runUnion = <Row extends object, Sort extends string>(spec: UnionListSpec<S
     )
     const counts = spec.branches.map((branch) => sql`(SELECT count(*) FROM ${spec.from} WHERE ${whereOf(branch)})`)
     const [counted, rows] = yield* Effect.all([
-      sql<{ readonly total: unknown }>`SELECT CAST(${sql.join(" + ", false)(counts)} AS INTEGER) AS total`,
+      sql<{ readonly total: unknown }>`${
+        counterTotal(sql, spec, query) ?? sql`SELECT CAST(${sql.join(" + ", false)(counts)} AS INTEGER) AS total`
+      }`,
       sql<Row>`
         SELECT * FROM (${sql.join(" UNION ALL ", false)(union)}) u
         ORDER BY ${sql(bare(sortColumn))} ${direction}, ${sql(bare(spec.idColumn))} ${direction}

@@ -5,6 +5,7 @@ import m0002 from "./migrations/0002_webhooks.js"
 import m0003 from "./migrations/0003_oauth.js"
 import m0004 from "./migrations/0004_teams_deployments.js"
 import m0005 from "./migrations/0005_list_indexes.js"
+import m0006 from "./migrations/0006_list_counts.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const loader = Migrator.fromRecord({
@@ -12,7 +13,8 @@ const loader = Migrator.fromRecord({
   "0002_webhooks": m0002,
   "0003_oauth": m0003,
   "0004_teams_deployments": m0004,
-  "0005_list_indexes": m0005
+  "0005_list_indexes": m0005,
+  "0006_list_counts": m0006
 })
 
 const migrate = Migrator.make({})

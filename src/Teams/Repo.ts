@@ -8,7 +8,7 @@ import { Effect, Schema } from "effect"
 import { Invitation, type InvitationStatus } from "../Domain/Invitation.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Team, TeamMember, TeamRole } from "../Domain/Team.js"
-import { listPage } from "../Sql/Lists.js"
+import { counterSum, listPage } from "../Sql/Lists.js"
 
 export type TeamSort = "created_at" | "updated_at" | "name"
 export type MemberSort = "joined_at" | "name"
@@ -162,7 +162,8 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
           columns: { created_at: "t.created_at", updated_at: "t.updated_at", name: "t.name" },
           createdColumn: "t.created_at",
           idColumn: "t.id",
-          searchColumns: ["t.name"]
+          searchColumns: ["t.name"],
+          total: counterSum(sql, "counts_members_user", [sql`user_id = ${userId}`])
         },
         query
       )
@@ -176,8 +177,9 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
           where: [sql`m.team_id = ${teamId}`],
           columns: { joined_at: "m.joined_at", name: "u.name" },
           createdColumn: "m.joined_at",
-          idColumn: "u.id",
-          searchColumns: ["u.name", "u.email"]
+          idColumn: "m.user_id",
+          searchColumns: ["u.name", "u.email"],
+          total: counterSum(sql, "counts_members_team", [sql`team_id = ${teamId}`])
         },
         query
       )
@@ -272,6 +274,17 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
           RETURNING id, team_id, email, role, status, invited_by, created_at, expires_at, answered_at`
     })
 
+    /**
+     * Counters hold the stored status; `pending` and `expired` depend on the clock (a pending invitation past its
+     * expiry reads as expired), so those totals are counted from the rows.
+     */
+    const teamTotal = (teamId: string, status: InvitationStatus | undefined) =>
+      status === undefined
+        ? counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`])
+        : status === "pending" || status === "expired"
+          ? undefined
+          : counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`, sql`status = ${status}`])
+
     const listForTeam = (teamId: string, query: ListQuery<InvitationSort, InvitationStatus>, now: string) =>
       listPage(
         Invitation,
@@ -285,12 +298,17 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
           columns: { created_at: "i.created_at" },
           createdColumn: "i.created_at",
           idColumn: "i.id",
-          searchColumns: ["i.email"]
+          searchColumns: ["i.email"],
+          total: teamTotal(teamId, query.status)
         },
         query
       )
 
-    /** Invitations addressed to an email (whatever its case) with this status (as read: expiry computed), or all. */
+    /**
+     * Invitations addressed to an email (whatever its case) with this status (as read: expiry computed), or all.
+     * No counter: pending and expired depend on the clock, and one email is invited a handful of times, so the
+     * count stays small.
+     */
     const listAddressedTo = (
       email: string,
       only: InvitationStatus | "all",

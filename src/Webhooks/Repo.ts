@@ -13,7 +13,7 @@ import {
   type WebhookSort,
   type WebhookStatus
 } from "../Domain/Webhook.js"
-import { makeListPage } from "../Sql/Lists.js"
+import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
 /** As stored: the event types are a JSON array in a TEXT column. */
@@ -70,7 +70,11 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           columns: { created_at: "w.created_at", updated_at: "w.updated_at" },
           createdColumn: "w.created_at",
           idColumn: "w.id",
-          searchColumns: ["w.url"]
+          searchColumns: ["w.url"],
+          total: counterSum(sql, "counts_webhooks", [
+            sql`user_id = ${userId}`,
+            ...(query.status !== undefined ? [sql`status = ${query.status}`] : [])
+          ])
         },
         query
       )
@@ -94,7 +98,11 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           columns: { created_at: "d.created_at" },
           createdColumn: "d.created_at",
           idColumn: "d.id",
-          searchColumns: ["d.event_type"]
+          searchColumns: ["d.event_type"],
+          total: counterSum(sql, "counts_deliveries", [
+            sql`webhook_id = ${webhookId}`,
+            ...(query.status !== undefined ? [sql`status = ${query.status}`] : [])
+          ])
         },
         query
       )
