@@ -5,6 +5,7 @@
  *  3. Retry timing: a receiver that fails each delivery's first attempt; attempt 2 is due 1 s after attempt 1
  *     (WEBHOOK_RETRY_DELAYS=1s,…): how far from 1 s the gap between the two receipts is.
  * Usage: bun bench/deliveries.ts [--events 2000] [--hooks 10] [--rate 500] [--seconds 10]
+ *        BENCH_SERVER_DIR=<another checkout> measures that one (side by side, A B A B)
  * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.
  */
 import { join } from "node:path"
@@ -19,7 +20,8 @@ const HOOKS = arg("hooks", 10)
 const RATE = arg("rate", 500)
 const SECONDS = arg("seconds", 10)
 const PORT = 3931
-const ROOT = join(import.meta.dir, "..")
+// The service to measure: this checkout, or another one (BENCH_SERVER_DIR, e.g. a checkout of an earlier commit).
+const ROOT = process.env.BENCH_SERVER_DIR ?? join(import.meta.dir, "..")
 
 const DATABASE_URL = await freshDatabaseUrl()
 const env = { ...process.env, DATABASE_URL, LOG_LEVEL: "warn" }

@@ -16,8 +16,7 @@ export const parentOf = (traceparent: string | null | undefined): Option.Option<
     ? Option.none()
     : HttpTraceContext.w3c(Headers.unsafeFromRecord({ traceparent }))
 
-const hex = (bytes: number): string =>
-  Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("")
+const hex = (bytes: number): string => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex")
 
 /**
  * A `traceparent` for a call made without a span (tracing off): the parent's trace and sampled flag (a new trace,
