@@ -2,7 +2,10 @@
  * Delivery benchmark: a loopback receiver (this process, core 1) and the server (core 0).
  *  1. Throughput: N projects fanned out to H webhooks each, all deliveries counted at the receiver.
  *  2. First-attempt lag at a fixed event rate: receive time minus the event's created_at, p50/p99.
+ *  3. Retry timing: a receiver that fails each delivery's first attempt; attempt 2 is due 1 s after attempt 1
+ *     (WEBHOOK_RETRY_DELAYS=1s,…): how far from 1 s the gap between the two receipts is.
  * Usage: bun bench/deliveries.ts [--events 2000] [--hooks 10] [--rate 500] [--seconds 10]
+ *        BENCH_SERVER_DIR=<another checkout> measures that one (side by side, A B A B)
  * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.
  */
 import { join } from "node:path"
@@ -17,7 +20,8 @@ const HOOKS = arg("hooks", 10)
 const RATE = arg("rate", 500)
 const SECONDS = arg("seconds", 10)
 const PORT = 3931
-const ROOT = join(import.meta.dir, "..")
+// The service to measure: this checkout, or another one (BENCH_SERVER_DIR, e.g. a checkout of an earlier commit).
+const ROOT = process.env.BENCH_SERVER_DIR ?? join(import.meta.dir, "..")
 
 const DATABASE_URL = await freshDatabaseUrl()
 const env = { ...process.env, DATABASE_URL, LOG_LEVEL: "warn" }
@@ -29,11 +33,24 @@ const cli = async (...args: Array<string>) => {
 let received = 0
 const lags: Array<number> = []
 let measuringLag = false
+// Retry timing: when each delivery's first attempt was refused, and the gap to its second.
+const firstAttempt = new Map<string, number>()
+const retryGaps: Array<number> = []
 const receiver = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
   async fetch(request) {
     const body = await request.text()
+    if (new URL(request.url).pathname === "/flaky") {
+      const delivery = request.headers.get("x-service-delivery") ?? ""
+      const first = firstAttempt.get(delivery)
+      if (first === undefined) {
+        firstAttempt.set(delivery, performance.now())
+        return new Response(null, { status: 503 })
+      }
+      retryGaps.push(performance.now() - first)
+      return new Response(null, { status: 204 })
+    }
     received++
     if (measuringLag) lags.push(Date.now() - Date.parse(JSON.parse(body).created_at))
     return new Response(null, { status: 204 })
@@ -47,6 +64,7 @@ const makeUser = async (label: string) => {
 // Throughput fans each event out to HOOKS webhooks; the lag run uses a second user with one webhook.
 const key = await makeUser("fanout")
 const lagKey = await makeUser("lag")
+const retryKey = await makeUser("retry")
 const server = Bun.spawn(
   [
     "taskset",
@@ -54,6 +72,7 @@ const server = Bun.spawn(
     "0",
     "bun",
     ...(process.env.BENCH_PROFILE ? ["--cpu-prof-md", "--cpu-prof-dir=/tmp/prof"] : []),
+    ...(process.env.BENCH_PRELOAD ? ["--preload", process.env.BENCH_PRELOAD] : []),
     "src/main.ts"
   ],
   {
@@ -63,6 +82,7 @@ const server = Bun.spawn(
       PORT: String(PORT),
       HOST: "127.0.0.1",
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      WEBHOOK_RETRY_DELAYS: "1s,1s,1s,1s",
       RATE_LIMIT_ENABLED: "false"
     },
     stdout: "ignore",
@@ -93,6 +113,7 @@ for (let i = 0; i < HOOKS; i++) {
   await api("/v1/webhooks", { url: `http://127.0.0.1:${receiver.port}/hook/${i}`, events: ["project.created"] })
 }
 await api("/v1/webhooks", { url: `http://127.0.0.1:${receiver.port}/lag`, events: ["project.created"] }, lagKey)
+await api("/v1/webhooks", { url: `http://127.0.0.1:${receiver.port}/flaky`, events: ["project.created"] }, retryKey)
 
 const waitFor = async (count: number, limitMs: number) => {
   const until = Date.now() + limitMs
@@ -100,8 +121,15 @@ const waitFor = async (count: number, limitMs: number) => {
   return received >= count
 }
 
+/** CPU seconds the server process has used so far (Linux: utime + stime from /proc). */
+const serverCpu = async () => {
+  const fields = (await Bun.file(`/proc/${server.pid}/stat`).text()).split(") ")[1]?.split(" ") ?? []
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
 // 1. Throughput.
 const projects = Math.ceil(EVENTS / HOOKS)
+const cpuBefore = await serverCpu()
 const started = performance.now()
 for (let i = 0; i < projects; i += 20) {
   await Promise.all(
@@ -111,11 +139,13 @@ for (let i = 0; i < projects; i += 20) {
 const created = performance.now()
 const complete = await waitFor(projects * HOOKS, 120_000)
 const elapsed = (performance.now() - started) / 1000
+const cpuUsed = (await serverCpu()) - cpuBefore
 console.log(`database: ${DATABASE_URL.split(":")[0]}`)
 console.log(
   `throughput: ${projects * HOOKS} deliveries (${projects} events x ${HOOKS} webhooks) in ${elapsed.toFixed(2)} s` +
     ` = ${Math.round((projects * HOOKS) / elapsed)} deliveries/s` +
-    ` (events created in ${((created - started) / 1000).toFixed(2)} s)${complete ? "" : " — INCOMPLETE"}`
+    ` (events created in ${((created - started) / 1000).toFixed(2)} s = ${Math.round(projects / ((created - started) / 1000))} creates/s)` +
+    `${complete ? "" : " — INCOMPLETE"}; server CPU ${cpuUsed.toFixed(2)} s of ${elapsed.toFixed(2)} s`
 )
 
 // 2. First-attempt lag at a fixed rate, one webhook per event.
@@ -139,6 +169,23 @@ const pct = (p: number) => lags[Math.min(lags.length - 1, Math.floor((p / 100) *
 console.log(
   `first-attempt lag at ${RATE} events/s for ${SECONDS} s (one webhook, ${lags.length} deliveries): ` +
     `p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${lags[lags.length - 1]} ms`
+)
+
+// 3. Retries when due: 200 events at 50/s, each failing once, retried 1 s later.
+const RETRIES = 200
+for (let i = 0; i < RETRIES; i++) {
+  const due = performance.now() + 20
+  await api("/v1/projects", { name: `retry ${i}` }, retryKey)
+  const wait = due - performance.now()
+  if (wait > 1) await Bun.sleep(wait)
+}
+const until = Date.now() + 30_000
+while (retryGaps.length < RETRIES && Date.now() < until) await Bun.sleep(10)
+const off = retryGaps.map((gap) => Math.abs(gap - 1000)).sort((a, b) => a - b)
+const at = (p: number) => off[Math.min(off.length - 1, Math.floor((p / 100) * off.length))]?.toFixed(0)
+console.log(
+  `retry timing (attempt 2 due 1 s after attempt 1, ${retryGaps.length} of ${RETRIES} retried): ` +
+    `|gap - 1 s| p50 ${at(50)} ms, p99 ${at(99)} ms, max ${off[off.length - 1]?.toFixed(0)} ms`
 )
 
 server.kill(process.env.BENCH_PROFILE ? "SIGINT" : "SIGTERM")

@@ -7,7 +7,7 @@ import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
 import { SignIn } from "./Auth/SignIn.js"
 import { Deployments } from "./Deployments/Deployments.js"
-import { DeliveryDoorbell } from "./Events/Events.js"
+import { DeliveryInbox } from "./Events/Inbox.js"
 import { HttpLive } from "./Http.js"
 import { OAuthAuthorizations } from "./OAuth/Authorizations.js"
 import { OAuthClients } from "./OAuth/Clients.js"
@@ -37,7 +37,7 @@ export const ServicesLive = Layer.mergeAll(
   SigningKeys.Default,
   SignIn.Default,
   Webhooks.Default,
-  DeliveryWorker.pipe(Layer.provide([WebhooksRepo.Default, DeliveryDoorbell.Default]))
+  DeliveryWorker.pipe(Layer.provide([WebhooksRepo.Default, DeliveryInbox.Default]))
 ).pipe(Layer.provideMerge(RateLimitLive), Layer.provideMerge(SqlLive))
 
 export const MainLive = HttpLive.pipe(Layer.provide(ServicesLive))

@@ -1,24 +1,19 @@
 /**
  * The transactional outbox. `emit` writes an event and one pending delivery per subscribed webhook inside the
- * caller's transaction; `transaction` runs a change with its events and, if it queued a delivery, wakes the
- * delivery worker once the transaction has committed, so new deliveries start within milliseconds rather than at
- * the next poll.
+ * caller's transaction; `transaction` runs a change with its events. Deliveries this process has room for are
+ * claimed as they are written and handed to the delivery worker's inbox once the transaction has committed, so
+ * their first attempt starts at once, without a claim query; the rest are written unclaimed and the worker is
+ * woken to claim them when it has room. A transaction that fails hands nothing over and gives its room back.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, FiberRef, Option, Queue, Schema } from "effect"
+import { Effect, Exit, FiberRef, Option, Schema } from "effect"
 import type { EventType } from "../Domain/EventTypes.js"
-import { makeId } from "../Domain/Ids.js"
+import { DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
+import { type ClaimedDelivery, WebhookStatus } from "../Domain/Webhook.js"
 import { traceparentOf } from "../Observability/TraceContext.js"
-
-/** A doorbell: one pending ring is enough, however many commits happen before the worker looks. */
-export class DeliveryDoorbell extends Effect.Service<DeliveryDoorbell>()("DeliveryDoorbell", {
-  effect: Effect.map(Queue.sliding<void>(1), (bell) => ({
-    ring: Queue.offer(bell, undefined).pipe(Effect.asVoid),
-    wait: Queue.take(bell)
-  }))
-}) {}
+import { DeliveryInbox } from "./Inbox.js"
 
 export interface EventEnvelope {
   readonly id: string
@@ -27,24 +22,33 @@ export interface EventEnvelope {
   readonly data: unknown
 }
 
-/**
- * Whether the transaction being run queued a delivery: only then is the worker woken after the commit (waking it
- * for every change costs it a claim and a look at the schedule, two statements on the one SQLite connection).
- */
-const queuedDelivery = FiberRef.unsafeMake(false)
+/** What the transaction being run has claimed for this process, and whether it left deliveries unclaimed. */
+interface Outbox {
+  reserved: number
+  readonly claimed: Array<ClaimedDelivery>
+  unclaimed: boolean
+}
+const currentOutbox = FiberRef.unsafeMake<Outbox | null>(null)
 
 /** A webhook's subscription: `events` is JSON text, a list of event type names. */
-const Subscription = Schema.Struct({ id: Schema.String, events: Schema.parseJson(Schema.Array(Schema.String)) })
+const Subscription = Schema.Struct({
+  id: WebhookId,
+  url: Schema.String,
+  secret: Schema.String,
+  status: WebhookStatus,
+  events: Schema.parseJson(Schema.Array(Schema.String))
+})
 
 export class Events extends Effect.Service<Events>()("Events", {
-  dependencies: [DeliveryDoorbell.Default],
+  dependencies: [DeliveryInbox.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const doorbell = yield* DeliveryDoorbell
+    const inbox = yield* DeliveryInbox
     const subscriptionsOf = SqlSchema.findAll({
       Request: Schema.Array(Schema.String),
       Result: Subscription,
-      execute: (recipients) => sql`SELECT id, events FROM webhooks WHERE user_id IN ${sql.in(recipients)}`
+      execute: (recipients) =>
+        sql`SELECT id, url, secret, status, events FROM webhooks WHERE user_id IN ${sql.in(recipients)}`
     })
 
     /**
@@ -60,46 +64,89 @@ export class Events extends Effect.Service<Events>()("Events", {
       const event: EventEnvelope = { id: makeId("event"), type, created_at: now, data }
       // Kept with the event so each delivery attempt joins the trace of the request that caused it.
       const span = yield* Effect.option(Effect.currentSpan)
+      const traceContext = Option.getOrNull(Option.flatMap(span, traceparentOf))
+      const payload = JSON.stringify(event)
       yield* sql`INSERT INTO events ${sql.insert({
         id: event.id,
         type,
-        payload: JSON.stringify(event),
-        trace_context: Option.getOrNull(Option.flatMap(span, traceparentOf)),
+        payload,
+        trace_context: traceContext,
         created_at: now
       })}`
       if (recipients.length === 0) return event
       const hooks = yield* subscriptionsOf(recipients).pipe(Effect.catchTag("ParseError", Effect.die))
       const subscribed = hooks.filter((hook) => hook.events.includes(type))
-      if (subscribed.length > 0) {
-        yield* sql`INSERT INTO deliveries ${sql.insert(
-          subscribed.map((hook) => ({
-            id: makeId("delivery"),
+      if (subscribed.length === 0) return event
+      // Outside `transaction` nothing is claimed: there would be no commit to hand the claims over after.
+      const outbox = yield* FiberRef.get(currentOutbox)
+      const claiming = outbox === null ? 0 : inbox.reserve(subscribed.length)
+      const claimToken = crypto.randomUUID()
+      const claimedUntil = new Date(Date.parse(now) + inbox.lease()).toISOString()
+      const rows = subscribed.map((hook, i) => ({
+        id: makeId("delivery"),
+        webhook_id: hook.id,
+        event_id: event.id,
+        event_type: type,
+        status: "pending",
+        attempt_count: 0,
+        manual: 0,
+        next_attempt_at: now,
+        last_attempt_at: null,
+        claimed_until: i < claiming ? claimedUntil : null,
+        claim_token: i < claiming ? claimToken : null,
+        created_at: now
+      }))
+      yield* sql`INSERT INTO deliveries ${sql.insert(rows)}`
+      if (outbox !== null) {
+        outbox.reserved += claiming
+        outbox.unclaimed ||= claiming < subscribed.length
+        for (let i = 0; i < claiming; i++) {
+          const hook = subscribed[i]
+          const row = rows[i]
+          if (hook === undefined || row === undefined) continue
+          outbox.claimed.push({
+            id: DeliveryId.make(row.id),
             webhook_id: hook.id,
-            event_id: event.id,
+            event_id: EventId.make(event.id),
             event_type: type,
-            status: "pending",
             attempt_count: 0,
             manual: 0,
             next_attempt_at: now,
-            last_attempt_at: null,
-            claimed_until: null,
-            created_at: now
-          }))
-        )}`
-        yield* FiberRef.set(queuedDelivery, true)
+            url: hook.url,
+            secret: hook.secret,
+            webhook_status: hook.status,
+            payload,
+            trace_context: traceContext,
+            claim_token: claimToken
+          })
+        }
       }
       return event
     })
 
-    /** Runs a change and the events it emits in one transaction, then wakes the delivery worker if it has work. */
+    /**
+     * Runs a change and the events it emits in one transaction. Once it has committed, the deliveries it claimed go
+     * to the inbox and the worker is woken if some were left unclaimed; if it fails, their room is given back (the
+     * rows were rolled back with it).
+     */
     const transaction = <A, E, R>(change: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-      sql.withTransaction(change).pipe(
-        Effect.tap(() =>
-          Effect.flatMap(FiberRef.get(queuedDelivery), (queued) => (queued ? doorbell.ring : Effect.void))
-        ),
-        Effect.locally(queuedDelivery, false)
-      )
+      Effect.suspend(() => {
+        const outbox: Outbox = { reserved: 0, claimed: [], unclaimed: false }
+        return sql.withTransaction(change).pipe(
+          Effect.locally(currentOutbox, outbox),
+          Effect.onExit((exit) =>
+            Effect.gen(function* () {
+              if (Exit.isSuccess(exit)) {
+                yield* inbox.hand(outbox.claimed)
+                if (outbox.unclaimed) yield* inbox.ring
+              } else {
+                yield* inbox.release(outbox.reserved)
+              }
+            })
+          )
+        )
+      })
 
-    return { emit, transaction, wake: doorbell.ring } as const
+    return { emit, transaction, wake: inbox.ring } as const
   })
 }) {}

@@ -15,3 +15,15 @@ export const parentOf = (traceparent: string | null | undefined): Option.Option<
   traceparent === null || traceparent === undefined
     ? Option.none()
     : HttpTraceContext.w3c(Headers.unsafeFromRecord({ traceparent }))
+
+const hex = (bytes: number): string => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex")
+
+/**
+ * A `traceparent` for a call made without a span (tracing off): the parent's trace and sampled flag (a new trace,
+ * sampled, without one), and a fresh span id — what a span of that parent would have sent.
+ */
+export const untracedTraceparent = (parent: Option.Option<Tracer.ExternalSpan>): string =>
+  Option.match(parent, {
+    onNone: () => `00-${hex(16)}-${hex(8)}-01`,
+    onSome: (span) => `00-${span.traceId}-${hex(8)}-${span.sampled ? "01" : "00"}`
+  })

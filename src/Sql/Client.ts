@@ -19,6 +19,9 @@ const sqlite = (filename: string) =>
       // WAL is switched on by the client; these are ours to set.
       yield* sql.unsafe("PRAGMA busy_timeout = 5000")
       yield* sql.unsafe("PRAGMA synchronous = NORMAL")
+      // Checkpoint every 10,000 WAL pages (40 MB) rather than 1,000: a checkpoint is the only fsync with
+      // synchronous = NORMAL, and at every 1,000 pages it doubled the average commit under webhook fan-out.
+      yield* sql.unsafe("PRAGMA wal_autocheckpoint = 10000")
       yield* sql.unsafe("PRAGMA foreign_keys = ON")
     })
   ).pipe(

@@ -42,6 +42,17 @@ export type WebhookChange = typeof WebhookChange.Type
 
 const Id = Schema.Struct({ id: Schema.String })
 
+/** A claimed delivery's outcome, to be written if the claim is still held. */
+const Settlement = Schema.Struct({
+  id: Schema.String,
+  claim_token: Schema.String,
+  status: Delivery.fields.status,
+  attempt_count: Schema.Int,
+  next_attempt_at: Schema.NullOr(Schema.String),
+  last_attempt_at: Schema.String
+})
+export type Settlement = typeof Settlement.Type
+
 export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -183,37 +194,46 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
             Effect.asVoid
           )
 
-    const settleClaim = Rows.findAll({
-      Request: Schema.Struct({
-        id: Schema.String,
-        claimToken: Schema.String,
-        status: Delivery.fields.status,
-        attempt_count: Schema.Int,
-        next_attempt_at: Schema.NullOr(Schema.String),
-        last_attempt_at: Schema.String
-      }),
+    /**
+     * Writes the outcomes of claims this process still holds, in one statement; answers the ids it wrote (a claim
+     * that lapsed and was taken again is the other claimant's to record).
+     */
+    const settle = (outcomes: ReadonlyArray<Settlement>) =>
+      outcomes.length === 0
+        ? Effect.succeed(new Set<string>())
+        : Effect.map(settleClaims(outcomes), (rows) => new Set(rows.map((row) => row.id)))
+
+    const settleClaims = Rows.findAll({
+      Request: Schema.Array(Settlement),
       Result: Id,
-      execute: ({ claimToken, id, ...outcome }) =>
+      execute: (outcomes) =>
         sql`
-          UPDATE deliveries SET ${sql.update({ ...outcome, manual: 0, claimed_until: null, claim_token: null })}
-          WHERE id = ${id} AND claim_token = ${claimToken}
-          RETURNING id`
+          WITH outcome (id, claim_token, status, attempt_count, next_attempt_at, last_attempt_at) AS (
+            VALUES ${sql.csv(
+              outcomes.map(
+                (o) =>
+                  sql`(${o.id}, ${o.claim_token}, ${o.status}, ${o.attempt_count}, ${o.next_attempt_at}, ${o.last_attempt_at})`
+              )
+            )}
+          )
+          UPDATE deliveries SET
+            status = outcome.status,
+            attempt_count = CAST(outcome.attempt_count AS INTEGER),
+            next_attempt_at = outcome.next_attempt_at,
+            last_attempt_at = outcome.last_attempt_at,
+            manual = 0, claimed_until = NULL, claim_token = NULL
+          FROM outcome
+          WHERE deliveries.id = outcome.id AND deliveries.claim_token = outcome.claim_token
+          RETURNING deliveries.id`
     })
 
-    /** Writes the outcome if this process still holds the claim; answers whether it did. */
-    const settle = (
-      claimed: ClaimedDelivery,
-      outcome: {
-        readonly status: DeliveryStatus
-        readonly attempt_count: number
-        readonly next_attempt_at: string | null
-        readonly last_attempt_at: string
-      }
-    ) =>
-      Effect.map(
-        settleClaim({ id: claimed.id, claimToken: claimed.claim_token, ...outcome }),
-        (rows) => rows.length > 0
-      )
+    /** Gives claims this process will not attempt back to the table, for any process to take now. */
+    const unclaim = (claims: ReadonlyArray<ClaimedDelivery>) =>
+      claims.length === 0
+        ? Effect.void
+        : sql`UPDATE deliveries SET claimed_until = NULL, claim_token = NULL
+              WHERE id IN ${sql.in(claims.map((c) => c.id))}
+                AND claim_token IN ${sql.in([...new Set(claims.map((c) => c.claim_token))])}`.pipe(Effect.asVoid)
 
     /** `active` changes only webhooks that are failed; `failed` marks them all. */
     const markWebhooks = (ids: ReadonlyArray<string>, status: WebhookStatus, now: string) =>
@@ -247,6 +267,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       claim,
       insertAttempts,
       settle,
+      unclaim,
       markWebhooks,
       pendingCount
     } as const

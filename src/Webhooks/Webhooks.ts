@@ -160,7 +160,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       deliveryId: DeliveryId
     ) {
       yield* findDelivery(principal, id, deliveryId)
-      yield* events.transaction(repo.scheduleNow(deliveryId, nowIso())).pipe(Effect.orDie)
+      yield* repo.scheduleNow(deliveryId, nowIso()).pipe(Effect.orDie)
+      // Due now: the worker may be asleep until a later delivery falls due.
+      yield* events.wake
       return yield* findDelivery(principal, id, deliveryId)
     })
 

@@ -142,14 +142,16 @@ describe("a process killed with attempts in flight", () => {
       expect(attempts.at(-1)!.outcome).toBe("succeeded")
     }
     // The deliveries cut off by the kill were attempted again, by the new process, only once their claim
-    // (WEBHOOK_CLAIM_TIMEOUT = 2 s, taken just before the first attempt) had lapsed.
+    // (WEBHOOK_CLAIM_TIMEOUT = 2 s) had lapsed: claimed when the event was written (handed straight to the
+    // worker) or later (claimed from the table), so not before the event's created_at + 2 s.
     let retaken = 0
     for (const [, requests] of byDelivery) {
       const before = requests.filter((request) => request.receivedAt <= killedAt)
       const after = requests.filter((request) => request.receivedAt > killedAt)
       if (before.length === 0) continue
       expect(after.length).toBeGreaterThanOrEqual(1)
-      expect(after[0]!.receivedAt - before[0]!.receivedAt).toBeGreaterThanOrEqual(1_900)
+      const createdAt = Date.parse(JSON.parse(before[0]!.body).created_at)
+      expect(after[0]!.receivedAt - createdAt).toBeGreaterThanOrEqual(1_990)
       retaken++
     }
     expect(retaken).toBeGreaterThanOrEqual(inFlightAtKill)
@@ -249,4 +251,43 @@ describe("two processes on one PostgreSQL database", () => {
     },
     60_000
   )
+})
+
+describe("the worker's inbox (deliveries handed over by the committing transaction)", () => {
+  test("a SIGTERM gives back the claims of deliveries not yet started: the next process sends them at once", async () => {
+    const databaseUrl = await freshDatabaseUrl()
+    // A long lease: were the claims not given back, the next process could not take them for 30 s.
+    const env = { WEBHOOK_CONCURRENCY: "2", WEBHOOK_CLAIM_TIMEOUT: "30s" }
+    const receiver = receive({ default: { status: 200, delayMs: 500 } })
+    const first = await start({ databaseUrl, env })
+    const user = await first.user()
+    const hook = await registerHook(first, user, receiver.url("/inbox"))
+    await createProjects(first, user, 20, "Inbox")
+    await receiver.waitFor(1, { timeoutMs: 5_000 })
+    expect(await stopWithin(first, 8_000)).toBe(true)
+    const sentByFirst = receiver.requests().length
+    expect(sentByFirst).toBeLessThan(20)
+
+    receiver.setDefault({ status: 200 })
+    const second = await start({ databaseUrl, env })
+    const delivered = await allDelivered(second, user, hook.id, 20, 15_000)
+    // Each once: those the first process attempted were recorded, the rest were sent by the second.
+    expect(receiver.requests()).toHaveLength(20)
+    expect(new Set(receiver.requests().map((request) => request.headers["x-service-delivery"])).size).toBe(20)
+    for (const row of delivered) expect(row.attempt_count).toBe(1)
+  }, 40_000)
+
+  test("more new deliveries than the inbox holds: the rest wait unclaimed and are claimed as room opens", async () => {
+    // WEBHOOK_CONCURRENCY 1 with a lease of two time-outs: the inbox holds one delivery.
+    const receiver = receive({ default: { status: 200, delayMs: 50 } })
+    const server = await start({ env: { WEBHOOK_CONCURRENCY: "1" } })
+    const user = await server.user()
+    const hook = await registerHook(server, user, receiver.url("/overflow"))
+    await createProjects(server, user, 12, "Overflow")
+    const delivered = await allDelivered(server, user, hook.id, 12)
+    expect(receiver.requests()).toHaveLength(12)
+    expect(new Set(receiver.requests().map((request) => request.headers["x-service-delivery"])).size).toBe(12)
+    expect(receiver.load.maxInFlight).toBe(1)
+    for (const row of delivered) expect(row.attempt_count).toBe(1)
+  }, 30_000)
 })

@@ -6,7 +6,7 @@
 import { createHmac } from "node:crypto"
 import { isIP } from "node:net"
 import { Duration, Effect } from "effect"
-import { checkTarget } from "./Targets.js"
+import { resolveTarget } from "./Targets.js"
 
 export const USER_AGENT = "ProjectCollaborationService-Webhooks/1.0"
 const RESPONSE_BODY_LIMIT = 4096
@@ -63,64 +63,62 @@ const pinnedUrl = (raw: string, address: string): string => {
   return url.toString()
 }
 
-export const attempt = (
+/** One attempt, as plain async code (one promise per attempt: it is the worker's hot path). Never rejects. */
+const attemptAsync = async (
   request: AttemptRequest,
-  options: { readonly timeout: Duration.Duration; readonly allowPrivate: boolean }
-): Effect.Effect<AttemptResult> =>
-  Effect.gen(function* () {
-    const started = performance.now()
-    const elapsed = () => Math.round(performance.now() - started)
-    const address = yield* Effect.either(checkTarget(request.url, options.allowPrivate))
-    if (address._tag === "Left") {
-      return {
-        succeeded: false,
-        statusCode: null,
-        error: `refused: ${address.left.message}`,
-        responseBody: null,
-        durationMs: elapsed()
-      }
-    }
-    const target = new URL(request.url)
+  timeoutMs: number,
+  allowPrivate: boolean
+): Promise<AttemptResult> => {
+  const started = performance.now()
+  const elapsed = () => Math.round(performance.now() - started)
+  const failed = (error: string): AttemptResult => ({
+    succeeded: false,
+    statusCode: null,
+    error,
+    responseBody: null,
+    durationMs: elapsed()
+  })
+  try {
+    const target = await resolveTarget(request.url, allowPrivate)
+    if ("refused" in target) return failed(`refused: ${target.refused}`)
     const headers: Record<string, string> = {
       "content-type": "application/json",
       "user-agent": USER_AGENT,
-      host: target.host,
+      host: new URL(request.url).host,
       "x-service-signature": signature(request.secret, request.body),
       "x-service-event": request.eventType,
       "x-service-event-id": request.eventId,
       "x-service-delivery": request.deliveryId
     }
     if (request.traceparent !== undefined) headers.traceparent = request.traceparent
-    const timeoutMs = Duration.toMillis(options.timeout)
-    return yield* Effect.promise(async (): Promise<AttemptResult> => {
-      try {
-        const response = await fetch(pinnedUrl(request.url, address.right), {
-          method: "POST",
-          headers,
-          body: request.body,
-          redirect: "manual",
-          signal: AbortSignal.timeout(timeoutMs)
-        })
-        const responseBody = await readPrefix(response)
-        const succeeded = response.status >= 200 && response.status < 300
-        return {
-          succeeded,
-          statusCode: response.status,
-          error: succeeded ? null : `HTTP ${response.status}`,
-          responseBody,
-          durationMs: elapsed()
-        }
-      } catch (cause) {
-        const timedOut = cause instanceof Error && (cause.name === "TimeoutError" || cause.name === "AbortError")
-        return {
-          succeeded: false,
-          statusCode: null,
-          error: timedOut
-            ? `timed out after ${timeoutMs} ms`
-            : `connection failed: ${cause instanceof Error ? cause.message : String(cause)}`,
-          responseBody: null,
-          durationMs: elapsed()
-        }
-      }
+    const response = await fetch(pinnedUrl(request.url, target.address), {
+      method: "POST",
+      headers,
+      body: request.body,
+      redirect: "manual",
+      signal: AbortSignal.timeout(timeoutMs)
     })
-  })
+    const responseBody = await readPrefix(response)
+    const succeeded = response.status >= 200 && response.status < 300
+    return {
+      succeeded,
+      statusCode: response.status,
+      error: succeeded ? null : `HTTP ${response.status}`,
+      responseBody,
+      durationMs: elapsed()
+    }
+  } catch (cause) {
+    const timedOut = cause instanceof Error && (cause.name === "TimeoutError" || cause.name === "AbortError")
+    return failed(
+      timedOut
+        ? `timed out after ${timeoutMs} ms`
+        : `connection failed: ${cause instanceof Error ? cause.message : String(cause)}`
+    )
+  }
+}
+
+export const attempt = (
+  request: AttemptRequest,
+  options: { readonly timeout: Duration.Duration; readonly allowPrivate: boolean }
+): Effect.Effect<AttemptResult> =>
+  Effect.promise(() => attemptAsync(request, Duration.toMillis(options.timeout), options.allowPrivate))

@@ -13,10 +13,14 @@ export class DeliveryScheduleRepo extends Effect.Service<DeliveryScheduleRepo>()
       Request: Schema.String,
       Result: Schema.Struct({ due: Schema.NullOr(Schema.String) }),
       execute: (now) =>
-        sql`SELECT MIN(next_attempt_at) AS due FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${now}`
+        sql`SELECT MIN(next_attempt_at) AS due FROM deliveries
+            WHERE status = 'pending' AND next_attempt_at > ${now} AND claimed_until IS NULL`
     })
 
-    /** When the next pending delivery falls due after `now` (ISO), if one is waiting (the `deliveries_due` index). */
+    /**
+     * When the next unclaimed pending delivery falls due after `now` (ISO), if one is waiting (the `deliveries_due`
+     * index). Claimed ones are some process's already; a lease that lapses is found by the poll.
+     */
     const nextDueAfter = (now: string) =>
       Effect.map(nextDue(now), (row) => Option.flatMap(row, ({ due }) => Option.fromNullable(due)))
 

@@ -118,29 +118,38 @@ export const isBlockedAddress = (ip: string): boolean => {
 const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1")
 
 /**
- * Resolves the URL's host and checks every address. Answers the address to connect to (the first one),
- * or fails with `TargetRefused` naming the reason.
+ * Resolves the URL's host and checks every address. Answers the address to connect to (the first one), or the
+ * reason it is refused. Plain async: the delivery attempt calls it for every attempt.
  */
-export const checkTarget = (rawUrl: string, allowPrivate: boolean): Effect.Effect<string, TargetRefused> =>
-  Effect.gen(function* () {
-    const url = new URL(rawUrl)
-    const host = hostOf(url)
-    const addresses =
-      isIP(host) !== 0
-        ? [host]
-        : yield* Effect.tryPromise({
-            try: () => lookup(host, { all: true, verbatim: true }).then((found) => found.map((entry) => entry.address)),
-            catch: () => new TargetRefused({ message: `${host} could not be resolved` })
-          })
-    const first = addresses[0]
-    if (first === undefined) return yield* new TargetRefused({ message: `${host} could not be resolved` })
-    if (!allowPrivate) {
-      const blocked = addresses.find(isBlockedAddress)
-      if (blocked !== undefined) {
-        return yield* new TargetRefused({
-          message: `${host} resolves to ${blocked}, a loopback, private, link-local or reserved address`
-        })
-      }
+export const resolveTarget = async (
+  rawUrl: string,
+  allowPrivate: boolean
+): Promise<{ readonly address: string } | { readonly refused: string }> => {
+  const host = hostOf(new URL(rawUrl))
+  let addresses: ReadonlyArray<string>
+  if (isIP(host) !== 0) {
+    addresses = [host]
+  } else {
+    try {
+      addresses = (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address)
+    } catch {
+      return { refused: `${host} could not be resolved` }
     }
-    return first
-  })
+  }
+  const first = addresses[0]
+  if (first === undefined) return { refused: `${host} could not be resolved` }
+  if (!allowPrivate) {
+    const blocked = addresses.find(isBlockedAddress)
+    if (blocked !== undefined) {
+      return { refused: `${host} resolves to ${blocked}, a loopback, private, link-local or reserved address` }
+    }
+  }
+  return { address: first }
+}
+
+/** `resolveTarget` as an Effect: the address, or `TargetRefused` naming the reason (registration uses it). */
+export const checkTarget = (rawUrl: string, allowPrivate: boolean): Effect.Effect<string, TargetRefused> =>
+  Effect.flatMap(
+    Effect.promise(() => resolveTarget(rawUrl, allowPrivate)),
+    (target) => ("address" in target ? Effect.succeed(target.address) : new TargetRefused({ message: target.refused }))
+  )

@@ -1,11 +1,12 @@
 /**
  * The delivery worker: supervised fibers in the server process.
  *
- * - The claimer takes every free attempt slot (at least one; `WEBHOOK_CONCURRENCY` in all, held as tokens in a
- *   bounded `Queue`), claims that many due deliveries with a lease of `WEBHOOK_CLAIM_TIMEOUT` (a claim whose process
- *   died is taken again when it lapses), and starts each attempt in a `FiberSet`; an attempt gives its slot back
- *   when it ends. With nothing more due it sleeps until the earliest pending delivery falls due (at most
- *   `WEBHOOK_POLL_INTERVAL`), or until the doorbell rings: a commit with new deliveries, or a recorded retry.
+ * - `WEBHOOK_CONCURRENCY` runners attempt what the inbox (src/Events/Inbox.ts) holds, one delivery at a time each.
+ *   New deliveries arrive there straight from the committing transaction, already claimed; the claimer fills the
+ *   rest of the inbox's room from the table (due retries, deliveries of other processes or left unclaimed for want
+ *   of room, leases that lapsed), claiming with a lease of `WEBHOOK_CLAIM_TIMEOUT` as many as there is room for.
+ *   With nothing more due it sleeps until the earliest pending delivery falls due (at most `WEBHOOK_POLL_INTERVAL`),
+ *   or until it is woken: a commit left deliveries unclaimed, room opened after it ran out, a retry was recorded.
  *   Claiming and sleeping make no spans, so an idle server traces nothing; each attempt is traced.
  * - The recorder writes outcomes in batches, with the next attempt time computed by stepping the retry `Schedule`.
  *
@@ -13,19 +14,23 @@
  * turns `failed`.
  */
 import { SqlClient } from "@effect/sql"
-import { Cause, Chunk, Duration, Effect, Fiber, FiberSet, Layer, Metric, Option, Queue, Schedule } from "effect"
+import { Cause, Chunk, Duration, Effect, Fiber, FiberRef, Layer, Metric, Option, Queue, Schedule } from "effect"
 import { WebhookConfig } from "../../Config.js"
 import type { ClaimedDelivery } from "../../Domain/Webhook.js"
-import { DeliveryDoorbell } from "../../Events/Events.js"
+import { capacityFor, DeliveryInbox } from "../../Events/Inbox.js"
 import { deliveryAttempts, deliveryLag, pendingDeliveries } from "../../Observability/Metrics.js"
 import { tracingEnabled } from "../../Observability/Telemetry.js"
-import { parentOf, traceparentOf } from "../../Observability/TraceContext.js"
+import { parentOf, traceparentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
 import { WebhooksRepo } from "../Repo.js"
 import { type AttemptResult, attempt } from "./Attempt.js"
 import { DeliveryScheduleRepo } from "./Repo.js"
 import { retryPolicy, waitAfterFailure } from "./Retry.js"
 
 const iso = (ms: number) => new Date(ms).toISOString()
+
+/** How long the recorder lets outcomes gather before writing them, and the most it writes at once. */
+const RECORD_WINDOW = Duration.millis(10)
+const RECORD_BATCH = 512
 
 interface Outcome {
   readonly claimed: ClaimedDelivery
@@ -55,29 +60,24 @@ export const DeliveryWorker = Layer.scopedDiscard(
     const sql = yield* SqlClient.SqlClient
     const repo = yield* WebhooksRepo
     const schedule = yield* DeliveryScheduleRepo
-    const doorbell = yield* DeliveryDoorbell
+    const inbox = yield* DeliveryInbox
     const policy = retryPolicy(config.retryDelays)
-    const attempts = yield* FiberSet.make<void, never>()
     const outcomes = yield* Queue.unbounded<Outcome>()
+    const lease = Duration.toMillis(config.claimTimeout)
 
-    // The free attempt slots, one token each: taking several at once is what a semaphore cannot tell.
-    const slots = yield* Queue.bounded<void>(config.concurrency)
-    const giveBack = (count: number) =>
-      count <= 0
-        ? Effect.void
-        : Queue.offerAll(
-            slots,
-            Array.from({ length: count }, () => undefined)
-          )
-    yield* giveBack(config.concurrency)
+    // Whether spans are made here at all (the program turns the tracer off when nothing would receive them).
+    const traced = yield* FiberRef.get(FiberRef.currentTracerEnabled)
+    const attempted = {
+      succeeded: Metric.tagged(deliveryAttempts, "outcome", "succeeded"),
+      failed: Metric.tagged(deliveryAttempts, "outcome", "failed")
+    }
 
-    /** Attempts one claimed delivery; its outcome goes to the recorder. */
-    const deliver = (claimed: ClaimedDelivery) =>
+    /** Attempts one claimed delivery, sending `traceparent`; its outcome goes to the recorder. */
+    const attemptAndRecord = (claimed: ClaimedDelivery, traceparent: string | undefined) =>
       Effect.gen(function* () {
         const number = claimed.attempt_count + 1
         const attemptedAt = Date.now()
         yield* Metric.update(deliveryLag, Math.max(0, attemptedAt - Date.parse(claimed.next_attempt_at)))
-        const span = yield* Effect.option(Effect.currentSpan)
         const result = yield* attempt(
           {
             url: claimed.url,
@@ -86,18 +86,20 @@ export const DeliveryWorker = Layer.scopedDiscard(
             eventType: claimed.event_type,
             eventId: claimed.event_id,
             deliveryId: claimed.id,
-            traceparent: Option.getOrUndefined(Option.flatMap(span, traceparentOf))
+            traceparent
           },
           { timeout: config.timeout, allowPrivate: config.allowPrivateTargets }
         )
         const wait = result.succeeded || claimed.manual === 1 ? Option.none() : yield* waitAfterFailure(policy, number)
         const nextAttemptAt = Option.getOrNull(Option.map(wait, (d) => iso(Date.now() + Duration.toMillis(d))))
-        yield* Metric.increment(Metric.tagged(deliveryAttempts, "outcome", result.succeeded ? "succeeded" : "failed"))
-        yield* Effect.annotateCurrentSpan({
-          attempt: number,
-          "http.response.status_code": result.statusCode ?? 0,
-          outcome: result.succeeded ? "succeeded" : "failed"
-        })
+        yield* Metric.increment(result.succeeded ? attempted.succeeded : attempted.failed)
+        if (traced) {
+          yield* Effect.annotateCurrentSpan({
+            attempt: number,
+            "http.response.status_code": result.statusCode ?? 0,
+            outcome: result.succeeded ? "succeeded" : "failed"
+          })
+        }
         if (!result.succeeded) {
           yield* Effect.logWarning("webhook delivery attempt failed", {
             webhook_id: claimed.webhook_id,
@@ -118,10 +120,22 @@ export const DeliveryWorker = Layer.scopedDiscard(
           status: result.succeeded ? "delivered" : Option.isSome(wait) ? "pending" : "failed",
           nextAttemptAt
         })
-      }).pipe(
+      })
+
+    /**
+     * The attempt belongs to the trace of the request that caused the event. With tracing on it is a span of that
+     * trace, and the receiver gets the span's `traceparent`. With tracing off no span is made (it would be dropped,
+     * and making one costs a quarter of an attempt's CPU): the receiver still gets a `traceparent` continuing the
+     * event's trace (a new one if the event has none), with a fresh span id.
+     */
+    const deliver = (claimed: ClaimedDelivery) => {
+      const parent = parentOf(claimed.trace_context)
+      if (!traced) return attemptAndRecord(claimed, untracedTraceparent(parent))
+      return Effect.flatMap(Effect.option(Effect.currentSpan), (span) =>
+        attemptAndRecord(claimed, Option.getOrUndefined(Option.flatMap(span, traceparentOf)))
+      ).pipe(
         Effect.withSpan("Webhooks.deliver", {
-          // The attempt belongs to the trace of the request that caused the event.
-          ...Option.match(parentOf(claimed.trace_context), { onNone: () => ({}), onSome: (parent) => ({ parent }) }),
+          ...Option.match(parent, { onNone: () => ({}), onSome: (parent) => ({ parent }) }),
           kind: "client",
           attributes: {
             "webhook.id": claimed.webhook_id,
@@ -129,10 +143,9 @@ export const DeliveryWorker = Layer.scopedDiscard(
             "event.id": claimed.event_id,
             "event.type": claimed.event_type
           }
-        }),
-        // Always traced, even with export off: the receiver gets a `traceparent` either way.
-        Effect.withTracerEnabled(true)
+        })
       )
+    }
 
     /**
      * Writes outcomes in one transaction: the attempt, the delivery's next state and, on a delivery's last failure
@@ -141,17 +154,18 @@ export const DeliveryWorker = Layer.scopedDiscard(
      */
     const write = (batch: ReadonlyArray<Outcome>) =>
       Effect.gen(function* () {
-        const owned: Array<Outcome> = []
-        for (const outcome of batch) {
-          const kept = yield* repo.settle(outcome.claimed, {
+        const kept = yield* repo.settle(
+          batch.map((outcome) => ({
+            id: outcome.claimed.id,
+            claim_token: outcome.claimed.claim_token,
             status: outcome.status,
             attempt_count: outcome.number,
             next_attempt_at: outcome.nextAttemptAt,
             last_attempt_at: iso(outcome.attemptedAt)
-          })
-          // A claim that lapsed and was taken by another process is theirs to record now.
-          if (kept) owned.push(outcome)
-        }
+          }))
+        )
+        // A claim that lapsed and was taken by another process is theirs to record now.
+        const owned = batch.filter((outcome) => kept.has(outcome.claimed.id))
         yield* repo.insertAttempts(
           owned.map(({ attemptedAt, claimed, number, result }) => ({
             delivery_id: claimed.id,
@@ -213,42 +227,37 @@ export const DeliveryWorker = Layer.scopedDiscard(
           })
         }
         // A retry was scheduled: the claimer may be asleep past its due time, so have it look again.
-        if (told.retries) yield* doorbell.ring
+        if (told.retries) yield* inbox.ring
       }).pipe(Effect.withSpan("Webhooks.record", { attributes: { count: batch.length } }))
 
     // Waiting for work is interruptible; a batch, once taken, is written whole even during shutdown.
+    // Group commit: the outcomes that end within `RECORD_WINDOW` of the first are written with it, in one transaction
+    // (one per attempt cost a commit each, and the commits, not the attempts, set the pace).
     const recorder = Effect.uninterruptibleMask((restore) =>
-      restore(Queue.takeBetween(outcomes, 1, 512)).pipe(Effect.flatMap((batch) => record(Chunk.toReadonlyArray(batch))))
+      restore(Queue.take(outcomes)).pipe(
+        Effect.zipLeft(Effect.sleep(RECORD_WINDOW)),
+        Effect.flatMap((first) => Queue.takeUpTo(outcomes, RECORD_BATCH - 1).pipe(Effect.map(Chunk.prepend(first)))),
+        Effect.flatMap((batch) => record(Chunk.toReadonlyArray(batch)))
+      )
     ).pipe(Effect.forever)
 
-    /** Claims up to `free` deliveries due at `now` and starts them; answers how many. Free slots go back. */
-    const claimAndStart = (free: number, now: number) =>
-      Effect.gen(function* () {
-        const claimed = yield* repo
-          .claim(free, iso(now), iso(now + Duration.toMillis(config.claimTimeout)), crypto.randomUUID())
-          .pipe(Effect.onError(() => giveBack(free)))
-        yield* giveBack(free - claimed.length)
-        for (const delivery of claimed) {
-          yield* FiberSet.run(
-            attempts,
-            deliver(delivery).pipe(
-              Effect.catchAllCause((cause) =>
-                Effect.logError(
-                  "delivery attempt could not be recorded; its claim will lapse and it will be retried",
-                  cause
-                )
-              ),
-              Effect.ensuring(giveBack(1)),
-              Effect.interruptible
-            )
-          )
-        }
-        return claimed.length
-      })
+    /** Attempts one delivery from the inbox, and gives its room back when it ends. */
+    const attemptOne = (claimed: ClaimedDelivery) =>
+      deliver(claimed).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logError("delivery attempt could not be recorded; its claim will lapse and it will be retried", cause)
+        ),
+        Effect.ensuring(inbox.release(1))
+      )
+
+    // Waiting for a delivery is interruptible; an attempt, once started, runs to its end (WEBHOOK_TIMEOUT at most).
+    const runner = Effect.uninterruptibleMask((restore) => restore(inbox.take).pipe(Effect.flatMap(attemptOne))).pipe(
+      Effect.forever
+    )
 
     /**
      * Nothing was left due at `claimedAt`: sleep until the earliest delivery due after it (one that fell due since
-     * is found too, and makes the wait zero), at most the poll interval, or until the doorbell rings.
+     * is found too, and makes the wait zero), at most the poll interval, or until woken.
      */
     const sleepUntilDue = (claimedAt: number) =>
       Effect.gen(function* () {
@@ -258,26 +267,31 @@ export const DeliveryWorker = Layer.scopedDiscard(
           onNone: () => poll,
           onSome: (at) => Math.min(poll, Date.parse(at) - Date.now())
         })
-        yield* Effect.raceFirst(doorbell.wait, Effect.sleep(Duration.millis(Math.max(0, wait))))
+        yield* Effect.raceFirst(inbox.wait, Effect.sleep(Duration.millis(Math.max(0, wait))))
       })
 
-    /** One pass: wait for a free slot, take every free one, claim that many, and sleep if fewer were due. */
+    /**
+     * One pass: take all the room the inbox has, claim that many due deliveries and hand them over; sleep if fewer
+     * were due. With no room, wait until the runners have made some.
+     */
     const pass = Effect.gen(function* () {
-      const { claimed, claimedAt, free } = yield* Effect.uninterruptibleMask((restore) =>
-        restore(Queue.takeBetween(slots, 1, config.concurrency)).pipe(
-          Effect.flatMap((tokens) => {
-            const claimedAt = Date.now()
-            return Effect.map(claimAndStart(tokens.length, claimedAt), (claimed) => ({
-              claimed,
-              claimedAt,
-              free: tokens.length
-            }))
-          })
-        )
-      )
-      if (claimed < free) yield* sleepUntilDue(claimedAt)
+      const room = yield* inbox.reserveAll
+      if (room === 0) {
+        return yield* Effect.raceFirst(inbox.wait, Effect.sleep(config.pollInterval))
+      }
+      const claimedAt = Date.now()
+      const claimed = yield* repo
+        .claim(room, iso(claimedAt), iso(claimedAt + lease), crypto.randomUUID())
+        .pipe(Effect.onError(() => inbox.release(room)))
+      yield* inbox.hand(claimed)
+      yield* inbox.release(room - claimed.length)
+      if (claimed.length < room) yield* sleepUntilDue(claimedAt)
     })
 
+    yield* inbox.open(capacityFor(config), config.concurrency, config.claimTimeout)
+    const runners = yield* Effect.forEach(Array.from({ length: config.concurrency }), () => Effect.forkScoped(runner), {
+      concurrency: "unbounded"
+    })
     const claimer = yield* Effect.forkScoped(
       supervise("claimer", Effect.forever(pass).pipe(Effect.withTracerEnabled(false)))
     )
@@ -295,17 +309,30 @@ export const DeliveryWorker = Layer.scopedDiscard(
         )
       )
     }
-    // On shutdown: stop claiming, give attempts in flight the time-out to finish, then record every outcome.
-    // Whatever does not finish keeps its claim until the lease lapses, and is retried.
+    // On shutdown: stop taking deliveries on, let the attempts in flight end (within the time-out), give the claims
+    // of those not started back to the table for the next process, then record every outcome.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
+        yield* inbox.close
         yield* Fiber.interrupt(claimer)
-        yield* FiberSet.awaitEmpty(attempts).pipe(
+        yield* Effect.forEach(runners, Fiber.interruptFork, { discard: true })
+        yield* Fiber.awaitAll(runners).pipe(
           // Finalizers run uninterruptibly: the wait must be interruptible for the time-out to end it.
           Effect.interruptible,
           Effect.timeout(Duration.sum(config.timeout, Duration.seconds(1))),
           Effect.ignore
         )
+        const waiting = Chunk.toReadonlyArray(yield* inbox.takeAll)
+        yield* repo
+          .unclaim(waiting)
+          .pipe(
+            Effect.catchAllCause((cause) =>
+              Effect.logError(
+                "claims could not be given back at shutdown; they lapse after WEBHOOK_CLAIM_TIMEOUT",
+                cause
+              )
+            )
+          )
         // The recorder finishes the batch it holds; the rest is written here.
         yield* Fiber.interrupt(recorderFiber)
         const rest = Chunk.toReadonlyArray(yield* Queue.takeAll(outcomes))
@@ -318,6 +345,9 @@ export const DeliveryWorker = Layer.scopedDiscard(
         }
       })
     )
-    yield* Effect.logInfo("delivery worker started", { concurrency: config.concurrency })
+    yield* Effect.logInfo("delivery worker started", {
+      concurrency: config.concurrency,
+      inbox: capacityFor(config)
+    })
   })
 ).pipe(Layer.provide(DeliveryScheduleRepo.Default))

@@ -1,0 +1,97 @@
+/**
+ * The delivery inbox: deliveries this process has claimed and will attempt, in memory, between the outbox
+ * (`Events.emit`, which claims the deliveries it writes when there is room, and hands them over once the
+ * transaction has committed) and the delivery worker (which attempts them, and claims due deliveries from the
+ * table when the inbox has room: those of other processes, retries, overflow, lapsed leases).
+ *
+ * Room is counted, not queued: `backlog` is every delivery reserved, waiting or being attempted here. The worker
+ * opens the inbox with a capacity small enough that the last delivery in it starts and ends within its lease even
+ * if every attempt before it runs to the time-out (see `capacityFor`), so nothing claimed here can be taken by
+ * another process while it waits. Without a worker (the CLI, tests of one service) the inbox stays closed and every
+ * delivery is written unclaimed, for the poll to find.
+ */
+import { Duration, Effect, Queue } from "effect"
+import type { ClaimedDelivery } from "../Domain/Webhook.js"
+
+/** `concurrency` attempts in flight; the inbox holds what those can finish, back to back, within the lease. */
+export const capacityFor = (config: {
+  readonly concurrency: number
+  readonly timeout: Duration.Duration
+  readonly claimTimeout: Duration.Duration
+}): number => {
+  const timeout = Math.max(1, Duration.toMillis(config.timeout))
+  const rounds = Math.floor((Duration.toMillis(config.claimTimeout) - timeout) / timeout)
+  return config.concurrency * Math.max(1, rounds)
+}
+
+export class DeliveryInbox extends Effect.Service<DeliveryInbox>()("DeliveryInbox", {
+  effect: Effect.gen(function* () {
+    const ready = yield* Queue.unbounded<ClaimedDelivery>()
+    // One pending ring is enough, however many happen before the worker looks.
+    const bell = yield* Queue.sliding<void>(1)
+    let capacity = 0
+    let leaseMs = 0
+    let lowWater = 0
+    let backlog = 0
+    // Deliveries were left unclaimed for want of room: ring when room opens.
+    let wanted = false
+
+    const ring = Queue.offer(bell, undefined).pipe(Effect.asVoid)
+
+    /** Reserves room for up to `count` deliveries; answers how many (0 while closed). Plain and synchronous. */
+    const reserve = (count: number): number => {
+      const granted = Math.max(0, Math.min(count, capacity - backlog))
+      backlog += granted
+      if (granted < count) wanted = true
+      return granted
+    }
+
+    /** Reserves all the room left, for the worker's claim; with none left it asks to be woken when room opens. */
+    const reserveAll = (): number => {
+      const granted = Math.max(0, capacity - backlog)
+      backlog += granted
+      if (granted === 0) wanted = true
+      return granted
+    }
+
+    /** Gives back room: reserved deliveries that were not handed over, or attempts that ended. */
+    const release = (count: number): boolean => {
+      backlog -= count
+      if (wanted && backlog <= lowWater) {
+        wanted = false
+        return true
+      }
+      return false
+    }
+
+    return {
+      /** The worker opens the inbox when it starts and closes it when it stops. */
+      open: (size: number, inFlight: number, lease: Duration.Duration) =>
+        Effect.sync(() => {
+          capacity = size
+          leaseMs = Duration.toMillis(lease)
+          lowWater = Math.max(0, size - inFlight)
+        }),
+      close: Effect.sync(() => {
+        capacity = 0
+      }),
+      reserve,
+      reserveAll: Effect.sync(reserveAll),
+      /** How long a claim made here holds, in milliseconds. */
+      lease: () => leaseMs,
+      /** Room reserved and not used: given back; the worker is woken if it was waiting for room. */
+      release: (count: number) => (count > 0 && release(count) ? ring : Effect.void),
+      /** Hands over claimed deliveries (their room was reserved). */
+      hand: (deliveries: ReadonlyArray<ClaimedDelivery>) =>
+        deliveries.length === 0 ? Effect.void : Queue.offerAll(ready, deliveries).pipe(Effect.asVoid),
+      /** The next delivery to attempt, waiting for one. */
+      take: Queue.take(ready),
+      /** Everything still waiting, taken at once (shutdown). */
+      takeAll: Queue.takeAll(ready),
+      /** Says that deliveries are waiting unclaimed (a commit that found no room, a scheduled retry). */
+      ring,
+      /** Waits for a ring. */
+      wait: Queue.take(bell)
+    } as const
+  })
+}) {}

@@ -1,0 +1,107 @@
+/**
+ * The outbox's hand-over to the delivery worker, in-process over SQLite in memory: a committed change hands the
+ * deliveries it claimed to the inbox and leaves the rest unclaimed for the worker's claim; a change that fails hands
+ * nothing over, writes nothing and gives its room back.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Chunk, Duration, Effect, Layer } from "effect"
+import { Events } from "../../src/Events/Events.ts"
+import { DeliveryInbox } from "../../src/Events/Inbox.ts"
+import { Users } from "../../src/Users/Users.ts"
+import { uniqueEmail } from "../support/fixtures.ts"
+import { inMemory } from "../support/services.ts"
+
+const harness = inMemory(Layer.mergeAll(Events.Default, DeliveryInbox.Default, Users.Default))
+const { run } = harness
+
+interface Row {
+  readonly webhook_id: string
+  readonly claim_token: string | null
+  readonly claimed_until: string | null
+  readonly created_at: string
+}
+const deliveries = () =>
+  run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) => sql<Row>`SELECT webhook_id, claim_token, claimed_until, created_at FROM deliveries ORDER BY webhook_id`
+    )
+  )
+
+let userId = ""
+beforeAll(async () => {
+  const user = await run(Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail("inbox"), name: "Inbox" })))
+  userId = user.id
+  const now = new Date().toISOString()
+  await run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql`INSERT INTO webhooks ${sql.insert(
+          [1, 2, 3, 4].map((n) => ({
+            id: `whk_0000000000000000000000000${n}`,
+            user_id: user.id,
+            url: `https://hooks.example.com/${n}`,
+            events: JSON.stringify(["project.created"]),
+            secret: `whsec_${n}`,
+            created_at: now,
+            updated_at: now,
+            status: "active",
+            failed_at: null
+          }))
+        )}`
+    )
+  )
+  // Room for three: one attempt in flight, a lease of a minute.
+  await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(3, 1, Duration.minutes(1))))
+})
+afterAll(() => harness.dispose())
+
+describe("the outbox and the inbox", () => {
+  test("a change that fails after emitting hands nothing over, leaves no row and gives its room back", async () => {
+    const failed = await run(
+      Effect.flip(
+        Effect.flatMap(Events, (events) =>
+          events.transaction(
+            Effect.zipRight(events.emit("project.created", [userId], { n: 0 }), Effect.fail("refused"))
+          )
+        )
+      )
+    )
+    expect(failed).toBe("refused")
+    expect(await deliveries()).toHaveLength(0)
+    const room = await run(
+      Effect.flatMap(DeliveryInbox, (inbox) => Effect.tap(inbox.reserveAll, (granted) => inbox.release(granted)))
+    )
+    expect(room).toBe(3)
+    const waiting = await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.takeAll))
+    expect(Chunk.size(waiting)).toBe(0)
+  })
+
+  test("a committed change hands over what there is room for, claimed for the lease; the rest waits unclaimed", async () => {
+    const event = await run(
+      Effect.flatMap(Events, (events) => events.transaction(events.emit("project.created", [userId], { n: 1 })))
+    )
+    const rows = await deliveries()
+    expect(rows).toHaveLength(4)
+    const claimed = rows.filter((row) => row.claim_token !== null)
+    expect(claimed).toHaveLength(3)
+    for (const row of claimed) {
+      expect(Date.parse(row.claimed_until!) - Date.parse(row.created_at)).toBe(60_000)
+    }
+    expect(rows.filter((row) => row.claim_token === null && row.claimed_until === null)).toHaveLength(1)
+
+    const handed = Chunk.toReadonlyArray(await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.takeAll)))
+    expect(handed.map((d): string => d.webhook_id).sort()).toEqual(claimed.map((row) => row.webhook_id).sort())
+    for (const delivery of handed) {
+      expect(delivery.event_id as string).toBe(event.id)
+      expect(delivery.attempt_count).toBe(0)
+      expect(JSON.parse(delivery.payload)).toEqual(event)
+      expect(delivery.claim_token).toBe(claimed[0]!.claim_token!)
+      expect(delivery.secret).toMatch(/^whsec_[1-4]$/)
+    }
+    // The inbox is full until attempts end: nothing more is claimed.
+    expect(await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.reserveAll))).toBe(0)
+  })
+})
