@@ -7,8 +7,8 @@
  * SQLite: row triggers (one writer at a time, so no lock order to keep). PostgreSQL: inserts and deletes are
  * counted once per statement from its transition table, grouped per key and applied in key order (a fan-out of
  * deliveries or a cascade touches each counter row once, and two statements lock counter rows in the same order);
- * an update is counted per row, only when it changes a key (the trigger's `WHEN`), its two counter rows also in
- * key order. Each PostgreSQL key is spread over 16 `shard` rows by a hash of the counted row's identity, so
+ * updates too, as the net change per key of the statement's rows (a batch of delivery outcomes moves many rows
+ * from `pending` at once; one that changes no key writes nothing). Each PostgreSQL key is spread over 16 `shard` rows by a hash of the counted row's identity, so
  * concurrent writers of one key (one user creating projects from many connections) seldom wait on one row lock
  * until commit. A counter row that falls to zero is deleted (nothing stays behind for deleted users or teams).
  *
@@ -183,6 +183,16 @@ const pg = (c: Counter): ReadonlyArray<string> => {
   const grouped = (table: string, sign: string) =>
     `SELECT ${valuesOf(c, "r")}, ${shard("r")}, ${sign}count(*) FROM ${table} r WHERE ${whereOf(c, "r")}
       GROUP BY ${keyed}`
+  const aliased = (row: string) => c.keys.map(([, expression], i) => `${expression(row)} AS k${i}`).join(", ")
+  const keyColumns = [...c.keys.map((_, i) => `k${i}`), "s"].join(", ")
+  /** An update's net change per key and shard: rows that moved (or entered or left the counted rows) only. */
+  const netOfUpdate = `SELECT ${keyColumns}, CAST(SUM(d) AS INTEGER) FROM (
+      SELECT ${aliased("r")}, ${shard("r")} AS s, -1 AS d FROM old_rows r WHERE ${whereOf(c, "r")}
+      UNION ALL SELECT ${aliased("r")}, ${shard("r")} AS s, 1 AS d FROM new_rows r WHERE ${whereOf(c, "r")}
+    ) moved GROUP BY ${keyColumns} HAVING SUM(d) <> 0`
+  const deleteZeros = `DELETE FROM ${c.table} c WHERE c.n = 0 AND (${columnsOf(c)
+    .map((column) => `c.${column}`)
+    .join(", ")}, c.shard) IN (SELECT ${valuesOf(c, "r")}, ${shard("r")} FROM old_rows r WHERE ${whereOf(c, "r")});`
   const fn = `${c.table}_apply`
   return [
     `CREATE TABLE ${c.table} (${columnsOf(c)
@@ -195,17 +205,10 @@ const pg = (c: Counter): ReadonlyArray<string> => {
         ${apply(grouped("new_rows", ""))}
       ELSIF TG_OP = 'DELETE' THEN
         ${apply(grouped("old_rows", "-"))}
-        DELETE FROM ${c.table} c WHERE c.n = 0 AND (${columnsOf(c)
-          .map((column) => `c.${column}`)
-          .join(
-            ", "
-          )}, c.shard) IN (SELECT ${valuesOf(c, "r")}, ${shard("r")} FROM old_rows r WHERE ${whereOf(c, "r")});
+        ${deleteZeros}
       ELSE
-        ${apply(
-          `SELECT ${valuesOf(c, "OLD")}, ${shard("OLD")}, -1 WHERE ${whereOf(c, "OLD")}
-          UNION ALL SELECT ${valuesOf(c, "NEW")}, ${shard("NEW")}, 1 WHERE ${whereOf(c, "NEW")}`
-        )}
-        DELETE FROM ${c.table} WHERE ${matchOf(c, "OLD", shard("OLD"))} AND n = 0;
+        ${apply(netOfUpdate)}
+        ${deleteZeros}
       END IF;
       RETURN NULL;
     END $$`,
@@ -213,9 +216,12 @@ const pg = (c: Counter): ReadonlyArray<string> => {
       REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`,
     `CREATE TRIGGER ${c.table}_delete AFTER DELETE ON ${c.source}
       REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`,
-    // A transition table cannot go with a column list: updates are counted per row, filtered by `WHEN`.
-    `CREATE TRIGGER ${c.table}_update AFTER UPDATE OF ${c.watch.join(", ")} ON ${c.source}
-      FOR EACH ROW WHEN (${changedOf(c, "IS DISTINCT FROM")}) EXECUTE FUNCTION ${fn}()`
+    // A transition table cannot go with a column list, so every update statement runs this once; one that moves no
+    // row to another key (a claim, a rename) nets to nothing and writes nothing. Per statement, in key order, like
+    // inserts and deletes: per-row triggers locked counter rows in the order rows happened to be updated, and a
+    // batch of delivery outcomes deadlocked with a commit queuing deliveries for the same webhooks.
+    `CREATE TRIGGER ${c.table}_update AFTER UPDATE ON ${c.source}
+      REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`
   ]
 }
 
