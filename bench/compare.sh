@@ -4,9 +4,14 @@
 # Reads: GET /v1/projects/:id and GET /v1/projects?per_page=20 by a user with $PROJECTS projects (default 1000);
 # creates: POST /v1/projects by a second user, so the reading user's list does not grow during the run.
 # BEFORE_DIR=/path/to/an/older/checkout (with node_modules) adds that version of the service as a third contender
-# on the same database (e.g. `git archive <commit> | tar -x -C /tmp/before`), for before/after in one sitting.
+# on the same database (e.g. `git archive <commit> | tar -x -C /tmp/before`), for before/after in one sitting;
+# BEFORE_ENV="LOG_LEVEL=warn RATE_LIMIT_ENABLED=false" runs that contender with those settings (BEFORE_DIR=. then
+# measures what they cost).
 # The service runs at its defaults (rate limiter on, with a limit out of reach; access log at the default level,
 # to a file; nothing exported); LOG_LEVEL, RATE_LIMIT_ENABLED etc. pass through the environment.
+# BENCH_PROFILE=/some/dir: after seeding, every contender is restarted under `bun --cpu-prof --cpu-prof-md`, so each
+# profile (in /some/dir/<contender>/) holds the measured load and not the seeding; `bun bench/profile.ts <file>`
+# summarizes one. Profiled figures are slower than unprofiled ones: quote ratios from runs without it.
 # Usage: bash bench/compare.sh [duration=5s] [rounds=2] [connections=64]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,18 +46,32 @@ new_key() {
 READ_KEY=$(new_key)
 WRITE_KEY=$(new_key)
 
-RATE_LIMIT_PER_MINUTE=1000000000 PORT=$SVC_PORT HOST=127.0.0.1 \
-  taskset -c 0 bun ${BENCH_PROFILE:+--cpu-prof-md --cpu-prof-dir=/tmp/prof} src/main.ts >"$WORK/service.log" 2>&1 &
-SVC_PID=$!
-PORT=$BASE_PORT taskset -c 0 bun bench/baseline/server.ts >"$WORK/baseline.log" 2>&1 &
-BASE_PID=$!
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$SVC_PORT/health/ready" >/dev/null && break; sleep 0.1; done
-if [ -n "${BEFORE_DIR:-}" ]; then
+# profiled <who>: the bun flags that write <who>'s CPU profile, when BENCH_PROFILE is set and seeding is over.
+profiled() { [ -n "${BENCH_PROFILE:-}" ] && [ -n "${SEEDED:-}" ] && echo "--cpu-prof --cpu-prof-md --cpu-prof-dir=$BENCH_PROFILE/$1"; }
+wait_ready() { for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$1/health/ready" >/dev/null && return; sleep 0.1; done; }
+wait_up() { for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return; sleep 0.1; done; }
+start_service() {
+  # shellcheck disable=SC2046
+  RATE_LIMIT_PER_MINUTE=1000000000 PORT=$SVC_PORT HOST=127.0.0.1 \
+    taskset -c 0 bun $(profiled service) src/main.ts >>"$WORK/service.log" 2>&1 &
+  SVC_PID=$!
+  wait_ready $SVC_PORT
+}
+start_baseline() {
+  # shellcheck disable=SC2046
+  PORT=$BASE_PORT taskset -c 0 bun $(profiled baseline) bench/baseline/server.ts >>"$WORK/baseline.log" 2>&1 &
+  BASE_PID=$!
+}
+start_before() {
+  # shellcheck disable=SC2046
   (cd "$BEFORE_DIR" && RATE_LIMIT_PER_MINUTE=1000000000 PORT=$BEFORE_PORT HOST=127.0.0.1 \
-    exec taskset -c 0 bun src/main.ts) >"$WORK/before.log" 2>&1 &
+    exec env ${BEFORE_ENV:-} taskset -c 0 bun $(profiled before) src/main.ts) >>"$WORK/before.log" 2>&1 &
   BEFORE_PID=$!
-  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$BEFORE_PORT/health/ready" >/dev/null && break; sleep 0.1; done
-fi
+  wait_ready $BEFORE_PORT
+}
+start_service
+start_baseline
+[ -n "${BEFORE_DIR:-}" ] && start_before
 port_of() { case $1 in service) echo $SVC_PORT ;; baseline) echo $BASE_PORT ;; before) echo $BEFORE_PORT ;; esac; }
 pid_of() { case $1 in service) echo $SVC_PID ;; baseline) echo $BASE_PID ;; before) echo $BEFORE_PID ;; esac; }
 
@@ -61,6 +80,15 @@ seq 1 "$PROJECTS" | xargs -P 8 -I{} curl -sf -o /dev/null -X POST "http://127.0.
   -H "Authorization: Bearer $READ_KEY" -H 'content-type: application/json' \
   -d '{"name":"bench {}","description":"project number {}"}'
 PROJECT_ID=$(curl -sf "http://127.0.0.1:$SVC_PORT/v1/projects?per_page=1" -H "Authorization: Bearer $READ_KEY" | bun -e "console.log(JSON.parse(await Bun.stdin.text()).data[0].id)")
+if [ -n "${BENCH_PROFILE:-}" ]; then
+  SEEDED=1
+  for pid in $SVC_PID $BASE_PID ${BEFORE_PID:-}; do kill -INT "$pid"; wait "$pid" 2>/dev/null || true; done
+  mkdir -p "$BENCH_PROFILE"
+  start_service
+  start_baseline
+  wait_up $BASE_PORT
+  [ -n "${BEFORE_DIR:-}" ] && start_before
+fi
 for who in $WHO; do
   port=$(port_of $who)
   for path in "/v1/projects/$PROJECT_ID" "/v1/projects?per_page=20"; do
@@ -68,32 +96,39 @@ for who in $WHO; do
   done
 done
 
-# wrk once: "req/s p99_ms non2xx"
+# CPU time (user + system, clock ticks) the process has used so far.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# wrk once: "req/s p99_ms non2xx cpu_us_per_request" (the server's CPU time over the requests wrk completed: what a
+# request costs the server, which the other agents' load on the machine moves far less than req/s).
 load() {
-  local port=$1 what=$2 out
+  local port=$1 what=$2 pid=$3 out before after
+  before=$(ticks "$pid")
   case $what in
     get) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $READ_KEY" "http://127.0.0.1:$port/v1/projects/$PROJECT_ID") ;;
     list) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $READ_KEY" "http://127.0.0.1:$port/v1/projects?per_page=20") ;;
     create) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/create.lua -H "Authorization: Bearer $WRITE_KEY" "http://127.0.0.1:$port/v1/projects") ;;
   esac
-  local rps p99 bad
+  after=$(ticks "$pid")
+  local rps p99 bad cpu
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" '/requests in/ {printf "%.0f", t / hz * 1e6 / $1}' <<<"$out")
   p99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' <<<"$out")
   bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-  echo "$rps ${p99:-?} ${bad:-0}"
+  echo "$rps ${p99:-?} ${bad:-0} ${cpu:-?}"
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $PROJECTS projects; $CONNECTIONS connections; $DURATION × $ROUNDS rounds (ABAB)"
-declare -A RPS P99
+declare -A RPS P99 CPU
 for what in $ENDPOINTS; do
   for round in $(seq 1 "$ROUNDS"); do
     for who in $WHO; do
       port=$(port_of $who)
-      read -r rps p99 bad < <(load "$port" "$what")
-      echo "  $what round $round $who: $rps req/s, p99 $p99 ms${bad:+, non-2xx $bad}"
+      read -r rps p99 bad cpu < <(load "$port" "$what" "$(pid_of $who)")
+      echo "  $what round $round $who: $rps req/s, p99 $p99 ms, CPU $cpu µs/request${bad:+, non-2xx $bad}"
       RPS[$who.$what]+="$rps "
       P99[$who.$what]+="$p99 "
+      CPU[$who.$what]+="$cpu "
     done
   done
 done
@@ -126,3 +161,9 @@ if [ -n "${BEFORE_DIR:-}" ]; then
   done
   echo "$row | $(awk -v a="${RSS[service]}" -v b="${RSS[before]}" 'BEGIN {printf "%.2f×", a/b}') |"
 fi
+printf '\nServer CPU per request (µs, median of the rounds):\n'
+for who in $WHO; do
+  row="  $who:"
+  for what in $ENDPOINTS; do row+=" $what $(tr ' ' '\n' <<<"${CPU[$who.$what]}" | grep . | median)"; done
+  echo "$row"
+done

@@ -12,7 +12,7 @@ import {
 } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Layer, Metric, Option } from "effect"
+import { Context, Duration, Effect, FiberRef, HashMap, Layer, MetricLabel, Option } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { ServerConfig } from "./Config.js"
@@ -23,7 +23,8 @@ import { AuthenticationLive } from "./Http/Authentication.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
 import { DocsRoutes } from "./Http/Docs.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
-import { pathOf, routeOf, StrictRouting } from "./Http/Routes.js"
+import { CurrentRequest, makeRequestState, withStateHeaders } from "./Http/RequestState.js"
+import { routeOf, StrictRouting } from "./Http/Routes.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
 import { requestDuration } from "./Observability/Metrics.js"
 import { TraceSampler } from "./Observability/Sampling.js"
@@ -35,91 +36,139 @@ import { WebhooksHttp } from "./Webhooks/Http.js"
 /** Bun's own cap: far above ours, so a declared oversize body still gets our 413 envelope. */
 const BUN_MAX_BODY_BYTES = 16 * 1024 * 1024
 
-const isHealth = (url: string) => url.startsWith("/health/")
+const isHealth = (path: string) => path.startsWith("/health/")
 
 /**
- * The request-duration histogram tagged for one method, route and status, built once (tagging makes a new
- * metric key, hashed on every update, each time). Methods come from clients, so the table stops growing at a
- * bound and anything past it is tagged afresh per request.
+ * The request-duration labels for one method, route and status, built once: the histogram keeps its tagged
+ * instruments by the identity of the label array, so a new array per request (as `Metric.tagged` makes) means a
+ * new metric key, hashed and looked up, on every update. Methods come from clients, so the table stops growing at
+ * a bound and anything past it is labelled afresh per request.
  */
-const taggedDurations = new Map<string, Metric.Metric.Histogram<number>>()
-const durationOf = (method: string, route: string, status: number) => {
+const durationLabels = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+const labelsOf = (method: string, route: string, status: number): ReadonlyArray<MetricLabel.MetricLabel> => {
   const key = `${method} ${route} ${status}`
-  const known = taggedDurations.get(key)
+  const known = durationLabels.get(key)
   if (known !== undefined) return known
-  const tagged = requestDuration.pipe(
-    Metric.tagged("http.request.method", method),
-    Metric.tagged("http.route", route),
-    Metric.tagged("http.response.status_code", String(status))
-  )
-  if (taggedDurations.size < 1000) taggedDurations.set(key, tagged)
-  return tagged
+  const labels = [
+    MetricLabel.make("http.request.method", method),
+    MetricLabel.make("http.route", route),
+    MetricLabel.make("http.response.status_code", String(status))
+  ]
+  if (durationLabels.size < 1000) durationLabels.set(key, labels)
+  return labels
 }
 
+const annotate = (
+  annotations: HashMap.HashMap<string, unknown>,
+  fields: Readonly<Record<string, unknown>>
+): HashMap.HashMap<string, unknown> =>
+  // One mutable build, not a persistent map per field.
+  HashMap.mutate(annotations, (annotated) => {
+    for (const key in fields) HashMap.set(annotated, key, fields[key])
+  })
+
 /**
- * Around everything: the request id (in a FiberRef for the envelopes, in the logs, in `X-Request-Id`),
- * the in-flight count for graceful shutdown, and one access-log line. The response is sent inside `app`,
- * so headers go on through a pre-response handler, not by changing the returned response.
+ * Around everything the server answers, one wrapper per request with plain JS inside (each layer of
+ * `Effect.gen`, `locally` and pre-response handler costs fiber steps and a copy of the fiber's refs): the request
+ * state (id, path, contract route, response headers; src/Http/RequestState.ts), the request id for the envelopes
+ * and the logs, the in-flight count for graceful shutdown, the duration metric, one access-log line, and the
+ * server span when the request is traced. The response is sent inside `app`; its headers come from the state
+ * through the one pre-response handler installed with the server (`withStateHeaders`).
  */
-const serveMiddleware = (app: HttpApp.Default) =>
+const perRequest = (lifecycle: Lifecycle, sampler: TraceSampler) => (app: HttpApp.Default) =>
+  Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>(
+    (fiber) => {
+      const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+      const state = makeRequestState(request, requestIdFrom(request.headers["x-request-id"]))
+      const { path } = state
+      lifecycle.unsafe.enter()
+      const withState = FiberRef.set(CurrentRequest, state)
+      if (isHealth(path)) {
+        return Effect.zipRight(
+          withState,
+          Effect.onExit(app, () => Effect.sync(lifecycle.unsafe.exit))
+        )
+      }
+      const started = performance.now()
+      const route = routeOf(state.match, path)
+      const served = Effect.matchCauseEffect(app, {
+        onFailure: (cause) => {
+          lifecycle.unsafe.exit()
+          return Effect.failCause(cause)
+        },
+        onSuccess: (response) => {
+          lifecycle.unsafe.exit()
+          const seconds = (performance.now() - started) / 1000
+          const labels = labelsOf(request.method, route ?? "unmatched", response.status)
+          const extra = fiber.getFiberRef(FiberRef.currentMetricLabels)
+          requestDuration.unsafeUpdate(seconds, extra.length === 0 ? labels : [...labels, ...extra])
+          // The fields as annotations: attributes of the OTLP log record (queryable), not a JSON string in its body.
+          // The request ends here, so they are set on its fiber rather than scoped to the log call.
+          return Effect.zipRight(
+            FiberRef.update(FiberRef.currentLogAnnotations, (annotations) =>
+              annotate(annotations, {
+                method: request.method,
+                path,
+                status: response.status,
+                duration_ms: Math.round(seconds * 100_000) / 100
+              })
+            ),
+            Effect.as(Effect.logInfo("request"), response)
+          )
+        }
+      })
+      const setUp = Effect.zipRight(
+        Effect.zipRight(withState, FiberRef.set(CurrentRequestId, state.id)),
+        FiberRef.update(FiberRef.currentLogAnnotations, (annotations) =>
+          annotate(annotations, { request_id: state.id })
+        )
+      )
+      // With tracing off (the default) there is no span to make, sampled or not.
+      if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return Effect.zipRight(setUp, served)
+      const parent = HttpTraceContext.fromHeaders(request.headers)
+      // A request the sampler leaves out makes no spans at all.
+      if (!sampler.shouldSample(parent)) {
+        return Effect.zipRight(Effect.zipRight(setUp, FiberRef.set(FiberRef.currentTracerEnabled, false)), served)
+      }
+      // The server span, continuing an incoming `traceparent`; named by route (`GET /v1/projects/:id`).
+      return Effect.zipRight(
+        setUp,
+        Effect.useSpan(
+          route === undefined ? request.method : `${request.method} ${route}`,
+          {
+            kind: "server",
+            captureStackTrace: false,
+            ...Option.match(parent, { onNone: () => ({}), onSome: (parent) => ({ parent }) }),
+            attributes: {
+              "http.request.method": request.method,
+              "url.path": path,
+              "request.id": state.id,
+              ...(route !== undefined ? { "http.route": route } : {}),
+              ...(request.headers["user-agent"] !== undefined
+                ? { "user_agent.original": request.headers["user-agent"] }
+                : {})
+            }
+          },
+          (span) =>
+            served.pipe(
+              Effect.withParentSpan(span),
+              Effect.tap((response) => span.attribute("http.response.status_code", response.status))
+            )
+        )
+      )
+    }
+  )
+
+/** The server with the per-request wrapper, and the one pre-response handler its requests inherit. */
+const ServeLive = Layer.unwrapEffect(
   Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
     const lifecycle = yield* Lifecycle
     const sampler = yield* TraceSampler
-    const requestId = requestIdFrom(request.headers["x-request-id"])
-    const started = performance.now()
-    const path = pathOf(request.url)
-    const route = routeOf(request.method, path)
-    yield* HttpApp.appendPreResponseHandler((_request, response) =>
-      Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
-    )
-    const served = lifecycle.track(app).pipe(
-      Effect.tap((response) => {
-        const seconds = (performance.now() - started) / 1000
-        return Effect.zipRight(
-          Metric.update(durationOf(request.method, route ?? "unmatched", response.status), seconds),
-          // The fields as annotations: attributes of the OTLP log record (queryable), not a JSON string in its body.
-          Effect.logInfo("request").pipe(
-            Effect.annotateLogs({
-              method: request.method,
-              path,
-              status: response.status,
-              duration_ms: Math.round(seconds * 100_000) / 100
-            })
-          )
-        )
-      }),
-      Effect.locally(CurrentRequestId, requestId),
-      Effect.annotateLogs("request_id", requestId)
-    )
-    if (isHealth(path)) return yield* lifecycle.track(app)
-    const parent = HttpTraceContext.fromHeaders(request.headers)
-    // A request the sampler leaves out makes no spans at all.
-    if (!sampler.shouldSample(parent)) return yield* Effect.withTracerEnabled(served, false)
-    // The server span, continuing an incoming `traceparent`; named by route (`GET /v1/projects/:id`).
-    return yield* Effect.useSpan(
-      route === undefined ? request.method : `${request.method} ${route}`,
-      {
-        kind: "server",
-        captureStackTrace: false,
-        ...Option.match(parent, { onNone: () => ({}), onSome: (parent) => ({ parent }) }),
-        attributes: {
-          "http.request.method": request.method,
-          "url.path": path,
-          "request.id": requestId,
-          ...(route !== undefined ? { "http.route": route } : {}),
-          ...(request.headers["user-agent"] !== undefined
-            ? { "user_agent.original": request.headers["user-agent"] }
-            : {})
-        }
-      },
-      (span) =>
-        served.pipe(
-          Effect.withParentSpan(span),
-          Effect.tap((response) => span.attribute("http.response.status_code", response.status))
-        )
+    return HttpApiBuilder.serve(perRequest(lifecycle, sampler)).pipe(
+      Layer.locally(HttpApp.currentPreResponseHandlers, Option.some(withStateHeaders))
     )
   })
+)
 
 const HealthRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
@@ -157,7 +206,7 @@ const BunServerLive = Layer.unwrapEffect(
 /** The HTTP server and everything it serves; drains in-flight requests before it stops. */
 export const HttpLive = GracefulShutdown.pipe(
   Layer.provide(
-    HttpApiBuilder.serve(serveMiddleware).pipe(
+    ServeLive.pipe(
       // `/docs`, its assets, and `/v1/openapi.json`.
       Layer.provide(DocsRoutes),
       Layer.provide(ApiMiddlewareLive),

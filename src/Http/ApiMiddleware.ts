@@ -1,33 +1,55 @@
 /**
- * The API-level middleware, run before routing around everything the server answers: per-IP limits for requests
- * that do not authenticate, the drain, the checks before routing, and the translation of every failure into one
- * of our errors, so every `/v1` response wears the envelope (and a 503 says when to retry).
+ * The API-level middleware, run before routing around everything the server answers: the drain, the checks
+ * before routing, the translation of every failure into one of our errors (so every `/v1` response wears the
+ * envelope, and a 503 says when to retry), and the per-IP limit for requests that do not authenticate.
+ *
+ * One wrapper with plain JS inside: the checks are functions of the request state (src/Http/RequestState.ts)
+ * that answer `undefined` when there is nothing to run, and the outcome is handled in one `matchCauseEffect`.
  */
-import { HttpApiBuilder, type HttpApp } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { HttpApiBuilder, type HttpApp, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { Context, Effect, Option } from "effect"
 import { ApiForMiddleware as Api } from "../Api.js"
+import type { RateLimited } from "../Domain/Errors.js"
+import { requestIdFrom } from "../Domain/RequestId.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
-import { refuseWhileDraining } from "./Draining.js"
-import { retryLater, translate } from "./ErrorTranslation.js"
+import { isDrainRefused, refusedWhileDraining } from "./Draining.js"
+import { type OurError, translate } from "./ErrorTranslation.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { precheck, precheckOAuth } from "./Precheck.js"
 import { limitUnauthenticated } from "./RateLimit.js"
+import { CurrentRequest, makeRequestState } from "./RequestState.js"
 
 export const ApiMiddlewareLive = HttpApiBuilder.middleware(
   Api,
   Effect.gen(function* () {
     const lifecycle = yield* Lifecycle
     // Requests that do not authenticate are counted against the client IP once their outcome is known.
-    const limitByClient = limitUnauthenticated(yield* RateLimit)
+    const limited = limitUnauthenticated(yield* RateLimit)
     return (app: HttpApp.Default) =>
-      limitByClient(
-        refuseWhileDraining(lifecycle).pipe(
-          Effect.zipRight(precheck),
-          Effect.zipRight(precheckOAuth),
-          Effect.flatMap(Option.match({ onNone: () => app, onSome: Effect.succeed })),
-          Effect.catchAllCause(translate),
-          Effect.tapErrorCause(() => retryLater)
+      Effect.withFiberRuntime<
+        HttpServerResponse.HttpServerResponse,
+        OurError | RateLimited,
+        HttpServerRequest.HttpServerRequest
+      >((fiber) => {
+        const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+        // Always set by the server's per-request wrapper (src/Http.ts); made here only if this runs without it.
+        const state = fiber.getFiberRef(CurrentRequest) ?? makeRequestState(request, requestIdFrom(undefined))
+        const work = ((): HttpApp.Default<unknown> => {
+          if (isDrainRefused(lifecycle, request)) return refusedWhileDraining
+          const checks = precheck(request, state)
+          if (checks !== undefined) return Effect.zipRight(checks, app)
+          const oauth = precheckOAuth(request, state.path)
+          if (oauth === undefined) return app
+          return Effect.flatMap(oauth, Option.match({ onNone: () => app, onSome: Effect.succeed }))
+        })()
+        return limited(
+          request,
+          state,
+          Effect.catchAllCause(work, (cause) => {
+            state.failed = true
+            return translate(cause)
+          })
         )
-      )
+      })
   })
 )

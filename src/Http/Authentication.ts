@@ -1,4 +1,4 @@
-import { HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServerRequest } from "@effect/platform"
 import { Context, Effect, Layer, Option } from "effect"
 import { Api } from "../Api.js"
 import { ApiKeys, KEY_PREFIX } from "../ApiKeys/ApiKeys.js"
@@ -11,6 +11,7 @@ import { hasAnyScope, type Scope } from "../Domain/Scopes.js"
 import { ACCESS_PREFIX, OAuthTokens } from "../OAuth/Tokens.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
 import { guardClient, limitCredential } from "./RateLimit.js"
+import { CurrentRequest, type RequestState } from "./RequestState.js"
 
 /** `METHOD /path` → the scopes its endpoint declares. Built once from the contract. */
 const scopesByRoute: ReadonlyMap<string, ReadonlyArray<Scope>> = (() => {
@@ -24,16 +25,12 @@ const scopesByRoute: ReadonlyMap<string, ReadonlyArray<Scope>> = (() => {
   return table
 })()
 
-const challenge = (error: string | undefined) =>
-  HttpApp.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(
-      HttpServerResponse.setHeader(
-        response,
-        "www-authenticate",
-        error === undefined ? `Bearer realm="api"` : `Bearer realm="api", error="${error}"`
-      )
-    )
-  )
+/** `WWW-Authenticate` for a 401, on whatever response the request gets. */
+const challenge = (state: RequestState | undefined, error: string | undefined): void => {
+  if (state === undefined) return
+  state.headers["www-authenticate"] =
+    error === undefined ? `Bearer realm="api"` : `Bearer realm="api", error="${error}"`
+}
 
 export const AuthenticationLive = Layer.effect(
   Authentication,
@@ -54,38 +51,47 @@ export const AuthenticationLive = Layer.effect(
     }
 
     /** Each endpoint's `RequiredScopes`: the credential must hold one of them. No declaration, no access. */
-    const authorize = (principal: Principal) =>
-      Effect.flatMap(HttpRouter.RouteContext, ({ route }) => {
-        const needed = scopesByRoute.get(`${route.method} ${route.path}`) ?? []
-        return hasAnyScope(principal.scopes, needed)
-          ? Effect.succeed(principal)
-          : Effect.fail(
-              new Forbidden({
-                message:
-                  needed.length === 0
-                    ? "This endpoint declares no scope; access is denied"
-                    : `This credential lacks the scope needed: ${needed.join(" or ")}`
-              })
-            )
-      })
+    const authorize = (route: HttpRouter.Route<unknown, unknown>, principal: Principal) => {
+      const needed = scopesByRoute.get(`${route.method} ${route.path}`) ?? []
+      return hasAnyScope(principal.scopes, needed)
+        ? Effect.succeed(principal)
+        : Effect.fail(
+            new Forbidden({
+              message:
+                needed.length === 0
+                  ? "This endpoint declares no scope; access is denied"
+                  : `This credential lacks the scope needed: ${needed.join(" or ")}`
+            })
+          )
+    }
 
     return {
       // The framework's bearer decoder slices the header blindly; read it properly (scheme is case-insensitive).
+      // One step for the request and its state (read from the fiber, not as services), then only what must be an
+      // effect: the rate-limit buckets and the credential lookup.
       bearer: () =>
-        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        Effect.withFiberRuntime((fiber) => {
+          const context = fiber.currentContext
+          const request = Context.unsafeGet(context, HttpServerRequest.HttpServerRequest)
+          const { route } = Context.unsafeGet(context, HttpRouter.RouteContext)
+          const state = fiber.getFiberRef(CurrentRequest)
           const token = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
           if (token === "") {
-            return Effect.zipRight(
-              challenge(undefined),
-              Effect.fail(new Unauthorized({ message: "Send credentials as Authorization: Bearer <token>" }))
-            )
+            challenge(state, undefined)
+            return Effect.fail(new Unauthorized({ message: "Send credentials as Authorization: Bearer <token>" }))
           }
           // Rate limits (src/Http/RateLimit.ts): no token is checked while the client IP's bucket is empty; a
           // valid credential then spends one of its own tokens, before its scopes are checked.
-          return guardClient(limits).pipe(
-            Effect.zipRight(authenticate(token).pipe(Effect.tapError(() => challenge("invalid_token")))),
-            Effect.tap((principal) => limitCredential(limits, principal)),
-            Effect.flatMap(authorize)
+          const authenticated = Effect.mapError(authenticate(token), (error) => {
+            challenge(state, "invalid_token")
+            return error
+          })
+          const guard = guardClient(limits, request)
+          return Effect.flatMap(
+            Effect.flatMap(guard === undefined ? authenticated : Effect.zipRight(guard, authenticated), (principal) =>
+              limitCredential(limits, state, principal)
+            ),
+            (principal) => authorize(route, principal)
           )
         })
     }

@@ -4,7 +4,7 @@
  * rewriting the formatted English text; the walk stops after `MAX_PROBLEMS` problems, so a body with a hundred
  * thousand bad elements costs no more than one with a few hundred.
  */
-import { HttpApiError, HttpApp, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiError, HttpServerError, HttpServerRequest } from "@effect/platform"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Either, Option, ParseResult, Schema } from "effect"
 import * as AST from "effect/SchemaAST"
@@ -28,7 +28,7 @@ import { matching, pathOf, queryOf, type RouteShape } from "./Routes.js"
 
 /** The walk over a decode failure stops after this many problems. */
 export const MAX_PROBLEMS = 300
-/** Seconds a client is told to wait after a 503. */
+/** Seconds a client is told to wait after a 503 (src/Http/RequestState.ts sets `Retry-After`). */
 export const RETRY_AFTER_SECONDS = 1
 
 export type OurError =
@@ -263,15 +263,6 @@ const decodeFailure = Effect.gen(function* () {
     Option.orElse(() => firstFailure(schemas.urlParams, () => searchRecord(queryOf(request.url))))
   )
 })
-
-/** A 503 tells the client when to retry. */
-export const retryLater = HttpApp.appendPreResponseHandler((_request, response) =>
-  Effect.succeed(
-    response.status === 503
-      ? HttpServerResponse.setHeader(response, "retry-after", String(RETRY_AFTER_SECONDS))
-      : response
-  )
-)
 
 const unavailable = (cause: Cause.Cause<unknown>) =>
   Effect.zipRight(

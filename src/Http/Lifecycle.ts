@@ -31,6 +31,20 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
         })
       )
 
+    /**
+     * The same count as plain calls, for the server's per-request wrapper, which runs uninterruptibly (the
+     * platform serves each request in an uninterruptible region) and calls `exit` once its work has ended.
+     */
+    const unsafe = {
+      enter: (): void => {
+        inFlight++
+      },
+      exit: (): void => {
+        inFlight--
+      },
+      isDraining: (): boolean => drainingNow
+    } as const
+
     const drain = (timeout: Duration.Duration) =>
       Effect.gen(function* () {
         yield* draining.set
@@ -45,7 +59,7 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
         if (finished._tag === "None") yield* Effect.logWarning("shutdown timeout reached with requests in flight")
       })
 
-    return { track, drain, isDraining: draining.get } as const
+    return { track, unsafe, drain, isDraining: draining.get } as const
   })
 }) {}
 

@@ -10,15 +10,13 @@
  *
  * The client IP is the socket's peer address (`X-Forwarded-For` is not trusted).
  */
-import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Duration, Effect, Exit, FiberRef, Metric, Option } from "effect"
+import type { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Duration, Effect, Metric, Option } from "effect"
 import { RateLimited } from "../Domain/Errors.js"
 import type { Principal } from "../Domain/Principal.js"
 import { rateLimitRejections } from "../Observability/Metrics.js"
 import type { Decision, RateLimitService } from "../RateLimit/RateLimit.js"
-
-/** Set around each `/v1` request; the bearer middleware marks it once the request is counted to a credential. */
-const CountedToCredential = FiberRef.unsafeMake<{ counted: boolean } | undefined>(undefined)
+import type { RequestState } from "./RequestState.js"
 
 const isV1 = (url: string) => url === "/v1" || url.startsWith("/v1/") || url.startsWith("/v1?")
 
@@ -31,78 +29,87 @@ export const credentialKey = (principal: Principal): string =>
     ? `jwt:${principal.userId}`
     : `${principal.credential.kind}:${principal.credential.id}`
 
-const rateLimitHeaders = (decision: Decision, refused: boolean) =>
-  HttpApp.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(
-      HttpServerResponse.setHeaders(response, {
-        "x-ratelimit-limit": String(decision.limit),
-        "x-ratelimit-remaining": String(decision.remaining),
-        "x-ratelimit-reset": String(decision.resetAt),
-        ...(refused ? { "retry-after": String(Math.max(1, decision.retryAfter)) } : {})
-      })
-    )
-  )
+/** The bucket's headers, for whatever response the request gets. */
+const rateLimitHeaders = (state: RequestState | undefined, decision: Decision, refused: boolean): void => {
+  if (state === undefined) return
+  state.headers["x-ratelimit-limit"] = String(decision.limit)
+  state.headers["x-ratelimit-remaining"] = String(decision.remaining)
+  state.headers["x-ratelimit-reset"] = String(decision.resetAt)
+  if (refused) state.headers["retry-after"] = String(Math.max(1, decision.retryAfter))
+}
 
 /** A 429, counted in `http.rate_limit.rejections`. */
 const refusal = (decision: Decision, window: Duration.Duration) =>
   Effect.zipRight(
     Metric.increment(rateLimitRejections),
-    Effect.fail(
-      new RateLimited({
-        message: `Rate limit of ${decision.limit} requests per ${Duration.format(window)} exceeded; retry in ${Math.max(
-          1,
-          decision.retryAfter
-        )} s`
-      })
+    Effect.failSync(
+      () =>
+        new RateLimited({
+          message: `Rate limit of ${decision.limit} requests per ${Duration.format(window)} exceeded; retry in ${Math.max(
+            1,
+            decision.retryAfter
+          )} s`
+        })
     )
   )
 
 /** In the bearer middleware, once the credential is known: spend one of its tokens. */
-export const limitCredential = (limits: RateLimitService, principal: Principal): Effect.Effect<void, RateLimited> =>
-  limits.settings.enabled
-    ? Effect.gen(function* () {
-        const mark = yield* FiberRef.get(CountedToCredential)
-        if (mark !== undefined) mark.counted = true
-        const decision = yield* limits.consume(
-          credentialKey(principal),
-          limits.settings.perCredential,
-          limits.settings.window
-        )
-        yield* rateLimitHeaders(decision, !decision.allowed)
-        if (!decision.allowed) return yield* refusal(decision, limits.settings.window)
-      })
-    : Effect.void
+export const limitCredential = (
+  limits: RateLimitService,
+  state: RequestState | undefined,
+  principal: Principal
+): Effect.Effect<Principal, RateLimited> => {
+  if (!limits.settings.enabled) return Effect.succeed(principal)
+  if (state !== undefined) state.countedToCredential = true
+  return Effect.flatMap(
+    limits.consume(credentialKey(principal), limits.settings.perCredential, limits.settings.window),
+    (decision) => {
+      rateLimitHeaders(state, decision, !decision.allowed)
+      return decision.allowed ? Effect.succeed(principal) : refusal(decision, limits.settings.window)
+    }
+  )
+}
 
-/** Before a bearer token is checked: refuse while the client IP has no tokens left for failed requests. */
+/**
+ * Before a bearer token is checked: refuse while the client IP has no tokens left for failed requests (`undefined`
+ * when there is nothing to check: the limiter is off).
+ */
 export const guardClient = (
-  limits: RateLimitService
-): Effect.Effect<void, RateLimited, HttpServerRequest.HttpServerRequest> =>
+  limits: RateLimitService,
+  request: HttpServerRequest.HttpServerRequest
+): Effect.Effect<void, RateLimited> | undefined =>
   limits.settings.enabled
-    ? Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const decision = yield* limits.check(clientKey(request), limits.settings.perClientIp, limits.settings.window)
-        if (!decision.allowed) return yield* refusal(decision, limits.settings.window)
-      })
-    : Effect.void
-
-const isRateLimited = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), (error) => error instanceof RateLimited)
+    ? Effect.flatMap(
+        limits.check(clientKey(request), limits.settings.perClientIp, limits.settings.window),
+        (decision) => (decision.allowed ? Effect.void : refusal(decision, limits.settings.window))
+      )
+    : undefined
 
 /** Around the API: a `/v1` request that was not counted against a credential is counted against its client IP. */
 export const limitUnauthenticated =
   (limits: RateLimitService) =>
   <E, R>(
+    request: HttpServerRequest.HttpServerRequest,
+    state: RequestState,
     app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | RateLimited, R | HttpServerRequest.HttpServerRequest> =>
-    Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      if (!limits.settings.enabled || !isV1(request.url)) return yield* app
-      const mark = { counted: false }
-      const exit = yield* Effect.exit(Effect.locally(app, CountedToCredential, mark))
-      if (mark.counted || (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause))) return yield* exit
-      const decision = yield* limits.consume(clientKey(request), limits.settings.perClientIp, limits.settings.window)
-      const refused = !decision.allowed || isRateLimited(exit)
-      yield* rateLimitHeaders(decision, refused)
-      if (!decision.allowed) return yield* refusal(decision, limits.settings.window)
-      return yield* exit
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | RateLimited, R> => {
+    if (!limits.settings.enabled || !isV1(request.url)) return app
+    /** Once the outcome is known: count it against the client IP, unless the credential's bucket took it. */
+    const count = <A, E2>(outcome: Effect.Effect<A, E2>, refusedAlready: boolean): Effect.Effect<A, E2 | RateLimited> =>
+      Effect.flatMap(
+        limits.consume(clientKey(request), limits.settings.perClientIp, limits.settings.window),
+        (decision): Effect.Effect<A, E2 | RateLimited> => {
+          rateLimitHeaders(state, decision, !decision.allowed || refusedAlready)
+          return decision.allowed ? outcome : refusal(decision, limits.settings.window)
+        }
+      )
+    return Effect.matchCauseEffect(app, {
+      onSuccess: (response) =>
+        state.countedToCredential ? Effect.succeed(response) : count(Effect.succeed(response), false),
+      onFailure: (cause) => {
+        if (state.countedToCredential || Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+        const failure = Cause.failureOption(cause)
+        return count(Effect.failCause(cause), Option.isSome(failure) && failure.value instanceof RateLimited)
+      }
     })
+  }

@@ -42,14 +42,49 @@ export const routes: ReadonlyArray<RouteShape> = Object.values(Api.groups).flatM
   }))
 )
 
+/** The routes by their number of segments: a path is compared only with patterns as long as itself. */
+const bySegmentCount: ReadonlyMap<number, ReadonlyArray<RouteShape>> = (() => {
+  const table = new Map<number, Array<RouteShape>>()
+  for (const route of routes) table.set(route.segments.length, [...(table.get(route.segments.length) ?? []), route])
+  return table
+})()
+
+const matches = (route: RouteShape, segments: ReadonlyArray<string>): boolean => {
+  for (let i = 0; i < segments.length; i++) {
+    const pattern = route.segments[i] ?? ""
+    if (pattern.startsWith(":") ? segments[i] === "" : pattern !== segments[i]) return false
+  }
+  return true
+}
+
+const NONE: ReadonlyArray<RouteShape> = []
+
 /** The contract's routes whose path pattern matches `path` exactly (any method). */
 export const matching = (path: string): ReadonlyArray<RouteShape> => {
   const segments = path.split("/")
-  return routes.filter(
-    (route) =>
-      route.segments.length === segments.length &&
-      route.segments.every((segment, i) => (segment.startsWith(":") ? segments[i] !== "" : segment === segments[i]))
-  )
+  const sameLength = bySegmentCount.get(segments.length)
+  if (sameLength === undefined) return NONE
+  const found: Array<RouteShape> = []
+  for (const route of sameLength) if (matches(route, segments)) found.push(route)
+  return found.length === 0 ? NONE : found
+}
+
+/** A `/v1` path matched once against the contract: every route of the path, and the one for the method. */
+export interface RouteMatch {
+  /** The routes whose pattern matches the path, any method (empty: not a contract path). */
+  readonly candidates: ReadonlyArray<RouteShape>
+  /** The route for the request's method, if the path has one. */
+  readonly route: RouteShape | undefined
+}
+
+export const NO_ROUTE: RouteMatch = { candidates: NONE, route: undefined }
+
+/** Matches a `/v1` path once, for everyone after (the precheck, the scope check, spans and metrics). */
+export const lookup = (method: string, path: string): RouteMatch => {
+  if (!path.startsWith("/v1/")) return NO_ROUTE
+  const candidates = matching(path)
+  if (candidates.length === 0) return NO_ROUTE
+  return { candidates, route: candidates.find((candidate) => candidate.method === method) }
 }
 
 /** The path part of a request URL (what the router matches). */
@@ -65,12 +100,8 @@ export const queryOf = (url: string): string => {
 }
 
 /** `GET /v1/projects/:id`: the route template, so spans and metrics group by endpoint, not by id. */
-export const routeOf = (method: string, path: string): string | undefined =>
-  path.startsWith("/v1/")
-    ? matching(path).find((route) => route.method === method)?.path
-    : path.startsWith("/dashboard/")
-      ? "/dashboard/*"
-      : path
+export const routeOf = (match: RouteMatch, path: string): string | undefined =>
+  path.startsWith("/v1/") ? match.route?.path : path.startsWith("/dashboard/") ? "/dashboard/*" : path
 
 /** `%41`–`%5A`, `%61`–`%7A`, `%30`–`%39`, `%2D`, `%2E`, `%5F`, `%7E`: escapes of characters that need none. */
 const ESCAPED_UNRESERVED = /%(?:[46][1-9A-Fa-f]|[57][0-9Aa]|3[0-9]|2[DdEe]|5[Ff]|7[Ee])/
