@@ -127,10 +127,18 @@ export class Events extends Effect.Service<Events>()("Events", {
     /**
      * Runs a change and the events it emits in one transaction. Once it has committed, the deliveries it claimed go
      * to the inbox and the worker is woken if some were left unclaimed; if it fails, their room is given back (the
-     * rows were rolled back with it).
+     * rows were rolled back with it). Nested in another transaction, it claims nothing (see below).
      */
     const transaction = <A, E, R>(change: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-      Effect.suspend(() => {
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) => {
+        // Inside another transaction this one only makes a savepoint: its commit is not the commit, so nothing is
+        // claimed here (the deliveries are written unclaimed, and the worker is woken to claim them).
+        if (Option.isSome(outer)) {
+          return sql.withTransaction(change).pipe(
+            Effect.locally(currentOutbox, null),
+            Effect.tap(() => inbox.ring)
+          )
+        }
         const outbox: Outbox = { reserved: 0, claimed: [], unclaimed: false }
         return sql.withTransaction(change).pipe(
           Effect.locally(currentOutbox, outbox),

@@ -105,3 +105,27 @@ describe("the outbox and the inbox", () => {
     expect(await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.reserveAll))).toBe(0)
   })
 })
+
+describe("inside another transaction", () => {
+  test("nothing is claimed (its commit is only a savepoint's): every delivery is written unclaimed", async () => {
+    // Room again: the three handed over above have "ended".
+    await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.release(3)))
+    const event = await run(
+      Effect.flatMap(Events, (events) =>
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql.withTransaction(events.transaction(events.emit("project.created", [userId], { n: 2 })))
+        )
+      )
+    )
+    const rows = await run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) =>
+          sql<{ readonly claim_token: string | null }>`SELECT claim_token FROM deliveries WHERE event_id = ${event.id}`
+      )
+    )
+    expect(rows).toHaveLength(4)
+    expect(rows.every((row) => row.claim_token === null)).toBe(true)
+    expect(Chunk.size(await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.takeAll)))).toBe(0)
+  })
+})

@@ -7,7 +7,7 @@
  *   of room, leases that lapsed), claiming with a lease of `WEBHOOK_CLAIM_TIMEOUT` as many as there is room for.
  *   With nothing more due it sleeps until the earliest pending delivery falls due (at most `WEBHOOK_POLL_INTERVAL`),
  *   or until it is woken: a commit left deliveries unclaimed, room opened after it ran out, a retry was recorded.
- *   Claiming and sleeping make no spans, so an idle server traces nothing; each attempt is traced.
+ *   Claiming and sleeping make no spans, so an idle server traces nothing; with tracing on, each attempt is a span.
  * - The recorder writes outcomes in batches, with the next attempt time computed by stepping the retry `Schedule`.
  *
  * Failures are logged at `warning` for operators: each failed attempt, a delivery that gives up, a webhook that
