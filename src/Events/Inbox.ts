@@ -80,7 +80,7 @@ export class DeliveryInbox extends Effect.Service<DeliveryInbox>()("DeliveryInbo
       /** How long a claim made here holds, in milliseconds. */
       lease: () => leaseMs,
       /** Room reserved and not used: given back; the worker is woken if it was waiting for room. */
-      release: (count: number) => (count > 0 && release(count) ? ring : Effect.void),
+      release: (count: number) => Effect.suspend(() => (count > 0 && release(count) ? ring : Effect.void)),
       /** Hands over claimed deliveries (their room was reserved). */
       hand: (deliveries: ReadonlyArray<ClaimedDelivery>) =>
         deliveries.length === 0 ? Effect.void : Queue.offerAll(ready, deliveries).pipe(Effect.asVoid),

@@ -104,6 +104,23 @@ describe("the outbox and the inbox", () => {
     // The inbox is full until attempts end: nothing more is claimed.
     expect(await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.reserveAll))).toBe(0)
   })
+
+  test("room comes back when the release runs, not when it is built (the worker builds it as an attempt starts)", async () => {
+    const room = await run(
+      Effect.flatMap(DeliveryInbox, (inbox) =>
+        Effect.gen(function* () {
+          const releaseOne = inbox.release(1)
+          const before = yield* Effect.tap(inbox.reserveAll, (granted) => inbox.release(granted))
+          yield* releaseOne
+          const after = yield* Effect.tap(inbox.reserveAll, (granted) => inbox.release(granted))
+          return { before, after }
+        })
+      )
+    )
+    expect(room).toEqual({ before: 0, after: 1 })
+    // Full again, as the test above left it.
+    await run(Effect.flatMap(DeliveryInbox, (inbox) => Effect.sync(() => inbox.reserve(1))))
+  })
 })
 
 describe("inside another transaction", () => {
