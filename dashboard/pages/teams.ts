@@ -233,7 +233,15 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                 },
                 { className: "danger", ariaLabel: `Revoke the invitation to ${inv.email}` }
               )
-            : h("span", { class: "muted" }, inv.answered_at === null ? "—" : when(inv.answered_at))
+            : inv.answered_at === null
+              ? h("span", { class: "muted" }, "—")
+              : // What happened and when, e.g. "Revoked 23 Nov 2026, 14:14:05" (expired ones have no answer time).
+                h(
+                  "span",
+                  { class: "muted" },
+                  `${inv.status.charAt(0).toUpperCase()}${inv.status.slice(1)} `,
+                  when(inv.answered_at)
+                )
       }
     ]
   })

@@ -68,6 +68,8 @@ describe("teams and deployments", () => {
     await carol.getByRole("button", { name: "Revoke the invitation to carol@example.com" }).click()
     await page.getByRole("dialog").getByRole("button", { name: "Revoke invitation" }).click()
     await carol.locator(".badge", { hasText: "revoked" }).waitFor()
+    // Where the Revoke button was: what happened, and when.
+    expect(await carol.locator("td").last().textContent()).toMatch(/^Revoked \d/)
     await session.shots("30-team")
 
     await page.getByLabel("Status").selectOption("revoked")
