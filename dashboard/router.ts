@@ -13,6 +13,8 @@ export interface PageContext {
   /** The route's captured path segments. */
   readonly params: ReadonlyArray<string>
   readonly query: URLSearchParams
+  /** One query parameter, or "" when absent. */
+  q(name: string): string
   readonly path: string
   /** Sets the document title and adds the page's `<h1>`. */
   title(text: string, ...after: Array<Child>): HTMLHeadingElement
@@ -74,6 +76,7 @@ export const makeContext = (root: HTMLElement, params: ReadonlyArray<string>, re
     root,
     params,
     query,
+    q: (name) => query.get(name) ?? "",
     path,
     title: (text, ...after) => {
       document.title = `${text} · Dashboard`

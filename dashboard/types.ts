@@ -80,6 +80,7 @@ export interface Invitation {
   readonly answered_at: string | null
 }
 
+/** The service's scopes and event types (src/Domain; test/dashboard/types.test.ts keeps them equal). */
 export const scopes = ["read", "write", "projects:read", "projects:write", "team:manage", "billing:read"] as const
 export type Scope = (typeof scopes)[number]
 

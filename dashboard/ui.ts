@@ -4,7 +4,7 @@
  * cards on a phone, pagers, list regions (table + pager, or the error box), status badges, and the shown-once
  * secret panel.
  */
-import { ApiError, messageOf } from "./api.ts"
+import { ApiError, api, messageOf } from "./api.ts"
 import { type Child, h, uid } from "./dom.ts"
 import type { ListMeta, Page } from "./types.ts"
 
@@ -308,6 +308,25 @@ export const pager = (meta: ListMeta, hrefFor: (page: number) => string): HTMLEl
       ? h("a", { href: hrefFor(meta.page + 1), rel: "next" }, "Next →")
       : h("span", { class: "muted" }, "Next →")
   )
+}
+
+/**
+ * How a record's page begins: a link back to its list, then the record read from `path`. When it cannot be read,
+ * the page is titled `label` and says why (the error box), and the answer is `undefined`.
+ */
+export const readRecord = async <T>(
+  context: { readonly root: HTMLElement; title(text: string, ...after: Array<Child>): HTMLHeadingElement },
+  options: { readonly path: string; readonly back: readonly [href: string, text: string]; readonly label: string }
+): Promise<T | undefined> => {
+  const [href, text] = options.back
+  context.root.append(h("p", { class: "crumbs" }, h("a", { href }, text)))
+  try {
+    return await api.get<T>(options.path)
+  } catch (error) {
+    context.title(options.label)
+    context.root.append(errorBox(error))
+    return undefined
+  }
 }
 
 export const errorBox = (error: unknown): HTMLElement =>

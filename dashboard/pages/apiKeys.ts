@@ -28,7 +28,7 @@ import { filterForm } from "./projects.ts"
 const endOfDay = (date: string): string => new Date(`${date}T23:59:59.999`).toISOString()
 
 export const apiKeysPage = async (context: PageContext): Promise<void> => {
-  const q = (name: string) => context.query.get(name) ?? ""
+  const { q } = context
   context.title("API keys")
   context.root.append(
     h(

@@ -7,12 +7,12 @@ import {
   actionButton,
   badge,
   confirmAction,
-  errorBox,
   field,
   formValue,
   input,
   listRegion,
   onSubmit,
+  readRecord,
   select,
   when
 } from "../ui.ts"
@@ -56,7 +56,7 @@ const textarea = (value = "") => {
 }
 
 export const projectsPage = async (context: PageContext): Promise<void> => {
-  const q = (name: string) => context.query.get(name) ?? ""
+  const { q } = context
   context.title("Projects")
 
   const teamSelect = select([["", "No team"]], "")
@@ -170,16 +170,12 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
 export const projectPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
   const path = `/projects/${encodeURIComponent(id)}`
-  const crumbs = h("p", { class: "crumbs" }, h("a", { href: `${BASE}/projects` }, "← Projects"))
-  context.root.append(crumbs)
-  let project: Project
-  try {
-    project = await api.get<Project>(path)
-  } catch (error) {
-    context.title("Project")
-    context.root.append(errorBox(error))
-    return
-  }
+  const project = await readRecord<Project>(context, {
+    path,
+    back: [`${BASE}/projects`, "← Projects"],
+    label: "Project"
+  })
+  if (project === undefined) return
   context.title(project.name, badge(project.status))
 
   const actions = h("div", { class: "actions" })
@@ -264,7 +260,7 @@ export const projectPage = async (context: PageContext): Promise<void> => {
 }
 
 const deploymentsSection = (context: PageContext, projectPath: string, project: Project): HTMLElement => {
-  const q = (name: string) => context.query.get(name) ?? ""
+  const { q } = context
 
   const finish = (deployment: Deployment) =>
     h(

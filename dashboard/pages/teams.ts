@@ -11,12 +11,12 @@ import {
   actionButton,
   badge,
   confirmAction,
-  errorBox,
   field,
   formValue,
   input,
   listRegion,
   onSubmit,
+  readRecord,
   select,
   when
 } from "../ui.ts"
@@ -30,7 +30,7 @@ const roles: ReadonlyArray<readonly [Role, string]> = [
 ]
 
 export const teamsPage = async (context: PageContext): Promise<void> => {
-  const q = (name: string) => context.query.get(name) ?? ""
+  const { q } = context
   context.title("Teams")
 
   const invitations = listRegion<Invitation>({
@@ -121,18 +121,11 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
 }
 
 export const teamPage = async (context: PageContext): Promise<void> => {
-  const q = (name: string) => context.query.get(name) ?? ""
+  const { q } = context
   const id = context.params[0] ?? ""
   const path = `/teams/${encodeURIComponent(id)}`
-  context.root.append(h("p", { class: "crumbs" }, h("a", { href: `${BASE}/teams` }, "← Teams")))
-  let team: Team
-  try {
-    team = await api.get<Team>(path)
-  } catch (error) {
-    context.title("Team")
-    context.root.append(errorBox(error))
-    return
-  }
+  const team = await readRecord<Team>(context, { path, back: [`${BASE}/teams`, "← Teams"], label: "Team" })
+  if (team === undefined) return
   context.title(team.name, team.role === undefined ? null : h("span", { class: "badge" }, `you: ${team.role}`))
   const manages = team.role === "owner" || team.role === "admin"
   const me = await api.get<User>("/users/me").catch(() => undefined)

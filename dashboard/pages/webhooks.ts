@@ -12,12 +12,12 @@ import {
   checkboxes,
   checkedValues,
   confirmAction,
-  errorBox,
   field,
   formValue,
   input,
   listRegion,
   onSubmit,
+  readRecord,
   secretOnce,
   select,
   table,
@@ -42,7 +42,7 @@ const newSecret = (): string => {
 }
 
 export const webhooksPage = async (context: PageContext): Promise<void> => {
-  const q = (name: string) => context.query.get(name) ?? ""
+  const { q } = context
   context.title("Webhooks")
   context.root.append(
     h(
@@ -138,18 +138,11 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
 }
 
 export const webhookPage = async (context: PageContext): Promise<void> => {
-  const q = (name: string) => context.query.get(name) ?? ""
+  const { q } = context
   const id = context.params[0] ?? ""
   const path = `/webhooks/${encodeURIComponent(id)}`
-  context.root.append(h("p", { class: "crumbs" }, h("a", { href: `${BASE}/webhooks` }, "← Webhooks")))
-  let hook: Webhook
-  try {
-    hook = await api.get<Webhook>(path)
-  } catch (error) {
-    context.title("Webhook")
-    context.root.append(errorBox(error))
-    return
-  }
+  const hook = await readRecord<Webhook>(context, { path, back: [`${BASE}/webhooks`, "← Webhooks"], label: "Webhook" })
+  if (hook === undefined) return
   context.title("Webhook", badge(hook.status))
   const secretSlot = h("div", { class: "created-slot" })
 
@@ -321,15 +314,12 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
   const [hookId = "", id = ""] = context.params
   const hookPath = `/webhooks/${encodeURIComponent(hookId)}`
   const path = `${hookPath}/deliveries/${encodeURIComponent(id)}`
-  context.root.append(h("p", { class: "crumbs" }, h("a", { href: hookHref(hookId) }, "← Webhook")))
-  let delivery: DeliveryWithAttempts
-  try {
-    delivery = await api.get<DeliveryWithAttempts>(path)
-  } catch (error) {
-    context.title("Delivery")
-    context.root.append(errorBox(error))
-    return
-  }
+  const delivery = await readRecord<DeliveryWithAttempts>(context, {
+    path,
+    back: [hookHref(hookId), "← Webhook"],
+    label: "Delivery"
+  })
+  if (delivery === undefined) return
   const heading = context.title(`Delivery of ${delivery.event_type}`, badge(delivery.status))
   const status = h("p", { class: "flash", role: "status", hidden: true })
   const body = h("div")

@@ -82,44 +82,50 @@ export class Events extends Effect.Service<Events>()("Events", {
       const claiming = outbox === null ? 0 : inbox.reserve(subscribed.length)
       const claimToken = crypto.randomUUID()
       const claimedUntil = new Date(Date.parse(now) + inbox.lease()).toISOString()
-      const rows = subscribed.map((hook, i) => ({
-        id: makeId("delivery"),
-        webhook_id: hook.id,
-        event_id: event.id,
-        event_type: type,
-        status: "pending",
-        attempt_count: 0,
-        manual: 0,
-        next_attempt_at: now,
-        last_attempt_at: null,
-        claimed_until: i < claiming ? claimedUntil : null,
-        claim_token: i < claiming ? claimToken : null,
-        created_at: now
-      }))
-      yield* sql`INSERT INTO deliveries ${sql.insert(rows)}`
-      if (outbox !== null) {
-        outbox.reserved += claiming
-        outbox.unclaimed ||= claiming < subscribed.length
-        for (let i = 0; i < claiming; i++) {
-          const hook = subscribed[i]
-          const row = rows[i]
-          if (hook === undefined || row === undefined) continue
-          outbox.claimed.push({
-            id: DeliveryId.make(row.id),
+      const eventId = EventId.make(event.id)
+      // Each delivery as written, and as handed to the worker when this process claims it.
+      const deliveries = subscribed.map((hook, i) => {
+        const id = DeliveryId.make(makeId("delivery"))
+        const claimed = i < claiming
+        return {
+          row: {
+            id,
             webhook_id: hook.id,
-            event_id: EventId.make(event.id),
+            event_id: eventId,
             event_type: type,
+            status: "pending",
             attempt_count: 0,
             manual: 0,
             next_attempt_at: now,
-            url: hook.url,
-            secret: hook.secret,
-            webhook_status: hook.status,
-            payload,
-            trace_context: traceContext,
-            claim_token: claimToken
-          })
+            last_attempt_at: null,
+            claimed_until: claimed ? claimedUntil : null,
+            claim_token: claimed ? claimToken : null,
+            created_at: now
+          },
+          handed: claimed
+            ? {
+                id,
+                webhook_id: hook.id,
+                event_id: eventId,
+                event_type: type,
+                attempt_count: 0,
+                manual: 0,
+                next_attempt_at: now,
+                url: hook.url,
+                secret: hook.secret,
+                webhook_status: hook.status,
+                payload,
+                trace_context: traceContext,
+                claim_token: claimToken
+              }
+            : undefined
         }
+      })
+      yield* sql`INSERT INTO deliveries ${sql.insert(deliveries.map((delivery) => delivery.row))}`
+      if (outbox !== null) {
+        outbox.reserved += claiming
+        outbox.unclaimed ||= claiming < subscribed.length
+        for (const { handed } of deliveries) if (handed !== undefined) outbox.claimed.push(handed)
       }
       return event
     })

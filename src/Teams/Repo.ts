@@ -3,7 +3,7 @@
  * An invitation's `expired` status is computed when read (a pending one whose `expires_at` has passed), so the
  * reading methods take the current time.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { Invitation, type InvitationStatus } from "../Domain/Invitation.js"
 import type { ListQuery } from "../Domain/Lists.js"
@@ -70,15 +70,15 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
       execute: ({ teamId }) => sql`SELECT id FROM teams WHERE id = ${teamId}`
     })
 
-    const projectCount = (teamId: string) =>
-      Effect.map(
-        SqlSchema.findAll({
-          Request: TeamKey,
-          Result: Count,
-          execute: ({ teamId }) => sql`SELECT CAST(count(*) AS INTEGER) AS n FROM projects WHERE team_id = ${teamId}`
-        })({ teamId }),
-        (rows) => rows[0]?.n ?? 0
-      )
+    /** A `count(*)` over one team's rows, its query built once. */
+    const teamCount = (execute: (teamId: string) => Statement.Statement<object>) => {
+      const query = SqlSchema.findAll({ Request: TeamKey, Result: Count, execute: ({ teamId }) => execute(teamId) })
+      return (teamId: string) => Effect.map(query({ teamId }), (rows) => rows[0]?.n ?? 0)
+    }
+
+    const projectCount = teamCount(
+      (teamId) => sql`SELECT CAST(count(*) AS INTEGER) AS n FROM projects WHERE team_id = ${teamId}`
+    )
 
     /** The team as `userId` sees it (with their role); none when they are not a member. */
     const findFor = SqlSchema.findOne({
@@ -112,16 +112,10 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
         sql`SELECT role FROM team_members WHERE team_id = ${teamId} AND user_id = ${userId}`
     })
 
-    const ownerCount = (teamId: string) =>
-      Effect.map(
-        SqlSchema.findAll({
-          Request: TeamKey,
-          Result: Count,
-          execute: ({ teamId }) =>
-            sql`SELECT CAST(count(*) AS INTEGER) AS n FROM team_members WHERE team_id = ${teamId} AND role = 'owner'`
-        })({ teamId }),
-        (rows) => rows[0]?.n ?? 0
-      )
+    const ownerCount = teamCount(
+      (teamId) =>
+        sql`SELECT CAST(count(*) AS INTEGER) AS n FROM team_members WHERE team_id = ${teamId} AND role = 'owner'`
+    )
 
     const member = SqlSchema.findOne({
       Request: MemberKey,

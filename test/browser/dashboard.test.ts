@@ -104,6 +104,22 @@ describe("in the browser", () => {
     await page.getByText("Ann Example").waitFor()
   }, 30_000)
 
+  test("a record that is not there: its page keeps the way back, is titled by its kind and shows the API's answer", async () => {
+    const { page } = session
+    const missing = [
+      ["projects/proj_01jd3xkq8w0000000000000000", "Project", "← Projects"],
+      ["teams/team_01jd3xkq8w0000000000000000", "Team", "← Teams"],
+      ["webhooks/whk_01jd3xkq8w0000000000000000", "Webhook", "← Webhooks"]
+    ] as const
+    for (const [path, title, back] of missing) {
+      await page.goto(`${server.url}/dashboard/${path}`)
+      await page.getByRole("heading", { level: 1, name: title }).waitFor()
+      expect(await page.getByRole("alert").textContent()).toContain(`No ${title.toLowerCase()} with id`)
+      expect(await page.getByRole("link", { name: back }).count()).toBe(1)
+    }
+    await session.shots("05c-record-missing")
+  }, 30_000)
+
   test("projects: create (with a field error first), search, archive and unarchive, delete with a confirmation", async () => {
     const { page } = session
     await page.goto(`${server.url}/dashboard/projects`)

@@ -32,6 +32,17 @@ const iso = (ms: number) => new Date(ms).toISOString()
 const RECORD_WINDOW = Duration.millis(10)
 const RECORD_BATCH = 512
 
+/** What the operator's warnings say about an attempt (README, "Webhooks"). */
+const attemptFields = (claimed: ClaimedDelivery, number: number, result: AttemptResult) => ({
+  webhook_id: claimed.webhook_id,
+  delivery_id: claimed.id,
+  event_id: claimed.event_id,
+  event_type: claimed.event_type,
+  attempt: number,
+  status_code: result.statusCode,
+  error: result.error
+})
+
 interface Outcome {
   readonly claimed: ClaimedDelivery
   readonly number: number
@@ -102,13 +113,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
         }
         if (!result.succeeded) {
           yield* Effect.logWarning("webhook delivery attempt failed", {
-            webhook_id: claimed.webhook_id,
-            delivery_id: claimed.id,
-            event_id: claimed.event_id,
-            event_type: claimed.event_type,
-            attempt: number,
-            status_code: result.statusCode,
-            error: result.error,
+            ...attemptFields(claimed, number, result),
             next_attempt_at: nextAttemptAt
           })
         }
@@ -209,15 +214,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
       Effect.gen(function* () {
         const told = yield* write(batch)
         for (const { claimed, number, result } of told.givenUp) {
-          yield* Effect.logWarning("webhook delivery failed", {
-            webhook_id: claimed.webhook_id,
-            delivery_id: claimed.id,
-            event_id: claimed.event_id,
-            event_type: claimed.event_type,
-            attempt: number,
-            status_code: result.statusCode,
-            error: result.error
-          })
+          yield* Effect.logWarning("webhook delivery failed", attemptFields(claimed, number, result))
         }
         for (const { claimed } of told.webhooksFailed) {
           yield* Effect.logWarning("webhook failed", {
