@@ -12,7 +12,7 @@ import {
 } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { SqlClient } from "@effect/sql"
-import { Context, Duration, Effect, FiberRef, HashMap, Layer, MetricLabel, Option } from "effect"
+import { Context, Duration, Effect, FiberRef, FiberRefs, HashMap, Layer, MetricLabel, Option } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { ServerConfig } from "./Config.js"
@@ -82,10 +82,9 @@ const perRequest = (lifecycle: Lifecycle, sampler: TraceSampler) => (app: HttpAp
       const state = makeRequestState(request, requestIdFrom(request.headers["x-request-id"]))
       const { path } = state
       lifecycle.unsafe.enter()
-      const withState = FiberRef.set(CurrentRequest, state)
       if (isHealth(path)) {
         return Effect.zipRight(
-          withState,
+          FiberRef.set(CurrentRequest, state),
           Effect.onExit(app, () => Effect.sync(lifecycle.unsafe.exit))
         )
       }
@@ -117,22 +116,33 @@ const perRequest = (lifecycle: Lifecycle, sampler: TraceSampler) => (app: HttpAp
           )
         }
       })
-      const setUp = Effect.zipRight(
-        Effect.zipRight(withState, FiberRef.set(CurrentRequestId, state.id)),
-        FiberRef.update(FiberRef.currentLogAnnotations, (annotations) =>
-          annotate(annotations, { request_id: state.id })
-        )
-      )
+      // The request's state, its id for the envelopes and for the logs (and the tracer switched off for a request
+      // the sampler leaves out): one write of the fiber's refs, where each `FiberRef.set` is a fiber step and a
+      // copy of them. The fiber is the request's, so nothing is restored.
+      const setUp = (untraced: boolean) =>
+        Effect.updateFiberRefs((id, refs) => {
+          const set = FiberRefs.updateManyAs(refs, {
+            entries: [
+              [CurrentRequest, [[id, state]]],
+              [CurrentRequestId, [[id, state.id]]],
+              [
+                FiberRef.currentLogAnnotations,
+                [[id, annotate(FiberRefs.getOrDefault(refs, FiberRef.currentLogAnnotations), { request_id: state.id })]]
+              ]
+            ]
+          })
+          return untraced
+            ? FiberRefs.updateAs(set, { fiberId: id, fiberRef: FiberRef.currentTracerEnabled, value: false })
+            : set
+        })
       // With tracing off (the default) there is no span to make, sampled or not.
-      if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return Effect.zipRight(setUp, served)
+      if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return Effect.zipRight(setUp(false), served)
       const parent = HttpTraceContext.fromHeaders(request.headers)
       // A request the sampler leaves out makes no spans at all.
-      if (!sampler.shouldSample(parent)) {
-        return Effect.zipRight(Effect.zipRight(setUp, FiberRef.set(FiberRef.currentTracerEnabled, false)), served)
-      }
+      if (!sampler.shouldSample(parent)) return Effect.zipRight(setUp(true), served)
       // The server span, continuing an incoming `traceparent`; named by route (`GET /v1/projects/:id`).
       return Effect.zipRight(
-        setUp,
+        setUp(false),
         Effect.useSpan(
           route === undefined ? request.method : `${request.method} ${route}`,
           {

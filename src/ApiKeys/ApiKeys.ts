@@ -7,6 +7,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { grants } from "../Domain/Scopes.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
+import { traced } from "../Observability/Traced.js"
 import { ApiKeysRepo } from "./Repo.js"
 
 export const KEY_PREFIX = "pcs_"
@@ -20,10 +21,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     const repo = yield* ApiKeysRepo
 
     /** Makes a key for `userId`. The value is returned here and never again; only its SHA-256 is kept. */
-    const issue = Effect.fn("ApiKeys.issue", { captureStackTrace: false })(function* (
-      userId: string,
-      input: NewApiKey
-    ) {
+    const issue = traced("ApiKeys.issue")(function* (userId: string, input: NewApiKey) {
       const now = nowIso()
       const expires_at = input.expires_at ?? null
       if (expires_at !== null && expires_at <= now) {
@@ -58,10 +56,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     })
 
     /** `POST /v1/api-keys`: a credential may hand on only scopes it has, and OAuth tokens manage no keys. */
-    const create = Effect.fn("ApiKeys.create", { captureStackTrace: false })(function* (
-      principal: Principal,
-      input: NewApiKey
-    ) {
+    const create = traced("ApiKeys.create")(function* (principal: Principal, input: NewApiKey) {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
@@ -74,10 +69,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       return yield* issue(principal.userId, input)
     })
 
-    const list = Effect.fn("ApiKeys.list", { captureStackTrace: false })(function* (
-      principal: Principal,
-      query: ListQuery<ApiKeySort, ApiKeyStatus>
-    ) {
+    const list = traced("ApiKeys.list")(function* (principal: Principal, query: ListQuery<ApiKeySort, ApiKeyStatus>) {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
@@ -85,10 +77,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     })
 
     /** Revocation is immediate and idempotent: a key already revoked answers the same. */
-    const revoke = Effect.fn("ApiKeys.revoke", { captureStackTrace: false })(function* (
-      principal: Principal,
-      id: ApiKeyId
-    ) {
+    const revoke = traced("ApiKeys.revoke")(function* (principal: Principal, id: ApiKeyId) {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
@@ -98,7 +87,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     })
 
     /** Turns a `pcs_…` bearer into a principal, or fails with 401 (unknown, expired or revoked alike). */
-    const authenticate = Effect.fn("ApiKeys.authenticate", { captureStackTrace: false })(function* (token: string) {
+    const authenticate = traced("ApiKeys.authenticate")(function* (token: string) {
       // Built only when it is the answer: an error object (and its stack) per request costs.
       const invalid = () => new Unauthorized({ message: "The API key is invalid, expired or revoked" })
       if (!KEY_PATTERN.test(token)) return yield* invalid()
@@ -125,12 +114,12 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
     })
 
     /** `cli api-keys list`: every key (or one user's) with its owner, oldest first; never the key itself. */
-    const listAll = Effect.fn("ApiKeys.listAll", { captureStackTrace: false })(function* (userId: string | null) {
+    const listAll = traced("ApiKeys.listAll")(function* (userId: string | null) {
       return yield* Effect.orDie(repo.listAll(userId, nowIso()))
     })
 
     /** `cli api-keys revoke`: any user's key, idempotently (a revoked key keeps its first `revoked_at`). */
-    const revokeAny = Effect.fn("ApiKeys.revokeAny", { captureStackTrace: false })(function* (id: string) {
+    const revokeAny = traced("ApiKeys.revokeAny")(function* (id: string) {
       const revoked = yield* Effect.orDie(repo.revokeAny(id, nowIso()))
       if (Option.isNone(revoked)) return yield* NotFound.resource("API key", id)
       return revoked.value

@@ -11,6 +11,7 @@ import { randomBase62 } from "../Domain/Ids.js"
 import type { Principal } from "../Domain/Principal.js"
 import { type Scope, scopeNames } from "../Domain/Scopes.js"
 import { nowIso } from "../Domain/Time.js"
+import { traced } from "../Observability/Traced.js"
 import type { Issuer } from "./Issuer.js"
 import { type KeyRow, SigningKeysRepo } from "./Repo.js"
 
@@ -153,7 +154,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
     }).pipe(Effect.withSpan("SigningKeys.rotate"))
 
     /** A session JWT for a user who signed in. */
-    const signSession = Effect.fn("SigningKeys.signSession", { captureStackTrace: false })(function* (
+    const signSession = traced("SigningKeys.signSession")(function* (
       user: { readonly id: string; readonly org_id: string },
       issuer: Issuer
     ) {
@@ -194,10 +195,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
     }
 
     /** A bearer JWT → the principal it names, or 401 for anything wrong with it. */
-    const verify = Effect.fn("SigningKeys.verify", { captureStackTrace: false })(function* (
-      token: string,
-      issuer: Issuer
-    ) {
+    const verify = traced("SigningKeys.verify")(function* (token: string, issuer: Issuer) {
       const invalid = new Unauthorized({ message: "The JWT is invalid or expired" })
       const header = yield* Effect.try({ try: () => jose.decodeProtectedHeader(token), catch: () => invalid })
       if (header.alg !== ALG || typeof header.kid !== "string") return yield* invalid

@@ -5,6 +5,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { AuthConfig } from "../Config.js"
+import { traced } from "../Observability/Traced.js"
 import { Users } from "../Users/Users.js"
 import { AuthLimits } from "./Limits.js"
 
@@ -30,10 +31,7 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     )
 
     /** The user for these credentials, or `SignInFailed`. */
-    const verify = Effect.fn("SignIn.verify", { captureStackTrace: false })(function* (
-      emailInput: string,
-      password: string
-    ) {
+    const verify = traced("SignIn.verify")(function* (emailInput: string, password: string) {
       const email = emailInput.trim().toLowerCase()
       const accountKey = `signin-failures:${email}`
       const allowed = yield* limits.check(accountKey, config.failedLoginLimit, ACCOUNT_WINDOW_MS)

@@ -11,6 +11,7 @@ import type { ListQuery } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
+import { traced } from "../Observability/Traced.js"
 import { Projects } from "../Projects/Projects.js"
 import { type DeploymentFilters, type DeploymentSort, DeploymentsRepo } from "./Repo.js"
 
@@ -38,7 +39,7 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         Option.match({ onNone: () => Effect.fail(NotFound.resource("deployment", id)), onSome: Effect.succeed })
       )
 
-    const create = Effect.fn("Deployments.create", { captureStackTrace: false })(function* (
+    const create = traced("Deployments.create")(function* (
       principal: Principal,
       projectId: ProjectId,
       input: StartDeployment
@@ -67,7 +68,7 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
       }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
     })
 
-    const list = Effect.fn("Deployments.list", { captureStackTrace: false })(function* (
+    const list = traced("Deployments.list")(function* (
       principal: Principal,
       projectId: ProjectId,
       query: ListQuery<DeploymentSort, DeploymentStatus> & DeploymentFilters
@@ -76,17 +77,13 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
       return yield* Effect.orDie(repo.list(projectId, query))
     })
 
-    const get = Effect.fn("Deployments.get", { captureStackTrace: false })(function* (
-      principal: Principal,
-      projectId: ProjectId,
-      id: string
-    ) {
+    const get = traced("Deployments.get")(function* (principal: Principal, projectId: ProjectId, id: string) {
       yield* projects.changeable(principal, projectId)
       return yield* find(projectId, id)
     })
 
     /** Only `running` moves, once, to `succeeded` or `failed`; anything else is 409. */
-    const finish = Effect.fn("Deployments.finish", { captureStackTrace: false })(function* (
+    const finish = traced("Deployments.finish")(function* (
       principal: Principal,
       projectId: ProjectId,
       id: string,

@@ -13,6 +13,7 @@ import { DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
 import { type ClaimedDelivery, WebhookStatus } from "../Domain/Webhook.js"
 import { traceparentOf } from "../Observability/TraceContext.js"
+import { traced } from "../Observability/Traced.js"
 import { DeliveryInbox } from "./Inbox.js"
 
 export interface EventEnvelope {
@@ -55,11 +56,7 @@ export class Events extends Effect.Service<Events>()("Events", {
      * Records `type` about a resource owned by `recipients` (user ids) and queues a delivery to each of their
      * webhooks subscribed to it. Must run inside the transaction of the change it describes.
      */
-    const emit = Effect.fn("Events.emit", { captureStackTrace: false })(function* (
-      type: EventType,
-      recipients: ReadonlyArray<string>,
-      data: unknown
-    ) {
+    const emit = traced("Events.emit")(function* (type: EventType, recipients: ReadonlyArray<string>, data: unknown) {
       const now = nowIso()
       const event: EventEnvelope = { id: makeId("event"), type, created_at: now, data }
       // Kept with the event so each delivery attempt joins the trace of the request that caused it.

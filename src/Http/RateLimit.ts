@@ -61,29 +61,36 @@ export const limitCredential = (
 ): Effect.Effect<Principal, RateLimited> => {
   if (!limits.settings.enabled) return Effect.succeed(principal)
   if (state !== undefined) state.countedToCredential = true
-  return Effect.flatMap(
-    limits.consume(credentialKey(principal), limits.settings.perCredential, limits.settings.window),
-    (decision) => {
-      rateLimitHeaders(state, decision, !decision.allowed)
-      return decision.allowed ? Effect.succeed(principal) : refusal(decision, limits.settings.window)
-    }
-  )
+  const key = credentialKey(principal)
+  const decided = (decision: Decision): Effect.Effect<Principal, RateLimited> => {
+    rateLimitHeaders(state, decision, !decision.allowed)
+    return decision.allowed ? Effect.succeed(principal) : refusal(decision, limits.settings.window)
+  }
+  // In-process buckets (the default) answer at once.
+  if (limits.inProcess !== undefined) {
+    return decided(limits.inProcess.consume(key, limits.settings.perCredential, limits.settings.window))
+  }
+  return Effect.flatMap(limits.consume(key, limits.settings.perCredential, limits.settings.window), decided)
 }
 
 /**
  * Before a bearer token is checked: refuse while the client IP has no tokens left for failed requests (`undefined`
- * when there is nothing to check: the limiter is off).
+ * when there is nothing to run: the limiter is off, or the in-process bucket has tokens).
  */
 export const guardClient = (
   limits: RateLimitService,
   request: HttpServerRequest.HttpServerRequest
-): Effect.Effect<void, RateLimited> | undefined =>
-  limits.settings.enabled
-    ? Effect.flatMap(
-        limits.check(clientKey(request), limits.settings.perClientIp, limits.settings.window),
-        (decision) => (decision.allowed ? Effect.void : refusal(decision, limits.settings.window))
-      )
-    : undefined
+): Effect.Effect<void, RateLimited> | undefined => {
+  if (!limits.settings.enabled) return undefined
+  const key = clientKey(request)
+  if (limits.inProcess !== undefined) {
+    const decision = limits.inProcess.check(key, limits.settings.perClientIp, limits.settings.window)
+    return decision.allowed ? undefined : refusal(decision, limits.settings.window)
+  }
+  return Effect.flatMap(limits.check(key, limits.settings.perClientIp, limits.settings.window), (decision) =>
+    decision.allowed ? Effect.void : refusal(decision, limits.settings.window)
+  )
+}
 
 /** Around the API: a `/v1` request that was not counted against a credential is counted against its client IP. */
 export const limitUnauthenticated =
@@ -95,14 +102,20 @@ export const limitUnauthenticated =
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | RateLimited, R> => {
     if (!limits.settings.enabled || !isV1(request.url)) return app
     /** Once the outcome is known: count it against the client IP, unless the credential's bucket took it. */
-    const count = <A, E2>(outcome: Effect.Effect<A, E2>, refusedAlready: boolean): Effect.Effect<A, E2 | RateLimited> =>
-      Effect.flatMap(
-        limits.consume(clientKey(request), limits.settings.perClientIp, limits.settings.window),
-        (decision): Effect.Effect<A, E2 | RateLimited> => {
-          rateLimitHeaders(state, decision, !decision.allowed || refusedAlready)
-          return decision.allowed ? outcome : refusal(decision, limits.settings.window)
-        }
-      )
+    const count = <A, E2>(
+      outcome: Effect.Effect<A, E2>,
+      refusedAlready: boolean
+    ): Effect.Effect<A, E2 | RateLimited> => {
+      const decided = (decision: Decision): Effect.Effect<A, E2 | RateLimited> => {
+        rateLimitHeaders(state, decision, !decision.allowed || refusedAlready)
+        return decision.allowed ? outcome : refusal(decision, limits.settings.window)
+      }
+      const key = clientKey(request)
+      if (limits.inProcess !== undefined) {
+        return decided(limits.inProcess.consume(key, limits.settings.perClientIp, limits.settings.window))
+      }
+      return Effect.flatMap(limits.consume(key, limits.settings.perClientIp, limits.settings.window), decided)
+    }
     return Effect.matchCauseEffect(app, {
       onSuccess: (response) =>
         state.countedToCredential ? Effect.succeed(response) : count(Effect.succeed(response), false),

@@ -20,6 +20,7 @@ import {
 import { type Scope, scopeNames } from "../Domain/Scopes.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
+import { traced } from "../Observability/Traced.js"
 import { OAuthClients } from "./Clients.js"
 import { OAuthRepo } from "./Repo.js"
 import { later, newCode, newFormSecret, PKCE_PATTERN } from "./Secrets.js"
@@ -69,9 +70,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
      * Checks an authorization request — the client and redirect URI first, since nothing may be redirected before
      * they are trusted — and stores it as pending sign-in. Answers it with the sign-in form's token.
      */
-    const start = Effect.fn("OAuthAuthorizations.start", { captureStackTrace: false })(function* (
-      request: AuthorizationRequest
-    ) {
+    const start = traced("OAuthAuthorizations.start")(function* (request: AuthorizationRequest) {
       const clientId = Option.getOrElse(request.clientId, () => "")
       if (clientId === "") return yield* new UntrustedAuthorizationRequest({ message: "The request has no client_id." })
       const found = yield* clients.find(clientId)
@@ -139,10 +138,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
     })
 
     /** The pending authorization a form was posted for, if it is at `stage` and its form token matches. */
-    const find = Effect.fn("OAuthAuthorizations.find", { captureStackTrace: false })(function* (
-      form: FormTokens,
-      stage: PendingAuthorization["stage"]
-    ) {
+    const find = traced("OAuthAuthorizations.find")(function* (form: FormTokens, stage: PendingAuthorization["stage"]) {
       const found = yield* Effect.orDie(repo.findPending({ id: form.pending, now: nowIso() }))
       if (
         Option.isNone(found) ||
@@ -161,10 +157,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
     })
 
     /** Signed in: the pending authorization is bound to the user and gets a new form token for the consent form. */
-    const signedIn = Effect.fn("OAuthAuthorizations.signedIn", { captureStackTrace: false })(function* (
-      pending: string,
-      userId: string
-    ) {
+    const signedIn = traced("OAuthAuthorizations.signedIn")(function* (pending: string, userId: string) {
       const csrf = newFormSecret()
       yield* Effect.orDie(repo.toConsent({ id: pending, userId, csrfHash: sha256Hex(csrf) }))
       return csrf
@@ -174,10 +167,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
      * The consent form's answer, taken once: on approval an authorization code (10 minutes, single use, bound to
      * the redirect URI and the PKCE challenge). None when the form has expired or was already answered.
      */
-    const decide = Effect.fn("OAuthAuthorizations.decide", { captureStackTrace: false })(function* (
-      form: FormTokens,
-      approve: boolean
-    ) {
+    const decide = traced("OAuthAuthorizations.decide")(function* (form: FormTokens, approve: boolean) {
       const taken = yield* Effect.orDie(
         repo.takePending({ id: form.pending, csrfHash: sha256Hex(form.csrf), now: nowIso() })
       )

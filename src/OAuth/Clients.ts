@@ -9,6 +9,7 @@ import { OAuthClient, OAuthError } from "../Domain/OAuth.js"
 import { TrimmedName } from "../Domain/Payload.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
+import { traced } from "../Observability/Traced.js"
 import { OAuthRepo } from "./Repo.js"
 import { newClientSecret } from "./Secrets.js"
 
@@ -38,12 +39,12 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
   effect: Effect.gen(function* () {
     const repo = yield* OAuthRepo
 
-    const find = Effect.fn("OAuthClients.find", { captureStackTrace: false })(function* (id: string) {
+    const find = traced("OAuthClients.find")(function* (id: string) {
       return yield* Effect.orDie(repo.findClient(id))
     })
 
     /** `bun run cli oauth-clients create`. */
-    const create = Effect.fn("OAuthClients.create", { captureStackTrace: false })(function* (input: NewClient) {
+    const create = traced("OAuthClients.create")(function* (input: NewClient) {
       const name = yield* Schema.decodeUnknown(TrimmedName)(input.name).pipe(
         Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
       )
@@ -78,9 +79,7 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
      * Client authentication (client_secret_basic, client_secret_post, or none for a public client). Every failure
      * is the same `invalid_client`, whether the client is unknown or the secret wrong.
      */
-    const authenticate = Effect.fn("OAuthClients.authenticate", { captureStackTrace: false })(function* (
-      credentials: ClientCredentials
-    ) {
+    const authenticate = traced("OAuthClients.authenticate")(function* (credentials: ClientCredentials) {
       const invalidClient = OAuthError.of("invalid_client", "Client authentication failed")
       const found = yield* find(credentials.id)
       if (Option.isNone(found)) return yield* invalidClient
@@ -96,18 +95,18 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
     })
 
     /** `cli oauth-clients list`: every client, oldest first, never a secret. */
-    const listAll = Effect.fn("OAuthClients.listAll", { captureStackTrace: false })(function* () {
+    const listAll = traced("OAuthClients.listAll")(function* () {
       return yield* Effect.orDie(repo.listClients())
     })
 
     /** `cli oauth-clients delete`: the client goes with its pending authorizations, codes and tokens. */
-    const remove = Effect.fn("OAuthClients.remove", { captureStackTrace: false })(function* (id: string) {
+    const remove = traced("OAuthClients.remove")(function* (id: string) {
       if (!(yield* Effect.orDie(repo.deleteClient(id)))) return yield* NotFound.resource("OAuth client", id)
       return { client_id: id, deleted: true } as const
     })
 
     /** `cli oauth-clients rotate-secret`: a new secret, shown this once; the old one stops working at once. */
-    const rotateSecret = Effect.fn("OAuthClients.rotateSecret", { captureStackTrace: false })(function* (id: string) {
+    const rotateSecret = traced("OAuthClients.rotateSecret")(function* (id: string) {
       const found = yield* Effect.orDie(repo.findClientSummary(id))
       if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
       if (found.value.public) return yield* ValidationFailed.field("client", "is public: it has no secret to rotate")

@@ -11,6 +11,7 @@ import { knownScopes, type OAuthClient, OAuthError, OAuthToken, scopeText, store
 import type { Principal } from "../Domain/Principal.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
+import { traced } from "../Observability/Traced.js"
 import { OAuthRepo } from "./Repo.js"
 import { ACCESS_PATTERN, later, newAccessToken, newRefreshToken, PKCE_PATTERN, verifierMatches } from "./Secrets.js"
 
@@ -105,10 +106,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       })
 
     /** `grant_type=authorization_code` for an authenticated client. */
-    const exchangeCode = Effect.fn("OAuthTokens.exchangeCode", { captureStackTrace: false })(function* (
-      client: OAuthClient,
-      request: CodeExchange
-    ) {
+    const exchangeCode = traced("OAuthTokens.exchangeCode")(function* (client: OAuthClient, request: CodeExchange) {
       const invalid = (description: string) => OAuthError.of("invalid_grant", description)
       const found = yield* Effect.orDie(repo.findCode(sha256Hex(request.code)))
       if (Option.isNone(found) || found.value.clientId !== client.id) {
@@ -148,10 +146,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
     })
 
     /** `grant_type=refresh_token`: rotates the refresh token; a narrowed scope applies to the access token only. */
-    const refresh = Effect.fn("OAuthTokens.refresh", { captureStackTrace: false })(function* (
-      client: OAuthClient,
-      request: Refresh
-    ) {
+    const refresh = traced("OAuthTokens.refresh")(function* (client: OAuthClient, request: Refresh) {
       const invalid = (description: string) => OAuthError.of("invalid_grant", description)
       const found = yield* Effect.orDie(repo.findToken(sha256Hex(request.refreshToken)))
       if (Option.isNone(found) || found.value.kind !== "refresh" || found.value.clientId !== client.id) {
@@ -185,10 +180,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
      * RFC 7009: unknown tokens and other clients' tokens are answered the same, and left alone. A refresh token
      * takes its whole grant with it (§2.1); an access token goes alone.
      */
-    const revoke = Effect.fn("OAuthTokens.revoke", { captureStackTrace: false })(function* (
-      client: OAuthClient,
-      token: string
-    ) {
+    const revoke = traced("OAuthTokens.revoke")(function* (client: OAuthClient, token: string) {
       const found = yield* Effect.orDie(repo.findToken(sha256Hex(token)))
       if (Option.isNone(found) || found.value.clientId !== client.id) return
       if (found.value.kind === "refresh") yield* revokeFamily(found.value.familyId)
@@ -196,7 +188,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
     })
 
     /** A `pco_…` bearer → its principal, or 401 (unknown, expired and revoked alike). */
-    const authenticate = Effect.fn("OAuthTokens.authenticate", { captureStackTrace: false })(function* (token: string) {
+    const authenticate = traced("OAuthTokens.authenticate")(function* (token: string) {
       const invalid = new Unauthorized({ message: "The OAuth access token is invalid, expired or revoked" })
       if (!ACCESS_PATTERN.test(token)) return yield* invalid
       const hash = sha256Hex(token)

@@ -7,6 +7,7 @@ import type { Principal } from "../Domain/Principal.js"
 import type { NewProject, Project, ProjectPatch, ProjectSort, ProjectStatus } from "../Domain/Project.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
+import { traced } from "../Observability/Traced.js"
 import { Teams } from "../Teams/Teams.js"
 import { ProjectsRepo } from "./Repo.js"
 
@@ -38,17 +39,14 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         })
       )
 
-    const list = Effect.fn("Projects.list", { captureStackTrace: false })(function* (
+    const list = traced("Projects.list")(function* (
       principal: Principal,
       query: ListQuery<ProjectSort, ProjectStatus>
     ) {
       return yield* Effect.orDie(repo.list(principal.userId, query))
     })
 
-    const create = Effect.fn("Projects.create", { captureStackTrace: false })(function* (
-      principal: Principal,
-      input: NewProject
-    ) {
+    const create = traced("Projects.create")(function* (principal: Principal, input: NewProject) {
       const visibility = input.visibility ?? "private"
       if (input.team_id !== undefined) {
         const role = yield* teams.roleOf(input.team_id, principal.userId)
@@ -76,18 +74,11 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       return project
     })
 
-    const get = Effect.fn("Projects.get", { captureStackTrace: false })(function* (
-      principal: Principal,
-      id: ProjectId
-    ) {
+    const get = traced("Projects.get")(function* (principal: Principal, id: ProjectId) {
       return yield* findVisible(principal, id)
     })
 
-    const update = Effect.fn("Projects.update", { captureStackTrace: false })(function* (
-      principal: Principal,
-      id: ProjectId,
-      patch: ProjectPatch
-    ) {
+    const update = traced("Projects.update")(function* (principal: Principal, id: ProjectId, patch: ProjectPatch) {
       return yield* Effect.gen(function* () {
         const current = yield* findVisible(principal, id)
         const next: Project = {
@@ -107,10 +98,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
     })
 
-    const remove = Effect.fn("Projects.remove", { captureStackTrace: false })(function* (
-      principal: Principal,
-      id: ProjectId
-    ) {
+    const remove = traced("Projects.remove")(function* (principal: Principal, id: ProjectId) {
       yield* Effect.gen(function* () {
         const current = yield* findVisible(principal, id)
         yield* Effect.orDie(repo.remove(current.id))

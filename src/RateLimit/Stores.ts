@@ -17,47 +17,57 @@ import { Redis } from "ioredis"
 
 const unused = Effect.dieMessage("fixed-window rate limiting is not used by this service")
 
-/** In-process buckets; a sweep a minute drops those that have refilled. */
-export const layerStoreMemory: Layer.Layer<RateLimiter.RateLimiterStore> = Layer.sync(
-  RateLimiter.RateLimiterStore,
-  () => {
-    const buckets = new Map<string, { tokens: number; lastRefill: number; limit: number; refillMs: number }>()
-    let lastSweep = Date.now()
-    const sweep = (now: number) => {
-      if (now - lastSweep < 60_000) return
-      lastSweep = now
-      for (const [key, b] of buckets) {
-        if (b.tokens + Math.floor((now - b.lastRefill) / b.refillMs) >= b.limit) buckets.delete(key)
-      }
+/**
+ * In-process token buckets, as plain functions (a request spends its token without a fiber step); a sweep a
+ * minute drops those that have refilled. The arithmetic is the library's token-bucket store's.
+ */
+export interface MemoryBuckets {
+  /**
+   * Spends `tokens` (0 reads) of `key`'s bucket of `limit` that gets one back every `refillMs`; answers what is left,
+   * negative when there were not enough (then nothing is spent, unless `allowOverflow`).
+   */
+  readonly take: (
+    key: string,
+    tokens: number,
+    limit: number,
+    refillMs: number,
+    allowOverflow: boolean,
+    now: number
+  ) => number
+}
+
+export const makeMemoryBuckets = (): MemoryBuckets => {
+  const buckets = new Map<string, { tokens: number; lastRefill: number; limit: number; refillMs: number }>()
+  let lastSweep = Date.now()
+  const sweep = (now: number) => {
+    if (now - lastSweep < 60_000) return
+    lastSweep = now
+    for (const [key, b] of buckets) {
+      if (b.tokens + Math.floor((now - b.lastRefill) / b.refillMs) >= b.limit) buckets.delete(key)
     }
-    return RateLimiter.RateLimiterStore.of({
-      fixedWindow: () => unused,
-      tokenBucket: (options) =>
-        Effect.clockWith((clock) =>
-          Effect.sync(() => {
-            const now = clock.unsafeCurrentTimeMillis()
-            sweep(now)
-            const refillMs = Math.max(1, Duration.toMillis(options.refillRate))
-            let bucket = buckets.get(options.key)
-            if (bucket === undefined) {
-              if (options.tokens === 0) return options.limit
-              bucket = { tokens: options.limit, lastRefill: now, limit: options.limit, refillMs }
-              buckets.set(options.key, bucket)
-            } else {
-              const refilled = Math.floor((now - bucket.lastRefill) / refillMs)
-              if (refilled > 0) {
-                bucket.tokens = Math.min(options.limit, bucket.tokens + refilled)
-                bucket.lastRefill += refilled * refillMs
-              }
-            }
-            const next = bucket.tokens - options.tokens
-            if (options.allowOverflow || next >= 0) bucket.tokens = next
-            return next
-          })
-        )
-    })
   }
-)
+  return {
+    take: (key, tokens, limit, refillRateMs, allowOverflow, now) => {
+      sweep(now)
+      const refillMs = Math.max(1, refillRateMs)
+      let bucket = buckets.get(key)
+      if (bucket === undefined) {
+        if (tokens === 0) return limit
+        bucket = { tokens: limit, lastRefill: now, limit, refillMs }
+        buckets.set(key, bucket)
+      } else {
+        const refilled = Math.floor((now - bucket.lastRefill) / refillMs)
+        if (refilled > 0) {
+          bucket.tokens = Math.min(limit, bucket.tokens + refilled)
+          bucket.lastRefill += refilled * refillMs
+        }
+      }
+      const next = bucket.tokens - tokens
+      if (allowOverflow || next >= 0) bucket.tokens = next
+      return next
+    }
+  }
+}
 
 /**
  * The library's token-bucket script, with Redis's own clock (`TIME`) instead of each replica's, one hash per key,

@@ -13,6 +13,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { manages, type TeamRole } from "../Domain/Team.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
+import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { Users } from "../Users/Users.js"
 import { type InvitationSort, InvitationsRepo, TeamsRepo } from "./Repo.js"
@@ -46,7 +47,7 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
         return { me, invitation }
       })
 
-    const create = Effect.fn("Invitations.create", { captureStackTrace: false })(function* (
+    const create = traced("Invitations.create")(function* (
       principal: Principal,
       teamId: string,
       input: { readonly email: string; readonly role: TeamRole }
@@ -101,7 +102,7 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
       }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
     })
 
-    const listForTeam = Effect.fn("Invitations.listForTeam", { captureStackTrace: false })(function* (
+    const listForTeam = traced("Invitations.listForTeam")(function* (
       principal: Principal,
       teamId: string,
       query: ListQuery<InvitationSort, InvitationStatus>
@@ -111,11 +112,7 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
     })
 
     /** Revoking a pending invitation; one already answered (or expired) is 409. */
-    const revoke = Effect.fn("Invitations.revoke", { captureStackTrace: false })(function* (
-      principal: Principal,
-      teamId: string,
-      invitationId: string
-    ) {
+    const revoke = traced("Invitations.revoke")(function* (principal: Principal, teamId: string, invitationId: string) {
       yield* Effect.gen(function* () {
         const mine = yield* teams.roleIn(teamId, principal.userId)
         const invitation = yield* find(invitationId)
@@ -129,7 +126,7 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
     })
 
     /** The invitations addressed to the caller's email: the pending ones unless another status (or `all`) is asked. */
-    const listMine = Effect.fn("Invitations.listMine", { captureStackTrace: false })(function* (
+    const listMine = traced("Invitations.listMine")(function* (
       principal: Principal,
       query: ListQuery<InvitationSort, InvitationStatus | "all">
     ) {
@@ -138,10 +135,7 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
     })
 
     /** The invitee becomes a member with the invitation's role (`member.joined`); answers the member record. */
-    const accept = Effect.fn("Invitations.accept", { captureStackTrace: false })(function* (
-      principal: Principal,
-      invitationId: string
-    ) {
+    const accept = traced("Invitations.accept")(function* (principal: Principal, invitationId: string) {
       return yield* Effect.gen(function* () {
         const { invitation } = yield* findMine(principal, invitationId)
         if (invitation.status !== "pending") return yield* notAnswerable(invitation)
@@ -153,10 +147,7 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
       }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
     })
 
-    const decline = Effect.fn("Invitations.decline", { captureStackTrace: false })(function* (
-      principal: Principal,
-      invitationId: string
-    ) {
+    const decline = traced("Invitations.decline")(function* (principal: Principal, invitationId: string) {
       return yield* Effect.gen(function* () {
         const { invitation } = yield* findMine(principal, invitationId)
         if (invitation.status !== "pending") return yield* notAnswerable(invitation)

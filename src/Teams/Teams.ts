@@ -13,6 +13,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { type MemberEvent, manages, type Team, TeamName, type TeamRole } from "../Domain/Team.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
+import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { Users } from "../Users/Users.js"
 import { type MemberSort, type TeamSort, TeamsRepo } from "./Repo.js"
@@ -68,10 +69,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       )
 
     /** A new team with `ownerId` as its owner (the API's caller, or the CLI's `--owner`). */
-    const create = Effect.fn("Teams.create", { captureStackTrace: false })(function* (input: {
-      readonly name: string
-      readonly ownerId: string
-    }) {
+    const create = traced("Teams.create")(function* (input: { readonly name: string; readonly ownerId: string }) {
       const name = yield* Schema.decodeUnknown(TeamName)(input.name).pipe(
         Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
       )
@@ -86,25 +84,18 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       return team
     })
 
-    const get = Effect.fn("Teams.get", { captureStackTrace: false })(function* (principal: Principal, teamId: string) {
+    const get = traced("Teams.get")(function* (principal: Principal, teamId: string) {
       return yield* teamFor(teamId, principal.userId)
     })
 
-    const rename = Effect.fn("Teams.rename", { captureStackTrace: false })(function* (
-      principal: Principal,
-      teamId: string,
-      name: string
-    ) {
+    const rename = traced("Teams.rename")(function* (principal: Principal, teamId: string, name: string) {
       const role = yield* roleIn(teamId, principal.userId)
       if (!manages(role)) return yield* needsRole("Renaming a team", "owner or admin", role)
       yield* Effect.orDie(repo.rename({ teamId, name, at: nowIso() }))
       return yield* teamFor(teamId, principal.userId)
     })
 
-    const remove = Effect.fn("Teams.remove", { captureStackTrace: false })(function* (
-      principal: Principal,
-      teamId: string
-    ) {
+    const remove = traced("Teams.remove")(function* (principal: Principal, teamId: string) {
       yield* Effect.gen(function* () {
         const role = yield* roleIn(teamId, principal.userId)
         if (role !== "owner") return yield* needsRole("Deleting a team", "owner", role)
@@ -121,14 +112,11 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
     })
 
-    const listMine = Effect.fn("Teams.listMine", { captureStackTrace: false })(function* (
-      principal: Principal,
-      query: ListQuery<TeamSort>
-    ) {
+    const listMine = traced("Teams.listMine")(function* (principal: Principal, query: ListQuery<TeamSort>) {
       return yield* Effect.orDie(repo.listFor(principal.userId, query))
     })
 
-    const members = Effect.fn("Teams.members", { captureStackTrace: false })(function* (
+    const members = traced("Teams.members")(function* (
       principal: Principal,
       teamId: string,
       query: ListQuery<MemberSort>
@@ -138,7 +126,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
     })
 
     /** Owners change any role; admins only move people between `member` and `admin`. */
-    const setRole = Effect.fn("Teams.setRole", { captureStackTrace: false })(function* (
+    const setRole = traced("Teams.setRole")(function* (
       principal: Principal,
       teamId: string,
       userId: string,
@@ -160,11 +148,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
     })
 
     /** Removing someone (owners: anyone; admins: not an owner), or leaving (anyone, for themself). */
-    const removeMember = Effect.fn("Teams.removeMember", { captureStackTrace: false })(function* (
-      principal: Principal,
-      teamId: string,
-      userId: string
-    ) {
+    const removeMember = traced("Teams.removeMember")(function* (principal: Principal, teamId: string, userId: string) {
       yield* Effect.gen(function* () {
         yield* repo.lock({ teamId })
         const mine = yield* roleIn(teamId, principal.userId)
@@ -188,11 +172,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
      * Makes a user a member and announces `member.joined`, inside the caller's transaction (an accepted invitation,
      * or the CLI's `teams add-member`). 409 when they already are one.
      */
-    const join = Effect.fn("Teams.join", { captureStackTrace: false })(function* (
-      teamId: string,
-      userId: string,
-      role: TeamRole
-    ) {
+    const join = traced("Teams.join")(function* (teamId: string, userId: string, role: TeamRole) {
       yield* repo
         .addMember({ team_id: teamId, user_id: userId, role, joined_at: nowIso() })
         .pipe(
@@ -210,7 +190,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
     })
 
     /** `cli teams add-member`: an operator adds someone directly. */
-    const addMember = Effect.fn("Teams.addMember", { captureStackTrace: false })(function* (input: {
+    const addMember = traced("Teams.addMember")(function* (input: {
       readonly teamId: string
       readonly userId: string
       readonly role: TeamRole

@@ -5,6 +5,7 @@ import { makeId } from "../Domain/Ids.js"
 import { validName } from "../Domain/Payload.js"
 import { nowIso } from "../Domain/Time.js"
 import type { UserPatch } from "../Domain/User.js"
+import { traced } from "../Observability/Traced.js"
 import { definedOnly, isUniqueViolation } from "../Sql/Errors.js"
 import { UsersRepo } from "./Repo.js"
 
@@ -23,7 +24,7 @@ export class Users extends Effect.Service<Users>()("Users", {
     const repo = yield* UsersRepo
 
     /** A new user, with an organisation of their own, in one transaction. */
-    const create = Effect.fn("Users.create", { captureStackTrace: false })(function* (input: CreateUser) {
+    const create = traced("Users.create")(function* (input: CreateUser) {
       const email = input.email.trim().toLowerCase()
       if (!EMAIL.test(email) || email.length > 254) {
         return yield* ValidationFailed.field("email", "must be an email address")
@@ -56,7 +57,7 @@ export class Users extends Effect.Service<Users>()("Users", {
       )
     })
 
-    const get = Effect.fn("Users.get", { captureStackTrace: false })(function* (id: string) {
+    const get = traced("Users.get")(function* (id: string) {
       const found = yield* Effect.orDie(repo.findById(id))
       return yield* Option.match(found, {
         onNone: () => Effect.fail(NotFound.resource("user", id)),
@@ -64,10 +65,7 @@ export class Users extends Effect.Service<Users>()("Users", {
       })
     })
 
-    const updateMe = Effect.fn("Users.updateMe", { captureStackTrace: false })(function* (
-      id: string,
-      patch: UserPatch
-    ) {
+    const updateMe = traced("Users.updateMe")(function* (id: string, patch: UserPatch) {
       const updated = yield* Effect.orDie(repo.update(id, definedOnly(patch), nowIso()))
       return yield* Option.match(updated, {
         onNone: () => Effect.fail(NotFound.resource("user", id)),
@@ -76,10 +74,7 @@ export class Users extends Effect.Service<Users>()("Users", {
     })
 
     /** `cli users set-password`: a new argon2id hash replaces the old one. */
-    const setPassword = Effect.fn("Users.setPassword", { captureStackTrace: false })(function* (
-      id: string,
-      password: string
-    ) {
+    const setPassword = traced("Users.setPassword")(function* (id: string, password: string) {
       if (password.length < 8) return yield* ValidationFailed.field("password", "must be at least 8 characters")
       const hash = yield* Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id" }))
       const updated = yield* Effect.orDie(repo.setPasswordHash(id, hash, nowIso()))
@@ -91,7 +86,7 @@ export class Users extends Effect.Service<Users>()("Users", {
     const findCredentials = (email: string) => Effect.orDie(repo.findCredentials(email))
 
     /** `cli users list`: every user, oldest first, without the organisation. */
-    const listAll = Effect.fn("Users.listAll", { captureStackTrace: false })(function* () {
+    const listAll = traced("Users.listAll")(function* () {
       return yield* Effect.orDie(repo.listAll())
     })
 
@@ -100,7 +95,7 @@ export class Users extends Effect.Service<Users>()("Users", {
      * is still on record: deleting them would delete those (or change a team) without the events the spec
      * promises. Their keys, webhooks and OAuth grants go with them.
      */
-    const remove = Effect.fn("Users.remove", { captureStackTrace: false })(function* (id: string) {
+    const remove = traced("Users.remove")(function* (id: string) {
       return yield* Effect.gen(function* () {
         yield* get(id)
         const { projects, teams, deployments } = yield* repo.holdings(id)

@@ -18,6 +18,7 @@ import type {
   WebhookStatus
 } from "../Domain/Webhook.js"
 import { Events } from "../Events/Events.js"
+import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { checkTarget } from "./Delivery/Targets.js"
 import { WebhooksRepo } from "./Repo.js"
@@ -53,17 +54,14 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     const find = (principal: Principal, id: WebhookId) =>
       Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), orNotFound<Webhook>("webhook", id))
 
-    const list = Effect.fn("Webhooks.list", { captureStackTrace: false })(function* (
+    const list = traced("Webhooks.list")(function* (
       principal: Principal,
       query: ListQuery<WebhookSort, WebhookStatus>
     ) {
       return yield* Effect.orDie(repo.list(principal.userId, query))
     })
 
-    const create = Effect.fn("Webhooks.create", { captureStackTrace: false })(function* (
-      principal: Principal,
-      input: NewWebhook
-    ) {
+    const create = traced("Webhooks.create")(function* (principal: Principal, input: NewWebhook) {
       yield* guard(input.url)
       const generated = input.secret === undefined ? `whsec_${randomBase62(32)}` : undefined
       const now = nowIso()
@@ -93,18 +91,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return created
     })
 
-    const get = Effect.fn("Webhooks.get", { captureStackTrace: false })(function* (
-      principal: Principal,
-      id: WebhookId
-    ) {
+    const get = traced("Webhooks.get")(function* (principal: Principal, id: WebhookId) {
       return yield* find(principal, id)
     })
 
-    const update = Effect.fn("Webhooks.update", { captureStackTrace: false })(function* (
-      principal: Principal,
-      id: WebhookId,
-      patch: WebhookPatch
-    ) {
+    const update = traced("Webhooks.update")(function* (principal: Principal, id: WebhookId, patch: WebhookPatch) {
       yield* find(principal, id)
       if (patch.url !== undefined) yield* guard(patch.url)
       const now = nowIso()
@@ -120,15 +111,12 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return yield* find(principal, id)
     })
 
-    const remove = Effect.fn("Webhooks.remove", { captureStackTrace: false })(function* (
-      principal: Principal,
-      id: WebhookId
-    ) {
+    const remove = traced("Webhooks.remove")(function* (principal: Principal, id: WebhookId) {
       yield* find(principal, id)
       yield* Effect.orDie(repo.remove(id))
     })
 
-    const deliveries = Effect.fn("Webhooks.deliveries", { captureStackTrace: false })(function* (
+    const deliveries = traced("Webhooks.deliveries")(function* (
       principal: Principal,
       id: WebhookId,
       query: ListQuery<"created_at", DeliveryStatus>
@@ -142,7 +130,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         Effect.flatMap(Effect.orDie(repo.findDelivery(id, deliveryId)), orNotFound<Delivery>("delivery", deliveryId))
       )
 
-    const delivery = Effect.fn("Webhooks.delivery", { captureStackTrace: false })(function* (
+    const delivery = traced("Webhooks.delivery")(function* (
       principal: Principal,
       id: WebhookId,
       deliveryId: DeliveryId
@@ -154,11 +142,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     })
 
     /** The dashboard's retry button: one immediate attempt; if it fails the delivery stays failed. */
-    const retry = Effect.fn("Webhooks.retry", { captureStackTrace: false })(function* (
-      principal: Principal,
-      id: WebhookId,
-      deliveryId: DeliveryId
-    ) {
+    const retry = traced("Webhooks.retry")(function* (principal: Principal, id: WebhookId, deliveryId: DeliveryId) {
       yield* findDelivery(principal, id, deliveryId)
       yield* repo.scheduleNow(deliveryId, nowIso()).pipe(Effect.orDie)
       // Due now: the worker may be asleep until a later delivery falls due.
