@@ -146,17 +146,22 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
         (rows) => rows.map((row) => row.user_id)
       )
 
+    /**
+     * Sorted, searched and bounded by the membership's copies of the team's columns (migration 0007, kept equal
+     * to `teams` by triggers): the page walks the `(user_id, column, team_id)` index in order and joins `teams`
+     * only for the rows it reads, instead of sorting every team of the user.
+     */
     const listFor = (userId: string, query: ListQuery<TeamSort>) =>
       listPage(
         Team,
         {
           select: teamColumns,
-          from: sql`teams t JOIN team_members m ON m.team_id = t.id`,
+          from: sql`team_members m JOIN teams t ON t.id = m.team_id`,
           where: [sql`m.user_id = ${userId}`],
-          columns: { created_at: "t.created_at", updated_at: "t.updated_at", name: "t.name" },
-          createdColumn: "t.created_at",
-          idColumn: "t.id",
-          searchColumns: ["t.name"],
+          columns: { created_at: "m.team_created_at", updated_at: "m.team_updated_at", name: "m.team_name" },
+          createdColumn: "m.team_created_at",
+          idColumn: "m.team_id",
+          searchColumns: ["m.team_name"],
           total: counterSum(sql, "counts_members_user", [sql`user_id = ${userId}`])
         },
         query
