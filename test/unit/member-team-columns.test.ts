@@ -277,6 +277,42 @@ describe(`team columns on memberships (${engine})`, () => {
       expect(done.some((label) => label.includes(kind))).toBe(true)
   }, 120_000)
 
+  test("renames racing member inserts (one transaction each, still open when the other commits) leave every copy right", async () => {
+    const program = Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const users = Array.from({ length: 12 }, () => next("usr"))
+      yield* insertUsers(users)
+      const raced = team(() => TIMES[0]!)
+      yield* sql`INSERT INTO teams ${sql.insert(raced)}`
+      // Each insert's transaction stays open past a rename that starts after it (PostgreSQL: the rename must wait
+      // for it, or the insert must see the rename; a copy read before a rename committed would be stale).
+      yield* Effect.forEach(
+        users,
+        (userId, i) =>
+          Effect.all(
+            [
+              sql.withTransaction(
+                Effect.zipRight(
+                  sql`INSERT INTO team_members ${sql.insert(member(raced.id, userId, () => "member"))}`,
+                  Effect.sleep("30 millis")
+                )
+              ),
+              Effect.zipRight(
+                Effect.sleep("10 millis"),
+                sql`UPDATE teams SET name = ${`raced ${i}`}, updated_at = ${TIMES[i % TIMES.length]!} WHERE id = ${raced.id}`
+              )
+            ],
+            { concurrency: 2 }
+          ),
+        { concurrency: 4, discard: true }
+      )
+      const [count] = yield* sql<{ n: unknown }>`SELECT count(*) AS n FROM team_members WHERE team_id = ${raced.id}`
+      expect(Number(count?.n)).toBe(users.length)
+      expect(yield* mismatches).toEqual([])
+    })
+    await runtime.runPromise(program)
+  }, 60_000)
+
   test("a rename reaches every member's list: sorted, searched and bounded by the new values", async () => {
     const program = Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
