@@ -147,16 +147,19 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
       )
 
     /**
-     * Sorted, searched and bounded by the membership's copies of the team's columns (migration 0007, kept equal
-     * to `teams` by triggers): the page walks the `(user_id, column, team_id)` index in order and joins `teams`
-     * only for the rows it reads, instead of sorting every team of the user.
+     * Read from the memberships alone: each carries its team's name, `created_at` and `updated_at` (migration
+     * 0007, kept equal to `teams` by triggers in the writing transaction). The page walks the user's
+     * `(user_id, column, team_id)` index in order and stops after it, instead of sorting every team of the user
+     * through the join; skipped rows (`OFFSET`) and the range count a search or date bound needs read no `teams`
+     * row either.
      */
     const listFor = (userId: string, query: ListQuery<TeamSort>) =>
       listPage(
         Team,
         {
-          select: teamColumns,
-          from: sql`team_members m JOIN teams t ON t.id = m.team_id`,
+          select: sql`m.team_id AS id, m.team_name AS name, m.team_created_at AS created_at,
+            m.team_updated_at AS updated_at, m.role`,
+          from: sql`team_members m`,
           where: [sql`m.user_id = ${userId}`],
           columns: { created_at: "m.team_created_at", updated_at: "m.team_updated_at", name: "m.team_name" },
           createdColumn: "m.team_created_at",

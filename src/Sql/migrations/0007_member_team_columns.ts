@@ -4,8 +4,8 @@
  * (`created_after`/`created_before`). Through the join that meant reading every team of the user and sorting them
  * (83 ms for a user in 100,000 teams on SQLite). So each membership row carries a copy of its team's three
  * columns (`team_name`, `team_created_at`, `team_updated_at`), with a `(user_id, column, team_id)` index per sort
- * key: the page walks one index in order and stops after `page × per_page` entries, joining `teams` (for the
- * record itself) only for the rows it reads.
+ * key: the page walks one index in order and stops after `page × per_page` entries, and reads the list's records
+ * from the memberships alone (no join: the rows an `OFFSET` skips and a range count read no `teams` row).
  *
  * The copies are kept by triggers, in the writing transaction, whatever the writer (the HTTP API, the CLI, team
  * creation adding its owner, an accepted invitation, a direct insert): a membership row gets its team's values
@@ -30,8 +30,7 @@ const copies = [
 ] as const
 
 const watched = copies.map(([, column]) => column).join(", ")
-const changed = (distinct: string) =>
-  copies.map(([, column]) => `OLD.${column} ${distinct} NEW.${column}`).join(" OR ")
+const changed = (distinct: string) => copies.map(([, column]) => `OLD.${column} ${distinct} NEW.${column}`).join(" OR ")
 /** `team_name = <row>.name, …` */
 const assignFrom = (row: string) => copies.map(([copy, column]) => `${copy} = ${row}.${column}`).join(", ")
 
