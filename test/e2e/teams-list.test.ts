@@ -95,7 +95,8 @@ describe("GET /v1/teams after every kind of membership and team write", () => {
   test("each user's list, every sort, order, search and bound, equals the teams' own records", async () => {
     // Olive creates four over HTTP (she is their owner); Mia one with the CLI.
     const made: Array<Team> = []
-    for (const name of ["Kiwi", "Apple", "Mango", "Fig"]) made.push((await ok(olive, "POST", "/v1/teams", { name })).data)
+    for (const name of ["Kiwi", "Apple", "Mango", "Fig"])
+      made.push((await ok(olive, "POST", "/v1/teams", { name })).data)
     const [kiwi, apple, mango, fig] = made.map((team) => team.id) as [string, string, string, string]
     const banana = (await server.cli<{ id: string }>("teams", "create", "--name", "Banana", "--owner", mia.id)).id
     // Mia joins Kiwi by the CLI, Adam joins Mango and Banana through invitations, and Fig through the CLI.

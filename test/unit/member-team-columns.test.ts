@@ -35,6 +35,8 @@ const random = (seed: number) => () => {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296
 }
 type Pick = <A>(xs: ReadonlyArray<A>) => A
+/** Always the first: for rows whose values the test sets itself. */
+const first: Pick = (xs) => xs[0]!
 
 let seq = 0
 /** A well-formed id (`<prefix>_` and 26 base32 digits). */
@@ -107,7 +109,8 @@ const checkLists = Effect.gen(function* () {
     for (const query of queries) {
       const page = yield* repo.listFor(id, query)
       const expected = yield* reference(id, query)
-      expect({ user: id, query, items: page.items, total: page.total }).toEqual({ user: id, query, ...expected })
+      const got: unknown = { user: id, query, items: page.items, total: page.total }
+      expect(got).toEqual({ user: id, query, ...expected })
       listed += page.items.length
     }
   }
@@ -282,7 +285,7 @@ describe(`team columns on memberships (${engine})`, () => {
       const sql = yield* SqlClient.SqlClient
       const users = Array.from({ length: 12 }, () => next("usr"))
       yield* insertUsers(users)
-      const raced = team(() => TIMES[0]!)
+      const raced = team(first)
       yield* sql`INSERT INTO teams ${sql.insert(raced)}`
       // Each insert's transaction stays open past a rename that starts after it (PostgreSQL: the rename must wait
       // for it, or the insert must see the rename; a copy read before a rename committed would be stale).
@@ -293,7 +296,7 @@ describe(`team columns on memberships (${engine})`, () => {
             [
               sql.withTransaction(
                 Effect.zipRight(
-                  sql`INSERT INTO team_members ${sql.insert(member(raced.id, userId, () => "member"))}`,
+                  sql`INSERT INTO team_members ${sql.insert({ ...member(raced.id, userId, first), role: "member" })}`,
                   Effect.sleep("30 millis")
                 )
               ),
@@ -319,8 +322,8 @@ describe(`team columns on memberships (${engine})`, () => {
       const repo = yield* TeamsRepo
       const [a, b] = [next("usr"), next("usr")]
       yield* insertUsers([a, b])
-      const made = { ...team(() => TIMES[1]!), name: "Quokka" }
-      const other = { ...team(() => TIMES[3]!), name: "Platypus" }
+      const made = { ...team(first), name: "Quokka", created_at: TIMES[1]!, updated_at: TIMES[1]! }
+      const other = { ...team(first), name: "Platypus", created_at: TIMES[3]!, updated_at: TIMES[3]! }
       yield* sql`INSERT INTO teams ${sql.insert([made, other])}`
       yield* sql`INSERT INTO team_members ${sql.insert([
         { team_id: made.id, user_id: a, role: "owner", joined_at: TIMES[1]! },
@@ -366,7 +369,12 @@ describe(`team columns filled from memberships already there (${engine})`, () =>
     })
     const rand = random(5)
     const old = ManagedRuntime.make(SqlClientLive.pipe(Layer.provide(withDatabaseUrl(databaseUrl))))
-    await old.runPromise(Effect.zipRight(before, seed((xs) => xs[Math.floor(rand() * xs.length)]!)))
+    await old.runPromise(
+      Effect.zipRight(
+        before,
+        seed((xs) => xs[Math.floor(rand() * xs.length)]!)
+      )
+    )
     await old.dispose()
     const migrated = ManagedRuntime.make(
       TeamsRepo.Default.pipe(Layer.provideMerge(SqlLive), Layer.provide(withDatabaseUrl(databaseUrl)))
