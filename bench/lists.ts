@@ -6,7 +6,8 @@
  * runs, in ms) on a fresh database, and beside them: the totals alone (from the counters of migration 0006, and
  * the range count a search or date bound still needs), a search, and the former `OR` query for projects.
  *
- *   taskset -c 0 bun bench/lists.ts [--repeat 15]           (SQLite, a temp file)
+ *   taskset -c 0 bun bench/lists.ts [--repeat 15] [--only 'teams|API keys']   (SQLite, a temp file; `--only`:
+ *                                                the rows whose label holds one of the `|`-separated texts)
  *   DATABASE_URL=postgres://… taskset -c 0 bun bench/lists.ts   (PostgreSQL: a fresh, empty database)
  */
 
@@ -211,7 +212,13 @@ const program = Effect.gen(function* () {
   const bulkTeams = Array.from({ length: 101_000 }, (_, i) => id("team", 1_000 + i))
   yield* insertAll(
     "teams",
-    bulkTeams.map((t, i) => ({ id: t, org_id: "org_bench", name: `team ${(i * 7919) % 100_003}`, created_at: iso(i) }))
+    bulkTeams.map((t, i) => ({
+      id: t,
+      org_id: "org_bench",
+      name: `team ${(i * 7919) % 100_003}`,
+      created_at: iso(i),
+      updated_at: iso(101_000 + ((i * 104_729) % 101_000))
+    }))
   )
   const crowd = { small: id("team", 10), large: id("team", 11) }
   const joiner = { small: bulkUsers[0]!, large: bulkUsers[1]! }
@@ -286,6 +293,7 @@ const program = Effect.gen(function* () {
       return samples[Math.floor(samples.length / 2)]!
     })
 
+  let renames = 0
   const cases: Array<
     [string, (size: "small" | "large", page: number) => Effect.Effect<unknown, unknown, SqlClient.SqlClient>]
   > = [
@@ -329,14 +337,36 @@ const program = Effect.gen(function* () {
       "members of one team, joined_at",
       (u, page) => teamsRepo.listMembers(crowd[u], { ...query(page), sort: "joined_at" })
     ],
-    ["teams of one user, created_at", (u, page) => teamsRepo.listFor(joiner[u], query(page))]
+    ["teams of one user, created_at", (u, page) => teamsRepo.listFor(joiner[u], query(page))],
+    ["teams of one user, name", (u, page) => teamsRepo.listFor(joiner[u], query(page, "name"))],
+    [
+      "teams of one user, updated_at asc",
+      (u, page) => teamsRepo.listFor(joiner[u], { ...query(page), sort: "updated_at", order: "asc" })
+    ],
+    [
+      "teams of one user, search=team 1 (range count)",
+      (u, page) => teamsRepo.listFor(joiner[u], { ...query(page), search: "team 1" })
+    ],
+    [
+      "teams of one user, created_after (range count)",
+      (u, page) => teamsRepo.listFor(joiner[u], { ...query(page), created_after: iso(500) })
+    ],
+    // A write, for what the copies of migration 0007 cost: renaming a team of 1,000 / 100,000 members (the page
+    // columns only repeat it).
+    [
+      "teams: rename a team of 1k / 100k members (write)",
+      (u) => Effect.suspend(() => teamsRepo.rename({ teamId: crowd[u], name: `crowd ${++renames}`, at: iso(renames) }))
+    ]
   ]
+  const only = process.argv.indexOf("--only")
+  const wanted = only >= 0 ? (process.argv[only + 1] ?? "").split("|") : [""]
+  const selected = cases.filter(([label]) => wanted.some((part) => label.includes(part)))
   console.log(
     `${engine}; median of ${REPEAT} runs, ms; load average ${(yield* Effect.promise(() => Bun.file("/proc/loadavg").text())).split(" ").slice(0, 3).join(" ")}`
   )
   console.log("| list | 1k: page 1 | 100k: page 1 | ratio | 100k: page 10 | 100k: page 100 |")
   console.log("|---|---|---|---|---|---|")
-  for (const [label, run] of cases) {
+  for (const [label, run] of selected) {
     const small = yield* time(run("small", 1))
     const large = yield* time(run("large", 1))
     const p10 = yield* time(run("large", 10))

@@ -6,6 +6,7 @@ import m0003 from "./migrations/0003_oauth.js"
 import m0004 from "./migrations/0004_teams_deployments.js"
 import m0005 from "./migrations/0005_list_indexes.js"
 import m0006 from "./migrations/0006_list_counts.js"
+import m0007 from "./migrations/0007_member_team_columns.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const loader = Migrator.fromRecord({
@@ -14,7 +15,8 @@ const loader = Migrator.fromRecord({
   "0003_oauth": m0003,
   "0004_teams_deployments": m0004,
   "0005_list_indexes": m0005,
-  "0006_list_counts": m0006
+  "0006_list_counts": m0006,
+  "0007_member_team_columns": m0007
 })
 
 const migrate = Migrator.make({})

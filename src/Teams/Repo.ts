@@ -146,17 +146,25 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
         (rows) => rows.map((row) => row.user_id)
       )
 
+    /**
+     * Read from the memberships alone: each carries its team's name, `created_at` and `updated_at` (migration
+     * 0007, kept equal to `teams` by triggers in the writing transaction). The page walks the user's
+     * `(user_id, column, team_id)` index in order and stops after it, instead of sorting every team of the user
+     * through the join; skipped rows (`OFFSET`) and the range count a search or date bound needs read no `teams`
+     * row either.
+     */
     const listFor = (userId: string, query: ListQuery<TeamSort>) =>
       listPage(
         Team,
         {
-          select: teamColumns,
-          from: sql`teams t JOIN team_members m ON m.team_id = t.id`,
+          select: sql`m.team_id AS id, m.team_name AS name, m.team_created_at AS created_at,
+            m.team_updated_at AS updated_at, m.role`,
+          from: sql`team_members m`,
           where: [sql`m.user_id = ${userId}`],
-          columns: { created_at: "t.created_at", updated_at: "t.updated_at", name: "t.name" },
-          createdColumn: "t.created_at",
-          idColumn: "t.id",
-          searchColumns: ["t.name"],
+          columns: { created_at: "m.team_created_at", updated_at: "m.team_updated_at", name: "m.team_name" },
+          createdColumn: "m.team_created_at",
+          idColumn: "m.team_id",
+          searchColumns: ["m.team_name"],
           total: counterSum(sql, "counts_members_user", [sql`user_id = ${userId}`])
         },
         query
