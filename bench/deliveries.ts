@@ -4,7 +4,9 @@
  *  2. First-attempt lag at a fixed event rate: receive time minus the event's created_at, p50/p99.
  *  3. Retry timing: a receiver that fails each delivery's first attempt; attempt 2 is due 1 s after attempt 1
  *     (WEBHOOK_RETRY_DELAYS=1s,…): how far from 1 s the gap between the two receipts is.
- * Usage: bun bench/deliveries.ts [--events 2000] [--hooks 10] [--rate 500] [--seconds 10]
+ * Before 1., `--warmup` events (200 by default, fanned out like 1.) are created and delivered unmeasured, so the
+ * figures are the warm server's, not its JIT's first seconds.
+ * Usage: bun bench/deliveries.ts [--events 2000] [--hooks 10] [--rate 500] [--seconds 10] [--warmup 200]
  *        BENCH_SERVER_DIR=<another checkout> measures that one (side by side, A B A B)
  * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.
  */
@@ -19,6 +21,7 @@ const EVENTS = arg("events", 2000)
 const HOOKS = arg("hooks", 10)
 const RATE = arg("rate", 500)
 const SECONDS = arg("seconds", 10)
+const WARMUP = arg("warmup", 200)
 const PORT = 3931
 // The service to measure: this checkout, or another one (BENCH_SERVER_DIR, e.g. a checkout of an earlier commit).
 const ROOT = process.env.BENCH_SERVER_DIR ?? join(import.meta.dir, "..")
@@ -127,15 +130,24 @@ const serverCpu = async () => {
   return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
+const createAll = async (count: number, label: string) => {
+  for (let i = 0; i < count; i += 20) {
+    await Promise.all(
+      Array.from({ length: Math.min(20, count - i) }, (_, j) => api("/v1/projects", { name: `${label}${i + j}` }))
+    )
+  }
+}
+
+// 0. Warm-up, unmeasured.
+await createAll(WARMUP, "w")
+await waitFor(WARMUP * HOOKS, 60_000)
+received = 0
+
 // 1. Throughput.
 const projects = Math.ceil(EVENTS / HOOKS)
 const cpuBefore = await serverCpu()
 const started = performance.now()
-for (let i = 0; i < projects; i += 20) {
-  await Promise.all(
-    Array.from({ length: Math.min(20, projects - i) }, (_, j) => api("/v1/projects", { name: `p${i + j}` }))
-  )
-}
+await createAll(projects, "p")
 const created = performance.now()
 const complete = await waitFor(projects * HOOKS, 120_000)
 const elapsed = (performance.now() - started) / 1000
@@ -154,6 +166,7 @@ measuringLag = true
 const lagHooks = 1
 const total = RATE * SECONDS
 const interval = 1000 / RATE
+const lagCpuBefore = await serverCpu()
 const t0 = performance.now()
 const inflight: Array<Promise<void>> = []
 for (let i = 0; i < total; i++) {
@@ -164,11 +177,14 @@ for (let i = 0; i < total; i++) {
 }
 await Promise.all(inflight)
 await waitFor(total * lagHooks, 60_000)
+const lagCpu = (await serverCpu()) - lagCpuBefore
+const lagWall = (performance.now() - t0) / 1000
 lags.sort((a, b) => a - b)
 const pct = (p: number) => lags[Math.min(lags.length - 1, Math.floor((p / 100) * lags.length))]
 console.log(
   `first-attempt lag at ${RATE} events/s for ${SECONDS} s (one webhook, ${lags.length} deliveries): ` +
-    `p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${lags[lags.length - 1]} ms`
+    `p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${lags[lags.length - 1]} ms;` +
+    ` server CPU ${lagCpu.toFixed(2)} s of ${lagWall.toFixed(2)} s = ${((1000 * lagCpu) / total).toFixed(2)} ms an event`
 )
 
 // 3. Retries when due: 200 events at 50/s, each failing once, retried 1 s later.
