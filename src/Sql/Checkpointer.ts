@@ -7,18 +7,29 @@
  * pauses). Durability is unchanged: the same checkpoints, with the same syncs, on another thread.
  */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Layer } from "effect"
+import { Data, Duration, Effect, Layer } from "effect"
 import { DatabaseUrl } from "../Config.js"
 
 const INTERVAL = Duration.millis(100)
 const STOP_TIMEOUT = Duration.seconds(5)
 
+class CheckpointerFailed extends Data.TaggedError("CheckpointerFailed")<{ readonly message: string }> {}
+
 /** Starts the checkpointer for `filename` (a file, not `:memory:`); stopped and its connection closed with the scope. */
 export const walCheckpointer = (filename: string) =>
   Effect.acquireRelease(
-    Effect.async<Worker>((resume) => {
+    Effect.async<Worker, CheckpointerFailed>((resume) => {
       const worker = new Worker(new URL("./CheckpointWorker.ts", import.meta.url).href)
       worker.addEventListener("message", () => resume(Effect.succeed(worker)), { once: true })
+      // A thread that cannot start (its connection does not open) answers with an error, not a message.
+      worker.addEventListener(
+        "error",
+        (event) => {
+          worker.terminate()
+          resume(Effect.fail(new CheckpointerFailed({ message: event.message })))
+        },
+        { once: true }
+      )
       worker.postMessage({ filename, intervalMs: Duration.toMillis(INTERVAL) })
       // The thread never keeps the process alive (Bun's `Worker` has `unref`; the DOM type does not say so).
       if ("unref" in worker && typeof worker.unref === "function") worker.unref()
@@ -39,6 +50,14 @@ export const WalCheckpointerLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     yield* SqlClient.SqlClient
     const db = yield* Effect.orDie(DatabaseUrl)
-    if (db._tag === "sqlite" && db.filename !== ":memory:") yield* walCheckpointer(db.filename)
+    if (db._tag !== "sqlite" || db.filename === ":memory:") return
+    // Without the thread the writer still checkpoints by itself: slower commits at times, nothing lost.
+    yield* walCheckpointer(db.filename).pipe(
+      Effect.catchTag("CheckpointerFailed", (error) =>
+        Effect.logWarning("WAL checkpointer thread did not start; the writer checkpoints by itself").pipe(
+          Effect.annotateLogs({ error: error.message })
+        )
+      )
+    )
   })
 )

@@ -10,8 +10,8 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, ManagedRuntime } from "effect"
-import { WalCheckpointerLive } from "../../src/Sql/Checkpointer.ts"
+import { Cause, Effect, Exit, Layer, ManagedRuntime, Option } from "effect"
+import { WalCheckpointerLive, walCheckpointer } from "../../src/Sql/Checkpointer.ts"
 import { SqlLive } from "../../src/Sql/Client.ts"
 import { withDatabaseUrl } from "../support/fixtures.ts"
 
@@ -79,5 +79,15 @@ describe("WAL checkpoints on their own thread", () => {
     )
     expect(rows).toEqual([{ n: 50 }])
     await runtime.dispose()
+  })
+
+  test("a thread that cannot open its file fails the start with an error instead of hanging it", async () => {
+    const exit = await Effect.runPromiseExit(Effect.scoped(walCheckpointer(join(dir, "no-such-dir", "db.sqlite"))))
+    expect(Exit.isFailure(exit)).toBe(true)
+    if (Exit.isFailure(exit)) {
+      expect(Cause.failureOption(exit.cause).pipe(Option.map((error) => error._tag))).toEqual(
+        Option.some("CheckpointerFailed")
+      )
+    }
   })
 })
