@@ -36,14 +36,23 @@ const uuidv7Bytes = (): Uint8Array => {
   return bytes
 }
 
-/** 128 bits → 26 base32 characters (the first carries the top 3 bits, so it is at most `7`). */
+/**
+ * 128 bits → 26 base32 characters (the first carries the top 3 bits, so it is at most `7`): the 16 bytes read as
+ * one big-endian number behind two zero bits, five bits a character. Plain integer arithmetic (at most 12 bits are
+ * held between characters), where a `BigInt` per id cost ~4 % of an event's fan-out.
+ */
 export const encodeBase32 = (bytes: Uint8Array): string => {
-  let value = 0n
-  for (const b of bytes) value = (value << 8n) | BigInt(b)
   let out = ""
-  for (let i = 0; i < 26; i++) {
-    out = ALPHABET.charAt(Number(value & 31n)) + out
-    value >>= 5n
+  let held = 0
+  let heldBits = 2 // 26 × 5 = 130 bits: two leading zero bits
+  for (const byte of bytes) {
+    held = (held << 8) | byte
+    heldBits += 8
+    while (heldBits >= 5) {
+      heldBits -= 5
+      out += ALPHABET.charAt((held >>> heldBits) & 31)
+    }
+    held &= (1 << heldBits) - 1
   }
   return out
 }
