@@ -17,7 +17,7 @@ import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { ServerConfig } from "./Config.js"
 import { DeploymentsHttp } from "./Deployments/Http.js"
-import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
+import { requestIdFrom } from "./Domain/RequestId.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
 import { AuthenticationLive } from "./Http/Authentication.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
@@ -124,7 +124,6 @@ const perRequest = (lifecycle: Lifecycle, sampler: TraceSampler) => (app: HttpAp
           const set = FiberRefs.updateManyAs(refs, {
             entries: [
               [CurrentRequest, [[id, state]]],
-              [CurrentRequestId, [[id, state.id]]],
               [
                 FiberRef.currentLogAnnotations,
                 [[id, annotate(FiberRefs.getOrDefault(refs, FiberRef.currentLogAnnotations), { request_id: state.id })]]
