@@ -12,12 +12,26 @@ import {
 } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { SqlClient } from "@effect/sql"
-import { Context, Duration, Effect, FiberRef, FiberRefs, HashMap, Layer, MetricLabel, Option } from "effect"
+import {
+  Cause,
+  Context,
+  Duration,
+  Effect,
+  type Fiber,
+  FiberRef,
+  FiberRefs,
+  HashMap,
+  HashSet,
+  Layer,
+  LogLevel,
+  MetricLabel,
+  Option
+} from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { ServerConfig } from "./Config.js"
 import { DeploymentsHttp } from "./Deployments/Http.js"
-import { CurrentRequestId, requestIdFrom } from "./Domain/RequestId.js"
+import { requestIdFrom } from "./Domain/RequestId.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
 import { AuthenticationLive } from "./Http/Authentication.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
@@ -67,6 +81,30 @@ const annotate = (
     for (const key in fields) HashMap.set(annotated, key, fields[key])
   })
 
+const ACCESS_MESSAGE: ReadonlyArray<string> = ["request"]
+
+/**
+ * The access line, at info, given to the fiber's loggers as `Effect.logInfo` would with these fields added to the
+ * fiber's annotations, but without writing them to the fiber: that write copies the fiber's refs and hashes both
+ * annotation maps (every character of the path and request id) to compare them, on every request.
+ */
+const accessLine = (fiber: Fiber.RuntimeFiber<unknown, unknown>, fields: Readonly<Record<string, unknown>>): void => {
+  if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return
+  const loggers = fiber.getFiberRef(FiberRef.currentLoggers)
+  if (HashSet.size(loggers) === 0) return
+  const options = {
+    fiberId: fiber.id(),
+    logLevel: LogLevel.Info,
+    message: ACCESS_MESSAGE,
+    cause: Cause.empty,
+    context: fiber.getFiberRefs(),
+    spans: fiber.getFiberRef(FiberRef.currentLogSpan),
+    annotations: annotate(fiber.getFiberRef(FiberRef.currentLogAnnotations), fields),
+    date: new Date()
+  }
+  for (const logger of loggers) logger.log(options)
+}
+
 /**
  * Around everything the server answers, one wrapper per request with plain JS inside (each layer of
  * `Effect.gen`, `locally` and pre-response handler costs fiber steps and a copy of the fiber's refs): the request
@@ -102,18 +140,13 @@ const perRequest = (lifecycle: Lifecycle, sampler: TraceSampler) => (app: HttpAp
           const extra = fiber.getFiberRef(FiberRef.currentMetricLabels)
           requestDuration.unsafeUpdate(seconds, extra.length === 0 ? labels : [...labels, ...extra])
           // The fields as annotations: attributes of the OTLP log record (queryable), not a JSON string in its body.
-          // The request ends here, so they are set on its fiber rather than scoped to the log call.
-          return Effect.zipRight(
-            FiberRef.update(FiberRef.currentLogAnnotations, (annotations) =>
-              annotate(annotations, {
-                method: request.method,
-                path,
-                status: response.status,
-                duration_ms: Math.round(seconds * 100_000) / 100
-              })
-            ),
-            Effect.as(Effect.logInfo("request"), response)
-          )
+          accessLine(fiber, {
+            method: request.method,
+            path,
+            status: response.status,
+            duration_ms: Math.round(seconds * 100_000) / 100
+          })
+          return Effect.succeed(response)
         }
       })
       // The request's state, its id for the envelopes and for the logs (and the tracer switched off for a request
@@ -124,7 +157,6 @@ const perRequest = (lifecycle: Lifecycle, sampler: TraceSampler) => (app: HttpAp
           const set = FiberRefs.updateManyAs(refs, {
             entries: [
               [CurrentRequest, [[id, state]]],
-              [CurrentRequestId, [[id, state.id]]],
               [
                 FiberRef.currentLogAnnotations,
                 [[id, annotate(FiberRefs.getOrDefault(refs, FiberRef.currentLogAnnotations), { request_id: state.id })]]

@@ -78,16 +78,20 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
         query
       )
 
-    /** Keys are looked up by their non-secret prefix; the hash is then compared in constant time by the caller. */
-    const findByPrefix = Rows.findAll({
-      Request: Schema.Struct({ prefix: Schema.String, now: Schema.String }),
-      Result: KeyCredentialRow,
-      execute: ({ now, prefix }) =>
+    /**
+     * Keys are looked up by their non-secret prefix; the hash is then compared in constant time by the caller.
+     * Every authenticated request runs this, so its two strings go in as they are (no request schema to encode);
+     * the rows are decoded as everywhere else, a row that does not decode being a defect.
+     */
+    const decodeCredentials = Schema.decodeUnknown(Schema.Array(KeyCredentialRow))
+    const findByPrefix = (prefix: string, now: string) =>
+      Effect.flatMap(
         sql`
           SELECT k.id, k.user_id, u.org_id, k.key_hash, k.scopes, ${status(now)} AS status, k.last_used_at
           FROM api_keys k JOIN users u ON u.id = k.user_id
-          WHERE k.prefix = ${prefix}`
-    })
+          WHERE k.prefix = ${prefix}`,
+        (rows) => Effect.orDie(decodeCredentials(rows))
+      )
 
     /** Revokes once: a key already revoked keeps its first `revoked_at`. */
     const revoke = (userId: string, id: ApiKeyId, now: string) =>
@@ -130,7 +134,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
       listAll: (userId: string | null, now: string) => listAll({ userId, now }),
       revokeAny,
       list,
-      findByPrefix: (prefix: string, now: string) => findByPrefix({ prefix, now }),
+      findByPrefix,
       revoke: (userId: string, id: ApiKeyId, now: string) => Effect.asVoid(revoke(userId, id, now)),
       touch: (id: ApiKeyId, now: string, notBefore: string) => Effect.asVoid(touch(id, now, notBefore))
     } as const

@@ -4,7 +4,18 @@
  */
 import { Effect, FiberRef } from "effect"
 
-export const CurrentRequestId: FiberRef.FiberRef<string> = FiberRef.unsafeMake("")
+/** What the envelopes need of the request being served: its id. */
+export interface RequestIdentity {
+  readonly id: string
+}
+
+/**
+ * The request being served. The server sets its whole request state here (src/Http/RequestState.ts), so the id
+ * costs no FiberRef of its own: each FiberRef a fiber holds makes every write of its refs dearer.
+ */
+export const CurrentRequestIdentity: FiberRef.FiberRef<RequestIdentity | undefined> = FiberRef.unsafeMake<
+  RequestIdentity | undefined
+>(undefined)
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -12,6 +23,6 @@ export const requestIdFrom = (header: string | undefined): string =>
   `req_${header !== undefined && UUID.test(header) ? header.toLowerCase() : crypto.randomUUID()}`
 
 /** The current request id; outside a request (the CLI, a background fiber) a fresh one. */
-export const currentRequestId: Effect.Effect<string> = Effect.map(FiberRef.get(CurrentRequestId), (id) =>
-  id === "" ? requestIdFrom(undefined) : id
+export const currentRequestId: Effect.Effect<string> = Effect.map(FiberRef.get(CurrentRequestIdentity), (request) =>
+  request === undefined ? requestIdFrom(undefined) : request.id
 )

@@ -17,7 +17,7 @@ import { type OurError, translate } from "./ErrorTranslation.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { precheck, precheckOAuth } from "./Precheck.js"
 import { limitUnauthenticated } from "./RateLimit.js"
-import { CurrentRequest, makeRequestState } from "./RequestState.js"
+import { makeRequestState, requestStateOf } from "./RequestState.js"
 
 export const ApiMiddlewareLive = HttpApiBuilder.middleware(
   Api,
@@ -33,7 +33,7 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
       >((fiber) => {
         const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
         // Always set by the server's per-request wrapper (src/Http.ts); made here only if this runs without it.
-        const state = fiber.getFiberRef(CurrentRequest) ?? makeRequestState(request, requestIdFrom(undefined))
+        const state = requestStateOf(fiber) ?? makeRequestState(request, requestIdFrom(undefined))
         const work = ((): HttpApp.Default<unknown> => {
           if (isDrainRefused(lifecycle, request)) return refusedWhileDraining
           const checks = precheck(request, state)

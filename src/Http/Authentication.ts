@@ -11,7 +11,7 @@ import { hasAnyScope, type Scope } from "../Domain/Scopes.js"
 import { ACCESS_PREFIX, OAuthTokens } from "../OAuth/Tokens.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
 import { guardClient, limitCredential } from "./RateLimit.js"
-import { CurrentRequest, type RequestState } from "./RequestState.js"
+import { type RequestState, requestStateOf } from "./RequestState.js"
 
 /** `METHOD /path` → the scopes its endpoint declares. Built once from the contract. */
 const scopesByRoute: ReadonlyMap<string, ReadonlyArray<Scope>> = (() => {
@@ -74,7 +74,7 @@ export const AuthenticationLive = Layer.effect(
           const context = fiber.currentContext
           const request = Context.unsafeGet(context, HttpServerRequest.HttpServerRequest)
           const { route } = Context.unsafeGet(context, HttpRouter.RouteContext)
-          const state = fiber.getFiberRef(CurrentRequest)
+          const state = requestStateOf(fiber)
           const token = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
           if (token === "") {
             challenge(state, undefined)
