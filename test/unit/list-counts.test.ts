@@ -18,6 +18,7 @@ import m0003 from "../../src/Sql/migrations/0003_oauth.ts"
 import m0004 from "../../src/Sql/migrations/0004_teams_deployments.ts"
 import m0005 from "../../src/Sql/migrations/0005_list_indexes.ts"
 import { withDatabaseUrl } from "../support/fixtures.ts"
+import { idMaker, type Pick, random, randomWriteOf } from "../support/randomWrites.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 
 /** Each counter table, its key columns, and the same keys counted afresh from the source rows. */
@@ -70,17 +71,9 @@ const checkAll = Effect.gen(function* () {
   }
 })
 
-/** A small deterministic generator (mulberry32), so a failing sequence can be replayed. */
-const random = (seed: number) => () => {
-  seed = (seed + 0x6d2b79f5) | 0
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
-
 const T = "2025-01-01T00:00:00.000Z"
-let seq = 0
-const next = (prefix: string) => `${prefix}_${String(++seq).padStart(26, "0")}`
+/** Well-formed ids (`<prefix>_` and 26 base32 digits). */
+const next = idMaker()
 
 /** Rows of every counted table, inserted as one statement per table (so many rows per statement). */
 const seed = (users: ReadonlyArray<string>, teams: ReadonlyArray<string>, pick: <A>(xs: ReadonlyArray<A>) => A) =>
@@ -124,7 +117,6 @@ const seed = (users: ReadonlyArray<string>, teams: ReadonlyArray<string>, pick: 
     return { projects: projects.map((p) => p.id), hooks: hooks.map((h) => h.id) }
   })
 
-type Pick = <A>(xs: ReadonlyArray<A>) => A
 const project = (owner: string, team: string | null, pick: Pick) => ({
   id: next("proj"),
   owner_id: owner,
@@ -342,13 +334,7 @@ const chooseWrite = (rand: () => number) =>
   })
 
 /** One random write, or (half the time) two in one transaction; answers what it did, for the failure message. */
-const randomWrite = (rand: () => number) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const one = Effect.flatMap(chooseWrite(rand), ([label, write]) => Effect.as(write(), label))
-    if (rand() < 0.5) return yield* one
-    return yield* sql.withTransaction(Effect.map(Effect.all([one, one]), (labels) => labels.join(" + ")))
-  })
+const randomWrite = randomWriteOf(chooseWrite)
 
 describe(`list counters (${usingPostgres() ? "PostgreSQL" : "SQLite"})`, () => {
   let runtime: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, never>

@@ -23,24 +23,16 @@ import m0005 from "../../src/Sql/migrations/0005_list_indexes.ts"
 import m0006 from "../../src/Sql/migrations/0006_list_counts.ts"
 import { type TeamSort, TeamsRepo } from "../../src/Teams/Repo.ts"
 import { withDatabaseUrl } from "../support/fixtures.ts"
+import { idMaker, type Pick, random, randomWriteOf } from "../support/randomWrites.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 
 const engine = usingPostgres() ? "PostgreSQL" : "SQLite"
 
-/** A small deterministic generator (mulberry32), so a failing sequence can be replayed. */
-const random = (seed: number) => () => {
-  seed = (seed + 0x6d2b79f5) | 0
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
-type Pick = <A>(xs: ReadonlyArray<A>) => A
 /** Always the first: for rows whose values the test sets itself. */
 const first: Pick = (xs) => xs[0]!
 
-let seq = 0
-/** A well-formed id (`<prefix>_` and 26 base32 digits). */
-const next = (prefix: string) => `${prefix}_${String(++seq).padStart(26, "0")}`
+/** Well-formed ids (`<prefix>_` and 26 base32 digits). */
+const next = idMaker()
 /** Few distinct values, so sorts meet ties (broken by id) and searches match several teams. */
 const NAMES = ["Alpha", "alpha", "Beta", "beta team", "Team 1", "team 10", "TEAM 2", "a_b", "a%b", "Zeta"]
 const TIMES = Array.from({ length: 6 }, (_, i) => new Date(Date.UTC(2025, 0, 1 + i)).toISOString())
@@ -238,13 +230,7 @@ const chooseWrite = (rand: () => number) =>
   })
 
 /** One random write, or (half the time) two in one transaction; answers what it did, for the failure message. */
-const randomWrite = (rand: () => number) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const one = Effect.flatMap(chooseWrite(rand), ([label, write]) => Effect.as(write(), label))
-    if (rand() < 0.5) return yield* one
-    return yield* sql.withTransaction(Effect.map(Effect.all([one, one]), (labels) => labels.join(" + ")))
-  })
+const randomWrite = randomWriteOf(chooseWrite)
 
 describe(`team columns on memberships (${engine})`, () => {
   let runtime: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient | TeamsRepo, never>

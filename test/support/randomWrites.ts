@@ -1,0 +1,41 @@
+/**
+ * For tests that check what triggers keep (list counters, copied columns) against the rows after random writes
+ * straight to SQL: a seeded generator, so a failing sequence can be replayed, well-formed ids, and the round's
+ * write — one, or two in one transaction.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/** A small deterministic generator (mulberry32). */
+export const random = (seed: number) => () => {
+  seed = (seed + 0x6d2b79f5) | 0
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+
+export type Pick = <A>(xs: ReadonlyArray<A>) => A
+
+/** Well-formed ids (`<prefix>_` and 26 base32 digits), numbered from 1 for each maker. */
+export const idMaker = () => {
+  let seq = 0
+  return (prefix: string) => `${prefix}_${String(++seq).padStart(26, "0")}`
+}
+
+/**
+ * One random write (chosen by `choose` against the rows there now), or half the time two in one transaction;
+ * answers what it did, for the failure message.
+ */
+export const randomWriteOf =
+  <R>(
+    choose: (
+      rand: () => number
+    ) => Effect.Effect<readonly [label: string, write: () => Effect.Effect<unknown, unknown, R>], unknown, R>
+  ) =>
+  (rand: () => number) =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const one = Effect.flatMap(choose(rand), ([label, write]) => Effect.as(write(), label))
+      if (rand() < 0.5) return yield* one
+      return yield* sql.withTransaction(Effect.map(Effect.all([one, one]), (labels) => labels.join(" + ")))
+    })
