@@ -39,3 +39,24 @@ export const randomWriteOf =
       if (rand() < 0.5) return yield* one
       return yield* sql.withTransaction(Effect.map(Effect.all([one, one]), (labels) => labels.join(" + ")))
     })
+
+/**
+ * `rounds` rounds of 10 writes from `write`, `check` after each round; a failing check names that round's writes.
+ * Answers every write's label, for asserting that the sequence reached the kinds that matter.
+ */
+export const writeInRounds = async (
+  rounds: number,
+  write: () => Promise<string>,
+  check: (round: number) => Promise<void>
+): Promise<ReadonlyArray<string>> => {
+  const done: Array<string> = []
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < 10; i++) done.push(await write())
+    try {
+      await check(round)
+    } catch (error) {
+      throw new Error(`after: ${done.slice(-10).join("; ")}\n${String(error)}`)
+    }
+  }
+  return done
+}

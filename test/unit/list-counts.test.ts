@@ -18,7 +18,7 @@ import m0003 from "../../src/Sql/migrations/0003_oauth.ts"
 import m0004 from "../../src/Sql/migrations/0004_teams_deployments.ts"
 import m0005 from "../../src/Sql/migrations/0005_list_indexes.ts"
 import { withDatabaseUrl } from "../support/fixtures.ts"
-import { idMaker, type Pick, random, randomWriteOf } from "../support/randomWrites.ts"
+import { idMaker, type Pick, random, randomWriteOf, writeInRounds } from "../support/randomWrites.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 
 /** Each counter table, its key columns, and the same keys counted afresh from the source rows. */
@@ -361,15 +361,11 @@ describe(`list counters (${usingPostgres() ? "PostgreSQL" : "SQLite"})`, () => {
 
   test("every kind of write, 300 of them, keeps every counter equal to a fresh count", async () => {
     const rand = random(42)
-    const done: Array<string> = []
-    for (let round = 0; round < 30; round++) {
-      for (let i = 0; i < 10; i++) done.push(await runtime.runPromise(randomWrite(rand)))
-      try {
-        await runtime.runPromise(checkAll)
-      } catch (error) {
-        throw new Error(`after: ${done.slice(-10).join("; ")}\n${String(error)}`)
-      }
-    }
+    const done = await writeInRounds(
+      30,
+      () => runtime.runPromise(randomWrite(rand)),
+      () => runtime.runPromise(checkAll)
+    )
     // The sequence did reach the kinds of write that matter most.
     for (const kind of ["project owner", "project team", "delete team", "delete user", "move a delivery"])
       expect(done.some((label) => label.includes(kind))).toBe(true)

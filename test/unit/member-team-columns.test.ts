@@ -23,7 +23,7 @@ import m0005 from "../../src/Sql/migrations/0005_list_indexes.ts"
 import m0006 from "../../src/Sql/migrations/0006_list_counts.ts"
 import { type TeamSort, TeamsRepo } from "../../src/Teams/Repo.ts"
 import { withDatabaseUrl } from "../support/fixtures.ts"
-import { idMaker, type Pick, random, randomWriteOf } from "../support/randomWrites.ts"
+import { idMaker, type Pick, random, randomWriteOf, writeInRounds } from "../support/randomWrites.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 
 const engine = usingPostgres() ? "PostgreSQL" : "SQLite"
@@ -252,16 +252,14 @@ describe(`team columns on memberships (${engine})`, () => {
 
   test("every kind of write, 300 of them, keeps the copies equal to the teams and the list equal to the join's", async () => {
     const rand = random(42)
-    const done: Array<string> = []
-    for (let round = 0; round < 30; round++) {
-      for (let i = 0; i < 10; i++) done.push(await runtime.runPromise(randomWrite(rand)))
-      try {
+    const done = await writeInRounds(
+      30,
+      () => runtime.runPromise(randomWrite(rand)),
+      async (round) => {
         expect(await runtime.runPromise(mismatches)).toEqual([])
         if (round % 5 === 4) await runtime.runPromise(checkLists)
-      } catch (error) {
-        throw new Error(`after: ${done.slice(-10).join("; ")}\n${String(error)}`)
       }
-    }
+    )
     for (const kind of ["rename", "change created_at", "add member with wrong copies", "moved", "delete team"])
       expect(done.some((label) => label.includes(kind))).toBe(true)
   }, 120_000)
