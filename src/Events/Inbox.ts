@@ -27,6 +27,10 @@ export const capacityFor = (config: {
 export class DeliveryInbox extends Effect.Service<DeliveryInbox>()("DeliveryInbox", {
   effect: Effect.gen(function* () {
     const ready = yield* Queue.unbounded<ClaimedDelivery>()
+    // Handed over and not yet started, by id: what shutdown gives back. Kept apart from the queue because a taker
+    // interrupted just as a delivery reaches it (shutdown) takes the delivery with it (Effect 3's `Queue.take`);
+    // the delivery stays here until an attempt starts.
+    const unstarted = new Map<string, ClaimedDelivery>()
     // One pending ring is enough, however many happen before the worker looks.
     const bell = yield* Queue.sliding<void>(1)
     let capacity = 0
@@ -83,11 +87,27 @@ export class DeliveryInbox extends Effect.Service<DeliveryInbox>()("DeliveryInbo
       release: (count: number) => Effect.suspend(() => (count > 0 && release(count) ? ring : Effect.void)),
       /** Hands over claimed deliveries (their room was reserved). */
       hand: (deliveries: ReadonlyArray<ClaimedDelivery>) =>
-        deliveries.length === 0 ? Effect.void : Queue.offerAll(ready, deliveries).pipe(Effect.asVoid),
-      /** The next delivery to attempt, waiting for one. */
+        deliveries.length === 0
+          ? Effect.void
+          : Effect.suspend(() => {
+              for (const delivery of deliveries) unstarted.set(delivery.id, delivery)
+              return Queue.offerAll(ready, deliveries)
+            }).pipe(Effect.asVoid),
+      /** The next delivery to attempt, waiting for one. Its attempt must say `started` before anything else. */
       take: Queue.take(ready),
-      /** Everything still waiting, taken at once (shutdown). */
-      takeAll: Queue.takeAll(ready),
+      /** An attempt of `delivery` begins: shutdown no longer gives it back. Plain and synchronous. */
+      started: (delivery: ClaimedDelivery): void => {
+        unstarted.delete(delivery.id)
+      },
+      /**
+       * Every delivery handed over whose attempt has not started, taken at once (shutdown): those still queued, and
+       * any a taker interrupted at the moment it was handed one took with it.
+       */
+      takeUnstarted: Effect.map(Queue.takeAll(ready), (): ReadonlyArray<ClaimedDelivery> => {
+        const left = [...unstarted.values()]
+        unstarted.clear()
+        return left
+      }),
       /** Says that deliveries are waiting unclaimed (a commit that found no room, a scheduled retry). */
       ring,
       /** Waits for a ring. */

@@ -5,7 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Chunk, Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Fiber, Layer, Schema } from "effect"
+import { makeId } from "../../src/Domain/Ids.ts"
+import { ClaimedDelivery } from "../../src/Domain/Webhook.ts"
 import { Events } from "../../src/Events/Events.ts"
 import { DeliveryInbox } from "../../src/Events/Inbox.ts"
 import { Users } from "../../src/Users/Users.ts"
@@ -75,8 +77,8 @@ describe("the outbox and the inbox", () => {
       Effect.flatMap(DeliveryInbox, (inbox) => Effect.tap(inbox.reserveAll, (granted) => inbox.release(granted)))
     )
     expect(room).toBe(3)
-    const waiting = await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.takeAll))
-    expect(Chunk.size(waiting)).toBe(0)
+    const waiting = await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.takeUnstarted))
+    expect(waiting).toHaveLength(0)
   })
 
   test("a committed change hands over what there is room for, claimed for the lease; the rest waits unclaimed", async () => {
@@ -92,7 +94,7 @@ describe("the outbox and the inbox", () => {
     }
     expect(rows.filter((row) => row.claim_token === null && row.claimed_until === null)).toHaveLength(1)
 
-    const handed = Chunk.toReadonlyArray(await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.takeAll)))
+    const handed = await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.takeUnstarted))
     expect(handed.map((d): string => d.webhook_id).sort()).toEqual(claimed.map((row) => row.webhook_id).sort())
     for (const delivery of handed) {
       expect(delivery.event_id as string).toBe(event.id)
@@ -143,6 +145,56 @@ describe("inside another transaction", () => {
     )
     expect(rows).toHaveLength(4)
     expect(rows.every((row) => row.claim_token === null)).toBe(true)
-    expect(Chunk.size(await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.takeAll)))).toBe(0)
+    expect(await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.takeUnstarted))).toHaveLength(0)
+  })
+})
+
+describe("shutdown gives back what no attempt started", () => {
+  const claimedDelivery = () =>
+    Schema.decodeSync(ClaimedDelivery)({
+      id: makeId("delivery"),
+      webhook_id: makeId("webhook"),
+      event_id: makeId("event"),
+      event_type: "project.created",
+      attempt_count: 0,
+      manual: 0,
+      next_attempt_at: new Date().toISOString(),
+      url: "http://127.0.0.1:1/hook",
+      secret: "whsec_x",
+      webhook_status: "active",
+      payload: "{}",
+      trace_context: null,
+      claim_token: crypto.randomUUID()
+    })
+
+  test("a delivery handed to a taker interrupted at that moment (the worker stopping) is still given back", async () => {
+    const delivery = claimedDelivery()
+    const left = await run(
+      Effect.flatMap(DeliveryInbox, (inbox) =>
+        Effect.gen(function* () {
+          // A runner waiting for work, as the worker's are; the hand-over and the shutdown's interrupt meet.
+          const taker = yield* Effect.fork(inbox.take)
+          yield* Effect.yieldNow()
+          yield* inbox.hand([delivery])
+          yield* Fiber.interrupt(taker)
+          return yield* inbox.takeUnstarted
+        })
+      )
+    )
+    expect(left.map((d) => d.id)).toEqual([delivery.id])
+  })
+
+  test("a delivery whose attempt started is not given back; one still queued is", async () => {
+    const [first, second] = [claimedDelivery(), claimedDelivery()]
+    const left = await run(
+      Effect.flatMap(DeliveryInbox, (inbox) =>
+        Effect.gen(function* () {
+          yield* inbox.hand([first, second])
+          inbox.started(yield* inbox.take)
+          return yield* inbox.takeUnstarted
+        })
+      )
+    )
+    expect(left.map((d) => d.id)).toEqual([second.id])
   })
 })

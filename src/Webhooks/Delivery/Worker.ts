@@ -281,9 +281,16 @@ export const DeliveryWorker = Layer.scopedDiscard(
       )
 
     // Waiting for a delivery is interruptible; an attempt, once started, runs to its end (WEBHOOK_TIMEOUT at most).
-    const runner = Effect.uninterruptibleMask((restore) => restore(inbox.take).pipe(Effect.flatMap(attemptOne))).pipe(
-      Effect.forever
-    )
+    // An attempt says it has started before anything else, in the uninterruptible part: a delivery whose attempt
+    // has not started is given back at shutdown, even one an interrupted `take` took with it.
+    const runner = Effect.uninterruptibleMask((restore) =>
+      restore(inbox.take).pipe(
+        Effect.flatMap((claimed) => {
+          inbox.started(claimed)
+          return attemptOne(claimed)
+        })
+      )
+    ).pipe(Effect.forever)
 
     /**
      * Nothing was left due at `claimedAt`: sleep until the earliest delivery due after it (one that fell due since
@@ -310,10 +317,14 @@ export const DeliveryWorker = Layer.scopedDiscard(
         return yield* Effect.raceFirst(inbox.wait, Effect.sleep(config.pollInterval))
       }
       const claimedAt = Date.now()
-      const claimed = yield* repo
-        .claim(room, iso(claimedAt), iso(claimedAt + lease), crypto.randomUUID())
-        .pipe(Effect.onError(() => inbox.release(room)))
-      yield* inbox.hand(claimed)
+      // The claim and its hand-over are one step that shutdown waits for: interrupted while its statement ran (on
+      // PostgreSQL the server may have committed it), the claims would be held by no one until their lease lapsed,
+      // and the next process could not send those deliveries until then. Handed over, they are given back.
+      const claimed = yield* repo.claim(room, iso(claimedAt), iso(claimedAt + lease), crypto.randomUUID()).pipe(
+        Effect.tap(inbox.hand),
+        Effect.onError(() => inbox.release(room)),
+        Effect.uninterruptible
+      )
       yield* inbox.release(room - claimed.length)
       if (claimed.length < room) yield* sleepUntilDue(claimedAt)
     })
@@ -352,7 +363,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
           Effect.timeout(Duration.sum(config.timeout, Duration.seconds(1))),
           Effect.ignore
         )
-        const waiting = Chunk.toReadonlyArray(yield* inbox.takeAll)
+        const waiting = yield* inbox.takeUnstarted
         yield* repo
           .unclaim(waiting)
           .pipe(
