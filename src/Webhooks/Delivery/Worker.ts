@@ -87,6 +87,10 @@ export const DeliveryWorker = Layer.scopedDiscard(
     const inbox = yield* DeliveryInbox
     const policy = retryPolicy(config.retryDelays)
     const outcomes = yield* Queue.unbounded<Outcome>()
+    // Offered and not yet taken by the recorder: what shutdown writes itself. Kept apart from the queue because the
+    // recorder, interrupted at shutdown just as an outcome reaches it, takes the outcome with it (Effect 3's
+    // `Queue.take`); unwritten, its delivery would be sent again once the claim lapsed.
+    const unrecorded = new Set<Outcome>()
     const lease = Duration.toMillis(config.claimTimeout)
     const attemptOptions = { timeout: config.timeout, allowPrivate: config.allowPrivateTargets }
 
@@ -143,7 +147,9 @@ export const DeliveryWorker = Layer.scopedDiscard(
             withExtra(result.succeeded ? outcomeLabels.succeeded : outcomeLabels.failed, extra)
           )
           const offer = (next: { readonly status: Outcome["status"]; readonly nextAttemptAt: string | null }) => {
-            outcomes.unsafeOffer({ claimed, number, attemptedAt, result, ...next })
+            const outcome: Outcome = { claimed, number, attemptedAt, result, ...next }
+            unrecorded.add(outcome)
+            outcomes.unsafeOffer(outcome)
           }
           const annotated = traced
             ? Effect.annotateCurrentSpan({
@@ -267,7 +273,11 @@ export const DeliveryWorker = Layer.scopedDiscard(
       restore(Queue.take(outcomes)).pipe(
         Effect.zipLeft(Effect.sleep(RECORD_WINDOW)),
         Effect.flatMap((first) => Queue.takeUpTo(outcomes, RECORD_BATCH - 1).pipe(Effect.map(Chunk.prepend(first)))),
-        Effect.flatMap((batch) => record(Chunk.toReadonlyArray(batch)))
+        Effect.flatMap((taken) => {
+          const batch = Chunk.toReadonlyArray(taken)
+          for (const outcome of batch) unrecorded.delete(outcome)
+          return record(batch)
+        })
       )
     ).pipe(Effect.forever)
 
@@ -374,9 +384,12 @@ export const DeliveryWorker = Layer.scopedDiscard(
               )
             )
           )
-        // The recorder finishes the batch it holds; the rest is written here.
+        // The recorder finishes the batch it holds; the rest (queued, or taken with an interrupted `take`) is written
+        // here.
         yield* Fiber.interrupt(recorderFiber)
-        const rest = Chunk.toReadonlyArray(yield* Queue.takeAll(outcomes))
+        yield* Queue.takeAll(outcomes)
+        const rest = [...unrecorded]
+        unrecorded.clear()
         if (rest.length > 0) {
           yield* record(rest).pipe(
             Effect.catchAllCause((cause) =>
