@@ -9,7 +9,7 @@ import m0006 from "./migrations/0006_list_counts.js"
 import m0007 from "./migrations/0007_member_team_columns.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
-const loader = Migrator.fromRecord({
+const migrations = {
   "0001_foundation": m0001,
   "0002_webhooks": m0002,
   "0003_oauth": m0003,
@@ -17,9 +17,18 @@ const loader = Migrator.fromRecord({
   "0005_list_indexes": m0005,
   "0006_list_counts": m0006,
   "0007_member_team_columns": m0007
-})
+}
 
 const migrate = Migrator.make({})
 
 /** Applies what is missing; answers the `[id, name]` pairs it applied. */
-export const runMigrations = migrate({ loader }).pipe(Effect.withSpan("Sql.migrate"))
+export const runMigrations = migrate({ loader: Migrator.fromRecord(migrations) }).pipe(Effect.withSpan("Sql.migrate"))
+
+/**
+ * Applies the migrations before `name` only: a database as it was before that migration, for testing what the
+ * migration does to rows already there (a backfill); `runMigrations` then applies the rest.
+ */
+export const runMigrationsBefore = (name: keyof typeof migrations) =>
+  migrate({
+    loader: Migrator.fromRecord(Object.fromEntries(Object.entries(migrations).filter(([key]) => key < name)))
+  })

@@ -9,14 +9,10 @@
  * backfill is checked the same way: rows written before the migration, counted by it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Migrator, SqlClient } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
-import m0001 from "../../src/Sql/migrations/0001_foundation.ts"
-import m0002 from "../../src/Sql/migrations/0002_webhooks.ts"
-import m0003 from "../../src/Sql/migrations/0003_oauth.ts"
-import m0004 from "../../src/Sql/migrations/0004_teams_deployments.ts"
-import m0005 from "../../src/Sql/migrations/0005_list_indexes.ts"
+import { runMigrationsBefore } from "../../src/Sql/Migrations.ts"
 import { withDatabaseUrl } from "../support/fixtures.ts"
 import { idMaker, type Pick, random, randomWriteOf, writeInRounds } from "../support/randomWrites.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
@@ -420,15 +416,7 @@ describe(`list counters (${usingPostgres() ? "PostgreSQL" : "SQLite"})`, () => {
 describe(`list counters filled from rows already there (${usingPostgres() ? "PostgreSQL" : "SQLite"})`, () => {
   test("migration 0006 counts what was written before it", async () => {
     const databaseUrl = await freshDatabaseUrl()
-    const before = Migrator.make({})({
-      loader: Migrator.fromRecord({
-        "0001_foundation": m0001,
-        "0002_webhooks": m0002,
-        "0003_oauth": m0003,
-        "0004_teams_deployments": m0004,
-        "0005_list_indexes": m0005
-      })
-    })
+    const before = runMigrationsBefore("0006_list_counts")
     const rand = random(3)
     const pick: Pick = (xs) => xs[Math.floor(rand() * xs.length)]!
     const old = ManagedRuntime.make(SqlClientLive.pipe(Layer.provide(withDatabaseUrl(databaseUrl))))

@@ -11,16 +11,11 @@
  * too: memberships written before the migration get their team's values from it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Migrator, SqlClient } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import type { ListQuery } from "../../src/Domain/Lists.ts"
 import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
-import m0001 from "../../src/Sql/migrations/0001_foundation.ts"
-import m0002 from "../../src/Sql/migrations/0002_webhooks.ts"
-import m0003 from "../../src/Sql/migrations/0003_oauth.ts"
-import m0004 from "../../src/Sql/migrations/0004_teams_deployments.ts"
-import m0005 from "../../src/Sql/migrations/0005_list_indexes.ts"
-import m0006 from "../../src/Sql/migrations/0006_list_counts.ts"
+import { runMigrationsBefore } from "../../src/Sql/Migrations.ts"
 import { type TeamSort, TeamsRepo } from "../../src/Teams/Repo.ts"
 import { withDatabaseUrl } from "../support/fixtures.ts"
 import { idMaker, type Pick, random, randomWriteOf, writeInRounds } from "../support/randomWrites.ts"
@@ -341,16 +336,7 @@ describe(`team columns on memberships (${engine})`, () => {
 describe(`team columns filled from memberships already there (${engine})`, () => {
   test("migration 0007 copies each membership's team columns", async () => {
     const databaseUrl = await freshDatabaseUrl()
-    const before = Migrator.make({})({
-      loader: Migrator.fromRecord({
-        "0001_foundation": m0001,
-        "0002_webhooks": m0002,
-        "0003_oauth": m0003,
-        "0004_teams_deployments": m0004,
-        "0005_list_indexes": m0005,
-        "0006_list_counts": m0006
-      })
-    })
+    const before = runMigrationsBefore("0007_member_team_columns")
     const rand = random(5)
     const old = ManagedRuntime.make(SqlClientLive.pipe(Layer.provide(withDatabaseUrl(databaseUrl))))
     await old.runPromise(
