@@ -40,7 +40,7 @@ import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { CurrentRequest, makeRequestState, withStateHeaders } from "./Http/RequestState.js"
 import { routeOf, StrictRouting } from "./Http/Routes.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
-import { requestDuration } from "./Observability/Metrics.js"
+import { requestDuration, updateInPlace } from "./Observability/Metrics.js"
 import { TraceSampler } from "./Observability/Sampling.js"
 import { ProjectsHttp } from "./Projects/Http.js"
 import { InvitationsHttp, TeamsHttp } from "./Teams/Http.js"
@@ -136,9 +136,12 @@ const perRequest = (lifecycle: Lifecycle, sampler: TraceSampler) => (app: HttpAp
         onSuccess: (response) => {
           lifecycle.unsafe.exit()
           const seconds = (performance.now() - started) / 1000
-          const labels = labelsOf(request.method, route ?? "unmatched", response.status)
-          const extra = fiber.getFiberRef(FiberRef.currentMetricLabels)
-          requestDuration.unsafeUpdate(seconds, extra.length === 0 ? labels : [...labels, ...extra])
+          updateInPlace(
+            requestDuration,
+            seconds,
+            labelsOf(request.method, route ?? "unmatched", response.status),
+            fiber
+          )
           // The fields as annotations: attributes of the OTLP log record (queryable), not a JSON string in its body.
           accessLine(fiber, {
             method: request.method,

@@ -1,5 +1,5 @@
 /** The service's metrics, exported over OTLP with the traces when an endpoint is configured. */
-import { Metric, MetricBoundaries } from "effect"
+import { type Fiber, FiberRef, Metric, MetricBoundaries, type MetricLabel } from "effect"
 
 /** Seconds, by `http.route`, `http.request.method` and `http.response.status_code`. */
 export const requestDuration = Metric.histogram(
@@ -31,3 +31,18 @@ export const rateLimitRejections = Metric.counter("http.rate_limit.rejections", 
   description: "Requests refused for being over the rate limit",
   incremental: true
 })
+
+/**
+ * Updates `metric` in place, as `Metric.update` on a metric tagged with `labels` would: with the fiber's own metric
+ * labels after them, but without its fiber steps, and without a new label array when the fiber has none (the
+ * registry finds an instrument by its label array's identity, so `labels` should be made once by the caller).
+ */
+export const updateInPlace = <In>(
+  metric: { readonly unsafeUpdate: (input: In, extraTags: ReadonlyArray<MetricLabel.MetricLabel>) => void },
+  input: In,
+  labels: ReadonlyArray<MetricLabel.MetricLabel>,
+  fiber: Fiber.RuntimeFiber<unknown, unknown>
+): void => {
+  const extra = fiber.getFiberRef(FiberRef.currentMetricLabels)
+  metric.unsafeUpdate(input, extra.length === 0 ? labels : labels.length === 0 ? extra : [...labels, ...extra])
+}

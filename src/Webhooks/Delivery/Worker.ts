@@ -31,7 +31,7 @@ import {
 import { WebhookConfig } from "../../Config.js"
 import type { ClaimedDelivery } from "../../Domain/Webhook.js"
 import { capacityFor, DeliveryInbox } from "../../Events/Inbox.js"
-import { deliveryAttempts, deliveryLag, pendingDeliveries } from "../../Observability/Metrics.js"
+import { deliveryAttempts, deliveryLag, pendingDeliveries, updateInPlace } from "../../Observability/Metrics.js"
 import { tracingEnabled } from "../../Observability/Telemetry.js"
 import { parentOf, traceparentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
 import { WebhooksRepo } from "../Repo.js"
@@ -102,10 +102,6 @@ export const DeliveryWorker = Layer.scopedDiscard(
       succeeded: [MetricLabel.make("outcome", "succeeded")],
       failed: [MetricLabel.make("outcome", "failed")]
     }
-    const withExtra = (
-      labels: ReadonlyArray<MetricLabel.MetricLabel>,
-      extra: ReadonlyArray<MetricLabel.MetricLabel>
-    ) => (extra.length === 0 ? labels : [...labels, ...extra])
 
     /** What follows a failed attempt: the next attempt's time (none once the policy gives up or it was manual). */
     const afterFailure = (claimed: ClaimedDelivery, number: number, result: AttemptResult) =>
@@ -130,8 +126,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
       Effect.withFiberRuntime<void>((fiber) => {
         const number = claimed.attempt_count + 1
         const attemptedAt = Date.now()
-        const extra = fiber.getFiberRef(FiberRef.currentMetricLabels)
-        deliveryLag.unsafeUpdate(Math.max(0, attemptedAt - Date.parse(claimed.next_attempt_at)), extra)
+        updateInPlace(deliveryLag, Math.max(0, attemptedAt - Date.parse(claimed.next_attempt_at)), [], fiber)
         const request = {
           url: claimed.url,
           secret: claimed.secret,
@@ -142,10 +137,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
           traceparent
         }
         return Effect.flatMap(attempt(request, attemptOptions), (result) => {
-          deliveryAttempts.unsafeUpdate(
-            1,
-            withExtra(result.succeeded ? outcomeLabels.succeeded : outcomeLabels.failed, extra)
-          )
+          updateInPlace(deliveryAttempts, 1, result.succeeded ? outcomeLabels.succeeded : outcomeLabels.failed, fiber)
           const offer = (next: { readonly status: Outcome["status"]; readonly nextAttemptAt: string | null }) => {
             const outcome: Outcome = { claimed, number, attemptedAt, result, ...next }
             unrecorded.add(outcome)
