@@ -53,6 +53,17 @@ const refusal = (decision: Decision, window: Duration.Duration) =>
     )
   )
 
+/** Spends one of `key`'s `limit` tokens, then `decided`: at once with in-process buckets (the default). */
+const consume = <A, E>(
+  limits: RateLimitService,
+  key: string,
+  limit: number,
+  decided: (decision: Decision) => Effect.Effect<A, E>
+): Effect.Effect<A, E> =>
+  limits.inProcess !== undefined
+    ? decided(limits.inProcess.consume(key, limit, limits.settings.window))
+    : Effect.flatMap(limits.consume(key, limit, limits.settings.window), decided)
+
 /** In the bearer middleware, once the credential is known: spend one of its tokens. */
 export const limitCredential = (
   limits: RateLimitService,
@@ -61,16 +72,10 @@ export const limitCredential = (
 ): Effect.Effect<Principal, RateLimited> => {
   if (!limits.settings.enabled) return Effect.succeed(principal)
   if (state !== undefined) state.countedToCredential = true
-  const key = credentialKey(principal)
-  const decided = (decision: Decision): Effect.Effect<Principal, RateLimited> => {
+  return consume(limits, credentialKey(principal), limits.settings.perCredential, (decision) => {
     rateLimitHeaders(state, decision, !decision.allowed)
     return decision.allowed ? Effect.succeed(principal) : refusal(decision, limits.settings.window)
-  }
-  // In-process buckets (the default) answer at once.
-  if (limits.inProcess !== undefined) {
-    return decided(limits.inProcess.consume(key, limits.settings.perCredential, limits.settings.window))
-  }
-  return Effect.flatMap(limits.consume(key, limits.settings.perCredential, limits.settings.window), decided)
+  })
 }
 
 /**
@@ -102,20 +107,16 @@ export const limitUnauthenticated =
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | RateLimited, R> => {
     if (!limits.settings.enabled || !isV1(request.url)) return app
     /** Once the outcome is known: count it against the client IP, unless the credential's bucket took it. */
-    const count = <A, E2>(
-      outcome: Effect.Effect<A, E2>,
-      refusedAlready: boolean
-    ): Effect.Effect<A, E2 | RateLimited> => {
-      const decided = (decision: Decision): Effect.Effect<A, E2 | RateLimited> => {
-        rateLimitHeaders(state, decision, !decision.allowed || refusedAlready)
-        return decision.allowed ? outcome : refusal(decision, limits.settings.window)
-      }
-      const key = clientKey(request)
-      if (limits.inProcess !== undefined) {
-        return decided(limits.inProcess.consume(key, limits.settings.perClientIp, limits.settings.window))
-      }
-      return Effect.flatMap(limits.consume(key, limits.settings.perClientIp, limits.settings.window), decided)
-    }
+    const count = <A, E2>(outcome: Effect.Effect<A, E2>, refusedAlready: boolean): Effect.Effect<A, E2 | RateLimited> =>
+      consume(
+        limits,
+        clientKey(request),
+        limits.settings.perClientIp,
+        (decision): Effect.Effect<A, E2 | RateLimited> => {
+          rateLimitHeaders(state, decision, !decision.allowed || refusedAlready)
+          return decision.allowed ? outcome : refusal(decision, limits.settings.window)
+        }
+      )
     return Effect.matchCauseEffect(app, {
       onSuccess: (response) =>
         state.countedToCredential ? Effect.succeed(response) : count(Effect.succeed(response), false),

@@ -110,7 +110,7 @@ const decideInProcess = (
     retryAfter: seconds(retryAfterMillis)
   })
   if (tokens > limit) return exceeded(windowMillis)
-  const remaining = buckets.take(key, tokens, limit, refillMillis, false, now)
+  const remaining = buckets.take(key, tokens, limit, refillMillis, now)
   if (remaining < 0) return exceeded(refillMillis * -remaining)
   return {
     allowed: tokens === 1 || remaining >= 1,

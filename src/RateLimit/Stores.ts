@@ -24,16 +24,9 @@ const unused = Effect.dieMessage("fixed-window rate limiting is not used by this
 export interface MemoryBuckets {
   /**
    * Spends `tokens` (0 reads) of `key`'s bucket of `limit` that gets one back every `refillMs`; answers what is left,
-   * negative when there were not enough (then nothing is spent, unless `allowOverflow`).
+   * negative when there were not enough (then nothing is spent).
    */
-  readonly take: (
-    key: string,
-    tokens: number,
-    limit: number,
-    refillMs: number,
-    allowOverflow: boolean,
-    now: number
-  ) => number
+  readonly take: (key: string, tokens: number, limit: number, refillMs: number, now: number) => number
 }
 
 export const makeMemoryBuckets = (): MemoryBuckets => {
@@ -47,7 +40,7 @@ export const makeMemoryBuckets = (): MemoryBuckets => {
     }
   }
   return {
-    take: (key, tokens, limit, refillRateMs, allowOverflow, now) => {
+    take: (key, tokens, limit, refillRateMs, now) => {
       sweep(now)
       const refillMs = Math.max(1, refillRateMs)
       let bucket = buckets.get(key)
@@ -63,7 +56,7 @@ export const makeMemoryBuckets = (): MemoryBuckets => {
         }
       }
       const next = bucket.tokens - tokens
-      if (allowOverflow || next >= 0) bucket.tokens = next
+      if (next >= 0) bucket.tokens = next
       return next
     }
   }
