@@ -222,26 +222,31 @@ export const confirmAction = (message: string, confirmLabel: string): Promise<bo
 
 export const badge = (status: string): HTMLSpanElement => h("span", { class: `badge badge-${status}` }, status)
 
-const formatter = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" })
-const precise = new Intl.DateTimeFormat(undefined, {
-  year: "numeric",
-  month: "short",
-  day: "numeric",
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" })
+const timeFormat = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" })
+const preciseTimeFormat = new Intl.DateTimeFormat(undefined, {
   hour: "2-digit",
   minute: "2-digit",
   second: "2-digit",
   fractionalSecondDigits: 3
 })
 
-/** A timestamp in the reader's time zone (the exact ISO value in its `datetime` and tooltip). */
-export const when = (iso: string | null | undefined, options: { readonly milliseconds?: boolean } = {}): Child =>
-  iso === null || iso === undefined
-    ? h("span", { class: "muted" }, "—")
-    : h(
-        "time",
-        { datetime: iso, title: iso },
-        (options.milliseconds === true ? precise : formatter).format(new Date(iso))
-      )
+/**
+ * A timestamp in the reader's time zone (the exact ISO value in its `datetime` and tooltip). A narrow column may
+ * put the time under the date, but never breaks either of them.
+ */
+export const when = (iso: string | null | undefined, options: { readonly milliseconds?: boolean } = {}): Child => {
+  if (iso === null || iso === undefined) return h("span", { class: "muted" }, "—")
+  const date = new Date(iso)
+  const time = (options.milliseconds === true ? preciseTimeFormat : timeFormat).format(date)
+  return h(
+    "time",
+    { datetime: iso, title: iso },
+    h("span", { class: "nowrap" }, `${dateFormat.format(date)},`),
+    " ",
+    h("span", { class: "nowrap" }, time)
+  )
+}
 
 export interface Column<T> {
   readonly label: string
