@@ -158,7 +158,8 @@ export const teamPage = async (context: PageContext): Promise<void> => {
               "Change",
               async () => {
                 await api.put<Member>(`${path}/members/${encodeURIComponent(m.user_id)}`, { role: choice.value })
-                await members.load()
+                flashNext(`${m.name} is now ${choice.value === "member" ? "a member" : `an ${choice.value}`}.`)
+                context.refresh()
               },
               { ariaLabel: `Change the role of ${m.name}` }
             )

@@ -16,8 +16,12 @@ const sqlite = (filename: string) =>
   Layer.effectDiscard(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      // WAL is switched on by the client; these are ours to set.
+      // The busy timeout before anything else, WAL included (so the client's own switch to WAL is off): the
+      // first statement on a new connection reads the file, and a process opening it while another holds a lock
+      // (one recovering the WAL after the last connection closed, say) got "database is locked" at once. A CLI
+      // run among ten started together did, now and then.
       yield* sql.unsafe("PRAGMA busy_timeout = 5000")
+      yield* sql.unsafe("PRAGMA journal_mode = WAL")
       yield* sql.unsafe("PRAGMA synchronous = NORMAL")
       // Checkpoint every 10,000 WAL pages (40 MB) rather than 1,000: a checkpoint is the only fsync with
       // synchronous = NORMAL, and at every 1,000 pages it doubled the average commit under webhook fan-out.
@@ -28,7 +32,7 @@ const sqlite = (filename: string) =>
     Layer.provideMerge(
       Layer.suspend(() => {
         if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-        return SqliteClient.layer({ filename })
+        return SqliteClient.layer({ filename, disableWAL: true })
       })
     )
   )

@@ -96,12 +96,13 @@ describe("teams and deployments", () => {
     await page.goto(teamUrl)
     const member = page.locator("tbody tr", { hasText: bob.email }).first()
     await member.getByLabel(`Role of ${bob.name}`, { exact: true }).selectOption("member")
-    // Reload only once the change is answered: a reload sent first would race the PUT (it lost on PostgreSQL).
-    const changed = page.waitForResponse(
-      (response) => response.request().method() === "PUT" && response.url().includes(`/members/${bob.id}`)
-    )
+    // Reload only once the change is confirmed: a reload sent first would race the PUT (it lost on PostgreSQL).
     await member.getByRole("button", { name: `Change the role of ${bob.name}` }).click()
-    expect((await changed).status()).toBe(200)
+    await page
+      .getByRole("status")
+      .filter({ hasText: `${bob.name} is now a member.` })
+      .waitFor()
+    await session.shots("31-team-role-changed")
     await page.reload()
     await expect(
       page

@@ -288,7 +288,10 @@ describe("flags and exit codes", () => {
       cli("users", "create", "--email", "not-an-email", "--name", "X"),
       cli("users", "create", "--email", user.email, "--name", "Duplicate")
     ])
-    expect(runs.map((run) => run.code)).toEqual([2, 2, 2, 2, 2, 3, 3, 3, 4, 4])
+    // Each run's code with its stderr, so that a wrong code shows why in the failure.
+    expect(runs.map(({ code, stderr }) => ({ code, stderr }))).toMatchObject(
+      [2, 2, 2, 2, 2, 3, 3, 3, 4, 4].map((code) => ({ code }))
+    )
     for (const run of runs) {
       expect(run.stdout).toBe("")
       expect(run.stderr).toMatch(/^error: /)
