@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Predicate, Schema } from "effect"
 import { ApiKey, type ApiKeySort, ApiKeyStatus, KeyCredential, OwnedApiKey } from "../Domain/ApiKey.js"
-import { ApiKeyId, OrgId, UserId } from "../Domain/Ids.js"
+import { ApiKeyId, idPattern, UserId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Scope, scopeNames } from "../Domain/Scopes.js"
 import { counterSum, makeListPage } from "../Sql/Lists.js"
@@ -14,10 +14,13 @@ const KeyCredentialRow = Schema.Struct({ ...KeyCredential.fields, scopes: Scopes
 const OwnedApiKeyRow = Schema.Struct({ ...OwnedApiKey.fields, scopes: Scopes })
 
 const decodeCredentials = Schema.decodeUnknown(Schema.Array(KeyCredentialRow))
-const isApiKeyId = Schema.is(ApiKeyId)
-const isUserId = Schema.is(UserId)
-const isOrgId = Schema.is(OrgId)
-const isApiKeyStatus = Schema.is(ApiKeyStatus)
+// The ids' own patterns, tested directly: `Schema.is` runs the schema's parser, the cost this avoids.
+const API_KEY_ID = idPattern("apiKey")
+const USER_ID = idPattern("user")
+const ORG_ID = idPattern("org")
+const isId = (pattern: RegExp, value: unknown): value is string => typeof value === "string" && pattern.test(value)
+const statuses: ReadonlySet<string> = new Set(ApiKeyStatus.literals)
+const isApiKeyStatus = (value: unknown): value is ApiKeyStatus => typeof value === "string" && statuses.has(value)
 const knownScopes: ReadonlySet<string> = new Set(scopeNames)
 const isScope = (value: unknown): value is Scope => typeof value === "string" && knownScopes.has(value)
 
@@ -39,9 +42,9 @@ const credentialOf = (row: unknown): KeyCredential | undefined => {
   const { id, user_id, org_id, key_hash, scopes, status, last_used_at } = row
   const decodedScopes = scopesOf(scopes)
   if (
-    !isApiKeyId(id) ||
-    !isUserId(user_id) ||
-    !isOrgId(org_id) ||
+    !isId(API_KEY_ID, id) ||
+    !isId(USER_ID, user_id) ||
+    !isId(ORG_ID, org_id) ||
     typeof key_hash !== "string" ||
     decodedScopes === undefined ||
     !isApiKeyStatus(status) ||
@@ -49,7 +52,16 @@ const credentialOf = (row: unknown): KeyCredential | undefined => {
   ) {
     return undefined
   }
-  return { id, user_id, org_id, key_hash, scopes: decodedScopes, status, last_used_at }
+  // The pattern is the brand's only check, tested above.
+  return {
+    id: ApiKeyId.make(id, { disableValidation: true }),
+    user_id,
+    org_id,
+    key_hash,
+    scopes: decodedScopes,
+    status,
+    last_used_at
+  }
 }
 
 /**
