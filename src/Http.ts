@@ -23,9 +23,11 @@ import {
   HashMap,
   HashSet,
   Layer,
+  Logger,
   LogLevel,
   MetricLabel,
-  Option
+  Option,
+  Tracer
 } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
@@ -40,6 +42,7 @@ import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { CurrentRequest, makeRequestState, withStateHeaders } from "./Http/RequestState.js"
 import { routeOf, StrictRouting } from "./Http/Routes.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
+import { jsonLogger, writeJsonLine } from "./Observability/Logging.js"
 import { requestDuration, updateInPlace } from "./Observability/Metrics.js"
 import { TraceSampler } from "./Observability/Sampling.js"
 import { ProjectsHttp } from "./Projects/Http.js"
@@ -86,23 +89,37 @@ const ACCESS_MESSAGE: ReadonlyArray<string> = ["request"]
 /**
  * The access line, at info, given to the fiber's loggers as `Effect.logInfo` would with these fields added to the
  * fiber's annotations, but without writing them to the fiber: that write copies the fiber's refs and hashes both
- * annotation maps (every character of the path and request id) to compare them, on every request.
+ * annotation maps (every character of the path and request id) to compare them, on every request. The JSON
+ * logger (the default, and the only one unless logs are exported) takes the fields as they are; any other logger
+ * gets them in a new annotation map, built once; the tracer's logger, which only adds an event to the current
+ * span, is skipped when there is none (tracing off, or the request not sampled).
  */
 const accessLine = (fiber: Fiber.RuntimeFiber<unknown, unknown>, fields: Readonly<Record<string, unknown>>): void => {
   if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return
   const loggers = fiber.getFiberRef(FiberRef.currentLoggers)
   if (HashSet.size(loggers) === 0) return
-  const options = {
+  const record = {
     fiberId: fiber.id(),
     logLevel: LogLevel.Info,
     message: ACCESS_MESSAGE,
     cause: Cause.empty,
     context: fiber.getFiberRefs(),
     spans: fiber.getFiberRef(FiberRef.currentLogSpan),
-    annotations: annotate(fiber.getFiberRef(FiberRef.currentLogAnnotations), fields),
+    annotations: fiber.getFiberRef(FiberRef.currentLogAnnotations),
     date: new Date()
   }
-  for (const logger of loggers) logger.log(options)
+  let annotated: typeof record | undefined
+  for (const logger of loggers) {
+    if (logger === jsonLogger) {
+      writeJsonLine(record, fields)
+    } else if (
+      logger !== Logger.tracerLogger ||
+      Option.isSome(Context.getOption(fiber.currentContext, Tracer.ParentSpan))
+    ) {
+      annotated ??= { ...record, annotations: annotate(record.annotations, fields) }
+      logger.log(annotated)
+    }
+  }
 }
 
 /**

@@ -76,9 +76,12 @@ export type IdKind = keyof typeof prefixes
 export const makeId = <K extends IdKind>(kind: K): `${(typeof prefixes)[K]}_${string}` =>
   `${prefixes[kind]}_${encodeBase32(uuidv7Bytes())}`
 
+/** What an id of `kind` looks like (the schemas below check it; hot paths may test it directly). */
+export const idPattern = (kind: IdKind): RegExp => new RegExp(`^${prefixes[kind]}_[0-7][${ALPHABET}]{25}$`)
+
 const idSchema = <K extends IdKind>(kind: K) =>
   Schema.String.pipe(
-    Schema.pattern(new RegExp(`^${prefixes[kind]}_[0-7][${ALPHABET}]{25}$`)),
+    Schema.pattern(idPattern(kind)),
     Schema.annotations({
       title: `${kind} id`,
       description: `\`${prefixes[kind]}_\` followed by 26 Crockford base32 characters`,

@@ -2,7 +2,20 @@
  * Logs are JSON lines on stdout: `time`, `level`, `message`, and `request_id`, `trace_id`, `span_id` where they
  * exist, then any annotations. `LOG_LEVEL` sets the minimum level.
  */
-import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, Option, Tracer } from "effect"
+import {
+  Cause,
+  Context,
+  Effect,
+  FiberRef,
+  FiberRefs,
+  type HashMap,
+  Layer,
+  List,
+  Logger,
+  type LogLevel,
+  Option,
+  Tracer
+} from "effect"
 import { LogLevelConfig } from "../Config.js"
 
 const render = (value: unknown): unknown => {
@@ -10,7 +23,20 @@ const render = (value: unknown): unknown => {
   return value
 }
 
-export const jsonLogger = Logger.make(({ annotations, cause, context, date, logLevel, message }) => {
+interface LogRecord {
+  readonly annotations: HashMap.HashMap<string, unknown>
+  readonly cause: Cause.Cause<unknown>
+  readonly context: FiberRefs.FiberRefs
+  readonly date: Date
+  readonly logLevel: LogLevel.LogLevel
+  readonly message: unknown
+}
+
+/** The line for one record, with `fields` (if any) after the annotations, as if they were more of them. */
+const lineOf = (
+  { annotations, cause, context, date, logLevel, message }: LogRecord,
+  fields: Readonly<Record<string, unknown>> | undefined
+): string => {
   const line: Record<string, unknown> = {
     time: date.toISOString(),
     level: logLevel.label.toLowerCase()
@@ -27,7 +53,8 @@ export const jsonLogger = Logger.make(({ annotations, cause, context, date, logL
       line.detail = render(extra)
     }
   }
-  for (const [key, value] of HashMap.toEntries(annotations)) line[key] = render(value)
+  for (const [key, value] of annotations) line[key] = render(value)
+  if (fields !== undefined) for (const key in fields) line[key] = render(fields[key])
   const span = List.head(FiberRefs.getOrDefault(context, FiberRef.currentLogSpan))
   if (Option.isSome(span)) line.log_span = span.value.label
   const parent = Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), Tracer.ParentSpan)
@@ -37,8 +64,20 @@ export const jsonLogger = Logger.make(({ annotations, cause, context, date, logL
     line.span_id = parent.value.spanId
   }
   if (!Cause.isEmpty(cause)) line.cause = Cause.pretty(cause, { renderErrorCause: true })
-  process.stdout.write(`${JSON.stringify(line)}\n`)
+  return `${JSON.stringify(line)}\n`
+}
+
+export const jsonLogger = Logger.make((options) => {
+  process.stdout.write(lineOf(options, undefined))
 })
+
+/**
+ * What `jsonLogger` writes for `record` with `fields` added to its annotations, without building a new
+ * annotation map for them (the access line, once per request: src/Http.ts).
+ */
+export const writeJsonLine = (record: LogRecord, fields: Readonly<Record<string, unknown>>): void => {
+  process.stdout.write(lineOf(record, fields))
+}
 
 export const LoggingLive = Layer.unwrapEffect(
   Effect.map(Effect.orDie(LogLevelConfig), (level) =>

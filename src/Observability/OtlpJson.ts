@@ -2,7 +2,7 @@
  * OTLP/JSON for traces: our ended spans as the `ExportTraceServiceRequest` objects of the OTLP JSON encoding
  * (hex ids, nanosecond times as decimal strings), the shape @effect/opentelemetry's tracer sends.
  */
-import { OtlpResource } from "@effect/opentelemetry"
+import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { HttpBody } from "@effect/platform"
 import { type EndedSpan, outcomeOf, spanKind } from "./OtlpSpan.js"
 

@@ -5,7 +5,9 @@
  * Traces go through our tracer (`Tracer.ts`); metrics and logs through @effect/opentelemetry.
  */
 
-import { OtlpLogger, OtlpMetrics, OtlpSerialization } from "@effect/opentelemetry"
+import * as OtlpLogger from "@effect/opentelemetry/OtlpLogger"
+import * as OtlpMetrics from "@effect/opentelemetry/OtlpMetrics"
+import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import { FetchHttpClient } from "@effect/platform"
 import { Duration, Effect, Layer, Option } from "effect"
 import pkg from "../../package.json" with { type: "json" }

@@ -11,7 +11,7 @@
  * left is sent, within the shutdown timeout.
  */
 
-import { OtlpResource } from "@effect/opentelemetry"
+import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { type HttpBody, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, Fiber, Layer, Number as Num, Option, Schedule, Tracer } from "effect"
 import { JsonSpans } from "./OtlpJson.js"
