@@ -9,6 +9,7 @@ import { expect } from "bun:test"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
+import type { Fixtures } from "../support/fixtures.ts"
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 export const SHOTS = process.env.DASHBOARD_SHOTS ?? "/tmp/dashboard-shots"
@@ -150,23 +151,17 @@ export const expectNoProblems = (session: BrowserSession): void => {
   expect(problems(session)).toEqual([])
 }
 
-/** A user who can sign in with a password (the CLI is the operator's way to make one). */
+/**
+ * A user who can sign in with a password, made by the service's own `Users.create` (the code behind the
+ * operator's `cli users create --password`, which test/e2e/cli.test.ts runs as a process).
+ */
 export const userWithPassword = async (
-  server: { cli<T>(...args: Array<string>): Promise<T> },
+  server: { readonly fixtures: Pick<Fixtures, "account"> },
   name: string
 ): Promise<{ readonly id: string; readonly email: string; readonly password: string; readonly name: string }> => {
   const email = `${name.toLowerCase().replace(/[^a-z]+/g, ".")}.${Math.random().toString(36).slice(2, 8)}@example.com`
   const password = `pw-${Math.random().toString(36).slice(2)}-Secret!`
-  const user = await server.cli<{ id: string }>(
-    "users",
-    "create",
-    "--email",
-    email,
-    "--name",
-    name,
-    "--password",
-    password
-  )
+  const user = await server.fixtures.account({ email, name, password })
   return { id: user.id, email, password, name }
 }
 

@@ -36,18 +36,7 @@ beforeAll(async () => {
   receiver = startReceiver()
   server = await startServer({ env: ENV })
   ann = await userWithPassword(server, "Ann Hooks")
-  annKey = (
-    await server.cli<{ key: string }>(
-      "api-keys",
-      "create",
-      "--user",
-      ann.id,
-      "--name",
-      "test",
-      "--scopes",
-      "read,write"
-    )
-  ).key
+  annKey = (await server.fixtures.apiKey(ann.id, { name: "test", scopes: "read,write" })).key
   session = await openBrowser({ origin: server.url })
 }, 30_000)
 

@@ -1,14 +1,24 @@
-import { beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { type Fixtures, fixtures } from "../support/fixtures.ts"
 import { freshDatabaseUrl, runCli, startServer } from "../support/server.ts"
 
 /** One database shared by the tests below (migrated first); `migrate` gets its own. */
 let databaseUrl: string
+/**
+ * Users made in this process (the service's own `Users.create`, as `users create` runs it) for tests whose subject
+ * is another command: a CLI process costs about a second. `users create` itself is tested through the CLI below.
+ */
+let made: Fixtures
 
 beforeAll(async () => {
   databaseUrl = await freshDatabaseUrl()
   const migrated = await runCli(databaseUrl, ["migrate"])
   if (migrated.code !== 0) throw new Error(`migrate failed: ${migrated.stderr}`)
+  made = fixtures(databaseUrl)
 }, 60_000)
+afterAll(async () => {
+  await made?.dispose()
+})
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const uniqueEmail = (tag: string) => `${tag}.${Math.random().toString(36).slice(2, 10)}@example.com`
@@ -117,7 +127,7 @@ describe("users create", () => {
 
 describe("api-keys create", () => {
   test("prints the key record with the key; unknown scope or unknown user is refused", async () => {
-    const user = await ok("users", "create", "--email", uniqueEmail("keys"), "--name", "Keys")
+    const user = await made.account({ email: uniqueEmail("keys"), name: "Keys" })
     const key = await ok("api-keys", "create", "--user", user.id, "--name", "ci", "--scopes", "read,projects:write")
     expect(key).toMatchObject({
       name: "ci",
@@ -142,7 +152,7 @@ describe("api-keys create", () => {
   }, 60_000)
 
   test("--expires-at in the future is accepted; in the past refused", async () => {
-    const user = await ok("users", "create", "--email", uniqueEmail("exp"), "--name", "Exp")
+    const user = await made.account({ email: uniqueEmail("exp"), name: "Exp" })
     const [future, past] = await Promise.all([
       cli("api-keys", "create", "--user", user.id, "--name", "f", "--scopes", "read", "--expires-at", "2099-01-01"),
       cli(
@@ -169,8 +179,8 @@ describe("api-keys create", () => {
 describe("teams", () => {
   test("create and add-member print records; adding twice is a conflict", async () => {
     const [owner, member] = await Promise.all([
-      ok("users", "create", "--email", uniqueEmail("owner"), "--name", "Owner"),
-      ok("users", "create", "--email", uniqueEmail("member"), "--name", "Member")
+      made.account({ email: uniqueEmail("owner"), name: "Owner" }),
+      made.account({ email: uniqueEmail("member"), name: "Member" })
     ])
     const team = await ok("teams", "create", "--name", " Platform ", "--owner", owner.id)
     expect(Object.keys(team).sort()).toEqual(["created_at", "id", "name", "role", "updated_at"])
@@ -349,18 +359,18 @@ describe("users delete refuses while deleting would drop an event", () => {
     const server = await startServer({ databaseUrl })
     try {
       const [owner, other] = await Promise.all([
-        ok("users", "create", "--email", uniqueEmail("holder"), "--name", "Holder"),
-        ok("users", "create", "--email", uniqueEmail("coowner"), "--name", "Co-owner")
+        server.fixtures.account({ email: uniqueEmail("holder"), name: "Holder" }),
+        server.fixtures.account({ email: uniqueEmail("coowner"), name: "Co-owner" })
       ])
       const [key, otherKey] = await Promise.all([
-        ok("api-keys", "create", "--user", owner.id, "--name", "k", "--scopes", "read,write,team:manage"),
-        ok("api-keys", "create", "--user", other.id, "--name", "k", "--scopes", "read,write")
+        server.fixtures.apiKey(owner.id, { name: "k", scopes: "read,write,team:manage" }),
+        server.fixtures.apiKey(other.id, { name: "k", scopes: "read,write" })
       ])
       const created = await server.request("/v1/projects", { method: "POST", key: key.key, body: { name: "Kept" } })
       expect(created.status).toBe(201)
       const projectId = created.body.data.id
-      const team = await ok("teams", "create", "--name", "Held", "--owner", other.id)
-      await ok("teams", "add-member", "--team", team.id, "--user", owner.id, "--role", "member")
+      const team = await server.fixtures.team("Held", other.id)
+      await server.fixtures.addMember(team.id, owner.id, "member")
       // The user deploys a project of someone else's (a team project they may change).
       const shared = await server.request("/v1/projects", {
         method: "POST",
@@ -412,8 +422,8 @@ describe("users delete refuses while deleting would drop an event", () => {
 describe("api-keys list and revoke", () => {
   test("list never shows a key; --user filters; revoke is idempotent", async () => {
     const [ann, bob] = await Promise.all([
-      ok("users", "create", "--email", uniqueEmail("ann"), "--name", "Ann"),
-      ok("users", "create", "--email", uniqueEmail("bob"), "--name", "Bob")
+      made.account({ email: uniqueEmail("ann"), name: "Ann" }),
+      made.account({ email: uniqueEmail("bob"), name: "Bob" })
     ])
     const annKey = await ok("api-keys", "create", "--user", ann.id, "--name", "ann's", "--scopes", "read,write")
     await ok("api-keys", "create", "--user", bob.id, "--name", "bob's", "--scopes", "read")

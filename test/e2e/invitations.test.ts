@@ -349,7 +349,7 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
   test("someone who became a member meanwhile cannot accept (409); the invitation stays pending", async () => {
     const team = await makeTeam()
     const invitation = (await invite(olive, team.id, ivan.email)).body.data
-    await server.cli("teams", "add-member", "--team", team.id, "--user", ivan.id)
+    await server.fixtures.addMember(team.id, ivan.id)
     expectError(await accept(ivan, invitation.id), 409, "conflict", "already a member")
     expect((await teamInvitations(team.id, "?status=pending")).map((i) => i.id)).toEqual([invitation.id])
   }, 30_000)
@@ -358,20 +358,9 @@ describe("the invitee: GET /v1/invitations, accept, decline", () => {
     const team = await makeTeam()
     const email = `newcomer.${Date.now()}@example.com`
     const invitation = (await invite(olive, team.id, email)).body.data
-    const created = await server.cli<{ id: string }>("users", "create", "--email", email, "--name", "Newcomer")
-    const key = await server.cli<{ key: string }>(
-      "api-keys",
-      "create",
-      "--user",
-      created.id,
-      "--name",
-      "k",
-      "--scopes",
-      "read,write"
-    )
-    const newcomer: TestUser = { id: created.id, email, name: "Newcomer", key: key.key, keyId: "" }
+    const newcomer = await server.fixtures.user({ email, name: "Newcomer", scopes: "read,write" })
     expect((await myInvitations(newcomer)).map((i) => i.id)).toEqual([invitation.id])
-    expect((await accept(newcomer, invitation.id)).body.data).toMatchObject({ user_id: created.id, role: "member" })
+    expect((await accept(newcomer, invitation.id)).body.data).toMatchObject({ user_id: newcomer.id, role: "member" })
   }, 30_000)
 
   test("scopes: read to list; write or team:manage to answer", async () => {

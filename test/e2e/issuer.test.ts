@@ -18,7 +18,7 @@ afterAll(async () => {
 test("a JWT used through another host name: the 401 names both issuers and suggests BASE_URL", async () => {
   const password = "correct horse battery"
   const email = `issuer.${Date.now()}@example.com`
-  await server.cli("users", "create", "--email", email, "--name", "Issuer", "--password", password)
+  await server.fixtures.account({ email, name: "Issuer", password })
   const login = await server.request("/oauth/login", { method: "POST", body: { email, password } })
   expect(login.status).toBe(200)
   const jwt: string = login.body.access_token

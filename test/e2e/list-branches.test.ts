@@ -33,11 +33,11 @@ beforeAll(async () => {
   outsider = await server.user({ name: "Outsider" })
   const teams: Array<{ id: string }> = []
   for (const name of ["A", "B", "C"]) {
-    const team = await server.cli<{ id: string }>("teams", "create", "--name", name, "--owner", other.id)
-    await server.cli("teams", "add-member", "--team", team.id, "--user", me.id, "--role", "member")
+    const team = await server.fixtures.team(name, other.id)
+    await server.fixtures.addMember(team.id, me.id, "member")
     teams.push(team)
   }
-  const mineInTeam = await server.cli<{ id: string }>("teams", "create", "--name", "Mine", "--owner", me.id)
+  const mineInTeam = await server.fixtures.team("Mine", me.id)
   for (let i = 0; i < 7; i++) visible.push(await create(me, { name: `own ${(i * 5) % 7}` }))
   // Mine and shared with my own team: must appear once.
   for (let i = 0; i < 3; i++)
@@ -108,8 +108,8 @@ describe("GET /v1/projects for a member of many teams (one IN branch past 16 tea
     const expectedIds: Array<P> = []
     const teamIds = await Promise.all(
       Array.from({ length: 18 }, async (_, i) => {
-        const team = await server.cli<{ id: string }>("teams", "create", "--name", `Many ${i}`, "--owner", other.id)
-        await server.cli("teams", "add-member", "--team", team.id, "--user", many.id, "--role", "member")
+        const team = await server.fixtures.team(`Many ${i}`, other.id)
+        await server.fixtures.addMember(team.id, many.id, "member")
         return team.id
       })
     )

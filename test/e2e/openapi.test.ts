@@ -134,26 +134,12 @@ describe("a generated typed client", () => {
       })
 
       const password = "correct horse battery"
-      const owner = await server.cli<{ id: string; email: string }>(
-        "users",
-        "create",
-        "--email",
-        `typed.${Date.now()}@example.com`,
-        "--name",
-        "Typed",
-        "--password",
-        password
-      )
-      const { key } = await server.cli<{ key: string }>(
-        "api-keys",
-        "create",
-        "--user",
-        owner.id,
-        "--name",
-        "typed",
-        "--scopes",
-        "read,write"
-      )
+      const owner = await server.fixtures.user({
+        email: `typed.${Date.now()}@example.com`,
+        name: "Typed",
+        password,
+        scopes: "read,write"
+      })
 
       writeFileSync(
         join(dir, "client.ts"),
@@ -225,7 +211,7 @@ export async function run(baseUrl: string, key: string, email: string, password:
       }).toEqual({ code: 0, output: "" })
 
       const client = await import(join(dir, "client.ts"))
-      const result = await client.run(server.url, key, owner.email, password)
+      const result = await client.run(server.url, owner.key, owner.email, password)
       expect(result).toEqual({
         id: expect.stringMatching(/^proj_/),
         total: 1,

@@ -26,11 +26,11 @@ beforeAll(async () => {
     server.user({ name: "Carol" })
   ])
   ;[annsTeam, bobsTeam, sharedTeam] = await Promise.all([
-    server.cli<TeamRecord>("teams", "create", "--name", "Ann's team", "--owner", ann.id),
-    server.cli<TeamRecord>("teams", "create", "--name", "Bob's team", "--owner", bob.id),
-    server.cli<TeamRecord>("teams", "create", "--name", "Shared team", "--owner", bob.id)
+    server.fixtures.team("Ann's team", ann.id),
+    server.fixtures.team("Bob's team", bob.id),
+    server.fixtures.team("Shared team", bob.id)
   ])
-  await server.cli("teams", "add-member", "--team", sharedTeam.id, "--user", ann.id)
+  await server.fixtures.addMember(sharedTeam.id, ann.id)
 }, 20_000)
 afterAll(async () => {
   await server?.stop()
@@ -130,7 +130,7 @@ describe("GET /v1/teams", () => {
     expect(anns.body.data.map((t: TeamRecord) => t.id).sort()).toEqual([annsTeam.id, sharedTeam.id].sort())
     expect(anns.body.meta).toMatchObject({ total: 2, page: 1, per_page: 20 })
     const shared = anns.body.data.find((t: TeamRecord) => t.id === sharedTeam.id)
-    // The team record as the caller sees it: their own role in it (the CLI printed the owner's).
+    // The team record as the caller sees it: their own role in it (Teams.create answered the owner's).
     expect(shared).toEqual({ ...sharedTeam, role: "member" })
     expect(Object.keys(shared).sort()).toEqual(["created_at", "id", "name", "role", "updated_at"])
     expect(anns.body.data.find((t: TeamRecord) => t.id === annsTeam.id)).toEqual(annsTeam)

@@ -617,10 +617,10 @@ describe("delivery", () => {
 
   test("a team project's events go to its owner and the team's owners and admins, not to plain members", async () => {
     const [erin, frank] = await Promise.all([server.user({ name: "Erin" }), server.user({ name: "Frank" })])
-    const team = await server.cli<{ id: string }>("teams", "create", "--name", "Webhook team", "--owner", ann.id)
-    await server.cli("teams", "add-member", "--team", team.id, "--user", bob.id, "--role", "member")
-    await server.cli("teams", "add-member", "--team", team.id, "--user", erin.id, "--role", "admin")
-    await server.cli("teams", "add-member", "--team", team.id, "--user", frank.id, "--role", "member")
+    const team = await server.fixtures.team("Webhook team", ann.id)
+    await server.fixtures.addMember(team.id, bob.id, "member")
+    await server.fixtures.addMember(team.id, erin.id, "admin")
+    await server.fixtures.addMember(team.id, frank.id, "member")
     const hooks = {
       ann: await hook(ann, { events: ["project.created"] }), // team owner
       bob: await hook(bob, { events: ["project.created"] }), // project owner (a plain member)

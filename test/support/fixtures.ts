@@ -51,6 +51,9 @@ export interface Team {
   readonly id: string
   readonly name: string
   readonly created_at: string
+  readonly updated_at: string
+  /** The owner's: `owner`. */
+  readonly role: string
 }
 
 export interface Fixtures {
