@@ -300,6 +300,8 @@ export const TelemetryConfig = Config.all({
     )
   ),
   metrics: exporterSetting("OTEL_METRICS_EXPORTER"),
+  /** The standard metric reader interval (milliseconds): how often the metrics are exported. */
+  metricExportInterval: positiveInteger("OTEL_METRIC_EXPORT_INTERVAL", 10_000),
   logs: exporterSetting("OTEL_LOGS_EXPORTER"),
   resourceAttributes: keyValueList("OTEL_RESOURCE_ATTRIBUTES"),
   /** Headers sent with every export (a collector's API key, say); never logged. */

@@ -46,7 +46,7 @@ export const TelemetryLive = Layer.unwrapEffect(
                 url: `${base}/v1/metrics`,
                 resource,
                 headers,
-                exportInterval: "10 seconds",
+                exportInterval: Duration.millis(config.metricExportInterval),
                 shutdownTimeout
               })
             : Layer.empty,

@@ -137,7 +137,8 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   OTEL_BSP_SCHEDULE_DELAY: ["1000", "5000"],
   OTEL_BSP_MAX_EXPORT_BATCH_SIZE: ["4096", "512"],
   OTEL_BSP_MAX_QUEUE_SIZE: ["32768", "2048"],
-  OTEL_BSP_EXPORT_TIMEOUT: ["30000", "10000"]
+  OTEL_BSP_EXPORT_TIMEOUT: ["30000", "10000"],
+  OTEL_METRIC_EXPORT_INTERVAL: ["10000", "60000"]
 }
 
 describe("the README's configuration table", () => {

@@ -10,6 +10,7 @@ test.each([
   [{ OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0" }, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must be at least 1"],
   [{ OTEL_BSP_SCHEDULE_DELAY: "0" }, "OTEL_BSP_SCHEDULE_DELAY must be an integer of at least 1"],
   [{ OTEL_BSP_EXPORT_TIMEOUT: "soon" }, "OTEL_BSP_EXPORT_TIMEOUT"],
+  [{ OTEL_METRIC_EXPORT_INTERVAL: "0" }, "OTEL_METRIC_EXPORT_INTERVAL must be an integer of at least 1"],
   [{ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }, "OTEL_EXPORTER_OTLP_PROTOCOL"],
   [{ OTEL_TRACES_SAMPLER_ARG: "2" }, "OTEL_TRACES_SAMPLER_ARG must be from 0 to 1"],
   [{ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" }, "OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL"],

@@ -87,8 +87,10 @@ beforeAll(async () => {
       OTEL_SERVICE_NAME: "pcs-under-test",
       OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=test,team=platform",
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
-      // Spans are sent 100 ms after they end rather than 1 s: the tests wait for them.
-      OTEL_BSP_SCHEDULE_DELAY: "100"
+      // Spans are sent 100 ms after they end rather than 1 s, metrics every 500 ms rather than 10 s: the tests
+      // wait for them.
+      OTEL_BSP_SCHEDULE_DELAY: "100",
+      OTEL_METRIC_EXPORT_INTERVAL: "500"
     }
   })
   ann = await server.user({ name: "Ann" })
