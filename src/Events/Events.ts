@@ -4,6 +4,8 @@
  * claimed as they are written and handed to the delivery worker's inbox once the transaction has committed, so
  * their first attempt starts at once, without a claim query; the rest are written unclaimed and the worker is
  * woken to claim them when it has room. A transaction that fails hands nothing over and gives its room back.
+ * `write` is the same for a change that is one statement (a create): on PostgreSQL the change, the subscriptions
+ * read, the event and its deliveries are then one statement. The statements are fixed text (src/Sql/Direct.ts).
  */
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
