@@ -262,59 +262,63 @@ export class Events extends Effect.Service<Events>()("Events", {
     const write = (change: Change, type: EventType, recipients: ReadonlyArray<string>, data: unknown) => {
       if (!pg) return transaction(Effect.zipRight(direct.change(change), emit(type, recipients, data)))
       return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
-        Effect.flatMap(makeEvent(type, data), ({ event, now, payload, traceContext }) => {
-          const key = recipients.join(" ")
-          // Inside another transaction its commit is not this statement's: claim nothing, as `transaction` does.
-          const claiming = Option.isSome(outer) ? 0 : inbox.reserve(lastCount.get(key) ?? 0)
-          const claimToken = crypto.randomUUID()
-          const claimedUntil = new Date(Date.parse(now) + inbox.lease()).toISOString()
-          const eventId = EventId.make(event.id, true)
-          const params: ReadonlyArray<Param> = [
-            ...change.params,
-            type,
-            ...recipients,
-            eventId,
-            payload,
-            traceContext,
-            now,
-            event.id.slice(4, 20),
-            claiming,
-            claimedUntil,
-            claimToken
-          ]
-          const text = writeText(change.text(1), change.params.length, recipients.length)
-          return direct.run(text, params).pipe(
-            Effect.map(decodeWritten),
-            Effect.onError(() => inbox.release(claiming)),
-            Effect.flatMap((written) => {
-              if (lastCount.size >= GUESSES) lastCount.clear()
-              lastCount.set(key, written.length)
-              const handed: Array<ClaimedDelivery> = []
-              for (const row of written) {
-                if (row.claim_token === null) continue
-                handed.push({
-                  id: row.id,
-                  webhook_id: row.webhook_id,
-                  event_id: eventId,
-                  event_type: type,
-                  attempt_count: 0,
-                  manual: 0,
-                  next_attempt_at: now,
-                  url: row.url,
-                  secret: row.secret,
-                  webhook_status: row.status,
-                  payload,
-                  trace_context: traceContext,
-                  claim_token: row.claim_token
-                })
-              }
-              return Effect.zipRight(
-                Effect.zipRight(inbox.hand(handed), inbox.release(claiming - handed.length)),
-                handed.length < written.length ? Effect.as(inbox.ring, event) : Effect.succeed(event)
-              )
-            })
-          )
-        })
+        // The room reserved, the statement and the hand-over as one step: interrupted in between (a client gone
+        // mid-request), the room would be lost, or the deliveries claimed held by no one until their lease lapsed.
+        Effect.uninterruptible(
+          Effect.flatMap(makeEvent(type, data), ({ event, now, payload, traceContext }) => {
+            const key = recipients.join(" ")
+            // Inside another transaction its commit is not this statement's: claim nothing, as `transaction` does.
+            const claiming = Option.isSome(outer) ? 0 : inbox.reserve(lastCount.get(key) ?? 0)
+            const claimToken = crypto.randomUUID()
+            const claimedUntil = new Date(Date.parse(now) + inbox.lease()).toISOString()
+            const eventId = EventId.make(event.id, true)
+            const params: ReadonlyArray<Param> = [
+              ...change.params,
+              type,
+              ...recipients,
+              eventId,
+              payload,
+              traceContext,
+              now,
+              event.id.slice(4, 20),
+              claiming,
+              claimedUntil,
+              claimToken
+            ]
+            const text = writeText(change.text(1), change.params.length, recipients.length)
+            return direct.run(text, params).pipe(
+              Effect.map(decodeWritten),
+              Effect.onError(() => inbox.release(claiming)),
+              Effect.flatMap((written) => {
+                if (lastCount.size >= GUESSES) lastCount.clear()
+                lastCount.set(key, written.length)
+                const handed: Array<ClaimedDelivery> = []
+                for (const row of written) {
+                  if (row.claim_token === null) continue
+                  handed.push({
+                    id: row.id,
+                    webhook_id: row.webhook_id,
+                    event_id: eventId,
+                    event_type: type,
+                    attempt_count: 0,
+                    manual: 0,
+                    next_attempt_at: now,
+                    url: row.url,
+                    secret: row.secret,
+                    webhook_status: row.status,
+                    payload,
+                    trace_context: traceContext,
+                    claim_token: row.claim_token
+                  })
+                }
+                return Effect.zipRight(
+                  Effect.zipRight(inbox.hand(handed), inbox.release(claiming - handed.length)),
+                  handed.length < written.length ? Effect.as(inbox.ring, event) : Effect.succeed(event)
+                )
+              })
+            )
+          })
+        )
       )
     }
 
