@@ -5,6 +5,7 @@
  * nobody else's private project, and the true total.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { listOrder } from "../support/helpers.ts"
 import { type Server, startServer, type TestUser } from "../support/server.ts"
 
 let server: Server
@@ -67,10 +68,7 @@ afterAll(async () => {
 const expected = (sort: "created_at" | "updated_at" | "name", order: "asc" | "desc", keep: (p: P) => boolean) =>
   visible
     .filter(keep)
-    .sort((a, b) => {
-      const by = a[sort] < b[sort] ? -1 : a[sort] > b[sort] ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
-      return order === "asc" ? by : -by
-    })
+    .sort(listOrder(sort, order))
     .map((p) => p.id)
 
 describe("GET /v1/projects merged from branches", () => {
@@ -117,9 +115,7 @@ describe("GET /v1/projects for a member of many teams (one IN branch past 16 tea
       expectedIds.push(await create(other, { name: `many ${i % 5}`, visibility: "team", team_id: teamId }))
     }
     for (let i = 0; i < 3; i++) expectedIds.push(await create(many, { name: `mine ${i}` }))
-    const want = expectedIds
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : 1))
-      .map((p) => p.id)
+    const want = expectedIds.sort(listOrder("name")).map((p) => p.id)
     const got: Array<string> = []
     for (let page = 1; page <= 3; page++) {
       const res = await server.request(`/v1/projects?sort=name&order=asc&per_page=8&page=${page}`, { key: many.key })

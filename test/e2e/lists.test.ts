@@ -4,6 +4,7 @@
  * is fresh so totals are exact.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { listOrder } from "../support/helpers.ts"
 import { type Response, type Server, startServer, type TestUser } from "../support/server.js"
 
 interface Item {
@@ -93,14 +94,8 @@ const walk = async (user: TestUser, path: string, params: Record<string, string 
   return { items, pages, total }
 }
 
-/** Compares by a sort key, then by id — the order the service promises. */
-const compareBy =
-  (key: string) =>
-  (a: any, b: any): number =>
-    a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
-
 const expectSorted = (items: ReadonlyArray<any>, key: string, order: "asc" | "desc") => {
-  const compare = compareBy(key)
+  const compare = listOrder<any>(key)
   for (let i = 1; i < items.length; i++) {
     const c = compare(items[i - 1], items[i])
     if (order === "asc" ? c >= 0 : c <= 0) {
@@ -189,7 +184,7 @@ beforeAll(async () => {
     )
   )
   // Touch the two oldest so that updated_at order differs from created_at order.
-  const oldest = [...pagerProjects].sort(compareBy("created_at")).slice(0, 2)
+  const oldest = [...pagerProjects].sort(listOrder("created_at")).slice(0, 2)
   for (const project of oldest) {
     await Bun.sleep(2)
     const res = await server.request(`/v1/projects/${project.id}`, {
@@ -492,7 +487,7 @@ describe("search", () => {
 })
 
 describe("created_after / created_before", () => {
-  const all = () => [...pagerProjects].sort(compareBy("created_at"))
+  const all = () => [...pagerProjects].sort(listOrder("created_at"))
   const sortedIds = (res: Response) => ids(res).sort()
   const expected = (predicate: (p: Item) => boolean) =>
     all()

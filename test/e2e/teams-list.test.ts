@@ -12,6 +12,7 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { SqlClientLive } from "../../src/Sql/Client.ts"
 import { callOn, joinTeam, serverWithUsers } from "../support/api.ts"
 import { withDatabaseUrl } from "../support/fixtures.ts"
+import { listOrder } from "../support/helpers.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
 interface Team {
@@ -65,11 +66,7 @@ const expected = (
   sort: "created_at" | "updated_at" | "name",
   order: "asc" | "desc",
   keep: (team: Team) => boolean = () => true
-) => {
-  const sign = order === "asc" ? 1 : -1
-  const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
-  return teams.filter(keep).sort((a, b) => sign * (compare(a[sort], b[sort]) || compare(a.id, b.id)))
-}
+) => teams.filter(keep).sort(listOrder(sort, order))
 
 /** `user`'s teams as each one reads alone (`GET /v1/teams/:team_id`), given the ids they should be in. */
 const recordsOf = (user: TestUser, ids: ReadonlyArray<string>) =>

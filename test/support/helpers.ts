@@ -1,6 +1,6 @@
 /**
  * Small helpers every test file may need, in one place: waiting for a condition, a free loopback port, stopping a
- * server process without ever leaking it, and the server's JSON log lines.
+ * server process without ever leaking it, the server's JSON log lines, and the order every list promises.
  */
 import type { Server } from "./server.ts"
 
@@ -70,3 +70,14 @@ export const parsedLogs = (server: Pick<Server, "logs">): Array<Record<string, u
 
 /** An ISO 8601 UTC timestamp with milliseconds, as the service writes them. */
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+/**
+ * The order every list promises: by `key`, then by id, ascending (for `desc`, both reversed). For `Array.sort`
+ * on the records a test expects, to compare with what the service answers.
+ */
+export const listOrder =
+  <T extends { readonly id: string }>(key: keyof T, order: "asc" | "desc" = "asc") =>
+  (a: T, b: T): number => {
+    const by = a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+    return order === "asc" ? by : -by
+  }
