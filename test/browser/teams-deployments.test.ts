@@ -102,6 +102,8 @@ describe("teams and deployments", () => {
       .getByRole("status")
       .filter({ hasText: `${bob.name} is now a member.` })
       .waitFor()
+    // The redrawn page's invitations load after its members: the shot waits for them.
+    await page.locator("tbody tr", { hasText: "carol@example.com" }).waitFor()
     await session.shots("31-team-role-changed")
     await page.reload()
     await expect(
