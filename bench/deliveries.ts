@@ -1,7 +1,9 @@
 /**
  * Delivery benchmark: a loopback receiver (this process, core 1) and the server (core 0).
  *  1. Throughput: N projects fanned out to H webhooks each, all deliveries counted at the receiver.
- *  2. First-attempt lag at a fixed event rate: receive time minus the event's created_at, p50/p99.
+ *  2. First-attempt lag at a fixed event rate: receive time minus the event's created_at, p50/p99. It starts once
+ *     the server is idle (the throughput phase's last outcomes written), as 3. does. BENCH_LAG_FILE=<path> writes
+ *     each receipt's time and lag there, and this process's own stalls, to see when the tail happens.
  *  3. Retry timing: a receiver that fails each delivery's first attempt; attempt 2 is due 1 s after attempt 1
  *     (WEBHOOK_RETRY_DELAYS=1s,…): how far from 1 s the gap between the two receipts is.
  * Before 1., `--warmup` events (200 by default, fanned out like 1.) are created and delivered unmeasured, so the
@@ -26,6 +28,9 @@ const PORT = 3931
 // The service to measure: this checkout, or another one (BENCH_SERVER_DIR, e.g. a checkout of an earlier commit).
 const ROOT = process.env.BENCH_SERVER_DIR ?? join(import.meta.dir, "..")
 
+// This process (client and receiver) on core 1, every thread of it, so it never takes the server's core.
+Bun.spawnSync(["taskset", "-a", "-cp", "1", String(process.pid)], { stdout: "ignore" })
+
 const DATABASE_URL = await freshDatabaseUrl()
 const env = { ...process.env, DATABASE_URL, LOG_LEVEL: "warn" }
 const cli = async (...args: Array<string>) => {
@@ -36,6 +41,17 @@ const cli = async (...args: Array<string>) => {
 let received = 0
 const lags: Array<number> = []
 let measuringLag = false
+// BENCH_LAG_FILE=<path>: each lag-phase receipt as "<receive time, ms since epoch> <lag ms>", to see when the tail happens.
+const lagLog: Array<string> | undefined = process.env.BENCH_LAG_FILE ? [] : undefined
+// With it, this process's own event-loop stalls over 8 ms too ("stall <time> <ms>"): a stalled receiver adds to the lag.
+if (lagLog) {
+  let last = performance.now()
+  setInterval(() => {
+    const now = performance.now()
+    if (now - last > 8 && measuringLag) lagLog.push(`stall ${Date.now()} ${Math.round(now - last)}`)
+    last = now
+  }, 2).unref()
+}
 // Retry timing: when each delivery's first attempt was refused, and the gap to its second.
 const firstAttempt = new Map<string, number>()
 const retryGaps: Array<number> = []
@@ -55,7 +71,11 @@ const receiver = Bun.serve({
       return new Response(null, { status: 204 })
     }
     received++
-    if (measuringLag) lags.push(Date.now() - Date.parse(JSON.parse(body).created_at))
+    if (measuringLag) {
+      const now = Date.now()
+      lags.push(now - Date.parse(JSON.parse(body).created_at))
+      if (lagLog) lagLog.push(`${now} ${lags[lags.length - 1]}`)
+    }
     return new Response(null, { status: 204 })
   }
 })
@@ -160,7 +180,21 @@ console.log(
     `${complete ? "" : " — INCOMPLETE"}; server CPU ${cpuUsed.toFixed(2)} s of ${elapsed.toFixed(2)} s`
 )
 
+/**
+ * Waits until the server is idle (under 10 % of a core over 200 ms, at most 10 s), so a phase starts on a quiet
+ * server: the throughput phase ends when the last delivery arrives, but its last outcomes are still being written.
+ */
+const settle = async () => {
+  const until = Date.now() + 10_000
+  for (;;) {
+    const before = await serverCpu()
+    await Bun.sleep(200)
+    if ((await serverCpu()) - before < 0.02 || Date.now() > until) return
+  }
+}
+
 // 2. First-attempt lag at a fixed rate, one webhook per event.
+await settle()
 received = 0
 measuringLag = true
 const lagHooks = 1
@@ -179,6 +213,7 @@ await Promise.all(inflight)
 await waitFor(total * lagHooks, 60_000)
 const lagCpu = (await serverCpu()) - lagCpuBefore
 const lagWall = (performance.now() - t0) / 1000
+if (lagLog && process.env.BENCH_LAG_FILE) await Bun.write(process.env.BENCH_LAG_FILE, `${lagLog.join("\n")}\n`)
 lags.sort((a, b) => a - b)
 const pct = (p: number) => lags[Math.min(lags.length - 1, Math.floor((p / 100) * lags.length))]
 console.log(
@@ -188,6 +223,7 @@ console.log(
 )
 
 // 3. Retries when due: 200 events at 50/s, each failing once, retried 1 s later.
+await settle()
 const RETRIES = 200
 for (let i = 0; i < RETRIES; i++) {
   const due = performance.now() + 20
