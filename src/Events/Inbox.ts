@@ -50,9 +50,13 @@ export class DeliveryInbox extends Effect.Service<DeliveryInbox>()("DeliveryInbo
       return granted
     }
 
-    /** Reserves all the room left, for the worker's claim; with none left it asks to be woken when room opens. */
+    /**
+     * Reserves all the room left, for the worker's claim, once at least half the inbox is free; before that (or with
+     * none) it answers 0 and asks to be woken when half is. So the table is claimed from in batches, not a few rows
+     * each time some attempts end: every claim is a statement, a read-back and a commit.
+     */
     const reserveAll = (): number => {
-      const granted = Math.max(0, capacity - backlog)
+      const granted = backlog > lowWater ? 0 : Math.max(0, capacity - backlog)
       backlog += granted
       if (granted === 0) wanted = true
       return granted
@@ -70,11 +74,11 @@ export class DeliveryInbox extends Effect.Service<DeliveryInbox>()("DeliveryInbo
 
     return {
       /** The worker opens the inbox when it starts and closes it when it stops. */
-      open: (size: number, inFlight: number, lease: Duration.Duration) =>
+      open: (size: number, lease: Duration.Duration) =>
         Effect.sync(() => {
           capacity = size
           leaseMs = Duration.toMillis(lease)
-          lowWater = Math.max(0, size - inFlight)
+          lowWater = Math.floor(size / 2)
         }),
       close: Effect.sync(() => {
         capacity = 0

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Fiber, Layer, Schema } from "effect"
+import { Duration, Effect, Fiber, Layer, Option, Schema } from "effect"
 import { makeId } from "../../src/Domain/Ids.ts"
 import { ClaimedDelivery } from "../../src/Domain/Webhook.ts"
 import { Events } from "../../src/Events/Events.ts"
@@ -55,8 +55,8 @@ beforeAll(async () => {
         )}`
     )
   )
-  // Room for three: one attempt in flight, a lease of a minute.
-  await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(3, 1, Duration.minutes(1))))
+  // Room for three, a lease of a minute.
+  await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(3, Duration.minutes(1))))
 })
 afterAll(() => harness.dispose())
 
@@ -111,17 +111,40 @@ describe("the outbox and the inbox", () => {
     const room = await run(
       Effect.flatMap(DeliveryInbox, (inbox) =>
         Effect.gen(function* () {
-          const releaseOne = inbox.release(1)
+          const releaseTwo = inbox.release(2)
           const before = yield* Effect.tap(inbox.reserveAll, (granted) => inbox.release(granted))
-          yield* releaseOne
+          yield* releaseTwo
           const after = yield* Effect.tap(inbox.reserveAll, (granted) => inbox.release(granted))
           return { before, after }
         })
       )
     )
-    expect(room).toEqual({ before: 0, after: 1 })
+    expect(room).toEqual({ before: 0, after: 2 })
     // Full again, as the test above left it.
-    await run(Effect.flatMap(DeliveryInbox, (inbox) => Effect.sync(() => inbox.reserve(1))))
+    await run(Effect.flatMap(DeliveryInbox, (inbox) => Effect.sync(() => inbox.reserve(2))))
+  })
+
+  test("the worker's claim waits until half the room is free, and is woken then (each claim is a statement and a commit)", async () => {
+    const seen = await run(
+      Effect.flatMap(DeliveryInbox, (inbox) =>
+        Effect.gen(function* () {
+          // Any ring left by the tests above.
+          yield* Effect.timeoutOption(inbox.wait, Duration.millis(5))
+          const full = yield* inbox.reserveAll
+          // One attempt of three ends: two rooms of three are still taken, over half.
+          yield* inbox.release(1)
+          const rungAfterOne = Option.isSome(yield* Effect.timeoutOption(inbox.wait, Duration.millis(5)))
+          const afterOne = yield* inbox.reserveAll
+          // A second ends: half is free; the claimer is woken and takes all the room.
+          yield* inbox.release(1)
+          const rungAfterTwo = Option.isSome(yield* Effect.timeoutOption(inbox.wait, Duration.millis(5)))
+          const afterTwo = yield* inbox.reserveAll
+          return { full, rungAfterOne, afterOne, rungAfterTwo, afterTwo }
+        })
+      )
+    )
+    // The last claim took the room: full again, as the first tests left it.
+    expect(seen).toEqual({ full: 0, rungAfterOne: false, afterOne: 0, rungAfterTwo: true, afterTwo: 2 })
   })
 })
 

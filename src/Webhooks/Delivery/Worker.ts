@@ -4,9 +4,11 @@
  * - `WEBHOOK_CONCURRENCY` runners attempt what the inbox (src/Events/Inbox.ts) holds, one delivery at a time each.
  *   New deliveries arrive there straight from the committing transaction, already claimed; the claimer fills the
  *   rest of the inbox's room from the table (due retries, deliveries of other processes or left unclaimed for want
- *   of room, leases that lapsed), claiming with a lease of `WEBHOOK_CLAIM_TIMEOUT` as many as there is room for.
+ *   of room, leases that lapsed), claiming with a lease of `WEBHOOK_CLAIM_TIMEOUT` as many as there is room for,
+ *   once at least half the inbox is free (a claim in batches, not a few rows each time some attempts end).
  *   With nothing more due it sleeps until the earliest pending delivery falls due (at most `WEBHOOK_POLL_INTERVAL`),
- *   or until it is woken: a commit left deliveries unclaimed, room opened after it ran out, a retry was recorded.
+ *   or until it is woken: a commit left deliveries unclaimed, half the room opened after it was short, a retry was
+ *   recorded.
  *   Claiming and sleeping make no spans, so an idle server traces nothing; with tracing on, each attempt is a span.
  * - The recorder writes outcomes in batches, with the next attempt time computed by stepping the retry `Schedule`.
  *
@@ -311,7 +313,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
 
     /**
      * One pass: take all the room the inbox has, claim that many due deliveries and hand them over; sleep if fewer
-     * were due. With no room, wait until the runners have made some.
+     * were due. With less than half the room free, wait until the runners have made that much.
      */
     const pass = Effect.gen(function* () {
       const room = yield* inbox.reserveAll
@@ -331,7 +333,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
       if (claimed.length < room) yield* sleepUntilDue(claimedAt)
     })
 
-    yield* inbox.open(capacityFor(config), config.concurrency, config.claimTimeout)
+    yield* inbox.open(capacityFor(config), config.claimTimeout)
     const runners = yield* Effect.forEach(Array.from({ length: config.concurrency }), () => Effect.forkScoped(runner), {
       concurrency: "unbounded"
     })
