@@ -11,7 +11,7 @@
  *   the `HttpApi`, because they answer in RFC 6749 forms, not in the `/v1` envelope. The browser-only form posts
  *   behind the sign-in and consent pages are left out.
  */
-import { OpenApi } from "@effect/platform"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Context, Option } from "effect"
 import { Api } from "../Api.js"
 import { RequiredScopes } from "../Contract/Security.js"

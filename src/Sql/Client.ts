@@ -7,7 +7,7 @@
 
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import { type DatabaseConfig, DatabaseUrl } from "../Config.js"
 import { runMigrations } from "./Migrations.js"
@@ -32,8 +32,8 @@ const sqlite = (filename: string) =>
     Layer.provideMerge(
       Layer.unwrapEffect(
         Effect.map(
-          Effect.promise(() => import("@effect/sql-sqlite-bun")),
-          ({ SqliteClient }) => {
+          Effect.promise(() => import("@effect/sql-sqlite-bun/SqliteClient")),
+          (SqliteClient) => {
             if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
             return SqliteClient.layer({ filename, disableWAL: true })
           }
@@ -45,8 +45,8 @@ const sqlite = (filename: string) =>
 const pg = (url: DatabaseConfig & { _tag: "pg" }) =>
   Layer.unwrapEffect(
     Effect.map(
-      Effect.promise(() => import("@effect/sql-pg")),
-      ({ PgClient }) =>
+      Effect.promise(() => import("@effect/sql-pg/PgClient")),
+      (PgClient) =>
         PgClient.layer({
           url: url.url,
           maxConnections: 20,
