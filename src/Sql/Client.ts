@@ -1,8 +1,8 @@
 /**
  * The one place the database engine is chosen: `DATABASE_URL` unset or `sqlite:…` → embedded SQLite,
  * `postgres://…` → PostgreSQL. Migrations run when the layer is built. Only the chosen engine's driver is loaded
- * (`import()` when the layer is built): the PostgreSQL client and its protocol modules alone took ~11 MiB of a
- * SQLite server's memory.
+ * (`import()` when the layer is built): the PostgreSQL client and the node network modules it loads are not kept by
+ * a SQLite server (with the Redis client, src/RateLimit/Stores.ts, ~8 MiB of one at idle; bench/README.md).
  */
 
 import { mkdirSync } from "node:fs"
