@@ -3,7 +3,8 @@
  * document and the typed client both come from it. Errors are declared where they can happen: API-wide here,
  * 401/403/429 by the `Authentication` middleware, the rest per endpoint (see src/Contract/Errors.ts).
  */
-import { HttpApi, OpenApi } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { ApiKeysApi } from "./ApiKeys/Api.js"
 import { DeploymentsApi } from "./Deployments/Api.js"
 import { ApiErrors } from "./Domain/Errors.js"

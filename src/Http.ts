@@ -1,17 +1,15 @@
 /**
  * Server wiring: the contract's handlers, the middleware around them, docs, health, and the Bun server.
  */
-import {
-  HttpApiBuilder,
-  HttpApp,
-  HttpMiddleware,
-  HttpServer,
-  HttpServerRequest,
-  HttpServerResponse,
-  HttpTraceContext
-} from "@effect/platform"
-import { BunHttpServer } from "@effect/platform-bun"
-import { SqlClient } from "@effect/sql"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
+import * as BunHttpServer from "@effect/platform-bun/BunHttpServer"
+import * as SqlClient from "@effect/sql/SqlClient"
 import {
   Cause,
   Context,

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Predicate, Schema } from "effect"
 import { ApiKey, type ApiKeySort, ApiKeyStatus, KeyCredential, OwnedApiKey } from "../Domain/ApiKey.js"
 import { ApiKeyId, idPattern, UserId } from "../Domain/Ids.js"

@@ -2,7 +2,7 @@
  * The addresses tokens are bound to, from the public base URL (src/Domain/BaseUrl.ts): the same derivation is
  * used for the metadata, the JWT `iss`/`aud` when signing, and their check.
  */
-import { HttpServerRequest } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Option } from "effect"
 import { ServerConfig } from "../Config.js"
 import { publicBaseUrl } from "../Domain/BaseUrl.js"

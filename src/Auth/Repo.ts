@@ -1,5 +1,5 @@
 /** The JWT signing keys table: keys as JWK JSON text, retired keys kept until their last token has expired. */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import * as Rows from "../Sql/Rows.js"
 

@@ -13,7 +13,7 @@
  * The server encodes an error by the union of every error declared anywhere, so declaring per endpoint changes
  * only the document, never an answer.
  */
-import type { HttpApiEndpoint } from "@effect/platform"
+import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
 import { ApiErrors } from "../Domain/Errors.js"
 

@@ -1,5 +1,7 @@
 /** The GitHub-style `Link` header of a list page. */
-import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
 import { ServerConfig } from "../Config.js"
 import { publicBaseUrl } from "../Domain/BaseUrl.js"

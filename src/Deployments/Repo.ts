@@ -2,7 +2,8 @@
  * Deployments in SQL, decoded against the Domain record. Finishing is a guarded update (`WHERE status = 'running'`),
  * so a deployment finishes once even when two finishes race.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Effect, Schema } from "effect"
 import { Deployment, type DeploymentStatus } from "../Domain/Deployment.js"
 import type { ListQuery } from "../Domain/Lists.js"

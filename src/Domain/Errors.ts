@@ -3,7 +3,7 @@
  * the wire schemas that encode them into the error envelope
  * `{ error: { code, message, status, request_id, details? } }` with the HTTP status as an annotation.
  */
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Effect, ParseResult, Schema } from "effect"
 import { currentRequestId } from "./RequestId.js"
 

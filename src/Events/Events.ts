@@ -7,7 +7,7 @@
  * `write` is the same for a change that is one statement (a create): on PostgreSQL the change, the subscriptions
  * read, the event and its deliveries are then one statement. The statements are fixed text (src/Sql/Direct.ts).
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Exit, FiberRef, Option, Schema } from "effect"
 import type { EventType } from "../Domain/EventTypes.js"

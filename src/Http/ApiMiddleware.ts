@@ -6,7 +6,10 @@
  * One wrapper with plain JS inside: the checks are functions of the request state (src/Http/RequestState.ts)
  * that answer `undefined` when there is nothing to run, and the outcome is handled in one `matchCauseEffect`.
  */
-import { HttpApiBuilder, type HttpApp, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Context, Effect, Option } from "effect"
 import { ApiForMiddleware as Api } from "../Api.js"
 import type { RateLimited } from "../Domain/Errors.js"

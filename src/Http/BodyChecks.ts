@@ -10,7 +10,7 @@
  * - no NUL character and no lone UTF-16 surrogate in any string or field name (`validation_failed`), so both
  *   engines store exactly what was sent — PostgreSQL cannot store NUL, and a lone surrogate is not Unicode.
  */
-import type { HttpServerRequest } from "@effect/platform"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect } from "effect"
 import {
   BadRequest,

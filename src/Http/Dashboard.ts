@@ -16,7 +16,9 @@
 import { createHash } from "node:crypto"
 import { join } from "node:path"
 import { brotliCompressSync, gzipSync, constants as zlib } from "node:zlib"
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Data, Effect } from "effect"
 
 const SOURCE = join(import.meta.dir, "..", "..", "dashboard", "index.html")

@@ -15,7 +15,9 @@
 import { createHash } from "node:crypto"
 import { promisify } from "node:util"
 import { brotliCompress, constants, gzip } from "node:zlib"
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
 import { currentIssuer } from "../Auth/Issuer.js"
 import { openApiDocument } from "./OpenApi.js"
@@ -172,13 +174,21 @@ const memo = <A>(make: (key: string) => A, size = 8) => {
 
 export const DocsRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
-    const bundle = yield* loadScalarBundle
-    const scriptUrl = `/docs/assets/scalar.${createHash("sha256").update(bundle).digest("hex").slice(0, 16)}.js`
-    const bundleVariants = yield* variants(bundle)
+    // Scalar's bundle (3.4 MB) is read, hashed and encoded on the first request for the docs, not at start-up: a
+    // server that never serves them never holds it. A bundle that cannot be read is that request's 500.
+    const assets = yield* Effect.cached(
+      Effect.flatMap(loadScalarBundle, (bundle) =>
+        Effect.map(variants(bundle), (bundleVariants) => ({
+          scriptUrl: `/docs/assets/scalar.${createHash("sha256").update(bundle).digest("hex").slice(0, 16)}.js`,
+          bundleVariants
+        }))
+      )
+    )
 
     const encode = (text: string) => new TextEncoder().encode(text)
     const documentFor = memo((baseUrl: string) =>
       Effect.gen(function* () {
+        const { scriptUrl } = yield* assets
         const document = openApiDocument({ baseUrl, authUrl: `${baseUrl}/oauth` })
         return {
           json: yield* variants(encode(JSON.stringify(document))),
@@ -210,6 +220,7 @@ export const DocsRoutes = HttpApiBuilder.Router.use((router) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const path = Option.getOrElse(Option.fromNullable(request.url.split("?")[0]), () => request.url)
+        const { scriptUrl, bundleVariants } = yield* assets
         if (path !== scriptUrl) {
           return HttpServerResponse.text("Not found", { status: 404, headers: { "cache-control": "no-store" } })
         }

@@ -2,7 +2,7 @@
  * While the process drains, new `/v1` work is refused with 503 `unavailable`: health answers for itself, OAuth in
  * its own RFC form.
  */
-import type { HttpServerRequest } from "@effect/platform"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect } from "effect"
 import { Unavailable } from "../Domain/Errors.js"
 import type { Lifecycle } from "./Lifecycle.js"

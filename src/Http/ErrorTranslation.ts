@@ -4,7 +4,9 @@
  * rewriting the formatted English text; the walk stops after `MAX_PROBLEMS` problems, so a body with a hundred
  * thousand bad elements costs no more than one with a few hundred.
  */
-import { HttpApiError, HttpServerError, HttpServerRequest } from "@effect/platform"
+import * as HttpApiError from "@effect/platform/HttpApiError"
+import * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Either, Option, ParseResult, Schema } from "effect"
 import * as AST from "effect/SchemaAST"

@@ -11,7 +11,7 @@
  *   the `HttpApi`, because they answer in RFC 6749 forms, not in the `/v1` envelope. The browser-only form posts
  *   behind the sign-in and consent pages are left out.
  */
-import { OpenApi } from "@effect/platform"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Context, Option } from "effect"
 import { Api } from "../Api.js"
 import { RequiredScopes } from "../Contract/Security.js"
@@ -345,15 +345,20 @@ const oauthPaths = {
   "/.well-known/oauth-authorization-server/oauth": metadataOperation("oauth.metadataForIssuer")
 }
 
-/** Generated once: the `HttpApi` does not change while the server runs. */
-const generated = OpenApi.fromApi(Api)
-const paths = { ...completePaths(generated.paths), ...oauthPaths }
+/**
+ * The document as served at `served`. Generated on each call, not when this module loads: the server asks once per
+ * address it serves, on the first request for the docs, and keeps only the bytes it sends (src/Http/Docs.ts); the
+ * generated document (~4 MB of objects) is not held by a server that never serves it.
+ */
+export const openApiDocument = (served: Served) => {
+  const generated = OpenApi.fromApi(Api)
+  return document(generated, served)
+}
 
-/** The document as served at `served`. */
-export const openApiDocument = (served: Served) => ({
+const document = (generated: OpenApi.OpenAPISpec, served: Served) => ({
   ...generated,
   servers: [{ url: served.baseUrl, description: "this server" }],
-  paths,
+  paths: { ...completePaths(generated.paths), ...oauthPaths },
   components: {
     ...generated.components,
     schemas: { ...generated.components.schemas, ...oauthSchemas },

@@ -4,7 +4,8 @@
  * Plain functions of the request and its state (the route is matched once, in src/Http/RequestState.ts): they
  * answer the check to run, or `undefined` when there is none, so a request with nothing to check costs no step.
  */
-import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Either, Option } from "effect"
 import {
   type BadRequest,

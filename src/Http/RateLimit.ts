@@ -10,7 +10,8 @@
  *
  * The client IP is the socket's peer address (`X-Forwarded-For` is not trusted).
  */
-import type { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Duration, Effect, Metric, Option } from "effect"
 import { RateLimited } from "../Domain/Errors.js"
 import type { Principal } from "../Domain/Principal.js"

@@ -8,7 +8,8 @@
  * appending pre-response handlers or setting FiberRefs of their own (each of those is a copy of the fiber's refs).
  * That FiberRef is the Domain's `CurrentRequestIdentity`, which the envelopes read the request id from.
  */
-import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, type Fiber, FiberRef } from "effect"
 import { CurrentRequestIdentity, type RequestIdentity } from "../Domain/RequestId.js"
 import { RETRY_AFTER_SECONDS } from "./ErrorTranslation.js"

@@ -5,7 +5,7 @@
  * `/v1/projects/` and `/%761/projects` are unknown paths (404) like any other: nothing is served past the checks
  * that apply to `/v1`.
  */
-import { HttpRouter } from "@effect/platform"
+import * as HttpRouter from "@effect/platform/HttpRouter"
 import { Option } from "effect"
 import type * as AST from "effect/SchemaAST"
 import { Api } from "../Api.js"

@@ -11,7 +11,9 @@
  *   GET  /oauth/jwks.json            the JWT verification keys
  *   GET  /.well-known/oauth-authorization-server[/oauth]   RFC 8414 metadata
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Effect, Option, ParseResult, Schema } from "effect"
 import { currentIssuer } from "../Auth/Issuer.js"
 import { JWT_TTL_SECONDS, SigningKeys } from "../Auth/Jwt.js"

@@ -2,7 +2,8 @@
  * The authorization server's storage: clients, pending authorizations, codes and tokens. Rows are decoded at this
  * boundary against the records of `Domain/OAuth.ts` (JSON text and 0/1 columns included) with `SqlSchema`.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Effect, Schema } from "effect"
 import {
   AccessCredential,

@@ -3,7 +3,7 @@
  * or code revokes its whole family), RFC 7009 revocation, and the lookup of a `pco_…` bearer for `/v1`.
  * Access tokens last an hour, refresh tokens 30 days; both are kept as SHA-256.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { Unauthorized } from "../Domain/Errors.js"
 import { randomBase62 } from "../Domain/Ids.js"

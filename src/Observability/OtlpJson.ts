@@ -3,7 +3,7 @@
  * (hex ids, nanosecond times as decimal strings), the shape @effect/opentelemetry's tracer sends.
  */
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
-import { HttpBody } from "@effect/platform"
+import * as HttpBody from "@effect/platform/HttpBody"
 import { type EndedSpan, outcomeOf, spanKind } from "./OtlpSpan.js"
 
 const fromPairs = (pairs: ReadonlyArray<unknown>): Array<OtlpResource.KeyValue> => {

@@ -5,8 +5,8 @@
  * test/observability/otlp-protobuf.test.ts checks that the bytes are the ones the library writes for the same
  * spans, except for negative integers, which it encodes wrongly (ours are ten-byte two's complement, as protobuf says).
  */
-import type { OtlpResource } from "@effect/opentelemetry"
-import { HttpBody } from "@effect/platform"
+import type * as OtlpResource from "@effect/opentelemetry/OtlpResource"
+import * as HttpBody from "@effect/platform/HttpBody"
 import { Inspectable } from "effect"
 import { type EndedSpan, outcomeOf, spanKind } from "./OtlpSpan.js"
 

@@ -8,7 +8,7 @@
 import * as OtlpLogger from "@effect/opentelemetry/OtlpLogger"
 import * as OtlpMetrics from "@effect/opentelemetry/OtlpMetrics"
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import { FetchHttpClient } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Duration, Effect, Layer, Option } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import { TelemetryConfig } from "../Config.js"

@@ -3,7 +3,8 @@
  * and sent with each delivery attempt. Written and read by the platform's `HttpTraceContext` — the same parser the
  * server uses for incoming requests — so there is one set of rules.
  */
-import { Headers, HttpTraceContext } from "@effect/platform"
+import * as Headers from "@effect/platform/Headers"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import { Option, type Tracer } from "effect"
 
 /** `00-<trace id>-<span id>-<flags>` for a span. */

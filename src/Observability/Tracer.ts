@@ -12,7 +12,10 @@
  */
 
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
-import { type HttpBody, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
+import type * as HttpBody from "@effect/platform/HttpBody"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Duration, Effect, Fiber, Layer, Number as Num, Option, Schedule, Tracer } from "effect"
 import { JsonSpans } from "./OtlpJson.js"
 import { ProtobufSpans } from "./OtlpProtobuf.js"

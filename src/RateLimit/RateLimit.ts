@@ -7,7 +7,7 @@
  * A bucket holds `limit` tokens and gets one back every `window / limit`, so a client may spend its whole budget
  * at once and then goes at the average rate.
  */
-import { RateLimiter } from "@effect/experimental"
+import * as RateLimiter from "@effect/experimental/RateLimiter"
 import { Context, Duration, Effect, Layer, Metric, Option } from "effect"
 import { RateLimitConfig } from "../Config.js"
 import { layerStoreRedis, type MemoryBuckets, makeMemoryBuckets } from "./Stores.js"

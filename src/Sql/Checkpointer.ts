@@ -6,7 +6,7 @@
  * writer's own automatic checkpoint stays as the backstop (a passive checkpoint can fall behind a writer that never
  * pauses). Durability is unchanged: the same checkpoints, with the same syncs, on another thread.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Data, Duration, Effect, Layer } from "effect"
 import { DatabaseUrl } from "../Config.js"
 

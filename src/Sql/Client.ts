@@ -1,13 +1,13 @@
 /**
  * The one place the database engine is chosen: `DATABASE_URL` unset or `sqlite:…` → embedded SQLite,
- * `postgres://…` → PostgreSQL. Migrations run when the layer is built.
+ * `postgres://…` → PostgreSQL. Migrations run when the layer is built. Only the chosen engine's driver is loaded
+ * (`import()` when the layer is built): the PostgreSQL client and the node network modules it loads are not kept by
+ * a SQLite server (with the Redis client, src/RateLimit/Stores.ts, ~8 MiB of one at idle; bench/README.md).
  */
 
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
-import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import { type DatabaseConfig, DatabaseUrl } from "../Config.js"
 import { runMigrations } from "./Migrations.js"
@@ -30,19 +30,30 @@ const sqlite = (filename: string) =>
     })
   ).pipe(
     Layer.provideMerge(
-      Layer.suspend(() => {
-        if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-        return SqliteClient.layer({ filename, disableWAL: true })
-      })
+      Layer.unwrapEffect(
+        Effect.map(
+          Effect.promise(() => import("@effect/sql-sqlite-bun/SqliteClient")),
+          (SqliteClient) => {
+            if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
+            return SqliteClient.layer({ filename, disableWAL: true })
+          }
+        )
+      )
     )
   )
 
 const pg = (url: DatabaseConfig & { _tag: "pg" }) =>
-  PgClient.layer({
-    url: url.url,
-    maxConnections: 20,
-    applicationName: "project-collaboration-service"
-  })
+  Layer.unwrapEffect(
+    Effect.map(
+      Effect.promise(() => import("@effect/sql-pg/PgClient")),
+      (PgClient) =>
+        PgClient.layer({
+          url: url.url,
+          maxConnections: 20,
+          applicationName: "project-collaboration-service"
+        })
+    )
+  )
 
 /** The SqlClient for `DATABASE_URL`, without migrations (the CLI's `migrate` runs them itself). */
 export const SqlClientLive = Layer.unwrapEffect(

@@ -9,7 +9,7 @@
  * parameters, with its `sql.execute` span. Rows come back as the driver gives them (this service sets no name
  * transforms); decode them where they are read.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, FiberRef } from "effect"
 

@@ -6,7 +6,7 @@
  * gives a `total` for the query and the caller asked for no search or creation bound: a sum over a few counter
  * rows, the same cost at any size. Otherwise it is a count of the matching rows, which grows with them.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"

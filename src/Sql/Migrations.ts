@@ -1,4 +1,4 @@
-import { Migrator } from "@effect/sql"
+import * as Migrator from "@effect/sql/Migrator"
 import { Effect } from "effect"
 import m0001 from "./migrations/0001_foundation.js"
 import m0002 from "./migrations/0002_webhooks.js"

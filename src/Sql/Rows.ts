@@ -4,8 +4,9 @@
  * is a bug in this service, never the caller's fault: it becomes a defect here (answered as 500 and logged), so
  * a repository fails only with `SqlError`.
  */
-import { SqlSchema } from "@effect/sql"
+
 import type { SqlError } from "@effect/sql/SqlError"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { Cause, Option } from "effect"
 import { Effect, Schema } from "effect"
 import type { ParseError } from "effect/ParseResult"

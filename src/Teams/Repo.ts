@@ -3,7 +3,9 @@
  * An invitation's `expired` status is computed when read (a pending one whose `expires_at` has passed), so the
  * reading methods take the current time.
  */
-import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import type * as Statement from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import { Invitation, type InvitationStatus } from "../Domain/Invitation.js"
 import type { ListQuery } from "../Domain/Lists.js"

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { OrgId, UserId } from "../Domain/Ids.js"
 import { User, UserCredentials, UserPatch, UserWithOrg } from "../Domain/User.js"

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { EventType } from "../Domain/EventTypes.js"
 import { DeliveryId, UserId, WebhookId } from "../Domain/Ids.js"

@@ -130,4 +130,38 @@ describe("/docs over HTTP", () => {
     expect(other.status).toBe(404)
     await other.arrayBuffer()
   }, 60_000)
+
+  // Scalar's bundle and the document are made on the first request for them, not at start-up: whichever of the
+  // three routes a just-started server is asked first must answer as it would later.
+  test("a just-started server answers whichever docs route it is asked first", async () => {
+    const page = await server.request("/docs")
+    const script = /<script src="(\/docs\/assets\/scalar\.[0-9a-f]{16}\.js)"/.exec(page.text)?.[1]
+    const document = await server.request("/v1/openapi.json")
+    const bundle = new Uint8Array(await (await fetch(`${server.url}${script}`)).arrayBuffer())
+    for (const first of ["script", "unknown asset", "document", "page"] as const) {
+      const fresh = await startServer()
+      try {
+        if (first === "script") {
+          // A browser's cached page asks for the script by its hashed URL before anything else.
+          const response = await fetch(`${fresh.url}${script}`)
+          expect(response.status).toBe(200)
+          expect(new Uint8Array(await response.arrayBuffer())).toEqual(bundle)
+        } else if (first === "unknown asset") {
+          const response = await fetch(`${fresh.url}/docs/assets/scalar.0000000000000000.js`)
+          expect(response.status).toBe(404)
+          await response.arrayBuffer()
+        } else if (first === "document") {
+          const response = await fresh.request("/v1/openapi.json")
+          expect(response.status).toBe(200)
+          expect(JSON.stringify(response.body.paths)).toBe(JSON.stringify(document.body.paths))
+        } else {
+          const response = await fresh.request("/docs")
+          expect(response.status).toBe(200)
+          expect(response.text).toContain(`<script src="${script}">`)
+        }
+      } finally {
+        await fresh.stop()
+      }
+    }
+  }, 60_000)
 })

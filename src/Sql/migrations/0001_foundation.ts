@@ -2,7 +2,7 @@
  * Users, organisations, teams, projects and API keys. Ids and timestamps are TEXT on both engines: ids are
  * prefixed strings, timestamps ISO 8601 UTC with milliseconds (fixed width, so they sort and compare as text).
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

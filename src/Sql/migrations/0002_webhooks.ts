@@ -2,7 +2,7 @@
  * Webhooks, the event outbox, deliveries and their attempts. An event and its deliveries are written in the
  * transaction of the change that caused them; the delivery worker only reads what was committed.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

@@ -3,7 +3,7 @@
  * forms), authorization codes, access and refresh tokens, and the JWT signing keys. Secrets, codes and tokens are
  * stored only as SHA-256 (hex).
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

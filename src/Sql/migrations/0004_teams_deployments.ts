@@ -2,7 +2,7 @@
  * Teams managed through the API (a team now has `updated_at`), invitations to join them, and deployments of
  * projects. Deleting a team deletes its invitations; deleting a project deletes its deployments.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

@@ -5,7 +5,7 @@
  * The project indexes carry `status` and `owner_id` too, so the status filter, the team branch's "not mine" and
  * the per-branch counts read the index alone, never the table.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

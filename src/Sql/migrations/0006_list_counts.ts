@@ -17,7 +17,7 @@
  * `status` second, so the project list's branches (split by status in src/Projects/Repo.ts) read a status filter
  * as an index prefix instead of filtering a whole branch when the status is rare.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 /** An expression over a row of the counted table, given the row's name (`r`, `NEW`, `OLD`). */

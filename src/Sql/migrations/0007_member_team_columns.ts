@@ -19,7 +19,7 @@
  * triggers cannot change `NEW`); one writer at a time, so no race. The index on `user_id` alone (0001) is dropped:
  * the new ones start with `user_id` and hold `team_id`, which is all the other readers of it ask for.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 /** Membership column ← team column. */

@@ -2,7 +2,8 @@
  * The worker's own reads beside `WebhooksRepo`'s claims and settlements: when it should look next, and which
  * webhooks a batch is about to turn `failed` (for the operator's log line). Rows decoded with `SqlSchema`.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Effect, Option, Schema } from "effect"
 
 export class DeliveryScheduleRepo extends Effect.Service<DeliveryScheduleRepo>()("DeliveryScheduleRepo", {

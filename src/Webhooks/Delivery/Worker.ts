@@ -15,7 +15,7 @@
  * Failures are logged at `warning` for operators: each failed attempt, a delivery that gives up, a webhook that
  * turns `failed`.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import {
   Cause,
   Chunk,
