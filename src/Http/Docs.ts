@@ -38,9 +38,11 @@ export const negotiate = (acceptEncoding: string | undefined): Encoding => {
   return "identity"
 }
 
-/** The bytes of a body in each encoding, made when first asked for. */
+/** The bytes of a body in each encoding it is offered in, made when first asked for. */
 interface Variants {
   readonly etag: string
+  /** Whether it is offered compressed; if not, every request gets the identity bytes. */
+  readonly compressed: boolean
   readonly body: (encoding: Encoding) => Effect.Effect<Uint8Array<ArrayBuffer>>
 }
 
@@ -68,12 +70,20 @@ const variants = (raw: Uint8Array<ArrayBuffer>) =>
     }),
     (compressed): Variants => ({
       etag: etagOf(raw),
+      compressed: true,
       body: (encoding) =>
         encoding === "identity"
           ? Effect.succeed(raw)
           : Effect.map(compressed[encoding], (bytes) => new Uint8Array(bytes))
     })
   )
+
+/** Offered as they are: for bodies made per request, where compressing them too would double what each costs. */
+const identityOnly = (raw: Uint8Array<ArrayBuffer>): Variants => ({
+  etag: etagOf(raw),
+  compressed: false,
+  body: () => Effect.succeed(raw)
+})
 
 const respond = (made: Variants, contentType: string, headers: Record<string, string>) =>
   Effect.gen(function* () {
@@ -84,7 +94,7 @@ const respond = (made: Variants, contentType: string, headers: Record<string, st
     if (ifNoneMatch?.split(",").some((tag) => bare(tag) === bare(made.etag))) {
       return HttpServerResponse.empty({ status: 304, headers: common })
     }
-    const encoding = negotiate(request.headers["accept-encoding"])
+    const encoding = made.compressed ? negotiate(request.headers["accept-encoding"]) : "identity"
     return HttpServerResponse.uint8Array(yield* made.body(encoding), {
       contentType,
       headers: encoding === "identity" ? common : { ...common, "content-encoding": encoding }
@@ -160,14 +170,18 @@ const page = (document: ReturnType<typeof openApiDocument>, scriptUrl: string) =
 </html>
 `
 
-/** A few base URLs at most (one, with `BASE_URL` set): past that, made again per request rather than kept. */
-const memo = <A>(make: (key: string) => A, size = 8) => {
+/**
+ * A few base URLs at most (one, with `BASE_URL` set): past that, made again per request by `overflow` rather than
+ * kept. Without `BASE_URL` the base URL comes from the `Host` header, which any client can vary.
+ */
+const memo = <A>(make: (key: string) => A, overflow: (key: string) => A, size = 8) => {
   const cache = new Map<string, A>()
   return (key: string): A => {
     const hit = cache.get(key)
     if (hit !== undefined) return hit
+    if (cache.size >= size) return overflow(key)
     const made = make(key)
-    if (cache.size < size) cache.set(key, made)
+    cache.set(key, made)
     return made
   }
 }
@@ -186,15 +200,20 @@ export const DocsRoutes = HttpApiBuilder.Router.use((router) =>
     )
 
     const encode = (text: string) => new TextEncoder().encode(text)
-    const documentFor = memo((baseUrl: string) =>
+    const make = (baseUrl: string, offer: (raw: Uint8Array<ArrayBuffer>) => Effect.Effect<Variants>) =>
       Effect.gen(function* () {
         const { scriptUrl } = yield* assets
         const document = openApiDocument({ baseUrl, authUrl: `${baseUrl}/oauth` })
         return {
-          json: yield* variants(encode(JSON.stringify(document))),
-          page: yield* variants(encode(page(document, scriptUrl)))
+          json: yield* offer(encode(JSON.stringify(document))),
+          page: yield* offer(encode(page(document, scriptUrl)))
         }
-      }).pipe(Effect.cached, Effect.runSync)
+      })
+    // Kept and compressed for the first few addresses; past them, built per request and sent uncompressed, so a
+    // client sending a new `Host` each time costs a document's JSON, not its compression too.
+    const documentFor = memo(
+      (baseUrl: string) => make(baseUrl, variants).pipe(Effect.cached, Effect.runSync),
+      (baseUrl: string) => make(baseUrl, (raw) => Effect.succeed(identityOnly(raw)))
     )
     const current = Effect.flatMap(currentIssuer, (issuer) => documentFor(issuer.baseUrl))
 

@@ -164,4 +164,38 @@ describe("/docs over HTTP", () => {
       }
     }
   }, 60_000)
+
+  // Without BASE_URL the document names the address the client used (its Host header), and each address's bytes
+  // are compressed and kept. A client sending a new Host each time must not have the server compress per request.
+  test("past eight addresses, the docs are built per request and sent uncompressed; the first eight stay kept", async () => {
+    const fresh = await startServer()
+    try {
+      const ask = async (host: string, path: string) => {
+        const response = await fetch(`${fresh.url}${path}`, {
+          headers: { host, "accept-encoding": "br" },
+          decompress: false
+        })
+        const bytes = new Uint8Array(await response.arrayBuffer())
+        return { status: response.status, encoding: response.headers.get("content-encoding"), bytes }
+      }
+      for (let i = 0; i < 8; i++) {
+        const kept = await ask(`docs-${i}.example`, "/v1/openapi.json")
+        expect(kept.status).toBe(200)
+        expect(kept.encoding).toBe("br")
+      }
+      for (const path of ["/v1/openapi.json", "/docs"]) {
+        const extra = await ask("docs-8.example", path)
+        expect(extra.status).toBe(200)
+        expect(extra.encoding).toBeNull()
+        expect(new TextDecoder().decode(extra.bytes)).toContain("http://docs-8.example")
+      }
+      const document = JSON.parse(new TextDecoder().decode((await ask("docs-9.example", "/v1/openapi.json")).bytes))
+      expect(document.servers[0].url).toBe("http://docs-9.example")
+      expect(Object.keys(document.paths).length).toBeGreaterThan(20)
+      // The first eight are still kept, compressed.
+      expect((await ask("docs-0.example", "/v1/openapi.json")).encoding).toBe("br")
+    } finally {
+      await fresh.stop()
+    }
+  }, 60_000)
 })
