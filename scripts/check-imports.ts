@@ -10,7 +10,11 @@
  *   own examples; nothing can hide behind it, since `Api.ts` may import only contract modules (rank 4);
  * - a storage module (`<Area>/Repo.ts`, `Sql/`) imports the HTTP contract or server (`Api.ts`, `Contract/`,
  *   `Http/`);
- * - `Domain/` imports anything but `effect` and `@effect/platform` (and other Domain modules).
+ * - `Domain/` imports anything but `effect` and `@effect/platform` (and other Domain modules);
+ * - a module imports one of the `@effect/*` packages through its index (`from "@effect/platform"`) rather than by
+ *   module path (`from "@effect/platform/HttpApiBuilder"`): an index loads every module of its package (Scalar's and
+ *   Swagger UI's bundles, the cluster and RPC packages, …), ~30 MiB of an idle server (bench/README.md, "Goal 1, RSS
+ *   at idle").
  *
  * Run: `bun run check:imports`.
  */
@@ -90,7 +94,13 @@ const importsOf = (module: string): Array<Import> => {
 const imports = modules.flatMap(importsOf)
 const problems: Array<string> = []
 
+/** `@effect/<package>` alone: its index. `effect` itself is not counted (every module imports it). */
+const isEffectPackageIndex = (specifier: string) => /^@effect\/[a-z-]+$/.test(specifier)
+
 for (const { from, specifier, to } of imports) {
+  if (isEffectPackageIndex(specifier)) {
+    problems.push(`index    src/${from} imports "${specifier}" (import its modules by path: "${specifier}/<Module>")`)
+  }
   if (from.startsWith("Domain/") && to === undefined && !specifier.startsWith(".") && !domainMayImport(specifier)) {
     problems.push(`domain   src/${from} imports "${specifier}" (Domain imports only effect and @effect/platform)`)
   }
