@@ -13,6 +13,7 @@ import {
   type WebhookSort,
   type WebhookStatus
 } from "../Domain/Webhook.js"
+import { makeDirect, type Param } from "../Sql/Direct.js"
 import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
@@ -41,6 +42,21 @@ const WebhookChange = Schema.Struct({
 export type WebhookChange = typeof WebhookChange.Type
 
 const Id = Schema.Struct({ id: Schema.String })
+
+/**
+ * The ids a settlement wrote, from its `RETURNING` rows as the driver gives them (src/Sql/Direct.ts): each must be
+ * `{ id: string }`; anything else is a bug here, a defect, as a row that does not decode is (src/Sql/Rows.ts).
+ */
+const settledIds = (rows: ReadonlyArray<unknown>): Effect.Effect<Set<string>> => {
+  const ids = new Set<string>()
+  for (const row of rows) {
+    const id = typeof row === "object" && row !== null && "id" in row ? row.id : undefined
+    if (typeof id !== "string")
+      return Effect.die(new Error(`a settled delivery row is not { id: string }: ${JSON.stringify(row)}`))
+    ids.add(id)
+  }
+  return Effect.succeed(ids)
+}
 
 /** A claimed delivery's outcome, to be written if the claim is still held. */
 const Settlement = Schema.Struct({
@@ -187,34 +203,53 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         return yield* claimed({ ids: ids.map((row) => row.id), token })
       })
 
-    const insertAttempts = (attempts: ReadonlyArray<AttemptRecord>) =>
-      attempts.length === 0
-        ? Effect.void
-        : sql`INSERT INTO delivery_attempts ${sql.insert(attempts.map((attempt) => ({ ...attempt })))}`.pipe(
-            Effect.asVoid
-          )
+    // The recorder's statements (a batch of outcomes, every few milliseconds under load) are fixed text by batch
+    // size, run straight on the transaction's connection (src/Sql/Direct.ts): compiling the `sql` template of a
+    // 50-row batch and encoding it through a schema was most of a batch's cost.
+    const direct = makeDirect(sql)
+    const texts = new Map<string, string>()
+    const textOf = (key: string, make: () => string) => {
+      let text = texts.get(key)
+      if (text === undefined) {
+        text = make()
+        texts.set(key, text)
+      }
+      return text
+    }
+    /** Placeholders for `count` values, numbered from `first`. */
+    const numbered = (count: number, first: number) =>
+      Array.from({ length: count }, (_, i) => direct.placeholder(first + i)).join(", ")
+
+    const insertAttempts = (attempts: ReadonlyArray<AttemptRecord>) => {
+      if (attempts.length === 0) return Effect.void
+      const params: Array<Param> = []
+      for (const a of attempts) {
+        params.push(a.delivery_id, a.number, a.attempted_at, a.duration_ms, a.status_code, a.error)
+        params.push(a.response_body, a.outcome)
+      }
+      const text = textOf(
+        `attempts ${attempts.length}`,
+        () =>
+          `INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome) VALUES ${direct.values(attempts.length, 8)}`
+      )
+      return Effect.asVoid(direct.run(text, params))
+    }
 
     /**
      * Writes the outcomes of claims this process still holds, in one statement; answers the ids it wrote (a claim
      * that lapsed and was taken again is the other claimant's to record).
      */
-    const settle = (outcomes: ReadonlyArray<Settlement>) =>
-      outcomes.length === 0
-        ? Effect.succeed(new Set<string>())
-        : Effect.map(settleClaims(outcomes), (rows) => new Set(rows.map((row) => row.id)))
-
-    const settleClaims = Rows.findAll({
-      Request: Schema.Array(Settlement),
-      Result: Id,
-      execute: (outcomes) =>
-        sql`
+    const settle = (outcomes: ReadonlyArray<Settlement>) => {
+      if (outcomes.length === 0) return Effect.succeed(new Set<string>())
+      const params: Array<Param> = []
+      for (const o of outcomes) {
+        params.push(o.id, o.claim_token, o.status, o.attempt_count, o.next_attempt_at, o.last_attempt_at)
+      }
+      const text = textOf(
+        `settle ${outcomes.length}`,
+        () => `
           WITH outcome (id, claim_token, status, attempt_count, next_attempt_at, last_attempt_at) AS (
-            VALUES ${sql.csv(
-              outcomes.map(
-                (o) =>
-                  sql`(${o.id}, ${o.claim_token}, ${o.status}, ${o.attempt_count}, ${o.next_attempt_at}, ${o.last_attempt_at})`
-              )
-            )}
+            VALUES ${direct.values(outcomes.length, 6)}
           )
           UPDATE deliveries SET
             status = outcome.status,
@@ -225,7 +260,9 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           FROM outcome
           WHERE deliveries.id = outcome.id AND deliveries.claim_token = outcome.claim_token
           RETURNING deliveries.id`
-    })
+      )
+      return Effect.flatMap(direct.run(text, params), settledIds)
+    }
 
     /** Gives claims this process will not attempt back to the table, for any process to take now. */
     const unclaim = (claims: ReadonlyArray<ClaimedDelivery>) =>
@@ -235,15 +272,20 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
               WHERE id IN ${sql.in(claims.map((c) => c.id))}
                 AND claim_token IN ${sql.in([...new Set(claims.map((c) => c.claim_token))])}`.pipe(Effect.asVoid)
 
-    /** `active` changes only webhooks that are failed; `failed` marks them all. */
-    const markWebhooks = (ids: ReadonlyArray<string>, status: WebhookStatus, now: string) =>
-      ids.length === 0
-        ? Effect.void
-        : status === "active"
-          ? sql`UPDATE webhooks SET status = 'active', failed_at = NULL, updated_at = ${now}
-              WHERE id IN ${sql.in(ids)} AND status = 'failed'`.pipe(Effect.asVoid)
-          : sql`UPDATE webhooks SET status = 'failed', failed_at = ${now}, updated_at = ${now}
+    /** `active` changes only webhooks that are failed (every batch with a success asks); `failed` marks them all. */
+    const markWebhooks = (ids: ReadonlyArray<string>, status: WebhookStatus, now: string) => {
+      if (ids.length === 0) return Effect.void
+      if (status === "failed") {
+        return sql`UPDATE webhooks SET status = 'failed', failed_at = ${now}, updated_at = ${now}
               WHERE id IN ${sql.in(ids)}`.pipe(Effect.asVoid)
+      }
+      const text = textOf(
+        `active ${ids.length}`,
+        () =>
+          `UPDATE webhooks SET status = 'active', failed_at = NULL, updated_at = ${direct.placeholder(1)} WHERE id IN (${numbered(ids.length, 2)}) AND status = 'failed'`
+      )
+      return Effect.asVoid(direct.run(text, [now, ...ids]))
+    }
 
     const pendingCount = Effect.map(
       Rows.single({
