@@ -68,22 +68,11 @@ export class Events extends Effect.Service<Events>()("Events", {
       pg ? `events::jsonb ? ${p(n)}` : `EXISTS (SELECT 1 FROM json_each(events) WHERE value = ${p(n)})`
     const list = (count: number, first: number) => Array.from({ length: count }, (_, i) => p(first + i)).join(", ")
 
-    /** Statement texts by shape (recipients, deliveries), made once. */
-    const texts = new Map<string, string>()
-    const textOf = (key: string, make: () => string) => {
-      let text = texts.get(key)
-      if (text === undefined) {
-        text = make()
-        texts.set(key, text)
-      }
-      return text
-    }
-
     /** The webhooks of `recipients` subscribed to `type`. */
     const subscriptionsOf = (type: EventType, recipients: ReadonlyArray<string>) =>
       Effect.map(
         direct.run(
-          textOf(
+          direct.text(
             `subscriptions ${recipients.length}`,
             () =>
               `SELECT id, url, secret, status FROM webhooks WHERE user_id IN (${list(recipients.length, 1)}) AND ${subscribes(recipients.length + 1)}`
@@ -155,7 +144,7 @@ export class Events extends Effect.Service<Events>()("Events", {
       const count = subscribed.length
       if (pg) {
         yield* direct.run(
-          textOf(
+          direct.text(
             `event+deliveries ${count}`,
             () =>
               `WITH event AS (${EVENT_INSERT}) INSERT INTO deliveries (${DELIVERY_COLUMNS}) VALUES ${direct.values(count, 12, 6)}`
@@ -165,7 +154,7 @@ export class Events extends Effect.Service<Events>()("Events", {
       } else {
         yield* direct.run(EVENT_INSERT, eventRow)
         yield* direct.run(
-          textOf(
+          direct.text(
             `deliveries ${count}`,
             () => `INSERT INTO deliveries (${DELIVERY_COLUMNS}) VALUES ${direct.values(count, 12)}`
           ),
@@ -215,7 +204,7 @@ export class Events extends Effect.Service<Events>()("Events", {
 
     /** The one statement of `write` on PostgreSQL, for a change of `changeText` and `recipients` recipients. */
     const writeText = (changeText: string, changeParams: number, recipients: number) =>
-      textOf(`write ${recipients} ${changeParams} ${changeText}`, () => {
+      direct.text(`write ${recipients} ${changeParams} ${changeText}`, () => {
         let n = changeParams
         const at = () => p(++n)
         const type = at()

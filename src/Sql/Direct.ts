@@ -34,6 +34,11 @@ export interface Direct {
   readonly run: (text: string, params: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
   /** Runs a change on its own. */
   readonly change: (change: Change) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
+  /**
+   * The text of a statement by its shape (`key`: what it varies in, such as its row count), made by `make` the first
+   * time and kept. The hot statements vary only in their row counts, which their callers bound.
+   */
+  readonly text: (key: string, make: () => string) => string
 }
 
 export const makeDirect = (sql: SqlClient.SqlClient): Direct => {
@@ -56,5 +61,14 @@ export const makeDirect = (sql: SqlClient.SqlClient): Direct => {
       }
       return sql.unsafe(text, params)
     })
-  return { placeholder, values, run, change: (change) => run(change.text(1), change.params) }
+  const texts = new Map<string, string>()
+  const text = (key: string, make: () => string) => {
+    let made = texts.get(key)
+    if (made === undefined) {
+      made = make()
+      texts.set(key, made)
+    }
+    return made
+  }
+  return { placeholder, values, run, change: (change) => run(change.text(1), change.params), text }
 }

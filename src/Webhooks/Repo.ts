@@ -207,15 +207,6 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     // size, run straight on the transaction's connection (src/Sql/Direct.ts): compiling the `sql` template of a
     // 50-row batch and encoding it through a schema was most of a batch's cost.
     const direct = makeDirect(sql)
-    const texts = new Map<string, string>()
-    const textOf = (key: string, make: () => string) => {
-      let text = texts.get(key)
-      if (text === undefined) {
-        text = make()
-        texts.set(key, text)
-      }
-      return text
-    }
     /** Placeholders for `count` values, numbered from `first`. */
     const numbered = (count: number, first: number) =>
       Array.from({ length: count }, (_, i) => direct.placeholder(first + i)).join(", ")
@@ -227,7 +218,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         params.push(a.delivery_id, a.number, a.attempted_at, a.duration_ms, a.status_code, a.error)
         params.push(a.response_body, a.outcome)
       }
-      const text = textOf(
+      const text = direct.text(
         `attempts ${attempts.length}`,
         () =>
           `INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome) VALUES ${direct.values(attempts.length, 8)}`
@@ -245,7 +236,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       for (const o of outcomes) {
         params.push(o.id, o.claim_token, o.status, o.attempt_count, o.next_attempt_at, o.last_attempt_at)
       }
-      const text = textOf(
+      const text = direct.text(
         `settle ${outcomes.length}`,
         () => `
           WITH outcome (id, claim_token, status, attempt_count, next_attempt_at, last_attempt_at) AS (
@@ -279,7 +270,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         return sql`UPDATE webhooks SET status = 'failed', failed_at = ${now}, updated_at = ${now}
               WHERE id IN ${sql.in(ids)}`.pipe(Effect.asVoid)
       }
-      const text = textOf(
+      const text = direct.text(
         `active ${ids.length}`,
         () =>
           `UPDATE webhooks SET status = 'active', failed_at = NULL, updated_at = ${direct.placeholder(1)} WHERE id IN (${numbered(ids.length, 2)}) AND status = 'failed'`

@@ -135,33 +135,32 @@ describe.each([
 
   test("a retry keeps the delivery pending with its next attempt time; the attempts are stored field by field", async () => {
     const n = first + (inTransaction ? 2 : 1)
+    const refused = {
+      delivery_id: dlv(n),
+      number: 1,
+      attempted_at: T1,
+      duration_ms: 12,
+      status_code: 503,
+      error: "HTTP 503",
+      response_body: "busy",
+      outcome: "failed" as const
+    }
+    const succeeded = {
+      delivery_id: dlv(first),
+      number: 1,
+      attempted_at: T1,
+      duration_ms: 3,
+      status_code: null,
+      error: null,
+      response_body: null,
+      outcome: "succeeded" as const
+    }
     const written = await run(
       Effect.flatMap(WebhooksRepo, (repo) =>
         within(
           Effect.zipLeft(
             repo.settle([settlement(n, `token-${n}`, "pending", "2026-01-01T00:01:05.000Z")]),
-            repo.insertAttempts([
-              {
-                delivery_id: dlv(n),
-                number: 1,
-                attempted_at: T1,
-                duration_ms: 12,
-                status_code: 503,
-                error: "HTTP 503",
-                response_body: "busy",
-                outcome: "failed"
-              },
-              {
-                delivery_id: dlv(first),
-                number: 1,
-                attempted_at: T1,
-                duration_ms: 3,
-                status_code: null,
-                error: null,
-                response_body: null,
-                outcome: "succeeded"
-              }
-            ])
+            repo.insertAttempts([refused, succeeded])
           )
         )
       )
@@ -178,28 +177,7 @@ describe.each([
         sql`SELECT delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome
         FROM delivery_attempts WHERE delivery_id IN (${dlv(n)}, ${dlv(first)}) ORDER BY delivery_id`
     )
-    expect(attempts).toEqual([
-      {
-        delivery_id: dlv(first),
-        number: 1,
-        attempted_at: T1,
-        duration_ms: 3,
-        status_code: null,
-        error: null,
-        response_body: null,
-        outcome: "succeeded"
-      },
-      {
-        delivery_id: dlv(n),
-        number: 1,
-        attempted_at: T1,
-        duration_ms: 12,
-        status_code: 503,
-        error: "HTTP 503",
-        response_body: "busy",
-        outcome: "failed"
-      }
-    ])
+    expect(attempts).toEqual([succeeded, refused])
   })
 
   test('"active" turns failed webhooks active and leaves active ones untouched', async () => {
