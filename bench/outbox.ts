@@ -15,6 +15,7 @@ import { Projects } from "../src/Projects/Projects.ts"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
 import { withDatabaseUrl } from "../test/support/fixtures.ts"
+import { webhookRow } from "../test/support/helpers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 import { principalOf } from "../test/support/services.ts"
 
@@ -45,17 +46,15 @@ await runtime.runPromise(
     HOOKS === 0
       ? Effect.void
       : sql`INSERT INTO webhooks ${sql.insert(
-          Array.from({ length: HOOKS }, (_, n) => ({
-            id: makeId("webhook"),
-            user_id: user.id,
-            url: `http://127.0.0.1:9/${n}`,
-            events: JSON.stringify(["project.created"]),
-            secret: `whsec_${n}`,
-            created_at: now,
-            updated_at: now,
-            status: "active",
-            failed_at: null
-          }))
+          Array.from({ length: HOOKS }, (_, n) =>
+            webhookRow({
+              id: makeId("webhook"),
+              userId: user.id,
+              url: `http://127.0.0.1:9/${n}`,
+              secret: `whsec_${n}`,
+              at: now
+            })
+          )
         )}`
   )
 )

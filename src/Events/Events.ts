@@ -49,6 +49,34 @@ const Written = Schema.Struct({
 })
 const decodeWritten = Schema.decodeUnknownSync(Schema.Array(Written))
 
+/** A new event's delivery to `hook`, claimed with `claimToken`: what the inbox needs for its first attempt. */
+const firstAttempt = (
+  event: {
+    readonly id: ClaimedDelivery["event_id"]
+    readonly type: EventType
+    readonly now: string
+    readonly payload: string
+    readonly traceContext: string | null
+  },
+  id: ClaimedDelivery["id"],
+  hook: typeof Subscription.Type,
+  claimToken: string
+): ClaimedDelivery => ({
+  id,
+  webhook_id: hook.id,
+  event_id: event.id,
+  event_type: event.type,
+  attempt_count: 0,
+  manual: 0,
+  next_attempt_at: event.now,
+  url: hook.url,
+  secret: hook.secret,
+  webhook_status: hook.status,
+  payload: event.payload,
+  trace_context: event.traceContext,
+  claim_token: claimToken
+})
+
 const DELIVERY_COLUMNS =
   "id, webhook_id, event_id, event_type, status, attempt_count, manual, next_attempt_at, last_attempt_at, claimed_until, claim_token, created_at"
 
@@ -122,21 +150,7 @@ export class Events extends Effect.Service<Events>()("Events", {
         params.push(id, hook.id, eventId, type, "pending", 0, 0, now, null)
         params.push(claimed ? claimedUntil : null, claimed ? claimToken : null, now)
         if (claimed) {
-          handed.push({
-            id,
-            webhook_id: hook.id,
-            event_id: eventId,
-            event_type: type,
-            attempt_count: 0,
-            manual: 0,
-            next_attempt_at: now,
-            url: hook.url,
-            secret: hook.secret,
-            webhook_status: hook.status,
-            payload,
-            trace_context: traceContext,
-            claim_token: claimToken
-          })
+          handed.push(firstAttempt({ id: eventId, type, now, payload, traceContext }, id, hook, claimToken))
         }
       })
       // On PostgreSQL the event and its deliveries are one statement (one round trip fewer per event; the foreign
@@ -284,21 +298,14 @@ export class Events extends Effect.Service<Events>()("Events", {
                 const handed: Array<ClaimedDelivery> = []
                 for (const row of written) {
                   if (row.claim_token === null) continue
-                  handed.push({
-                    id: row.id,
-                    webhook_id: row.webhook_id,
-                    event_id: eventId,
-                    event_type: type,
-                    attempt_count: 0,
-                    manual: 0,
-                    next_attempt_at: now,
-                    url: row.url,
-                    secret: row.secret,
-                    webhook_status: row.status,
-                    payload,
-                    trace_context: traceContext,
-                    claim_token: row.claim_token
-                  })
+                  handed.push(
+                    firstAttempt(
+                      { id: eventId, type, now, payload, traceContext },
+                      row.id,
+                      { id: row.webhook_id, url: row.url, secret: row.secret, status: row.status },
+                      row.claim_token
+                    )
+                  )
                 }
                 return Effect.zipRight(
                   Effect.zipRight(inbox.hand(handed), inbox.release(claiming - handed.length)),

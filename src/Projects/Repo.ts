@@ -4,7 +4,7 @@ import { Effect, Schema } from "effect"
 import { ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Project, type ProjectSort, ProjectStatus } from "../Domain/Project.js"
-import type { Change } from "../Sql/Direct.js"
+import { type Change, makeDirect } from "../Sql/Direct.js"
 import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
@@ -44,18 +44,14 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
      * statement with it on PostgreSQL. A `Project` is stored as it is (text columns, ids as text), so its fields
      * are the parameters, in the order of `PROJECT_COLUMNS`.
      */
-    const placeholder = sql.onDialectOrElse({ pg: () => (n: number) => `$${n}`, orElse: () => (_: number) => "?" })
-    const insertTexts = new Map<number, string>()
+    const direct = makeDirect(sql)
     const insertChange = (project: Project): Change => ({
-      text: (first) => {
-        let text = insertTexts.get(first)
-        if (text === undefined) {
-          const values = PROJECT_COLUMNS.map((_, i) => placeholder(first + i)).join(", ")
-          text = `INSERT INTO projects (${PROJECT_COLUMNS.join(", ")}) VALUES (${values})`
-          insertTexts.set(first, text)
-        }
-        return text
-      },
+      text: (first) =>
+        direct.text(
+          `insert ${first}`,
+          () =>
+            `INSERT INTO projects (${PROJECT_COLUMNS.join(", ")}) VALUES ${direct.values(1, PROJECT_COLUMNS.length, first)}`
+        ),
       params: PROJECT_COLUMNS.map((column) => project[column])
     })
 

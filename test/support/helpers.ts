@@ -81,3 +81,26 @@ export const listOrder =
     const by = a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
     return order === "asc" ? by : -by
   }
+
+/**
+ * A `webhooks` row as stored, for tests and benchmarks that write webhooks below the service: subscribed to
+ * `project.created`, active unless `failedAt` is given.
+ */
+export const webhookRow = (row: {
+  readonly id: string
+  readonly userId: string
+  readonly url: string
+  readonly secret: string
+  readonly at: string
+  readonly failedAt?: string
+}) => ({
+  id: row.id,
+  user_id: row.userId,
+  url: row.url,
+  events: JSON.stringify(["project.created"]),
+  secret: row.secret,
+  created_at: row.at,
+  updated_at: row.at,
+  status: row.failedAt === undefined ? "active" : "failed",
+  failed_at: row.failedAt ?? null
+})

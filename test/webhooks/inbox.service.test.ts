@@ -12,6 +12,7 @@ import { Events } from "../../src/Events/Events.ts"
 import { DeliveryInbox } from "../../src/Events/Inbox.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
+import { webhookRow } from "../support/helpers.ts"
 import { inMemory } from "../support/services.ts"
 
 const harness = inMemory(Layer.mergeAll(Events.Default, DeliveryInbox.Default, Users.Default))
@@ -41,17 +42,15 @@ beforeAll(async () => {
       SqlClient.SqlClient,
       (sql) =>
         sql`INSERT INTO webhooks ${sql.insert(
-          [1, 2, 3, 4].map((n) => ({
-            id: `whk_0000000000000000000000000${n}`,
-            user_id: user.id,
-            url: `https://hooks.example.com/${n}`,
-            events: JSON.stringify(["project.created"]),
-            secret: `whsec_${n}`,
-            created_at: now,
-            updated_at: now,
-            status: "active",
-            failed_at: null
-          }))
+          [1, 2, 3, 4].map((n) =>
+            webhookRow({
+              id: `whk_0000000000000000000000000${n}`,
+              userId: user.id,
+              url: `https://hooks.example.com/${n}`,
+              secret: `whsec_${n}`,
+              at: now
+            })
+          )
         )}`
     )
   )

@@ -11,6 +11,7 @@ import { DeliveryId } from "../../src/Domain/Ids.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
+import { webhookRow } from "../support/helpers.ts"
 import { inMemory } from "../support/services.ts"
 
 const harness = inMemory(Layer.mergeAll(WebhooksRepo.Default, Users.Default))
@@ -47,17 +48,16 @@ beforeAll(async () => {
   await sqlRun((sql) =>
     Effect.gen(function* () {
       yield* sql`INSERT INTO webhooks ${sql.insert(
-        [1, 2, 3].map((n) => ({
-          id: hook(n),
-          user_id: user.id,
-          url: `https://hooks.example.com/${n}`,
-          events: JSON.stringify(["project.created"]),
-          secret: `whsec_${n}`,
-          created_at: T0,
-          updated_at: T0,
-          status: n === 1 ? "failed" : "active",
-          failed_at: n === 1 ? T0 : null
-        }))
+        [1, 2, 3].map((n) =>
+          webhookRow({
+            id: hook(n),
+            userId: user.id,
+            url: `https://hooks.example.com/${n}`,
+            secret: `whsec_${n}`,
+            at: T0,
+            ...(n === 1 ? { failedAt: T0 } : {})
+          })
+        )
       )}`
       yield* sql`INSERT INTO events ${sql.insert({
         id: "evt_00000000000000000000000001",
