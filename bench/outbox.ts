@@ -58,7 +58,7 @@ await runtime.runPromise(
         )}`
   )
 )
-await runtime.runPromise(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(1_000_000, Duration.minutes(5))))
+await runtime.runPromise(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(1_000_000, Duration.minutes(5), 1)))
 const principal = principalOf(user)
 
 const drain = Effect.flatMap(DeliveryInbox, (inbox) =>

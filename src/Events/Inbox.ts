@@ -51,9 +51,10 @@ export class DeliveryInbox extends Effect.Service<DeliveryInbox>()("DeliveryInbo
     }
 
     /**
-     * Reserves all the room left, for the worker's claim, once at least half the inbox is free; before that (or with
-     * none) it answers 0 and asks to be woken when half is. So the table is claimed from in batches, not a few rows
-     * each time some attempts end: every claim is a statement, a read-back and a commit.
+     * Reserves all the room left, for the worker's claim, once at least half the inbox is free or a runner would
+     * otherwise stand idle; before that (or with none) it answers 0 and asks to be woken when so. So the table is
+     * claimed from in batches, not a few rows each time some attempts end (every claim is a statement, a read-back
+     * and a commit), but never while a runner waits with deliveries due in the table.
      */
     const reserveAll = (): number => {
       const granted = backlog > lowWater ? 0 : Math.max(0, capacity - backlog)
@@ -73,12 +74,17 @@ export class DeliveryInbox extends Effect.Service<DeliveryInbox>()("DeliveryInbo
     }
 
     return {
-      /** The worker opens the inbox when it starts and closes it when it stops. */
-      open: (size: number, lease: Duration.Duration) =>
+      /**
+       * The worker opens the inbox when it starts (room for `size` deliveries, attempted by `runners` at a time) and
+       * closes it when it stops. With the room at or under `runners - 1`, at least one runner has nothing to take:
+       * where the inbox holds little more than the runners (short leases), claiming only at half free would leave
+       * runners idle until their neighbours end too — two of three busy, in lockstep, with work waiting.
+       */
+      open: (size: number, lease: Duration.Duration, runners: number) =>
         Effect.sync(() => {
           capacity = size
           leaseMs = Duration.toMillis(lease)
-          lowWater = Math.floor(size / 2)
+          lowWater = Math.max(Math.floor(size / 2), runners - 1)
         }),
       close: Effect.sync(() => {
         capacity = 0

@@ -103,7 +103,7 @@ beforeAll(async () => {
   bobHook = await addWebhook(b.id, 4, ["project.created"]) // someone else's
   refusedHook = await addWebhook(r.id, 5, ["project.created"])
   aliceHooks.sort()
-  await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(ROOM, Duration.minutes(1))))
+  await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(ROOM, Duration.minutes(1), 1)))
 })
 afterAll(() => runtime.dispose())
 

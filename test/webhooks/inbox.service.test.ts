@@ -55,7 +55,7 @@ beforeAll(async () => {
     )
   )
   // Room for three, a lease of a minute.
-  await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(3, Duration.minutes(1))))
+  await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(3, Duration.minutes(1), 1)))
 })
 afterAll(() => harness.dispose())
 
@@ -145,6 +145,26 @@ describe("the outbox and the inbox", () => {
     // The last claim took the room: full again, as the first tests left it.
     expect(seen).toEqual({ full: 0, rungAfterOne: false, afterOne: 0, rungAfterTwo: true, afterTwo: 2 })
   })
+})
+
+test("with as many runners as rooms, the claim is woken as soon as one runner has nothing to take", async () => {
+  // Three runners and room for three (a lease of one attempt's time-out): waiting for half the room would leave a
+  // runner idle until a second attempt ended, and the runners would go on two at a time.
+  const seen = await run(
+    Effect.flatMap(DeliveryInbox, (inbox) =>
+      Effect.gen(function* () {
+        yield* inbox.open(3, Duration.seconds(20), 3)
+        const claimed = yield* inbox.reserveAll
+        // The claimer's next pass finds no room and waits to be woken.
+        const none = yield* inbox.reserveAll
+        yield* inbox.release(1)
+        const rung = Option.isSome(yield* Effect.timeoutOption(inbox.wait, Duration.millis(5)))
+        const room = yield* inbox.reserveAll
+        return { claimed, none, rung, room }
+      })
+    ).pipe(Effect.provide(DeliveryInbox.Default))
+  )
+  expect(seen).toEqual({ claimed: 3, none: 0, rung: true, room: 1 })
 })
 
 describe("inside another transaction", () => {

@@ -5,9 +5,10 @@
  *   New deliveries arrive there straight from the committing transaction, already claimed; the claimer fills the
  *   rest of the inbox's room from the table (due retries, deliveries of other processes or left unclaimed for want
  *   of room, leases that lapsed), claiming with a lease of `WEBHOOK_CLAIM_TIMEOUT` as many as there is room for,
- *   once at least half the inbox is free (a claim in batches, not a few rows each time some attempts end).
+ *   once at least half the inbox is free or a runner would stand idle (a claim in batches, not a few rows each time
+ *   some attempts end).
  *   With nothing more due it sleeps until the earliest pending delivery falls due (at most `WEBHOOK_POLL_INTERVAL`),
- *   or until it is woken: a commit left deliveries unclaimed, half the room opened after it was short, a retry was
+ *   or until it is woken: a commit left deliveries unclaimed, room opened (as above) after it was short, a retry was
  *   recorded.
  *   Claiming and sleeping make no spans, so an idle server traces nothing; with tracing on, each attempt is a span.
  * - The recorder writes outcomes in batches, with the next attempt time computed by stepping the retry `Schedule`.
@@ -333,7 +334,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
       if (claimed.length < room) yield* sleepUntilDue(claimedAt)
     })
 
-    yield* inbox.open(capacityFor(config), config.claimTimeout)
+    yield* inbox.open(capacityFor(config), config.claimTimeout, config.concurrency)
     const runners = yield* Effect.forEach(Array.from({ length: config.concurrency }), () => Effect.forkScoped(runner), {
       concurrency: "unbounded"
     })
