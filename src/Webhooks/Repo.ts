@@ -1,4 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Schema } from "effect"
 import { EventType } from "../Domain/EventTypes.js"
 import { DeliveryId, UserId, WebhookId } from "../Domain/Ids.js"
@@ -68,6 +69,59 @@ const Settlement = Schema.Struct({
   last_attempt_at: Schema.String
 })
 export type Settlement = typeof Settlement.Type
+
+/** One outcome for the recorder to write: the delivery's next state, its attempt, and whether it decides its webhook. */
+export interface Recording {
+  readonly settlement: Settlement
+  readonly attempt: AttemptRecord
+  readonly webhook_id: string
+  /** A success, or a delivery's last failure: the webhook's status follows the latest of these. */
+  readonly decisive: boolean
+}
+
+/** What a batch of recordings wrote: the deliveries whose claims were still held, by id. */
+export interface Recorded {
+  readonly kept: ReadonlySet<string>
+  /** The deliveries whose last failure turned their webhook `failed` (it was not before). */
+  readonly failedBy: ReadonlySet<string>
+}
+
+/** What the recorder's PostgreSQL statement answers: `{ id, kind }` rows, a kept delivery or one that failed its webhook. */
+const recordedOf = (rows: ReadonlyArray<unknown>): Effect.Effect<Recorded> => {
+  const kept = new Set<string>()
+  const failedBy = new Set<string>()
+  for (const row of rows) {
+    const id = typeof row === "object" && row !== null && "id" in row ? row.id : undefined
+    const kind = typeof row === "object" && row !== null && "kind" in row ? row.kind : undefined
+    if (typeof id !== "string" || (kind !== "kept" && kind !== "failed_by"))
+      return Effect.die(new Error(`a recorded row is not { id: string, kind }: ${JSON.stringify(row)}`))
+    ;(kind === "kept" ? kept : failedBy).add(id)
+  }
+  return Effect.succeed({ kept, failedBy })
+}
+
+/** Row count buckets of the recorder's one PostgreSQL statement, so a handful of texts serve every batch size. */
+/** The columns of the recorder's PostgreSQL statement, one row per outcome, and how each is bound. */
+const RECORD_COLUMNS: ReadonlyArray<readonly [string, "text" | "integer"]> = [
+  ["id", "text"],
+  ["claim_token", "text"],
+  ["status", "text"],
+  ["attempt_count", "integer"],
+  ["next_attempt_at", "text"],
+  ["last_attempt_at", "text"],
+  ["number", "integer"],
+  ["attempted_at", "text"],
+  ["duration_ms", "integer"],
+  ["status_code", "integer"],
+  ["error", "text"],
+  ["response_body", "text"],
+  ["outcome", "text"],
+  ["webhook_id", "text"],
+  ["ordinal", "integer"],
+  ["decisive", "integer"]
+]
+
+const bucketOf = (n: number) => 2 ** Math.ceil(Math.log2(Math.max(1, n)))
 
 export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
   effect: Effect.gen(function* () {
@@ -207,6 +261,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     // size, run straight on the transaction's connection (src/Sql/Direct.ts): compiling the `sql` template of a
     // 50-row batch and encoding it through a schema was most of a batch's cost.
     const direct = makeDirect(sql)
+    const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
     /** Placeholders for `count` values, numbered from `first`. */
     const numbered = (count: number, first: number) =>
       Array.from({ length: count }, (_, i) => direct.placeholder(first + i)).join(", ")
@@ -278,6 +333,118 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       return Effect.asVoid(direct.run(text, [now, ...ids]))
     }
 
+    /** Those of `ids` whose webhook is not `failed` yet. */
+    const notFailedAmong = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed(new Set<string>())
+        : Effect.map(
+            sql<{ readonly id: string }>`SELECT id FROM webhooks WHERE id IN ${sql.in(ids)} AND status <> 'failed'`,
+            (rows) => new Set(rows.map((row) => row.id))
+          )
+
+    /**
+     * SQLite: the batch in steps, in one transaction (one writer at a time: nothing waits on its locks but the next
+     * writer, which would wait for the file anyway).
+     */
+    const recordInSteps = (recordings: ReadonlyArray<Recording>, now: string) =>
+      Effect.gen(function* () {
+        const kept = yield* settle(recordings.map((r) => r.settlement))
+        // A claim that lapsed and was taken by another process is theirs to record now.
+        const owned = recordings.filter((r) => kept.has(r.settlement.id))
+        yield* insertAttempts(owned.map((r) => r.attempt))
+        const latest = new Map<string, Recording>()
+        for (const r of owned) if (r.decisive) latest.set(r.webhook_id, r)
+        const decisive = [...latest.values()]
+        const failing = decisive.filter((r) => r.attempt.outcome === "failed")
+        const notFailed = yield* notFailedAmong(failing.map((r) => r.webhook_id))
+        const succeeded = decisive.filter((r) => r.attempt.outcome === "succeeded")
+        yield* markWebhooks(
+          succeeded.map((r) => r.webhook_id),
+          "active",
+          now
+        )
+        yield* markWebhooks(
+          failing.map((r) => r.webhook_id),
+          "failed",
+          now
+        )
+        const failedBy = failing.filter((r) => notFailed.has(r.webhook_id)).map((r) => r.settlement.id)
+        return { kept, failedBy: new Set(failedBy) }
+      }).pipe(sql.withTransaction)
+
+    /**
+     * PostgreSQL: the batch as one statement (data-modifying CTEs), committed on its own. The deliveries' update
+     * takes the row locks of their counters (migration 0006) and holds them until commit; in a transaction of
+     * several statements they stayed held while the server, busy with requests, got round to the next statement
+     * and the commit, and every create queuing a delivery for the same webhooks waited behind them. Padded to a
+     * bucket with rows of NULLs, which match nothing.
+     */
+    const recordAtOnce = (recordings: ReadonlyArray<Recording>, now: string) => {
+      const rows = bucketOf(recordings.length)
+      const params: Array<Param> = [now]
+      recordings.forEach(({ settlement: s, attempt: a, webhook_id, decisive }, ordinal) => {
+        params.push(s.id, s.claim_token, s.status, s.attempt_count, s.next_attempt_at, s.last_attempt_at)
+        params.push(a.number, a.attempted_at, a.duration_ms, a.status_code, a.error, a.response_body, a.outcome)
+        params.push(webhook_id, ordinal, decisive ? 1 : 0)
+      })
+      for (let i = recordings.length * RECORD_COLUMNS.length; i < rows * RECORD_COLUMNS.length; i++) params.push(null)
+      const text = direct.text(`record ${rows}`, () => {
+        const row = (r: number) =>
+          `(${RECORD_COLUMNS.map(([, type], c) => {
+            const p = direct.placeholder(2 + r * RECORD_COLUMNS.length + c)
+            return type === "text" ? p : `CAST(${p} AS INTEGER)`
+          }).join(", ")})`
+        return `
+          WITH o (${RECORD_COLUMNS.map(([name]) => name).join(", ")}) AS (
+            VALUES ${Array.from({ length: rows }, (_, r) => row(r)).join(", ")}
+          ),
+          settled AS (
+            UPDATE deliveries SET
+              status = o.status, attempt_count = o.attempt_count, next_attempt_at = o.next_attempt_at,
+              last_attempt_at = o.last_attempt_at, manual = 0, claimed_until = NULL, claim_token = NULL
+            FROM o
+            WHERE deliveries.id = o.id AND deliveries.claim_token = o.claim_token
+            RETURNING deliveries.id
+          ),
+          owned AS (SELECT o.* FROM o JOIN settled ON settled.id = o.id),
+          attempts AS (
+            INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome)
+            SELECT id, number, attempted_at, duration_ms, status_code, error, response_body, outcome FROM owned
+          ),
+          latest AS (
+            SELECT DISTINCT ON (webhook_id) webhook_id, id, outcome = 'succeeded' AS succeeded
+            FROM owned WHERE decisive = 1 ORDER BY webhook_id, ordinal DESC
+          ),
+          activated AS (
+            UPDATE webhooks SET status = 'active', failed_at = NULL, updated_at = $1
+            WHERE id IN (SELECT webhook_id FROM latest WHERE succeeded) AND status = 'failed'
+          ),
+          failed AS (
+            UPDATE webhooks SET status = 'failed', failed_at = $1, updated_at = $1
+            WHERE id IN (SELECT webhook_id FROM latest WHERE NOT succeeded)
+          )
+          SELECT id, 'kept' AS kind FROM settled
+          UNION ALL
+          SELECT latest.id, 'failed_by' FROM latest JOIN webhooks ON webhooks.id = latest.webhook_id
+          WHERE NOT latest.succeeded AND webhooks.status <> 'failed'`
+      })
+      return Effect.flatMap(direct.run(text, params), recordedOf)
+    }
+
+    /**
+     * Writes a batch of outcomes, given in the order they were attempted: each delivery's next state and its attempt
+     * (only claims this process still holds), and each webhook's status after the latest decisive outcome among
+     * them (a success makes a failed webhook active, a delivery's last failure makes it failed). All or nothing.
+     * The statement that reads the webhooks before marking them sees them as they were (PostgreSQL: the statement's
+     * snapshot), so `failedBy` names only webhooks this batch turned `failed`.
+     */
+    const record = (recordings: ReadonlyArray<Recording>, now: string): Effect.Effect<Recorded, SqlError> =>
+      recordings.length === 0
+        ? Effect.succeed({ kept: new Set(), failedBy: new Set() })
+        : pg
+          ? recordAtOnce(recordings, now)
+          : recordInSteps(recordings, now)
+
     const pendingCount = Effect.map(
       Rows.single({
         Request: Schema.Void,
@@ -298,10 +465,8 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       attemptsOf,
       scheduleNow,
       claim,
-      insertAttempts,
-      settle,
+      record,
       unclaim,
-      markWebhooks,
       pendingCount
     } as const
   })

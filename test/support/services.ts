@@ -1,6 +1,6 @@
 /**
- * In-process service tests: the real service layers over a fresh SQLite database in memory with every migration
- * applied, no HTTP and no process. Fast and precise where the wire adds nothing (rules, edge cases, rows).
+ * In-process service tests: the real service layers over a fresh SQLite database in memory (or, where engines
+ * differ, the one `DATABASE_URL` selects) with every migration applied, no HTTP and no process. Fast and precise where the wire adds nothing (rules, edge cases, rows).
  */
 import type { SqlClient } from "@effect/sql"
 import { Effect, Layer, ManagedRuntime } from "effect"
@@ -8,6 +8,7 @@ import type { Principal } from "../../src/Domain/Principal.ts"
 import type { Scope } from "../../src/Domain/Scopes.ts"
 import { SqlLive } from "../../src/Sql/Client.ts"
 import { withDatabaseUrl } from "./fixtures.ts"
+import { freshDatabaseUrl } from "./server.ts"
 
 export interface ServiceHarness<R> {
   /** Runs an effect against the services; its failure rejects. */
@@ -17,10 +18,10 @@ export interface ServiceHarness<R> {
   dispose(): Promise<void>
 }
 
-/** The given service layers over `sqlite::memory:`, migrated; one database per harness. */
-export const inMemory = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient>): ServiceHarness<R> => {
+/** The given service layers over the database at `databaseUrl`, migrated. */
+const harnessOf = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient>, databaseUrl: string): ServiceHarness<R> => {
   const runtime = ManagedRuntime.make(
-    services.pipe(Layer.provideMerge(SqlLive), Layer.provide(withDatabaseUrl("sqlite::memory:")))
+    services.pipe(Layer.provideMerge(SqlLive), Layer.provide(withDatabaseUrl(databaseUrl)))
   )
   return {
     run: (effect) => runtime.runPromise(effect),
@@ -28,6 +29,18 @@ export const inMemory = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient>)
     dispose: () => runtime.dispose()
   }
 }
+
+/** The given service layers over `sqlite::memory:`, migrated; one database per harness. */
+export const inMemory = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient>): ServiceHarness<R> =>
+  harnessOf(services, "sqlite::memory:")
+
+/**
+ * The given service layers over a fresh database of the engine `DATABASE_URL` selects (SQLite in a temporary file
+ * without it), migrated: for what differs by engine.
+ */
+export const onSelectedEngine = async <R, E>(
+  services: Layer.Layer<R, E, SqlClient.SqlClient>
+): Promise<ServiceHarness<R>> => harnessOf(services, await freshDatabaseUrl())
 
 /** The principal a credential of `user` would give (an API key with `read,write` unless told otherwise). */
 export const principalOf = (

@@ -1,76 +1,74 @@
 /**
- * The recorder's statements (src/Webhooks/Repo.ts: `settle`, `insertAttempts`, `markWebhooks`), which run as fixed
- * text on the transaction's connection: only claims still held are written, attempts are stored field by field,
- * and "active" changes only failed webhooks. In a transaction (the recorder's way) and outside one (the ordinary
- * `sql` path the same text takes with tracing on).
+ * The recorder's write (src/Webhooks/Repo.ts, `record`): a batch of outcomes, given in the order attempted. Only
+ * claims still held are written, attempts are stored field by field, each webhook follows the latest decisive
+ * outcome of the batch ("active" changes only failed webhooks), and a batch is written whole or not at all. On
+ * the engine `DATABASE_URL` selects: SQLite writes it as statements in a transaction, PostgreSQL as one statement;
+ * with tracing off (the server's default) and on (the `sql` path with its spans).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { DeliveryId } from "../../src/Domain/Ids.ts"
+import type { AttemptRecord } from "../../src/Domain/Webhook.ts"
 import { Users } from "../../src/Users/Users.ts"
-import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
+import { type Recording, WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
 import { webhookRow } from "../support/helpers.ts"
-import { inMemory } from "../support/services.ts"
+import { onSelectedEngine, type ServiceHarness } from "../support/services.ts"
 
-const harness = inMemory(Layer.mergeAll(WebhooksRepo.Default, Users.Default))
-const { run } = harness
+let harness: ServiceHarness<WebhooksRepo | Users>
+const run = <A, E>(effect: Effect.Effect<A, E, WebhooksRepo | Users | SqlClient.SqlClient>) => harness.run(effect)
 const T0 = "2026-01-01T00:00:00.000Z"
 const T1 = "2026-01-01T00:00:05.000Z"
+const NOW = "2026-01-01T00:02:00.000Z"
+const EVENT = "evt_00000000000000000000000001"
 
 const sqlRun = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
   run(Effect.flatMap(SqlClient.SqlClient, f))
 
-interface DeliveryRow {
-  readonly id: string
-  readonly status: string
-  readonly attempt_count: number
-  readonly next_attempt_at: string | null
-  readonly last_attempt_at: string | null
-  readonly claim_token: string | null
-  readonly claimed_until: string | null
-}
-const delivery = (id: string) =>
-  sqlRun((sql) =>
-    Effect.map(
-      sql<DeliveryRow>`SELECT id, status, attempt_count, next_attempt_at, last_attempt_at, claim_token, claimed_until
-        FROM deliveries WHERE id = ${id}`,
-      (rows) => rows[0]
-    )
-  )
-
-const hook = (n: number) => `whk_000000000000000000000000${n.toString().padStart(2, "0")}`
-const dlv = (n: number) => DeliveryId.make(`dlv_000000000000000000000000${n.toString().padStart(2, "0")}`)
-
+let userId = ""
 beforeAll(async () => {
-  const user = await run(Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail("rec"), name: "Rec" })))
-  await sqlRun((sql) =>
+  harness = await onSelectedEngine(Layer.mergeAll(WebhooksRepo.Default, Users.Default))
+  userId = (await run(Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail("rec"), name: "Rec" })))).id
+  await sqlRun(
+    (sql) =>
+      sql`INSERT INTO events ${sql.insert({ id: EVENT, type: "project.created", payload: "{}", trace_context: null, created_at: T0 })}`
+  )
+})
+afterAll(() => harness.dispose())
+
+/** Ids of one test's rows: `scope` keeps the tests (and the two tracing modes) apart in the one database. */
+const ids = (scope: number) => ({
+  hook: (n: number) => `whk_000000000000000000000000${scope}${n}`,
+  dlv: (n: number) => DeliveryId.make(`dlv_000000000000000000000000${scope}${n}`)
+})
+
+/** Webhooks (`failed` ones with a `failed_at`), and a pending delivery claimed with `token-<n>` for each `[n, hook]`. */
+const seed = (
+  scope: number,
+  hooks: ReadonlyArray<readonly [number, "active" | "failed"]>,
+  deliveries: ReadonlyArray<readonly [number, number]>
+) => {
+  const { hook, dlv } = ids(scope)
+  return sqlRun((sql) =>
     Effect.gen(function* () {
       yield* sql`INSERT INTO webhooks ${sql.insert(
-        [1, 2, 3].map((n) =>
+        hooks.map(([n, status]) =>
           webhookRow({
             id: hook(n),
-            userId: user.id,
-            url: `https://hooks.example.com/${n}`,
+            userId,
+            url: `https://hooks.example.com/${hook(n)}`,
             secret: `whsec_${n}`,
             at: T0,
-            ...(n === 1 ? { failedAt: T0 } : {})
+            ...(status === "failed" ? { failedAt: T0 } : {})
           })
         )
       )}`
-      yield* sql`INSERT INTO events ${sql.insert({
-        id: "evt_00000000000000000000000001",
-        type: "project.created",
-        payload: "{}",
-        trace_context: null,
-        created_at: T0
-      })}`
       yield* sql`INSERT INTO deliveries ${sql.insert(
-        [1, 2, 3, 4, 5].map((n) => ({
+        deliveries.map(([n, h]) => ({
           id: dlv(n),
-          webhook_id: hook(1),
-          event_id: "evt_00000000000000000000000001",
+          webhook_id: hook(h),
+          event_id: EVENT,
           event_type: "project.created",
           status: "pending",
           attempt_count: 0,
@@ -84,115 +82,201 @@ beforeAll(async () => {
       )}`
     })
   )
-})
-afterAll(() => harness.dispose())
+}
 
-const settlement = (n: number, token: string, status: "pending" | "delivered" | "failed", next: string | null) => ({
-  id: dlv(n),
-  claim_token: token,
-  status,
-  attempt_count: 1,
-  next_attempt_at: next,
-  last_attempt_at: T1
-})
+/** An outcome of attempt 1 of delivery `n` (to webhook `h`), attempted `second` seconds past T0. */
+const outcome = (
+  scope: number,
+  n: number,
+  h: number,
+  kind: "delivered" | "retry" | "gave up",
+  options: { readonly second?: number; readonly token?: string } = {}
+): Recording => {
+  const { hook, dlv } = ids(scope)
+  const at = `2026-01-01T00:00:${String(options.second ?? 5).padStart(2, "0")}.000Z`
+  const succeeded = kind === "delivered"
+  const attempt: AttemptRecord = {
+    delivery_id: dlv(n),
+    number: 1,
+    attempted_at: at,
+    duration_ms: 10 + n,
+    status_code: succeeded ? 204 : 503,
+    error: succeeded ? null : "HTTP 503",
+    response_body: succeeded ? null : `busy ${n}`,
+    outcome: succeeded ? "succeeded" : "failed"
+  }
+  return {
+    settlement: {
+      id: dlv(n),
+      claim_token: options.token ?? `token-${n}`,
+      status: kind === "delivered" ? "delivered" : kind === "retry" ? "pending" : "failed",
+      attempt_count: 1,
+      next_attempt_at: kind === "retry" ? "2026-01-01T00:01:05.000Z" : null,
+      last_attempt_at: at
+    },
+    attempt,
+    webhook_id: hook(h),
+    decisive: kind !== "retry"
+  }
+}
+
+const deliveriesOf = (scope: number) =>
+  sqlRun(
+    (sql) =>
+      sql`SELECT id, status, attempt_count, next_attempt_at, last_attempt_at, claim_token, claimed_until
+        FROM deliveries WHERE id LIKE ${`dlv_000000000000000000000000${scope}%`} ORDER BY id`
+  )
+const attemptsOf = (scope: number) =>
+  sqlRun(
+    (sql) =>
+      sql`SELECT delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome
+        FROM delivery_attempts WHERE delivery_id LIKE ${`dlv_000000000000000000000000${scope}%`} ORDER BY delivery_id`
+  )
+const webhooksOf = (scope: number) =>
+  sqlRun(
+    (sql) =>
+      sql`SELECT id, status, failed_at, updated_at FROM webhooks
+        WHERE id LIKE ${`whk_000000000000000000000000${scope}%`} ORDER BY id`
+  )
 
 describe.each([
-  ["in a transaction with tracing off (the recorder's way: straight to the connection)", true],
-  ["outside one (the ordinary `sql` path)", false]
-] as const)("the recorder's statements %s", (_, inTransaction) => {
-  const first = inTransaction ? 1 : 4
-  const within = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    inTransaction
-      ? // With tracing off, as the server runs at its defaults: then the statements go straight to the connection.
-        Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(effect)).pipe(Effect.withTracerEnabled(false))
-      : effect
+  ["with tracing off (the server's default)", false, 1],
+  ["with tracing on (the `sql` path, with spans)", true, 5]
+] as const)("the recorder's write %s", (_, traced, base) => {
+  const record = (recordings: ReadonlyArray<Recording>) =>
+    run(
+      Effect.flatMap(WebhooksRepo, (repo) => repo.record(recordings, NOW)).pipe(Effect.withTracerEnabled(traced))
+    ).then(({ kept, failedBy }) => ({ kept: [...kept].sort(), failedBy: [...failedBy].sort() }))
 
-  test("settle writes only the claims still held, and answers their ids", async () => {
-    const held = settlement(first, `token-${first}`, "delivered", null)
-    const lapsed = settlement(first + 1, "someone-else", "delivered", null)
-    const written = await run(
-      Effect.flatMap(WebhooksRepo, (repo) => within(repo.settle(inTransaction ? [held, lapsed] : [held])))
+  test("writes only the claims still held: the delivery's next state and its attempt, field by field", async () => {
+    const scope = base
+    const { dlv } = ids(scope)
+    await seed(
+      scope,
+      [[1, "active"]],
+      [
+        [1, 1],
+        [2, 1],
+        [3, 1]
+      ]
     )
-    expect([...written]).toEqual([dlv(first)])
-    expect(await delivery(dlv(first))).toEqual({
-      id: dlv(first),
-      status: "delivered",
-      attempt_count: 1,
-      next_attempt_at: null,
-      last_attempt_at: T1,
-      claim_token: null,
-      claimed_until: null
-    })
-    if (inTransaction) {
-      // Claimed by another token: left as it was, for its holder to record.
-      expect(await delivery(dlv(first + 1))).toMatchObject({
+    const held = outcome(scope, 1, 1, "delivered")
+    const lapsed = outcome(scope, 2, 1, "delivered", { token: "someone-else" })
+    const retry = outcome(scope, 3, 1, "retry", { second: 6 })
+    expect(await record([held, lapsed, retry])).toEqual({ kept: [dlv(1), dlv(3)], failedBy: [] })
+    expect(await deliveriesOf(scope)).toEqual([
+      {
+        id: dlv(1),
+        status: "delivered",
+        attempt_count: 1,
+        next_attempt_at: null,
+        last_attempt_at: T1,
+        claim_token: null,
+        claimed_until: null
+      },
+      // Claimed by another token: left as it was, for its holder to record, with no attempt of ours.
+      {
+        id: dlv(2),
         status: "pending",
         attempt_count: 0,
-        claim_token: "token-2"
-      })
-    }
-  })
-
-  test("a retry keeps the delivery pending with its next attempt time; the attempts are stored field by field", async () => {
-    const n = first + (inTransaction ? 2 : 1)
-    const refused = {
-      delivery_id: dlv(n),
-      number: 1,
-      attempted_at: T1,
-      duration_ms: 12,
-      status_code: 503,
-      error: "HTTP 503",
-      response_body: "busy",
-      outcome: "failed" as const
-    }
-    const succeeded = {
-      delivery_id: dlv(first),
-      number: 1,
-      attempted_at: T1,
-      duration_ms: 3,
-      status_code: null,
-      error: null,
-      response_body: null,
-      outcome: "succeeded" as const
-    }
-    const written = await run(
-      Effect.flatMap(WebhooksRepo, (repo) =>
-        within(
-          Effect.zipLeft(
-            repo.settle([settlement(n, `token-${n}`, "pending", "2026-01-01T00:01:05.000Z")]),
-            repo.insertAttempts([refused, succeeded])
-          )
-        )
-      )
-    )
-    expect([...written]).toEqual([dlv(n)])
-    expect(await delivery(dlv(n))).toMatchObject({
-      status: "pending",
-      attempt_count: 1,
-      next_attempt_at: "2026-01-01T00:01:05.000Z",
-      claim_token: null
-    })
-    const attempts = await sqlRun(
-      (sql) =>
-        sql`SELECT delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome
-        FROM delivery_attempts WHERE delivery_id IN (${dlv(n)}, ${dlv(first)}) ORDER BY delivery_id`
-    )
-    expect(attempts).toEqual([succeeded, refused])
-  })
-
-  test('"active" turns failed webhooks active and leaves active ones untouched', async () => {
-    const now = inTransaction ? "2026-01-01T00:02:00.000Z" : "2026-01-01T00:03:00.000Z"
-    if (!inTransaction) {
-      await sqlRun((sql) => sql`UPDATE webhooks SET status = 'failed', failed_at = ${T1} WHERE id = ${hook(1)}`)
-    }
-    await run(Effect.flatMap(WebhooksRepo, (repo) => within(repo.markWebhooks([hook(1), hook(2)], "active", now))))
-    const hooks = await sqlRun(
-      (sql) =>
-        sql`SELECT id, status, failed_at, updated_at FROM webhooks WHERE id IN (${hook(1)}, ${hook(2)}) ORDER BY id`
-    )
-    expect(hooks).toEqual([
-      { id: hook(1), status: "active", failed_at: null, updated_at: now },
-      { id: hook(2), status: "active", failed_at: null, updated_at: T0 }
+        next_attempt_at: T0,
+        last_attempt_at: null,
+        claim_token: "token-2",
+        claimed_until: T1
+      },
+      {
+        id: dlv(3),
+        status: "pending",
+        attempt_count: 1,
+        next_attempt_at: "2026-01-01T00:01:05.000Z",
+        last_attempt_at: "2026-01-01T00:00:06.000Z",
+        claim_token: null,
+        claimed_until: null
+      }
     ])
+    expect(await attemptsOf(scope)).toEqual([held.attempt, retry.attempt])
+  })
+
+  test("each webhook follows the latest decisive outcome it holds; `failedBy` names only webhooks it turned failed", async () => {
+    const scope = base + 1
+    const { dlv, hook } = ids(scope)
+    await seed(
+      scope,
+      [
+        [1, "failed"],
+        [2, "active"],
+        [3, "failed"],
+        [4, "active"],
+        [5, "failed"]
+      ],
+      [
+        [1, 1],
+        [2, 1],
+        [3, 2],
+        [4, 2],
+        [5, 3],
+        [6, 4],
+        [7, 5]
+      ]
+    )
+    // Given out of order on purpose where it does not matter, in order where it does (the caller sorts by time).
+    const batch = [
+      outcome(scope, 1, 1, "gave up", { second: 1 }), // webhook 1: a last failure, then a success: active again
+      outcome(scope, 2, 1, "delivered", { second: 2 }),
+      outcome(scope, 3, 2, "delivered", { second: 1 }), // webhook 2: a success, then a last failure: failed
+      outcome(scope, 4, 2, "gave up", { second: 3 }),
+      outcome(scope, 5, 3, "gave up", { second: 4 }), // webhook 3: failed already: stays failed, not "turned"
+      outcome(scope, 6, 4, "retry", { second: 5 }), // webhook 4: only a retry, which decides nothing
+      outcome(scope, 7, 5, "delivered", { second: 6, token: "lapsed" }) // webhook 5: a success not ours to write
+    ]
+    expect(await record(batch)).toEqual({
+      kept: [1, 2, 3, 4, 5, 6].map(dlv),
+      failedBy: [dlv(4)]
+    })
+    expect(await webhooksOf(scope)).toEqual([
+      { id: hook(1), status: "active", failed_at: null, updated_at: NOW },
+      { id: hook(2), status: "failed", failed_at: NOW, updated_at: NOW },
+      { id: hook(3), status: "failed", failed_at: NOW, updated_at: NOW },
+      { id: hook(4), status: "active", failed_at: null, updated_at: T0 },
+      { id: hook(5), status: "failed", failed_at: T0, updated_at: T0 }
+    ])
+  })
+
+  test("a success leaves an active webhook untouched", async () => {
+    const scope = base + 2
+    const { hook } = ids(scope)
+    await seed(scope, [[1, "active"]], [[1, 1]])
+    await record([outcome(scope, 1, 1, "delivered")])
+    expect(await webhooksOf(scope)).toEqual([{ id: hook(1), status: "active", failed_at: null, updated_at: T0 }])
+  })
+
+  test("a batch is written whole or not at all", async () => {
+    const scope = base + 3
+    const { dlv, hook } = ids(scope)
+    await seed(
+      scope,
+      [[1, "active"]],
+      [
+        [1, 1],
+        [2, 1]
+      ]
+    )
+    // Attempt 1 of delivery 2 is on record already: the batch's attempt collides with it (the primary key).
+    await sqlRun(
+      (sql) =>
+        sql`INSERT INTO delivery_attempts ${sql.insert({ ...outcome(scope, 2, 1, "retry").attempt, response_body: "before" })}`
+    )
+    const failed = await run(
+      Effect.flatMap(WebhooksRepo, (repo) =>
+        repo.record([outcome(scope, 1, 1, "gave up"), outcome(scope, 2, 1, "delivered")], NOW)
+      ).pipe(Effect.withTracerEnabled(traced), Effect.flip)
+    )
+    expect(failed._tag).toBe("SqlError")
+    expect((await deliveriesOf(scope)).map((row) => [row.id, row.status, row.claim_token])).toEqual([
+      [dlv(1), "pending", "token-1"],
+      [dlv(2), "pending", "token-2"]
+    ])
+    expect((await attemptsOf(scope)).map((row) => row.response_body)).toEqual(["before"])
+    expect(await webhooksOf(scope)).toEqual([{ id: hook(1), status: "active", failed_at: null, updated_at: T0 }])
   })
 })

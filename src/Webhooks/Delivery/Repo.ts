@@ -1,6 +1,6 @@
 /**
- * The worker's own reads beside `WebhooksRepo`'s claims and settlements: when it should look next, and which
- * webhooks a batch is about to turn `failed` (for the operator's log line). Rows decoded with `SqlSchema`.
+ * The worker's own read beside `WebhooksRepo`'s claims and settlements: when it should look next. Rows decoded with
+ * `SqlSchema`.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
@@ -25,16 +25,6 @@ export class DeliveryScheduleRepo extends Effect.Service<DeliveryScheduleRepo>()
     const nextDueAfter = (now: string) =>
       Effect.map(nextDue(now), (row) => Option.flatMap(row, ({ due }) => Option.fromNullable(due)))
 
-    const notFailed = SqlSchema.findAll({
-      Request: Schema.Array(Schema.String),
-      Result: Schema.Struct({ id: Schema.String }),
-      execute: (ids) => sql`SELECT id FROM webhooks WHERE id IN ${sql.in(ids)} AND status <> 'failed'`
-    })
-
-    /** Those of `ids` whose webhook is not `failed` yet. */
-    const notFailedAmong = (ids: ReadonlyArray<string>) =>
-      ids.length === 0 ? Effect.succeed([]) : Effect.map(notFailed(ids), (rows) => rows.map((row) => row.id))
-
-    return { nextDueAfter, notFailedAmong } as const
+    return { nextDueAfter } as const
   })
 }) {}

@@ -16,7 +16,6 @@
  * Failures are logged at `warning` for operators: each failed attempt, a delivery that gives up, a webhook that
  * turns `failed`.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import {
   Cause,
   Chunk,
@@ -84,7 +83,6 @@ const supervise = (name: string, body: Effect.Effect<unknown, unknown>) =>
 export const DeliveryWorker = Layer.scopedDiscard(
   Effect.gen(function* () {
     const config = yield* Effect.orDie(WebhookConfig)
-    const sql = yield* SqlClient.SqlClient
     const repo = yield* WebhooksRepo
     const schedule = yield* DeliveryScheduleRepo
     const inbox = yield* DeliveryInbox
@@ -187,62 +185,47 @@ export const DeliveryWorker = Layer.scopedDiscard(
     }
 
     /**
-     * Writes outcomes in one transaction: the attempt, the delivery's next state and, on a delivery's last failure
-     * or the first success after one, the webhook's status. Only claims still held are written. Answers what the
-     * operator should be told, once committed.
+     * Writes outcomes (src/Webhooks/Repo.ts, `record`): the attempt, the delivery's next state and, on a delivery's
+     * last failure or the first success after one, the webhook's status. Only claims still held are written.
+     * Answers what the operator should be told, once committed.
      */
     const write = (batch: ReadonlyArray<Outcome>) =>
       Effect.gen(function* () {
-        const kept = yield* repo.settle(
-          batch.map((outcome) => ({
-            id: outcome.claimed.id,
-            claim_token: outcome.claimed.claim_token,
-            status: outcome.status,
-            attempt_count: outcome.number,
-            next_attempt_at: outcome.nextAttemptAt,
-            last_attempt_at: iso(outcome.attemptedAt)
-          }))
+        // In the order attempted: a webhook's status follows the latest decisive outcome.
+        const ordered = [...batch].sort((a, b) => a.attemptedAt - b.attemptedAt)
+        const { kept, failedBy } = yield* repo.record(
+          ordered.map(({ attemptedAt, claimed, number, result, status, nextAttemptAt }) => ({
+            settlement: {
+              id: claimed.id,
+              claim_token: claimed.claim_token,
+              status,
+              attempt_count: number,
+              next_attempt_at: nextAttemptAt,
+              last_attempt_at: iso(attemptedAt)
+            },
+            attempt: {
+              delivery_id: claimed.id,
+              number,
+              attempted_at: iso(attemptedAt),
+              duration_ms: result.durationMs,
+              status_code: result.statusCode,
+              error: result.error,
+              response_body: result.responseBody,
+              outcome: result.succeeded ? "succeeded" : "failed"
+            },
+            webhook_id: claimed.webhook_id,
+            decisive: result.succeeded || status === "failed"
+          })),
+          iso(Date.now())
         )
         // A claim that lapsed and was taken by another process is theirs to record now.
-        const owned = batch.filter((outcome) => kept.has(outcome.claimed.id))
-        yield* repo.insertAttempts(
-          owned.map(({ attemptedAt, claimed, number, result }) => ({
-            delivery_id: claimed.id,
-            number,
-            attempted_at: iso(attemptedAt),
-            duration_ms: result.durationMs,
-            status_code: result.statusCode,
-            error: result.error,
-            response_body: result.responseBody,
-            outcome: result.succeeded ? "succeeded" : "failed"
-          }))
-        )
-        // A webhook's status follows its latest decisive outcome in the batch: a success makes it active (only
-        // if it was failed: conditional in SQL), a delivery's last failure makes it failed.
-        const latest = new Map<string, Outcome>()
-        for (const outcome of [...owned].sort((a, b) => a.attemptedAt - b.attemptedAt)) {
-          if (outcome.result.succeeded || outcome.status === "failed") latest.set(outcome.claimed.webhook_id, outcome)
-        }
-        const decisive = [...latest.values()]
-        const failing = decisive.filter((outcome) => !outcome.result.succeeded)
-        const turningFailed = new Set(yield* schedule.notFailedAmong(failing.map((o) => o.claimed.webhook_id)))
-        const now = iso(Date.now())
-        yield* repo.markWebhooks(
-          decisive.filter((o) => o.result.succeeded).map((o) => o.claimed.webhook_id),
-          "active",
-          now
-        )
-        yield* repo.markWebhooks(
-          failing.map((o) => o.claimed.webhook_id),
-          "failed",
-          now
-        )
+        const owned = ordered.filter((outcome) => kept.has(outcome.claimed.id))
         return {
           givenUp: owned.filter((outcome) => outcome.status === "failed"),
-          webhooksFailed: failing.filter((outcome) => turningFailed.has(outcome.claimed.webhook_id)),
+          webhooksFailed: owned.filter((outcome) => failedBy.has(outcome.claimed.id)),
           retries: owned.some((outcome) => outcome.status === "pending")
         }
-      }).pipe(sql.withTransaction)
+      })
 
     const record = (batch: ReadonlyArray<Outcome>) =>
       Effect.gen(function* () {
