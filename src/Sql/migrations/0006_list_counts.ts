@@ -23,7 +23,7 @@ import { Effect } from "effect"
 /** An expression over a row of the counted table, given the row's name (`r`, `NEW`, `OLD`). */
 type Expression = (row: string) => string
 
-interface Counter {
+export interface Counter {
   readonly table: string
   readonly source: string
   /** Each key column of the counter (all TEXT) and the expression that fills it. */
@@ -36,7 +36,7 @@ interface Counter {
   readonly shardBy: Expression
 }
 
-const counters: ReadonlyArray<Counter> = [
+export const counters: ReadonlyArray<Counter> = [
   // A user's own projects, by the team they are shared with (`''`: not shared with a team) and status.
   {
     table: "counts_projects_owner",
@@ -171,7 +171,11 @@ const sqlite = (c: Counter): ReadonlyArray<string> => {
   ]
 }
 
-const pg = (c: Counter): ReadonlyArray<string> => {
+/**
+ * A counter's PostgreSQL statements: its table, the fill from the rows already there, the trigger function
+ * (`CREATE OR REPLACE`, so a later migration can re-make it) and its triggers.
+ */
+export const pgCounter = (c: Counter) => {
   const columns = columnsOf(c).join(", ")
   const shard = (row: string) => `hashtext(${c.shardBy(row)}) & 15`
   const keyed = positions(c.keys.length + 1)
@@ -194,12 +198,12 @@ const pg = (c: Counter): ReadonlyArray<string> => {
     .map((column) => `c.${column}`)
     .join(", ")}, c.shard) IN (SELECT ${valuesOf(c, "r")}, ${shard("r")} FROM old_rows r WHERE ${whereOf(c, "r")});`
   const fn = `${c.table}_apply`
-  return [
-    `CREATE TABLE ${c.table} (${columnsOf(c)
+  return {
+    table: `CREATE TABLE ${c.table} (${columnsOf(c)
       .map((column) => `${column} TEXT NOT NULL`)
       .join(", ")}, shard SMALLINT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (${columns}, shard))`,
-    `INSERT INTO ${c.table} (${columns}, shard, n) ${grouped(c.source, "")}`,
-    `CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+    fill: `INSERT INTO ${c.table} (${columns}, shard, n) ${grouped(c.source, "")}`,
+    fn: `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF TG_OP = 'INSERT' THEN
         ${apply(grouped("new_rows", ""))}
@@ -212,17 +216,24 @@ const pg = (c: Counter): ReadonlyArray<string> => {
       END IF;
       RETURN NULL;
     END $$`,
-    `CREATE TRIGGER ${c.table}_insert AFTER INSERT ON ${c.source}
+    triggers: [
+      `CREATE TRIGGER ${c.table}_insert AFTER INSERT ON ${c.source}
       REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`,
-    `CREATE TRIGGER ${c.table}_delete AFTER DELETE ON ${c.source}
+      `CREATE TRIGGER ${c.table}_delete AFTER DELETE ON ${c.source}
       REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`,
-    // A transition table cannot go with a column list, so every update statement runs this once; one that moves no
-    // row to another key (a claim, a rename) nets to nothing and writes nothing. Per statement, in key order, like
-    // inserts and deletes: per-row triggers locked counter rows in the order rows happened to be updated, and a
-    // batch of delivery outcomes deadlocked with a commit queuing deliveries for the same webhooks.
-    `CREATE TRIGGER ${c.table}_update AFTER UPDATE ON ${c.source}
+      // A transition table cannot go with a column list, so every update statement runs this once; one that moves no
+      // row to another key (a claim, a rename) nets to nothing and writes nothing. Per statement, in key order, like
+      // inserts and deletes: per-row triggers locked counter rows in the order rows happened to be updated, and a
+      // batch of delivery outcomes deadlocked with a commit queuing deliveries for the same webhooks.
+      `CREATE TRIGGER ${c.table}_update AFTER UPDATE ON ${c.source}
       REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`
-  ]
+    ]
+  }
+}
+
+const pg = (c: Counter): ReadonlyArray<string> => {
+  const { table, fill, fn, triggers } = pgCounter(c)
+  return [table, fill, fn, ...triggers]
 }
 
 export default Effect.gen(function* () {
