@@ -1,14 +1,18 @@
 /**
- * Server wiring: the contract's handlers, the middleware around them, docs, health, and the Bun server.
+ * Server wiring: the contract's handlers, the middleware around them, docs, health, and the HTTP server
+ * (`node:http` on Bun; see `HttpServerLive`).
  */
+import { createServer } from "node:http"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
-import * as BunHttpServer from "@effect/platform-bun/BunHttpServer"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as SqlClient from "@effect/sql/SqlClient"
 import {
   Cause,
@@ -48,8 +52,20 @@ import { InvitationsHttp, TeamsHttp } from "./Teams/Http.js"
 import { UsersHttp } from "./Users/Http.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
 
-/** Bun's own cap: far above ours, so a declared oversize body still gets our 413 envelope. */
-const BUN_MAX_BODY_BYTES = 16 * 1024 * 1024
+/**
+ * The most body the server reads into memory for any request: a backstop far above our own 1 MiB (src/Http/
+ * BodyChecks.ts), so a body declared too large still gets our 413 envelope without being read, and one sent
+ * chunked gets it once read; past this the read fails and the connection is cut (Bun.serve's own cap was the same).
+ */
+const MAX_READ_BODY_BYTES = 16 * 1024 * 1024
+
+/**
+ * A connection that neither completes a request nor reads an answer for this long is closed: a client sending its
+ * headers slowly (slowloris), an idle keep-alive connection, and a request still unanswered after this long (as
+ * Bun.serve's default `idleTimeout` did). Bun's `node:http` honours the socket time-out (`server.timeout`), and
+ * ignores `headersTimeout` and `requestTimeout` (Bun 1.4.5); they are set for Node's sake.
+ */
+const IDLE_TIMEOUT_MS = 10_000
 
 const isHealth = (path: string) => path.startsWith("/health/")
 
@@ -257,10 +273,29 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide(AuthenticationLive)
 )
 
-const BunServerLive = Layer.unwrapEffect(
-  Effect.map(Effect.orDie(ServerConfig), ({ host, port }) =>
-    BunHttpServer.layer({ port, hostname: host, maxRequestBodySize: BUN_MAX_BODY_BYTES })
-  )
+/**
+ * `node:http`'s server, as Bun implements it, rather than `Bun.serve`: Bun 1.4.5's `Bun.serve` answers neither of
+ * two pipelined requests when the first one's handler awaits anything (scripts/bun-pipelining-repro.ts), while its
+ * `node:http` answers them in order. It costs a few microseconds more per request.
+ */
+const makeNodeServer = () => {
+  const server = createServer({
+    headersTimeout: IDLE_TIMEOUT_MS,
+    requestTimeout: 3 * IDLE_TIMEOUT_MS,
+    keepAliveTimeout: IDLE_TIMEOUT_MS
+  })
+  server.timeout = IDLE_TIMEOUT_MS
+  return server
+}
+
+const HttpServerLive = Layer.unwrapEffect(
+  Effect.map(Effect.orDie(ServerConfig), ({ host, port }) => NodeHttpServer.layer(makeNodeServer, { port, host }))
+)
+
+/** The body backstop, for every request the server serves (the platform reads without a bound otherwise). */
+const MaxReadBodyLive = Layer.succeed(
+  HttpIncomingMessage.MaxBodySize,
+  Option.some(FileSystem.Size(MAX_READ_BODY_BYTES))
 )
 
 /** The HTTP server and everything it serves; drains in-flight requests before it stops. */
@@ -278,7 +313,8 @@ export const HttpLive = GracefulShutdown.pipe(
       // Our own server span (named by route) replaces the platform's.
       HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.provide(StrictRouting),
-      Layer.provide(BunServerLive)
+      Layer.provide(MaxReadBodyLive),
+      Layer.provide(HttpServerLive)
     )
   ),
   Layer.provideMerge(Lifecycle.Default),
