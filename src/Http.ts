@@ -1,8 +1,7 @@
 /**
  * Server wiring: the contract's handlers, the middleware around them, docs, health, and the HTTP server
- * (`node:http` on Bun; see `HttpServerLive`).
+ * (`node:http` on Bun; see src/Http/NodeServer.ts).
  */
-import { createServer } from "node:http"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApp from "@effect/platform/HttpApp"
@@ -41,6 +40,7 @@ import { AuthenticationLive } from "./Http/Authentication.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
 import { DocsRoutes } from "./Http/Docs.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
+import { makeNodeServer } from "./Http/NodeServer.js"
 import { CurrentRequest, makeRequestState, withStateHeaders } from "./Http/RequestState.js"
 import { routeOf, StrictRouting } from "./Http/Routes.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
@@ -58,14 +58,6 @@ import { WebhooksHttp } from "./Webhooks/Http.js"
  * chunked gets it once read; past this the read fails and the connection is cut (Bun.serve's own cap was the same).
  */
 const MAX_READ_BODY_BYTES = 16 * 1024 * 1024
-
-/**
- * A connection that neither completes a request nor reads an answer for this long is closed: a client sending its
- * headers slowly (slowloris), an idle keep-alive connection, and a request still unanswered after this long (as
- * Bun.serve's default `idleTimeout` did). Bun's `node:http` honours the socket time-out (`server.timeout`), and
- * ignores `headersTimeout` and `requestTimeout` (Bun 1.4.5); they are set for Node's sake.
- */
-const IDLE_TIMEOUT_MS = 10_000
 
 const isHealth = (path: string) => path.startsWith("/health/")
 
@@ -273,23 +265,11 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide(AuthenticationLive)
 )
 
-/**
- * `node:http`'s server, as Bun implements it, rather than `Bun.serve`: Bun 1.4.5's `Bun.serve` answers neither of
- * two pipelined requests when the first one's handler awaits anything (scripts/bun-pipelining-repro.ts), while its
- * `node:http` answers them in order. It costs a few microseconds more per request.
- */
-const makeNodeServer = () => {
-  const server = createServer({
-    headersTimeout: IDLE_TIMEOUT_MS,
-    requestTimeout: 3 * IDLE_TIMEOUT_MS,
-    keepAliveTimeout: IDLE_TIMEOUT_MS
-  })
-  server.timeout = IDLE_TIMEOUT_MS
-  return server
-}
-
+/** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs and headers). */
 const HttpServerLive = Layer.unwrapEffect(
-  Effect.map(Effect.orDie(ServerConfig), ({ host, port }) => NodeHttpServer.layer(makeNodeServer, { port, host }))
+  Effect.map(Effect.orDie(ServerConfig), ({ host, port, idleTimeout }) =>
+    NodeHttpServer.layer(makeNodeServer(idleTimeout), { port, host })
+  )
 )
 
 /** The body backstop, for every request the server serves (the platform reads without a bound otherwise). */
