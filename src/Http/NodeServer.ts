@@ -16,6 +16,8 @@
 import { createServer, type IncomingMessage, type Server, ServerResponse } from "node:http"
 import { Duration } from "effect"
 
+const isCallback = (arg: unknown): arg is () => void => typeof arg === "function"
+
 /**
  * Bun 1.4.5's `node:http` never calls `end`'s callback once the connection is closed (the client went away, or the
  * parser refused the rest of the request after its headers), nor emits `finish` or `error`. The platform sends
@@ -28,13 +30,13 @@ export class SettlingResponse<Request extends IncomingMessage = IncomingMessage>
   override end(chunk: unknown, callback?: () => void): this
   override end(chunk: unknown, encoding: BufferEncoding, callback?: () => void): this
   override end(first?: unknown, second?: unknown, third?: unknown): this {
-    const given = [first, second, third].find((arg): arg is () => void => typeof arg === "function")
+    const given = isCallback(first) ? first : isCallback(second) ? second : isCallback(third) ? third : undefined
     if (given === undefined) return this.endWith(first, second, undefined)
     let called = false
+    // Idempotent, so it can stay registered: `close` comes once for every response, and removes it.
     const settle = () => {
       if (called) return
       called = true
-      this.off("close", settle)
       given()
     }
     if (this.destroyed) {
@@ -44,7 +46,7 @@ export class SettlingResponse<Request extends IncomingMessage = IncomingMessage>
       return this
     }
     this.once("close", settle)
-    return this.endWith(typeof first === "function" ? undefined : first, second === given ? undefined : second, settle)
+    return this.endWith(first === given ? undefined : first, second === given ? undefined : second, settle)
   }
 
   private endWith(chunk: unknown, encoding: unknown, callback: (() => void) | undefined): this {
