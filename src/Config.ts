@@ -104,6 +104,19 @@ export const ServerConfig = Config.all({
   shutdownTimeout: Config.string("SHUTDOWN_TIMEOUT").pipe(
     Config.withDefault("20s"),
     Config.mapOrFail(durationSetting("SHUTDOWN_TIMEOUT"))
+  ),
+  /**
+   * A connection with no request completed and no answer written for this long is closed: headers sent slowly, an
+   * idle keep-alive connection, a request still unanswered (src/Http.ts).
+   */
+  idleTimeout: Config.string("HTTP_IDLE_TIMEOUT").pipe(
+    Config.withDefault("10s"),
+    Config.mapOrFail(durationSetting("HTTP_IDLE_TIMEOUT")),
+    Config.mapOrFail((idle) =>
+      Duration.toMillis(idle) > 0
+        ? Either.right(idle)
+        : Either.left(ConfigError.InvalidData(["HTTP_IDLE_TIMEOUT"], "HTTP_IDLE_TIMEOUT must be more than 0"))
+    )
   )
 })
 

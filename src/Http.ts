@@ -1,14 +1,17 @@
 /**
- * Server wiring: the contract's handlers, the middleware around them, docs, health, and the Bun server.
+ * Server wiring: the contract's handlers, the middleware around them, docs, health, and the HTTP server
+ * (`node:http` on Bun; see src/Http/NodeServer.ts).
  */
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
-import * as BunHttpServer from "@effect/platform-bun/BunHttpServer"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as SqlClient from "@effect/sql/SqlClient"
 import {
   Cause,
@@ -37,6 +40,7 @@ import { AuthenticationLive } from "./Http/Authentication.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
 import { DocsRoutes } from "./Http/Docs.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
+import { makeNodeServer } from "./Http/NodeServer.js"
 import { CurrentRequest, makeRequestState, withStateHeaders } from "./Http/RequestState.js"
 import { routeOf, StrictRouting } from "./Http/Routes.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
@@ -48,8 +52,12 @@ import { InvitationsHttp, TeamsHttp } from "./Teams/Http.js"
 import { UsersHttp } from "./Users/Http.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
 
-/** Bun's own cap: far above ours, so a declared oversize body still gets our 413 envelope. */
-const BUN_MAX_BODY_BYTES = 16 * 1024 * 1024
+/**
+ * The most body the server reads into memory for any request: a backstop far above our own 1 MiB (src/Http/
+ * BodyChecks.ts), so a body declared too large still gets our 413 envelope without being read, and one sent
+ * chunked gets it once read; past this the read fails and the connection is cut (Bun.serve's own cap was the same).
+ */
+const MAX_READ_BODY_BYTES = 16 * 1024 * 1024
 
 const isHealth = (path: string) => path.startsWith("/health/")
 
@@ -257,10 +265,17 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide(AuthenticationLive)
 )
 
-const BunServerLive = Layer.unwrapEffect(
-  Effect.map(Effect.orDie(ServerConfig), ({ host, port }) =>
-    BunHttpServer.layer({ port, hostname: host, maxRequestBodySize: BUN_MAX_BODY_BYTES })
+/** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs and headers). */
+const HttpServerLive = Layer.unwrapEffect(
+  Effect.map(Effect.orDie(ServerConfig), ({ host, port, idleTimeout }) =>
+    NodeHttpServer.layer(makeNodeServer(idleTimeout), { port, host })
   )
+)
+
+/** The body backstop, for every request the server serves (the platform reads without a bound otherwise). */
+const MaxReadBodyLive = Layer.succeed(
+  HttpIncomingMessage.MaxBodySize,
+  Option.some(FileSystem.Size(MAX_READ_BODY_BYTES))
 )
 
 /** The HTTP server and everything it serves; drains in-flight requests before it stops. */
@@ -278,7 +293,8 @@ export const HttpLive = GracefulShutdown.pipe(
       // Our own server span (named by route) replaces the platform's.
       HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.provide(StrictRouting),
-      Layer.provide(BunServerLive)
+      Layer.provide(MaxReadBodyLive),
+      Layer.provide(HttpServerLive)
     )
   ),
   Layer.provideMerge(Lifecycle.Default),

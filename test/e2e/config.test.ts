@@ -102,6 +102,7 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   ],
   LOG_LEVEL: ["trace", "debug", "info", "warning", "error", "fatal", "none", "warn", "off", "WARNING"],
   SHUTDOWN_TIMEOUT: ["20s", "500ms", "1m"],
+  HTTP_IDLE_TIMEOUT: ["10s", "30s"],
   WEBHOOK_RETRY_DELAYS: ["1m,5m,30m,2h", "1s,2s,3s,4s"],
   WEBHOOK_TIMEOUT: ["10s", "500ms"],
   WEBHOOK_CLAIM_TIMEOUT: ["60s", "2h"],
@@ -207,7 +208,8 @@ describe("settings that cannot work stop start-up, naming the variable", () => {
     ],
     [{ BASE_URL: "localhost:3000" }, ["BASE_URL must be an http:// or https:// URL"]],
     [{ DATABASE_URL: "mysql://db/pcs" }, ["DATABASE_URL must be"]],
-    [{ SHUTDOWN_TIMEOUT: "soon" }, ["SHUTDOWN_TIMEOUT must be a duration"]]
+    [{ SHUTDOWN_TIMEOUT: "soon" }, ["SHUTDOWN_TIMEOUT must be a duration"]],
+    [{ HTTP_IDLE_TIMEOUT: "0s" }, ["HTTP_IDLE_TIMEOUT must be more than 0"]]
   ]
   test("each is refused with its message", async () => {
     const outcomes = await bounded(
