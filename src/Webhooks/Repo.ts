@@ -100,7 +100,6 @@ const recordedOf = (rows: ReadonlyArray<unknown>): Effect.Effect<Recorded> => {
   return Effect.succeed({ kept, failedBy })
 }
 
-/** Row count buckets of the recorder's one PostgreSQL statement, so a handful of texts serve every batch size. */
 /** The columns of the recorder's PostgreSQL statement, one row per outcome, and how each is bound. */
 const RECORD_COLUMNS: ReadonlyArray<readonly [string, "text" | "integer"]> = [
   ["id", "text"],
@@ -121,6 +120,7 @@ const RECORD_COLUMNS: ReadonlyArray<readonly [string, "text" | "integer"]> = [
   ["decisive", "integer"]
 ]
 
+/** Row count buckets of the recorder's one PostgreSQL statement, so a handful of texts serve every batch size. */
 const bucketOf = (n: number) => 2 ** Math.ceil(Math.log2(Math.max(1, n)))
 
 export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
@@ -258,8 +258,8 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       })
 
     // The recorder's statements (a batch of outcomes, every few milliseconds under load) are fixed text by batch
-    // size, run straight on the transaction's connection (src/Sql/Direct.ts): compiling the `sql` template of a
-    // 50-row batch and encoding it through a schema was most of a batch's cost.
+    // size (src/Sql/Direct.ts), on SQLite run straight on the transaction's connection: compiling the `sql`
+    // template of a 50-row batch and encoding it through a schema was most of a batch's cost.
     const direct = makeDirect(sql)
     const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
     /** Placeholders for `count` values, numbered from `first`. */
