@@ -14,6 +14,7 @@
  * - A response whose connection is gone settles (`SettlingResponse`).
  */
 import { createServer, type IncomingMessage, type Server, ServerResponse } from "node:http"
+import type { Socket } from "node:net"
 import { Duration } from "effect"
 
 const isCallback = (arg: unknown): arg is () => void => typeof arg === "function"
@@ -67,6 +68,10 @@ export const makeNodeServer =
       keepAliveTimeout: millis,
       joinDuplicateHeaders: true
     })
-    server.timeout = millis
+    // Armed once per connection: the socket's own time-out resets on every read and write all the same, while Bun's
+    // `server.timeout` re-arms it on every request (15–20 µs of CPU each, 5 % of a GET).
+    server.on("connection", (socket: Socket) => {
+      socket.setTimeout(millis, () => socket.destroy())
+    })
     return server
   }
