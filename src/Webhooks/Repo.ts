@@ -48,10 +48,14 @@ const Id = Schema.Struct({ id: Schema.String })
  * The ids a settlement wrote, from its `RETURNING` rows as the driver gives them (src/Sql/Direct.ts): each must be
  * `{ id: string }`; anything else is a bug here, a defect, as a row that does not decode is (src/Sql/Rows.ts).
  */
+/** A column of a row as the driver gave it (`undefined` when the row is no object or lacks it). */
+const columnOf = (row: unknown, name: string): unknown =>
+  typeof row === "object" && row !== null && name in row ? Reflect.get(row, name) : undefined
+
 const settledIds = (rows: ReadonlyArray<unknown>): Effect.Effect<Set<string>> => {
   const ids = new Set<string>()
   for (const row of rows) {
-    const id = typeof row === "object" && row !== null && "id" in row ? row.id : undefined
+    const id = columnOf(row, "id")
     if (typeof id !== "string")
       return Effect.die(new Error(`a settled delivery row is not { id: string }: ${JSON.stringify(row)}`))
     ids.add(id)
@@ -91,8 +95,8 @@ const recordedOf = (rows: ReadonlyArray<unknown>): Effect.Effect<Recorded> => {
   const kept = new Set<string>()
   const failedBy = new Set<string>()
   for (const row of rows) {
-    const id = typeof row === "object" && row !== null && "id" in row ? row.id : undefined
-    const kind = typeof row === "object" && row !== null && "kind" in row ? row.kind : undefined
+    const id = columnOf(row, "id")
+    const kind = columnOf(row, "kind")
     if (typeof id !== "string" || (kind !== "kept" && kind !== "failed_by"))
       return Effect.die(new Error(`a recorded row is not { id: string, kind }: ${JSON.stringify(row)}`))
     ;(kind === "kept" ? kept : failedBy).add(id)
