@@ -60,7 +60,7 @@ const server = Bun.serve({
   hostname: "127.0.0.1",
   port,
   async fetch(request) {
-    if (request.method !== "POST") return new Response("webhook receiver: POST deliveries here\n")
+    if (request.method !== "POST") return new Response("webhook receiver: POST deliveries here")
     const body = await request.text()
     const event = request.headers.get("x-service-event") ?? "(no X-Service-Event)"
     const delivery = request.headers.get("x-service-delivery") ?? "(no X-Service-Delivery)"

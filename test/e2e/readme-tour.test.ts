@@ -167,7 +167,7 @@ describe("the README's tour, run from README.md", () => {
     const webhooks = ((await hooks.json()) as { data: Array<{ id: string; url: string }> }).data
     expect(webhooks.map((webhook) => webhook.url)).toEqual([`http://127.0.0.1:${receiverPort}/hooks`])
     const printed = await eventually(
-      () => /^\S+ project\.created (dlv_\w+): signature verified.*\n {2}(\{.*\})$/m.exec(stdout) ?? undefined,
+      () => /project\.created (dlv_\w+): signature verified[^\n]*\n {2}(\{[^\n]*\})/.exec(stdout) ?? undefined,
       { timeoutMs: 30_000, what: "the receiver's line for the delivery" }
     )
     expect(JSON.parse(printed[2] ?? "")).toMatchObject({ type: "project.created", data: { name: "Hooked" } })
