@@ -124,7 +124,13 @@ describe("the README's tour, run from README.md", () => {
       expect({ needed, inTour: text.includes(needed) }).toEqual({ needed, inTour: true })
     // As written for a machine without them: no jq, no macOS open, nothing from the network.
     expect(text).not.toMatch(/\bjq\b|\bopen\s+["']?http|example\.com\/|https:\/\//)
-    expect(README).not.toContain("../shared/")
+    // The repository's documentation stands alone: nothing points outside it.
+    const docs = join(ROOT, "docs")
+    for (const name of ["README.md", ...Array.from(new Bun.Glob("*.md").scanSync(docs), (file) => `docs/${file}`)])
+      expect({ name, outside: readFileSync(join(ROOT, name), "utf8").includes("../shared/") }).toEqual({
+        name,
+        outside: false
+      })
   })
 
   test("every command of the tour succeeds", () => {
