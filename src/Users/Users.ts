@@ -85,6 +85,16 @@ export class Users extends Effect.Service<Users>()("Users", {
     /** What signing in reads: the user with this (lower-cased) email and their password hash. */
     const findCredentials = (email: string) => Effect.orDie(repo.findCredentials(email))
 
+    /** The CLI's `--email`: the user with this address (any case, surrounding spaces ignored). */
+    const getByEmail = traced("Users.getByEmail")(function* (email: string) {
+      const normalized = email.trim().toLowerCase()
+      const found = yield* findCredentials(normalized)
+      return yield* Option.match(found, {
+        onNone: () => Effect.fail(new NotFound({ message: `No user with email ${normalized}` })),
+        onSome: (credentials) => get(credentials.id)
+      })
+    })
+
     /** `cli users list`: every user, oldest first, without the organisation. */
     const listAll = traced("Users.listAll")(function* () {
       return yield* Effect.orDie(repo.listAll())
@@ -111,6 +121,6 @@ export class Users extends Effect.Service<Users>()("Users", {
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
     })
 
-    return { create, get, updateMe, setPassword, findCredentials, listAll, remove } as const
+    return { create, get, getByEmail, updateMe, setPassword, findCredentials, listAll, remove } as const
   })
 }) {}
