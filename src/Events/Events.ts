@@ -173,12 +173,20 @@ export class Events extends Effect.Service<Events>()("Events", {
       })
 
     /**
-     * Records `type` about a resource whose audience is `audience` (user ids) and queues a delivery to each of
-     * their webhooks subscribed to it. Must run inside the transaction of the change it describes (`transaction`).
+     * Records `type` about a resource whose audience is `audience` (user ids: who hears about it, see
+     * docs/events.md), stores that audience for the events feed and queues a delivery to each of their webhooks
+     * subscribed to it. Must run inside the transaction of the change it describes (`transaction`).
      */
     const emit = traced("Events.emit")(function* (type: EventType, audience: ReadonlyArray<string>, data: unknown) {
       const event = yield* record(type, data)
-      yield* deliver(event, yield* subscribersOf(type, audience))
+      const users = Array.from(new Set(audience))
+      if (users.length > 0) {
+        // The feed's record of who heard about the event: written now, never recomputed from later memberships.
+        yield* sql`INSERT INTO event_audience ${sql.insert(
+          users.map((user_id) => ({ user_id, event_id: event.id, type, created_at: event.createdAt }))
+        )}`
+      }
+      yield* deliver(event, yield* subscribersOf(type, users))
       return event.envelope
     })
 
