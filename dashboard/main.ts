@@ -4,6 +4,7 @@
 import { api, signedIn, signOut, whenSessionEnds } from "./api.ts"
 import { h, replace } from "./dom.ts"
 import { apiKeysPage } from "./pages/apiKeys.ts"
+import { eventPage, eventsPage } from "./pages/events.ts"
 import { projectPage, projectsPage } from "./pages/projects.ts"
 import { signInPage } from "./pages/signIn.ts"
 import { teamPage, teamsPage } from "./pages/teams.ts"
@@ -34,11 +35,14 @@ route(/^\/settings\/api-keys$/, apiKeysPage)
 route(/^\/webhooks$/, webhooksPage)
 route(new RegExp(`^/webhooks/${ID}$`), webhookPage)
 route(new RegExp(`^/webhooks/${ID}/deliveries/${ID}$`), deliveryPage)
+route(/^\/events$/, eventsPage)
+route(new RegExp(`^/events/${ID}$`), eventPage)
 
 const nav = [
   ["Projects", `${BASE}/projects`],
   ["Teams", `${BASE}/teams`],
   ["Webhooks", `${BASE}/webhooks`],
+  ["Events", `${BASE}/events`],
   ["API keys", `${BASE}/settings/api-keys`]
 ] as const
 

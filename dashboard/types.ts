@@ -112,6 +112,14 @@ export const eventTypes = [
 ] as const
 export type EventType = (typeof eventTypes)[number]
 
+/** An event as the feed answers it: exactly what its webhooks were sent. */
+export interface EventRecord {
+  readonly id: string
+  readonly type: EventType
+  readonly created_at: string
+  readonly data: unknown
+}
+
 export interface Webhook {
   readonly id: string
   readonly url: string
