@@ -78,6 +78,9 @@ export interface Invitation {
   readonly created_at: string
   readonly expires_at: string
   readonly answered_at: string | null
+  /** What and who, for an invitee who cannot read the team. */
+  readonly team_name: string
+  readonly invited_by_name: string
 }
 
 /** The service's scopes and event types (src/Domain; test/dashboard/types.test.ts keeps them equal). */

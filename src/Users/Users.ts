@@ -107,7 +107,7 @@ export class Users extends Effect.Service<Users>()("Users", {
      */
     const remove = traced("Users.remove")(function* (id: string) {
       return yield* Effect.gen(function* () {
-        yield* get(id)
+        const user = yield* get(id)
         const { projects, teams, deployments } = yield* repo.holdings(id)
         const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
         const held = [
@@ -115,7 +115,8 @@ export class Users extends Effect.Service<Users>()("Users", {
           ...(teams > 0 ? [`belongs to ${plural(teams, "team")} (leave them first)`] : []),
           ...(deployments > 0 ? [`started ${plural(deployments, "deployment")} in projects still on record`] : [])
         ]
-        if (held.length > 0) return yield* new Conflict({ message: `User ${id} still ${held.join(", ")}` })
+        if (held.length > 0)
+          return yield* new Conflict({ message: `User ${user.name} (${user.email}) still ${held.join(", ")}` })
         if (!(yield* repo.remove(id))) return yield* NotFound.resource("user", id)
         return { id, deleted: true } as const
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))

@@ -436,7 +436,7 @@ describe("users delete refuses while deleting would drop an event", () => {
       const all = await cli("users", "delete", "--user", owner.id)
       expect(all.code).toBe(4)
       expect(all.stdout.trim()).toBe("")
-      expect(all.stderr).toContain(owner.id)
+      expect(all.stderr).toContain(`User Holder (${owner.email}) still`)
       expect(all.stderr).toContain("owns 1 project")
       expect(all.stderr).toContain("belongs to 1 team")
       expect(all.stderr).toContain("started 1 deployment")
