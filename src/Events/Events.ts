@@ -35,7 +35,14 @@ interface Outbox {
 const currentOutbox = FiberRef.unsafeMake<Outbox | null>(null)
 
 /** A webhook subscribed to the event being written (the subscription is matched in SQL). */
-const Subscription = Schema.Struct({ id: WebhookId, url: Schema.String, secret: Schema.String, status: WebhookStatus })
+const Subscription = Schema.Struct({
+  id: WebhookId,
+  url: Schema.String,
+  secret: Schema.String,
+  previous_secret: Schema.NullOr(Schema.String),
+  previous_secret_expires_at: Schema.NullOr(Schema.String),
+  status: WebhookStatus
+})
 const decodeSubscriptions = Schema.decodeUnknownSync(Schema.Array(Subscription))
 
 /** A delivery the one-statement write made, with its webhook (PostgreSQL). */
@@ -44,6 +51,8 @@ const Written = Schema.Struct({
   webhook_id: WebhookId,
   url: Schema.String,
   secret: Schema.String,
+  previous_secret: Schema.NullOr(Schema.String),
+  previous_secret_expires_at: Schema.NullOr(Schema.String),
   status: WebhookStatus,
   claim_token: Schema.NullOr(Schema.String)
 })
@@ -71,6 +80,8 @@ const firstAttempt = (
   next_attempt_at: event.now,
   url: hook.url,
   secret: hook.secret,
+  previous_secret: hook.previous_secret,
+  previous_secret_expires_at: hook.previous_secret_expires_at,
   webhook_status: hook.status,
   payload: event.payload,
   trace_context: event.traceContext,
@@ -103,7 +114,7 @@ export class Events extends Effect.Service<Events>()("Events", {
           direct.text(
             `subscriptions ${recipients.length}`,
             () =>
-              `SELECT id, url, secret, status FROM webhooks WHERE user_id IN (${list(recipients.length, 1)}) AND ${subscribes(recipients.length + 1)}`
+              `SELECT id, url, secret, previous_secret, previous_secret_expires_at, status FROM webhooks WHERE user_id IN (${list(recipients.length, 1)}) AND ${subscribes(recipients.length + 1)}`
           ),
           [...recipients, type]
         ),
@@ -236,7 +247,7 @@ export class Events extends Effect.Service<Events>()("Events", {
           `CASE WHEN hooks.n <= CAST(${claiming} AS INTEGER) THEN CAST(${value} AS TEXT) END`
         return `WITH change AS (${changeText}),
           hooks AS (
-            SELECT id, url, secret, status, row_number() OVER (ORDER BY id) AS n
+            SELECT id, url, secret, previous_secret, previous_secret_expires_at, status, row_number() OVER (ORDER BY id) AS n
             FROM webhooks WHERE ${audience} AND events::jsonb ? CAST(${type} AS TEXT)
           ),
           event AS (
@@ -249,7 +260,8 @@ export class Events extends Effect.Service<Events>()("Events", {
             FROM hooks
             RETURNING id, webhook_id, claim_token
           )
-          SELECT delivered.id, delivered.webhook_id, hooks.url, hooks.secret, hooks.status, delivered.claim_token
+          SELECT delivered.id, delivered.webhook_id, hooks.url, hooks.secret, hooks.previous_secret,
+                 hooks.previous_secret_expires_at, hooks.status, delivered.claim_token
           FROM delivered JOIN hooks ON hooks.id = delivered.webhook_id`
       })
 
@@ -302,7 +314,14 @@ export class Events extends Effect.Service<Events>()("Events", {
                     firstAttempt(
                       { id: eventId, type, now, payload, traceContext },
                       row.id,
-                      { id: row.webhook_id, url: row.url, secret: row.secret, status: row.status },
+                      {
+                        id: row.webhook_id,
+                        url: row.url,
+                        secret: row.secret,
+                        previous_secret: row.previous_secret,
+                        previous_secret_expires_at: row.previous_secret_expires_at,
+                        status: row.status
+                      },
                       row.claim_token
                     )
                   )
@@ -321,3 +340,37 @@ export class Events extends Effect.Service<Events>()("Events", {
     return { emit, write, transaction, wake: inbox.ring } as const
   })
 }) {}
+
+/**
+ * A `webhook.test` event for one webhook, whatever its `events` (the type cannot be subscribed to), with its one
+ * delivery, written unclaimed: the caller wakes the worker once this has committed. It has no audience, so it is
+ * in no one's events feed. Run it in a transaction: the event and its delivery are written together or not at all.
+ */
+export const writeTestEvent = (webhookId: WebhookId) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const span = yield* Effect.option(Effect.currentSpan)
+    const now = nowIso()
+    const id = EventId.make(makeId("event"), true)
+    const event = { id, type: "webhook.test", created_at: now, data: { webhook_id: webhookId } }
+    const deliveryId = DeliveryId.make(makeId("delivery"), true)
+    yield* sql`INSERT INTO events ${sql.insert({
+      id,
+      type: event.type,
+      payload: JSON.stringify(event),
+      trace_context: Option.getOrNull(Option.flatMap(span, traceparentOf)),
+      created_at: now
+    })}`
+    yield* sql`INSERT INTO deliveries ${sql.insert({
+      id: deliveryId,
+      webhook_id: webhookId,
+      event_id: id,
+      event_type: event.type,
+      status: "pending",
+      attempt_count: 0,
+      manual: 0,
+      next_attempt_at: now,
+      created_at: now
+    })}`
+    return deliveryId
+  })

@@ -21,6 +21,7 @@ let counter = 0
 const request = (url: string, overrides: Partial<AttemptRequest> = {}): AttemptRequest => ({
   url,
   secret: "unit-test-secret-0123456789",
+  previousSecret: null,
   body: JSON.stringify({
     id: "evt_1",
     type: "project.created",
