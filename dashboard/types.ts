@@ -135,17 +135,23 @@ export interface Webhook {
 export interface CreatedWebhook extends Webhook {
   readonly secret?: string
 }
+export interface RotatedWebhook extends CreatedWebhook {
+  readonly previous_secret_expires_at: string
+}
+/** Sent to one webhook by its "Send test event" button; not subscribable. */
+export const TEST_EVENT = "webhook.test"
 
 export type DeliveryStatus = "pending" | "delivered" | "failed"
 export interface Delivery {
   readonly id: string
   readonly webhook_id: string
   readonly event_id: string
-  readonly event_type: EventType
+  readonly event_type: EventType | typeof TEST_EVENT
   readonly status: DeliveryStatus
   readonly attempt_count: number
   readonly next_attempt_at: string | null
   readonly last_attempt_at: string | null
+  readonly last_status_code: number | null
   readonly created_at: string
 }
 
@@ -157,7 +163,10 @@ export interface Attempt {
   readonly error: string | null
   readonly response_body: string | null
   readonly outcome: "succeeded" | "failed"
+  readonly request_headers: Readonly<Record<string, string>> | null
+  readonly response_headers: Readonly<Record<string, string>> | null
 }
 export interface DeliveryWithAttempts extends Delivery {
+  readonly payload: string
   readonly attempts: ReadonlyArray<Attempt>
 }

@@ -15,14 +15,17 @@ import { Context, Effect, Exit, Option, Schema } from "effect"
 import type { EventType } from "../Domain/EventTypes.js"
 import { DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
-import { type ClaimedDelivery, WebhookStatus } from "../Domain/Webhook.js"
+import { type ClaimedDelivery, TEST_EVENT, WebhookStatus } from "../Domain/Webhook.js"
 import { traceparentOf } from "../Observability/TraceContext.js"
 import { traced } from "../Observability/Traced.js"
 import { DeliveryInbox } from "./Inbox.js"
 
+/** What an event can be: one of the subscribable types, or a webhook's test event (delivered to that webhook only). */
+export type RecordedType = EventType | typeof TEST_EVENT
+
 export interface EventEnvelope {
   readonly id: string
-  readonly type: EventType
+  readonly type: RecordedType
   readonly created_at: string
   readonly data: unknown
 }
@@ -30,7 +33,7 @@ export interface EventEnvelope {
 /** An event as written: its envelope, the envelope's JSON (the bytes every delivery sends) and its trace. */
 export interface RecordedEvent {
   readonly id: EventId
-  readonly type: EventType
+  readonly type: RecordedType
   readonly createdAt: string
   readonly envelope: EventEnvelope
   readonly payload: string
@@ -42,6 +45,9 @@ export const Subscriber = Schema.Struct({
   id: WebhookId,
   url: Schema.String,
   secret: Schema.String,
+  /** The secret rotated out, which signs too until `previous_secret_expires_at`. */
+  previous_secret: Schema.NullOr(Schema.String),
+  previous_secret_expires_at: Schema.NullOr(Schema.String),
   status: WebhookStatus
 })
 export type Subscriber = typeof Subscriber.Type
@@ -94,13 +100,13 @@ export class Events extends Effect.Service<Events>()("Events", {
       audience.length === 0
         ? Effect.succeed([])
         : Effect.flatMap(
-            sql`SELECT id, url, secret, status FROM webhooks
+            sql`SELECT id, url, secret, previous_secret, previous_secret_expires_at, status FROM webhooks
                 WHERE user_id IN ${sql.in(audience)} AND ${subscribesTo(type)}`,
             (rows) => Effect.orDie(decodeSubscribers(rows))
           )
 
     /** Writes the event row: its envelope's JSON is the payload every delivery of it sends, byte for byte. */
-    const record = (type: EventType, data: unknown) =>
+    const record = (type: RecordedType, data: unknown) =>
       Effect.flatMap(Effect.option(Effect.currentSpan), (span) => {
         const createdAt = nowIso()
         const id = EventId.make(makeId("event"))
@@ -127,7 +133,7 @@ export class Events extends Effect.Service<Events>()("Events", {
      */
     const deliver = (event: RecordedEvent, hooks: ReadonlyArray<Subscriber>) =>
       Effect.gen(function* () {
-        if (hooks.length === 0) return
+        if (hooks.length === 0) return []
         const claims = yield* Effect.serviceOption(CurrentClaims)
         const claiming = Option.isSome(claims) ? claims.value.reserve(hooks.length) : 0
         const claimToken = crypto.randomUUID()
@@ -147,6 +153,8 @@ export class Events extends Effect.Service<Events>()("Events", {
               next_attempt_at: event.createdAt,
               url: hook.url,
               secret: hook.secret,
+              previous_secret: hook.previous_secret,
+              previous_secret_expires_at: hook.previous_secret_expires_at,
               webhook_status: hook.status,
               payload: event.payload,
               trace_context: event.traceContext,
@@ -170,6 +178,7 @@ export class Events extends Effect.Service<Events>()("Events", {
         })
         yield* sql`INSERT INTO deliveries ${sql.insert(rows)}`
         if (Option.isSome(claims)) claims.value.claimed.push(...handed)
+        return rows.map((row) => row.id)
       })
 
     /**
@@ -212,6 +221,25 @@ export class Events extends Effect.Service<Events>()("Events", {
         )
       })
 
-    return { emit, transaction, record, deliver, wake: inbox.ring } as const
+    /**
+     * A `webhook.test` event for the webhook `id` alone, whatever its `events` (the type cannot be subscribed to),
+     * with its one delivery, in a transaction of its own. It has no audience, so it is in no one's events feed.
+     * Answers the delivery's id.
+     */
+    const emitTest = (id: WebhookId) =>
+      transaction(
+        Effect.gen(function* () {
+          const hooks = yield* Effect.flatMap(
+            sql`SELECT id, url, secret, previous_secret, previous_secret_expires_at, status FROM webhooks
+                WHERE id = ${id}`,
+            (rows) => Effect.orDie(decodeSubscribers(rows))
+          )
+          const event = yield* record(TEST_EVENT, { webhook_id: id })
+          const [delivery] = yield* deliver(event, hooks)
+          return Option.fromNullable(delivery)
+        })
+      )
+
+    return { emit, emitTest, transaction, record, deliver, wake: inbox.ring } as const
   })
 }) {}
