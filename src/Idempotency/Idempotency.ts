@@ -143,19 +143,24 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
         return { _tag: "Ran", value } satisfies Outcome<A>
       })
       const isNotRecorded = (error: unknown): error is NotRecorded<A> => error instanceof NotRecorded
-      return Effect.suspend(() => {
-        if (inProgress.has(id)) return Effect.fail(inUse())
-        inProgress.add(id)
-        return sql.withTransaction(inTransaction).pipe(
-          Effect.tap((outcome) =>
-            fault === "kill-after-commit" && outcome._tag === "Ran" ? kill("after the commit") : Effect.void
+      // The key is marked in progress and unmarked as one bracket, so an interruption cannot leave it marked.
+      return Effect.acquireUseRelease(
+        Effect.suspend(() => {
+          if (inProgress.has(id)) return Effect.fail(inUse())
+          inProgress.add(id)
+          return Effect.void
+        }),
+        () =>
+          sql.withTransaction(inTransaction).pipe(
+            Effect.tap((outcome) =>
+              fault === "kill-after-commit" && outcome._tag === "Ran" ? kill("after the commit") : Effect.void
+            ),
+            Effect.catchIf(isNotRecorded, (unrecorded) =>
+              Effect.succeed({ _tag: "Ran", value: unrecorded.value } satisfies Outcome<A>)
+            )
           ),
-          Effect.catchIf(isNotRecorded, (unrecorded) =>
-            Effect.succeed({ _tag: "Ran", value: unrecorded.value } satisfies Outcome<A>)
-          ),
-          Effect.ensuring(Effect.sync(() => inProgress.delete(id)))
-        )
-      })
+        () => Effect.sync(() => inProgress.delete(id))
+      ).pipe(Effect.withSpan("Idempotency.run"))
     }
 
     return { run, pruneExpired: repo.pruneExpired } as const
