@@ -14,6 +14,7 @@ import { Data, Duration, Effect, Either, Option } from "effect"
 import { IdempotencyConfig } from "../Config.js"
 import { IdempotencyKeyInUse, IdempotencyKeyReused, ValidationFailed } from "../Domain/Errors.js"
 import { sha256Hex } from "../Domain/Secrets.js"
+import { Events } from "../Events/Events.js"
 import { IdempotencyRepo } from "./Repo.js"
 
 /** The header, as the server's request headers name it (lower case). */
@@ -77,10 +78,17 @@ export type Outcome<A> =
 class NotRecorded<A> extends Data.TaggedError("NotRecorded")<{ readonly value: A }> {}
 
 export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
-  dependencies: [IdempotencyRepo.Default],
+  dependencies: [IdempotencyRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* IdempotencyRepo
+    const events = yield* Events
+    /**
+     * The outbox nested in this transaction wakes the delivery worker before the commit. On SQLite the worker's
+     * claim waits for the one writer, so it runs after the commit and finds the deliveries; on PostgreSQL it runs
+     * on another connection at once and cannot see them yet, so the worker is woken again once committed.
+     */
+    const wakeAfterCommit = sql.onDialectOrElse({ pg: () => events.wake, orElse: () => Effect.void })
     const { fault, ttl } = yield* Effect.orDie(IdempotencyConfig)
     const ttlMillis = Duration.toMillis(ttl)
     /**
@@ -152,6 +160,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
         }),
         () =>
           sql.withTransaction(inTransaction).pipe(
+            Effect.tap((outcome) => (outcome._tag === "Ran" ? wakeAfterCommit : Effect.void)),
             Effect.tap((outcome) =>
               fault === "kill-after-commit" && outcome._tag === "Ran" ? kill("after the commit") : Effect.void
             ),
