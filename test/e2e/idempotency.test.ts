@@ -121,6 +121,33 @@ describe("a replayed POST", () => {
   })
 })
 
+describe("a keyed create's deliveries", () => {
+  test("are attempted once it commits, not at the worker's next poll", async () => {
+    // The poll is an hour away: only the wake after the commit can start the attempt.
+    const own = await startServer({ env: { ...ENV, WEBHOOK_POLL_INTERVAL: "1h" } })
+    try {
+      const user = await own.user()
+      const hook = await own.request("/v1/webhooks", {
+        method: "POST",
+        key: user.key,
+        body: { url: receiver.url("/woken"), events: ["project.created"] }
+      })
+      expect(hook.status).toBe(201)
+      const created = await own.request("/v1/projects", {
+        method: "POST",
+        key: user.key,
+        body: { name: "Woken" },
+        headers: { "idempotency-key": newKey() }
+      })
+      expect(created.status).toBe(201)
+      const [delivered] = await receiver.waitFor(1, { path: "/woken", timeoutMs: 20_000 })
+      expect(JSON.parse(delivered!.body).data.id).toBe(created.body.data.id)
+    } finally {
+      await stopWithin(own)
+    }
+  }, 60_000)
+})
+
 describe("a key reused for another request", () => {
   test("with another body or path is 422 idempotency_key_reused, and changes nothing", async () => {
     const user = await server.user({ scopes: "read,write,team:manage" })
