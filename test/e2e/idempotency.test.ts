@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { IdempotencyRepo } from "../../src/Idempotency/Repo.ts"
 import { eventually, stopWithin } from "../support/helpers.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { type Response, type Server, startServer, type TestUser } from "../support/server.ts"
+import { type Response, type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
 
 const ENV = {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
@@ -195,6 +195,51 @@ describe("eight requests at once with one key", () => {
       fresh[0]!
     )
   })
+})
+
+describe("two replicas on one PostgreSQL", () => {
+  test.skipIf(!usingPostgres())(
+    "share keys: eight requests split between them make one project; a key first used on one replays on the other",
+    async () => {
+      const a = await startServer({ env: ENV })
+      const b = await startServer({ env: ENV, databaseUrl: a.databaseUrl })
+      try {
+        const user = await a.user()
+        const key = newKey("replicas")
+        const answers = await Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            (i % 2 === 0 ? a : b).request("/v1/projects", {
+              method: "POST",
+              key: user.key,
+              body: { name: "Replicated" },
+              headers: { "idempotency-key": key }
+            })
+          )
+        )
+        const fresh = answers.filter((res) => res.status === 201 && res.headers.get("idempotent-replayed") === null)
+        expect(fresh).toHaveLength(1)
+        for (const res of answers) {
+          if (res === fresh[0]) continue
+          if (res.status === 409) expect(res.headers.get("retry-after")).toBe("1")
+          else expectReplay(res, fresh[0]!)
+        }
+        for (const replica of [a, b]) {
+          const replayed = await replica.request("/v1/projects", {
+            method: "POST",
+            key: user.key,
+            body: { name: "Replicated" },
+            headers: { "idempotency-key": key }
+          })
+          expectReplay(replayed, fresh[0]!)
+        }
+        const list = await b.request("/v1/projects", { key: user.key })
+        expect(list.body.meta.total).toBe(1)
+      } finally {
+        await Promise.all([stopWithin(a), stopWithin(b)])
+      }
+    },
+    60_000
+  )
 })
 
 describe("a key that is not one", () => {
