@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 DURATION=${1:-5s}
 ROUNDS=${2:-3}
 CONNECTIONS=${3:-64}
-PORT=${BENCH_PORT:-3931}
+# A free port unless one is given (another server on the machine must not answer for this one).
+PORT=${BENCH_PORT:-$(bun -e 'const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }); console.log(s.port); s.stop(true)')}
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 WORK=$(mktemp -d)
 export DATABASE_URL=${DATABASE_URL:-sqlite:$WORK/bench.sqlite}
@@ -26,6 +27,7 @@ KEY=$(bun src/cli.ts api-keys create --user "$USER_ID" --name bench --scopes rea
 RATE_LIMIT_PER_MINUTE=1000000000 PORT=$PORT HOST=127.0.0.1 taskset -c 0 bun src/main.ts >>"$WORK/service.log" 2>&1 &
 SVC_PID=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/health/ready" >/dev/null && break; sleep 0.1; done
+kill -0 "$SVC_PID" 2>/dev/null || { cat "$WORK/service.log" >&2; exit 1; }
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 load() {
