@@ -323,6 +323,7 @@ describe("which answers are recorded", () => {
     const first = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "" } })
     expect(first.status).toBe(400)
     expect(first.body.error.code).toBe("validation_failed")
+    expect(first.body.error.request_id).toBe(first.headers.get("x-request-id"))
     const again = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "" } })
     expectReplay(again, first)
     expect(again.body.error.request_id).toBe(first.body.error.request_id)
