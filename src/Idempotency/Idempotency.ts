@@ -8,7 +8,6 @@
  *
  * Nothing here knows HTTP: the caller hands the change and says what answer its result is (src/Http/Idempotency.ts).
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Data, Duration, Effect, Either, Option } from "effect"
 import { IdempotencyConfig } from "../Config.js"
@@ -80,16 +79,8 @@ class NotRecorded<A> extends Data.TaggedError("NotRecorded")<{ readonly value: A
 export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
   dependencies: [IdempotencyRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
     const repo = yield* IdempotencyRepo
     const events = yield* Events
-    /**
-     * The outbox nested in this transaction wakes the delivery worker before the commit. On SQLite the worker's
-     * claim waits for the one writer, so it runs after the commit and finds the deliveries; on PostgreSQL it runs
-     * on another connection at once and cannot see them yet, so the worker is woken again once a change (a 2xx) has
-     * committed.
-     */
-    const wakeAfterCommit = sql.onDialectOrElse({ pg: () => events.wake, orElse: () => Effect.void })
     const { fault, ttl } = yield* Effect.orDie(IdempotencyConfig)
     const ttlMillis = Duration.toMillis(ttl)
     /**
@@ -134,7 +125,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
           }
           const { body, content_type, status } = found.value
           const replayed: Outcome<A> = { _tag: "Replayed", answer: { status, contentType: content_type, body } }
-          return { outcome: replayed, changed: false }
+          return { outcome: replayed }
         }
         const value = yield* change
         const answer = yield* answerOf(value)
@@ -151,8 +142,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
         })
         if (fault === "kill-before-commit") yield* kill("before the commit")
         const ran: Outcome<A> = { _tag: "Ran", value }
-        // A 4xx answers a change that failed (and was rolled back to its savepoint): nothing to deliver.
-        return { outcome: ran, changed: answer.status < 300 }
+        return { outcome: ran }
       })
       const isNotRecorded = (error: unknown): error is NotRecorded<A> => error instanceof NotRecorded
       // The key is marked in progress and unmarked as one bracket, so an interruption cannot leave it marked.
@@ -163,8 +153,9 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
           return Effect.void
         }),
         () =>
-          sql.withTransaction(inTransaction).pipe(
-            Effect.tap(({ changed }) => (changed ? wakeAfterCommit : Effect.void)),
+          // The outbox's own transaction: the change's events nest in it, and the deliveries they queue go to the
+          // delivery worker once this commits (not before, when another connection could not see them yet).
+          events.transaction(inTransaction).pipe(
             Effect.tap(({ outcome }) =>
               fault === "kill-after-commit" && outcome._tag === "Ran" ? kill("after the commit") : Effect.void
             ),

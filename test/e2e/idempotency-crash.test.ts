@@ -9,7 +9,13 @@ import { stopWithin } from "../support/helpers.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { freshDatabaseUrl, type Server, startServer, type TestUser } from "../support/server.ts"
 
-const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_POLL_INTERVAL: "100ms" }
+// A delivery claimed by the killed process is attempted by the next once its claim lapses: keep that short.
+const ENV = {
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  WEBHOOK_POLL_INTERVAL: "100ms",
+  WEBHOOK_TIMEOUT: "1s",
+  WEBHOOK_CLAIM_TIMEOUT: "2s"
+}
 
 const servers: Array<Server> = []
 const receivers: Array<Receiver> = []

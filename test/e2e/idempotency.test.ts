@@ -464,6 +464,17 @@ const invitationFor = async () => {
   return { owner, invitee, teamId: team.body.data.id as string, invitationId: invitation.body.data.id as string }
 }
 
+/** A user with a webhook of their own to act on. */
+const hookFor = async (name: string) => {
+  const user = await server.user()
+  const hook = await post("/v1/webhooks", {
+    key: user.key,
+    body: { url: receiver.url(`/table-${name}-${++counter}`), events: ["project.created"] }
+  })
+  expect(hook.status).toBe(201)
+  return { user, hookPath: `/v1/webhooks/${hook.body.data.id}` }
+}
+
 /** Every POST operation of the OpenAPI document, by `POST {path}` as the document writes it. */
 const table: Record<string, () => Promise<Case>> = {
   "POST /v1/projects": async () => {
@@ -528,6 +539,25 @@ const table: Record<string, () => Promise<Case>> = {
           { what: "the retried delivery's second attempt" }
         )
       }
+    }
+  },
+  "POST /v1/webhooks/{id}/rotate-secret": async () => {
+    const { hookPath, user } = await hookFor("rotate")
+    // Run again, a second rotation would change the record (and its secret) once more.
+    return { user, path: `${hookPath}/rotate-secret`, body: {}, state: async () => (await get(user, hookPath)).data }
+  },
+  "POST /v1/webhooks/{id}/test": async () => {
+    const { hookPath, user } = await hookFor("test")
+    return { user, path: `${hookPath}/test`, body: {}, state: () => total(user, `${hookPath}/deliveries`) }
+  },
+  "POST /v1/webhooks/{id}/recover": async () => {
+    const { hookPath, user } = await hookFor("recover")
+    const since = new Date(Date.now() - 3_600_000).toISOString()
+    return {
+      user,
+      path: `${hookPath}/recover`,
+      body: { since },
+      state: async () => (await get(user, `${hookPath}/deliveries`)).data
     }
   },
   "POST /v1/teams": async () => {
