@@ -2,8 +2,8 @@
  * Operator commands: `bun run cli <command> [--flag value | --flag=value …]`. Uses the server's `DATABASE_URL`.
  * A success prints one JSON document (`{"data": …}`) on stdout; a failure prints one line on stderr (and the
  * command's usage after a usage error). `--help` / `-h` anywhere prints usage on stdout. Exit codes: see `EXIT`.
- * Hand-written, not @effect/cli: that library prints parse errors' help on stdout and has its own help layout,
- * built-in flags and exit statuses, so keeping this contract would mean wrapping most of it.
+ * Hand-written, not @effect/cli 0.77 (tried): its ANSI-coloured help, its unprefixed error lines and its reading of a
+ * repeated flag as a different missing one would each need overriding to keep this output and exit-code contract.
  *
  * Adding a command is one entry in `commands`: its words, a summary, its flags and what it runs.
  */

@@ -93,13 +93,13 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         const project = yield* projects.changeable(principal, projectId)
         const current = yield* find(projectId, id)
         const to = input.status
+        // Deployments have no name: what a person knows them by is the ref, the environment and the project.
+        const named = `The deployment of ${current.ref} to ${current.environment} in ${project.name}`
         if (current.status !== "running") {
-          return yield* new Conflict({ message: `Deployment ${id} has already finished (${current.status})` })
+          return yield* new Conflict({ message: `${named} has already finished (${current.status})` })
         }
         if (to === "running") {
-          return yield* new Conflict({
-            message: `Deployment ${id} is running; it can only move to succeeded or failed`
-          })
+          return yield* new Conflict({ message: `${named} is running; it can only move to succeeded or failed` })
         }
         const finished = yield* repo.finish({
           id,
@@ -108,7 +108,7 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
           at: nowIso()
         })
         if (Option.isNone(finished)) {
-          return yield* new Conflict({ message: `Deployment ${id} has already finished` })
+          return yield* new Conflict({ message: `${named} has already finished` })
         }
         yield* events.emit(
           to === "succeeded" ? "deployment.completed" : "deployment.failed",

@@ -187,20 +187,18 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
      * or the CLI's `teams add-member`). 409 when they already are one.
      */
     const join = traced("Teams.join")(function* (teamId: string, userId: string, role: TeamRole) {
-      yield* repo.addMember({ team_id: teamId, user_id: userId, role, joined_at: nowIso() }).pipe(
-        Effect.catchTag(
-          "SqlError",
-          (error): Effect.Effect<never, Conflict | SqlError> =>
-            isUniqueViolation(error)
-              ? Effect.gen(function* () {
-                  const user = yield* Effect.orElseSucceed(users.get(userId), () => ({ name: userId }))
-                  return yield* new Conflict({
-                    message: `${user.name} is already a member of team ${yield* nameOf(teamId)}`
-                  })
-                })
-              : Effect.fail(error)
+      // Named before the insert: on PostgreSQL nothing more can be read in a transaction once a statement failed.
+      const user = yield* Effect.orElseSucceed(users.get(userId), () => ({ name: userId }))
+      const already = new Conflict({ message: `${user.name} is already a member of team ${yield* nameOf(teamId)}` })
+      yield* repo
+        .addMember({ team_id: teamId, user_id: userId, role, joined_at: nowIso() })
+        .pipe(
+          Effect.catchTag(
+            "SqlError",
+            (error): Effect.Effect<never, Conflict | SqlError> =>
+              isUniqueViolation(error) ? Effect.fail(already) : Effect.fail(error)
+          )
         )
-      )
       const member = yield* memberOf(teamId, userId)
       yield* announce("member.joined", { team_id: teamId, user_id: userId, email: member.email, role }, [userId])
       return member

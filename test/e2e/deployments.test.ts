@@ -40,7 +40,7 @@ const call = callOn(() => server)
 const project = async (owner: TestUser, extra: Record<string, unknown> = {}) => {
   const res = await call(owner, "POST", "/v1/projects", { name: "App", ...extra })
   expect(res.status).toBe(201)
-  return res.body.data as { id: string }
+  return res.body.data as { id: string; name: string }
 }
 
 const deploy = (user: TestUser, projectId: string, body: unknown = { ref: "main" }) =>
@@ -109,7 +109,7 @@ describe("POST /v1/projects/:id/deployments", () => {
   test("an archived project cannot be deployed (409); unarchived it can", async () => {
     const p = await project(ann)
     await call(ann, "PUT", `/v1/projects/${p.id}`, { status: "archived" })
-    expectError(await deploy(ann, p.id), 409, "conflict", "archived")
+    expectError(await deploy(ann, p.id), 409, "conflict", `Project ${p.name} is archived`)
     const list = await call(ann, "GET", `/v1/projects/${p.id}/deployments`)
     expect(list.body.meta.total).toBe(0)
     await call(ann, "PUT", `/v1/projects/${p.id}`, { status: "active" })
@@ -184,7 +184,13 @@ describe("PUT /v1/projects/:id/deployments/:deployment_id", () => {
     expect(res.body.data.updated_at).toBe(res.body.data.finished_at)
     expect(res.body.data.finished_at > d.created_at).toBe(true)
     for (const status of ["succeeded", "failed", "running"]) {
-      expectError(await finish(ann, p.id, d.id, { status }), 409, "conflict", "finished")
+      // Named as a person knows it, not by its id.
+      expectError(
+        await finish(ann, p.id, d.id, { status }),
+        409,
+        "conflict",
+        `The deployment of main to ${d.environment} in ${p.name} has already finished (succeeded)`
+      )
     }
     expect((await call(ann, "GET", `/v1/projects/${p.id}/deployments/${d.id}`)).body.data).toEqual(res.body.data)
   })

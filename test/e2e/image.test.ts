@@ -218,6 +218,26 @@ test("the image's files serve /docs and the OpenAPI document", async () => {
   expect(Object.keys(document.paths)).toContain("/v1/projects")
 }, 60_000)
 
+test("the operator commands run from the image's files, with only their own output", async () => {
+  const proc = Bun.spawn(["bun", "run", "cli", "users", "list"], {
+    cwd: folder,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      DATABASE_URL: `sqlite:${join(folder, "data", "test.sqlite")}`
+    },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited
+  ])
+  expect({ code, stderr }).toEqual({ code: 0, stderr: "" })
+  expect(JSON.parse(stdout)).toEqual({ data: [] })
+}, 60_000)
+
 test("the image holds no test, benchmark or repository files", () => {
   const entries = readdirSync(folder).sort()
   for (const left of ["test", "bench", ".git", "README.md", "Dockerfile"]) expect(entries).not.toContain(left)

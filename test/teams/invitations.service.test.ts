@@ -2,16 +2,21 @@
  * Invitations name what they are for: every answer carries `team_name` and `invited_by_name` (the invitee cannot
  * read the team), and the messages about a team or a user name it, not its id.
  */
-import { afterAll, expect, test } from "bun:test"
+import { afterAll, beforeAll, expect, test } from "bun:test"
 import { Effect, Layer } from "effect"
 import type { ListQuery } from "../../src/Domain/Lists.ts"
 import { Invitations } from "../../src/Teams/Invitations.ts"
 import { Teams } from "../../src/Teams/Teams.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
-import { inMemory, principalOf } from "../support/services.ts"
+import { onSelectedEngine, principalOf, type ServiceHarness } from "../support/services.ts"
 
-const harness = inMemory(Layer.mergeAll(Invitations.Default, Teams.Default, Users.Default))
+// The engine DATABASE_URL selects: on PostgreSQL a failed statement ends what a transaction can read, so the
+// messages of conflicts found by a failed insert must be built before it.
+let harness: ServiceHarness<Invitations | Teams | Users>
+beforeAll(async () => {
+  harness = await onSelectedEngine(Layer.mergeAll(Invitations.Default, Teams.Default, Users.Default))
+})
 afterAll(() => harness.dispose())
 
 const query: ListQuery<"created_at", never> = { page: 1, per_page: 100, sort: "created_at", order: "desc" }
