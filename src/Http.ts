@@ -43,6 +43,7 @@ import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { makeNodeServer } from "./Http/NodeServer.js"
 import { CurrentRequest, makeRequestState, withStateHeaders } from "./Http/RequestState.js"
 import { routeOf, StrictRouting } from "./Http/Routes.js"
+import { AuthorizationsHttp, OAuthClientsHttp } from "./OAuth/Apps/Http.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
 import { jsonLogger, writeJsonLine } from "./Observability/Logging.js"
 import { requestDuration, updateInPlace } from "./Observability/Metrics.js"
@@ -262,6 +263,7 @@ const HealthRoutes = HttpApiBuilder.Router.use((router) =>
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([ProjectsHttp, UsersHttp, TeamsHttp, InvitationsHttp, DeploymentsHttp, ApiKeysHttp, WebhooksHttp]),
+  Layer.provide([OAuthClientsHttp, AuthorizationsHttp]),
   Layer.provide(AuthenticationLive)
 )
 

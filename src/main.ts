@@ -11,6 +11,7 @@ import { DeliveryInbox } from "./Events/Inbox.js"
 import { HttpLive } from "./Http.js"
 import { OAuthAuthorizations } from "./OAuth/Authorizations.js"
 import { OAuthClients } from "./OAuth/Clients.js"
+import { OAuthGrants } from "./OAuth/Grants.js"
 import { OAuthTokens } from "./OAuth/Tokens.js"
 import { LoggingLive } from "./Observability/Logging.js"
 import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
@@ -35,6 +36,7 @@ export const ServicesLive = Layer.mergeAll(
   OAuthClients.Default,
   OAuthAuthorizations.Default,
   OAuthTokens.Default,
+  OAuthGrants.Default,
   SigningKeys.Default,
   SignIn.Default,
   Webhooks.Default,

@@ -4,6 +4,7 @@
  * stage `consent`) → `decide` (taken once: an authorization code, with its PKCE challenge, or a denial).
  * Every form carries the pending authorization's id and a one-time form token, kept as SHA-256.
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { randomBase62 } from "../Domain/Ids.js"
 import {
@@ -63,6 +64,7 @@ export interface Decision {
 export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("OAuthAuthorizations", {
   dependencies: [OAuthRepo.Default, OAuthClients.Default],
   effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
     const repo = yield* OAuthRepo
     const clients = yield* OAuthClients
 
@@ -184,8 +186,10 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       }
       const code = newCode()
       const now = nowIso()
-      yield* Effect.orDie(
-        repo.insertCode(
+      // The grant (made or widened) and the code under it commit together.
+      yield* Effect.gen(function* () {
+        const grantId = yield* repo.grantFor({ userId, clientId: pending.clientId, scope: pending.scope, now })
+        yield* repo.insertCode(
           new AuthorizationCode({
             id: `code_${randomBase62(26)}`,
             codeHash: sha256Hex(code),
@@ -196,10 +200,11 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
             codeChallenge: pending.codeChallenge,
             createdAt: now,
             expiresAt: later(CODE_TTL_SECONDS),
-            usedAt: null
+            usedAt: null,
+            grantId
           })
         )
-      )
+      }).pipe(sql.withTransaction, Effect.orDie)
       return Option.some<Decision>({
         redirectUri: pending.redirectUri,
         state: pending.state,

@@ -1,0 +1,142 @@
+/**
+ * Self-service OAuth over HTTP (the rules themselves are in test/oauth/apps.service.test.ts): the routes, their
+ * envelopes and `Link` headers, the scopes the bearer middleware enforces, path ids, strict bodies; and HTTP Basic
+ * client credentials that no engine can store (a NUL byte) answered as `invalid_client`, never 500.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { expectError, expectValidation } from "../support/api.ts"
+import { type Server, startServer, type TestUser } from "../support/server.ts"
+
+const REDIRECT = "http://127.0.0.1:9/callback"
+let server: Server
+let ann: TestUser
+let annReadOnly: TestUser
+let bob: TestUser
+
+beforeAll(async () => {
+  server = await startServer({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } })
+  ;[ann, bob] = await Promise.all([server.user({ name: "Ann" }), server.user({ name: "Bob" })])
+  annReadOnly = await server.user({ name: "Reader", scopes: "read" })
+}, 30_000)
+afterAll(async () => {
+  await server?.stop()
+})
+
+describe("/v1/oauth-clients", () => {
+  test("register, list (with Link and total), read, update, rotate, delete", async () => {
+    const created = await server.request("/v1/oauth-clients", {
+      method: "POST",
+      key: ann.key,
+      body: { name: "  Ann's app  ", redirect_uris: [REDIRECT] }
+    })
+    expect(created.status).toBe(201)
+    expect(created.body.data).toMatchObject({ name: "Ann's app", redirect_uris: [REDIRECT], public: false })
+    expect(created.body.data.client_secret).toMatch(/^pcc_/)
+    const id: string = created.body.data.id
+    const second = await server.request("/v1/oauth-clients", {
+      method: "POST",
+      key: ann.key,
+      body: { name: "Ann's SPA", redirect_uris: [REDIRECT], public: true }
+    })
+    expect(second.status).toBe(201)
+    expect(second.body.data.client_secret).toBeUndefined()
+    // The operator's clients belong to nobody and are never listed.
+    await server.cli("oauth-clients", "create", "--name", "Operator app", "--redirect-uri", REDIRECT)
+
+    const listed = await server.request("/v1/oauth-clients?per_page=1&sort=name&order=asc", { key: ann.key })
+    expect(listed.status).toBe(200)
+    expect(listed.body.meta).toMatchObject({ total: 2, page: 1, per_page: 1 })
+    expect(listed.body.data.map((client: { name: string }) => client.name)).toEqual(["Ann's SPA"])
+    expect(listed.body.data[0].client_secret).toBeUndefined()
+    expect(listed.headers.get("link")).toContain('rel="next"')
+
+    const read = await server.request(`/v1/oauth-clients/${id}`, { key: annReadOnly.key })
+    expectError(read, 404, "not_found")
+    const own = await server.request(`/v1/oauth-clients/${id}`, { key: ann.key })
+    expect(own.status).toBe(200)
+    expect(own.body.data.client_secret).toBeUndefined()
+
+    const updated = await server.request(`/v1/oauth-clients/${id}`, {
+      method: "PUT",
+      key: ann.key,
+      body: { redirect_uris: [REDIRECT, "http://127.0.0.1:9/other"] }
+    })
+    expect(updated.status).toBe(200)
+    expect(updated.body.data.redirect_uris).toEqual([REDIRECT, "http://127.0.0.1:9/other"])
+
+    const rotated = await server.request(`/v1/oauth-clients/${id}/rotate-secret`, { method: "POST", key: ann.key })
+    expect(rotated.status).toBe(200)
+    expect(rotated.body.data.client_secret).toMatch(/^pcc_/)
+    expect(rotated.body.data.client_secret).not.toBe(created.body.data.client_secret)
+
+    expect((await server.request(`/v1/oauth-clients/${id}`, { method: "DELETE", key: bob.key })).status).toBe(404)
+    const deleted = await server.request(`/v1/oauth-clients/${id}`, { method: "DELETE", key: ann.key })
+    expect(deleted.status).toBe(204)
+    expectError(await server.request(`/v1/oauth-clients/${id}`, { key: ann.key }), 404, "not_found")
+  })
+
+  test("another user's client is 404 on every method", async () => {
+    const created = await server.request("/v1/oauth-clients", {
+      method: "POST",
+      key: ann.key,
+      body: { name: "Private", redirect_uris: [REDIRECT] }
+    })
+    const path = `/v1/oauth-clients/${created.body.data.id}`
+    expectError(await server.request(path, { key: bob.key }), 404, "not_found")
+    expectError(await server.request(path, { method: "PUT", key: bob.key, body: { name: "x" } }), 404, "not_found")
+    expectError(await server.request(`${path}/rotate-secret`, { method: "POST", key: bob.key }), 404, "not_found")
+    expectError(await server.request(path, { method: "DELETE", key: bob.key }), 404, "not_found")
+    const bobs = await server.request("/v1/oauth-clients", { key: bob.key })
+    expect(bobs.body.meta.total).toBe(0)
+  })
+
+  test("scopes: read lists and reads, write is needed to change", async () => {
+    expect((await server.request("/v1/oauth-clients", { key: annReadOnly.key })).status).toBe(200)
+    expectError(
+      await server.request("/v1/oauth-clients", {
+        method: "POST",
+        key: annReadOnly.key,
+        body: { name: "x", redirect_uris: [REDIRECT] }
+      }),
+      403,
+      "forbidden",
+      "write"
+    )
+    expectError(
+      await server.request("/v1/authorizations/grant_01jd3xkq8w0000000000000000", {
+        method: "DELETE",
+        key: annReadOnly.key
+      }),
+      403,
+      "forbidden",
+      "write"
+    )
+    expect((await server.request("/v1/authorizations", { key: annReadOnly.key })).status).toBe(200)
+  })
+
+  test("bodies are strict and checked: redirect URIs, names, read-only fields, empty updates, ids", async () => {
+    const post = (body: unknown) => server.request("/v1/oauth-clients", { method: "POST", key: ann.key, body })
+    expectValidation(await post({ name: "x", redirect_uris: ["/relative"] }), "redirect_uris.0")
+    expectValidation(await post({ name: "x", redirect_uris: ["https://a.example/cb#frag"] }), "redirect_uris.0")
+    expectValidation(await post({ name: "x", redirect_uris: [] }), "redirect_uris")
+    expectValidation(await post({ name: "", redirect_uris: [REDIRECT] }), "name")
+    expectValidation(await post({ name: "x", redirect_uris: [REDIRECT], client_secret: "mine" }), "client_secret")
+    const created = await post({ name: "Strict", redirect_uris: [REDIRECT] })
+    const path = `/v1/oauth-clients/${created.body.data.id}`
+    expectValidation(await server.request(path, { method: "PUT", key: ann.key, body: { public: true } }), "public")
+    expectError(await server.request(path, { method: "PUT", key: ann.key, body: {} }), 400, "validation_failed")
+    expectError(await server.request("/v1/oauth-clients/not-an-id", { key: ann.key }), 400, "validation_failed")
+    expectError(
+      await server.request("/v1/authorizations/cli_x", { method: "DELETE", key: ann.key }),
+      400,
+      "validation_failed"
+    )
+  })
+
+  test("the authorizations list answers an envelope with paging", async () => {
+    const listed = await server.request("/v1/authorizations?per_page=5", { key: bob.key })
+    expect(listed.status).toBe(200)
+    expect(listed.body).toMatchObject({ data: [], meta: { total: 0, page: 1, per_page: 5 } })
+    expect(listed.headers.get("link")).toContain('rel="first"')
+  })
+})
