@@ -28,6 +28,8 @@ import { later, newCode, newFormSecret, PKCE_PATTERN } from "./Secrets.js"
 
 export const CODE_TTL_SECONDS = 600
 export const PENDING_TTL_SECONDS = 600
+/** What a pending authorization's id looks like (`newFormSecret`): anything else is no form of ours, unqueried. */
+const FORM_SECRET = /^[0-9A-Za-z]{32}$/
 
 /** `GET /authorize`'s parameters, decoded at the HTTP edge (absent and present-but-empty kept apart). */
 export interface AuthorizationRequest {
@@ -141,6 +143,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
 
     /** The pending authorization a form was posted for, if it is at `stage` and its form token matches. */
     const find = traced("OAuthAuthorizations.find")(function* (form: FormTokens, stage: PendingAuthorization["stage"]) {
+      if (!FORM_SECRET.test(form.pending)) return Option.none<Awaiting>()
       const found = yield* Effect.orDie(repo.findPending({ id: form.pending, now: nowIso() }))
       if (
         Option.isNone(found) ||
@@ -170,6 +173,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
      * the redirect URI and the PKCE challenge). None when the form has expired or was already answered.
      */
     const decide = traced("OAuthAuthorizations.decide")(function* (form: FormTokens, approve: boolean) {
+      if (!FORM_SECRET.test(form.pending)) return Option.none<Decision>()
       const taken = yield* Effect.orDie(
         repo.takePending({ id: form.pending, csrfHash: sha256Hex(form.csrf), now: nowIso() })
       )

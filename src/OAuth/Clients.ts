@@ -6,7 +6,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { Forbidden, NotFound, ValidationFailed } from "../Domain/Errors.js"
-import { makeId, OAuthClientId } from "../Domain/Ids.js"
+import { idPattern, makeId, OAuthClientId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import {
   MAX_REDIRECT_URIS,
@@ -26,6 +26,8 @@ import { traced } from "../Observability/Traced.js"
 import { OAuthAppsRepo } from "./Apps/Repo.js"
 import { OAuthRepo } from "./Repo.js"
 import { newClientSecret } from "./Secrets.js"
+
+const CLIENT_ID = idPattern("client")
 
 /** OAuth access tokens manage no clients: an app must not be able to register or change apps. */
 const refuseOAuth = (principal: Principal) =>
@@ -60,7 +62,12 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
     const repo = yield* OAuthRepo
     const apps = yield* OAuthAppsRepo
 
+    /**
+     * A client by its id. Ids come from requests (a form, a query, HTTP Basic): one that is not a client id (NUL
+     * bytes and invalid text included, which PostgreSQL refuses outright) is unknown without a query.
+     */
     const find = traced("OAuthClients.find")(function* (id: string) {
+      if (!CLIENT_ID.test(id)) return Option.none<OAuthClient>()
       return yield* Effect.orDie(repo.findClient(id))
     })
 

@@ -23,6 +23,7 @@ import { scopeNames } from "../Domain/Scopes.js"
 import { OAuthAuthorizations } from "./Authorizations.js"
 import { type ClientCredentials, OAuthClients } from "./Clients.js"
 import { consentPage, errorPage, signInPage } from "./Pages.js"
+import { storable } from "./Secrets.js"
 import { type IssuedTokens, OAuthTokens } from "./Tokens.js"
 
 const MAX_BODY_BYTES = 64 * 1024
@@ -111,8 +112,12 @@ const basicCredentials = (request: HttpServerRequest.HttpServerRequest) =>
     const decoded = Buffer.from(encoded, "base64").toString("utf8")
     const colon = decoded.indexOf(":")
     if (colon < 0) return yield* invalid
+    // Text no engine can store (a NUL byte, a lone surrogate) is no client's: refused here, before any query.
     const part = (text: string) =>
-      Effect.try({ try: () => decodeURIComponent(text.replace(/\+/g, " ")), catch: () => invalid })
+      Effect.flatMap(
+        Effect.try({ try: () => decodeURIComponent(text.replace(/\+/g, " ")), catch: () => invalid }),
+        (value) => (storable(value) ? Effect.succeed(value) : Effect.fail(invalid))
+      )
     return Option.some({ id: yield* part(decoded.slice(0, colon)), secret: yield* part(decoded.slice(colon + 1)) })
   })
 

@@ -140,3 +140,36 @@ describe("/v1/oauth-clients", () => {
     expect(listed.headers.get("link")).toContain('rel="first"')
   })
 })
+
+describe("client credentials no engine can store", () => {
+  const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`, "utf8").toString("base64")}`
+  const cases = [
+    ["a NUL in the client id", basic("cli_\u0000", "pcc_x")],
+    ["a NUL in a real-looking client id", basic("cli_01jd3xkq8w00000000000000\u0000", "pcc_x")],
+    ["a NUL in the secret", basic("cli_01jd3xkq8w0000000000000000", "pcc_\u0000")],
+    ["a percent-encoded NUL", basic("cli_%00", "x")],
+    ["a lone surrogate, percent-encoded", basic("cli_%ED%A0%80", "x")]
+  ] as const
+
+  test.each(cases)("%s: 401 invalid_client at /oauth/token and /oauth/revoke, never 500", async (_what, header) => {
+    for (const [path, body] of [
+      ["/oauth/token", "grant_type=authorization_code&code=abc&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback"],
+      ["/oauth/revoke", "token=pco_x"]
+    ] as const) {
+      const res = await server.request(path, {
+        method: "POST",
+        rawBody: body,
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: header }
+      })
+      expect({ path, status: res.status, error: res.body.error }).toEqual({
+        path,
+        status: 401,
+        error: "invalid_client"
+      })
+    }
+  })
+
+  test("the server logged no failure for them", () => {
+    expect(server.logs.filter((line) => line.includes('"level":"error"') || line.includes("invalid byte"))).toEqual([])
+  })
+})

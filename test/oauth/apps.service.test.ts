@@ -164,6 +164,15 @@ describe("OAuth clients a user registers", () => {
     })
   })
 
+  test("a client id no engine can store (a NUL byte) is an unknown client, not a database error", async () => {
+    for (const id of ["cli_\u0000", `cli_01jd3xkq8w00000000000000\u0000`, "\ud800"]) {
+      expect(Option.isNone(await clients((c) => c.find(id)))).toBe(true)
+      expect(
+        await fails(Effect.flatMap(OAuthClients, (c) => c.authenticate({ id, secret: Option.some("pcc_\u0000") })))
+      ).toMatchObject({ _tag: "OAuthError", error: "invalid_client" })
+    }
+  })
+
   test("the CLI's registration keeps its rules: no fragment, no relative or script URL, at most ten", async () => {
     for (const redirectUris of [
       ["https://a.example/cb#x"],
