@@ -97,6 +97,20 @@ const authorizeUrl = (options: AuthorizeOptions) => {
   return url
 }
 
+/**
+ * After a successful sign-in: the 303 (Post/Redirect/Get) to the consent page, followed as a browser does, with
+ * the cookie it set. Answers the consent page.
+ */
+const followToConsent = async (signedIn: globalThis.Response) => {
+  expect(signedIn.status).toBe(303)
+  const location = new URL(signedIn.headers.get("location")!, signedIn.url)
+  expect(location.pathname).toBe("/oauth/authorize/consent")
+  const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!
+  expect(cookie).toMatch(/^pcs_consent_[0-9A-Za-z]{32}=[0-9A-Za-z]{32}$/)
+  const consent = await fetch(location, { redirect: "manual", headers: { cookie } })
+  return { consent, url: location.toString(), html: await consent.text(), cookie }
+}
+
 /** What a browser does: open the authorize URL, sign in, answer the consent form; answers the redirect's URL. */
 const browse = async (options: AuthorizeOptions) => {
   const url = authorizeUrl(options)
@@ -105,7 +119,7 @@ const browse = async (options: AuthorizeOptions) => {
   expect(page.headers.get("content-type")).toContain("text/html")
   const signIn = await page.text()
   const pending = field(signIn, "pending")
-  const consent = await fetch(actionOf(signIn, page.url), {
+  const signedIn = await fetch(actionOf(signIn, page.url), {
     method: "POST",
     redirect: "manual",
     body: new URLSearchParams({
@@ -115,7 +129,7 @@ const browse = async (options: AuthorizeOptions) => {
       password: user.password
     })
   })
-  const consentHtml = await consent.text()
+  const { consent, html: consentHtml } = await followToConsent(signedIn)
   expect(consent.status).toBe(200)
   expect(consentHtml).toContain("Allow access?")
   const answered = await fetch(actionOf(consentHtml, consent.url), {
@@ -388,6 +402,7 @@ describe("authorize errors", () => {
     // The form shown again after a wrong password is posted from /oauth/authorize/sign-in, as a browser would.
     const ok = await fetch(actionOf(wrongHtml, wrong.url), {
       method: "POST",
+      redirect: "manual",
       body: new URLSearchParams({
         pending,
         csrf_token: field(wrongHtml, "csrf_token"),
@@ -395,9 +410,24 @@ describe("authorize errors", () => {
         password: user.password
       })
     })
-    const consentHtml = await ok.text()
-    expect(ok.status).toBe(200)
-    const consentAction = actionOf(consentHtml, ok.url)
+    const followed = await followToConsent(ok)
+    const consentHtml = followed.html
+    expect(followed.consent.status).toBe(200)
+    // The consent page is shown only to the browser holding the sign-in's cookie.
+    const withoutCookie = await fetch(followed.url, { redirect: "manual" })
+    expect(withoutCookie.status).toBe(400)
+    expect(await withoutCookie.text()).not.toContain("Allow access?")
+    const wrongCookie = await fetch(followed.url, {
+      redirect: "manual",
+      headers: { cookie: `pcs_consent_${pending}=${"x".repeat(32)}` }
+    })
+    expect(wrongCookie.status).toBe(400)
+    // It says who is signed in, with a way to start again as someone else, and where the browser will go.
+    expect(consentHtml).toContain("OAuth User")
+    expect(consentHtml).toContain(user.email)
+    expect(consentHtml).toContain("Not you?")
+    expect(consentHtml).toContain(REDIRECT)
+    const consentAction = actionOf(consentHtml, followed.url)
     expect(consentAction.pathname).toBe("/oauth/authorize/consent")
     // The sign-in token does not work on the consent form.
     const early = await fetch(consentAction, {
