@@ -578,6 +578,54 @@ describe("token errors", () => {
 })
 
 describe("using and revoking OAuth tokens", () => {
+  test("OAuth tokens manage no OAuth clients (403); the grant is listed, and revoking it is 401 at once", async () => {
+    const tokens = await (await exchange(await codeFor({ scope: "read write" }))).json()
+    const asApp = (path: string, method = "GET", body?: unknown) =>
+      server.request(path, { method, key: tokens.access_token, ...(body === undefined ? {} : { body }) })
+    for (const [method, path, body] of [
+      ["GET", "/v1/oauth-clients", undefined],
+      ["POST", "/v1/oauth-clients", { name: "x", redirect_uris: [REDIRECT] }]
+    ] as const) {
+      const res = await asApp(path, method, body)
+      expect(res.status).toBe(403)
+      expect(res.body.error.message).toBe("OAuth access tokens cannot manage OAuth clients")
+    }
+    // The user's own session sees the grant under its authorizations; revoking it stops every token of it.
+    const login = await fetch(`${server.url}/oauth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: user.email, password: user.password })
+    })
+    const session: { access_token: string } = await login.json()
+    const listed = await server.request("/v1/authorizations", { key: session.access_token })
+    expect(listed.status).toBe(200)
+    const grant = listed.body.data.find((item: { client: { id: string } }) => item.client.id === confidential.client_id)
+    expect(grant).toMatchObject({ client: { id: confidential.client_id, name: "Confidential App" } })
+    expect(grant.scopes).toEqual(expect.arrayContaining(["read", "write"]))
+    expect(grant.last_used_at).not.toBeNull()
+    expect((await asApp("/v1/users/me")).status).toBe(200)
+    const revoked = await server.request(`/v1/authorizations/${grant.id}`, {
+      method: "DELETE",
+      key: session.access_token
+    })
+    expect(revoked.status).toBe(204)
+    const after = await asApp("/v1/users/me")
+    expect(after.status).toBe(401)
+    expect(after.headers.get("www-authenticate")).toContain("invalid_token")
+    await expectOAuthError(
+      await tokenRequest({
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token,
+        client_id: confidential.client_id,
+        client_secret: confidential.client_secret
+      }),
+      400,
+      "invalid_grant"
+    )
+    const again = await server.request("/v1/authorizations", { key: session.access_token })
+    expect(again.body.data.map((item: { id: string }) => item.id)).not.toContain(grant.id)
+  }, 30_000)
+
   test("scopes limit what a token may do; OAuth tokens cannot manage API keys", async () => {
     const readOnly = await (await exchange(await codeFor({ scope: "projects:read" }))).json()
     const create = await server.request("/v1/projects", {
