@@ -260,9 +260,13 @@ test("Olga deletes the application, with a confirmation", async () => {
   await page.getByRole("heading", { level: 1, name: "OAuth applications" }).waitFor()
   await page.getByText("“Receiver App” deleted.").waitFor()
   await page.getByText("You have not registered an application yet.").waitFor()
-  // The application is gone for the authorization server too.
-  const gone = await fetch(authorizeUrl("x", pkce().challenge))
-  expect(gone.status).toBe(400)
+  // The application is gone for the authorization server too: its error page, never a redirect.
+  const gone = await page.goto(authorizeUrl("x", pkce().challenge))
+  expect(gone?.status()).toBe(400)
+  await page.getByRole("heading", { level: 1, name: "This authorization request cannot continue" }).waitFor()
+  await page.getByRole("alert").filter({ hasText: "unknown client_id" }).waitFor()
+  expect(new URL(page.url()).origin).toBe(server.url)
+  await session.shots("40-oauth-error")
 }, 60_000)
 
 test("nothing left 127.0.0.1, and no CSP violation or error reached the console", () => {

@@ -173,3 +173,47 @@ describe("client credentials no engine can store", () => {
     expect(server.logs.filter((line) => line.includes('"level":"error"') || line.includes("invalid byte"))).toEqual([])
   })
 })
+
+describe("the authorization pages' assets and headers", () => {
+  test("the stylesheet is the dashboard's with the pages' additions, served here and revalidated by ETag", async () => {
+    const res = await fetch(`${server.url}/oauth/assets/styles.css`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toContain("text/css")
+    const text = await res.text()
+    expect(text).toContain("--accent")
+    expect(text).toContain(".auth-page")
+    const etag = res.headers.get("etag") ?? ""
+    expect(etag).not.toBe("")
+    expect((await fetch(`${server.url}/oauth/assets/styles.css`, { headers: { "if-none-match": etag } })).status).toBe(
+      304
+    )
+  })
+
+  test("the pages allow no script and no inline style, and load their stylesheet from this service", async () => {
+    const created = await server.request("/v1/oauth-clients", {
+      method: "POST",
+      key: ann.key,
+      body: { name: "Headers", redirect_uris: [REDIRECT], public: true }
+    })
+    const url = new URL(`${server.url}/oauth/authorize`)
+    url.search = new URLSearchParams({
+      client_id: created.body.data.id,
+      redirect_uri: REDIRECT,
+      response_type: "code",
+      scope: "read",
+      code_challenge: "x".repeat(43),
+      code_challenge_method: "S256"
+    }).toString()
+    const page = await fetch(url)
+    expect(page.status).toBe(200)
+    const csp = page.headers.get("content-security-policy") ?? ""
+    expect(csp).toContain("default-src 'none'")
+    expect(csp).toContain("style-src 'self'")
+    expect(csp).not.toContain("unsafe-inline")
+    expect(csp).not.toContain("script-src")
+    const html = await page.text()
+    expect(html).toContain('<link rel="stylesheet" href="/oauth/assets/styles.css">')
+    expect(html).not.toContain("<script")
+    expect(html).not.toContain("<style")
+  })
+})
