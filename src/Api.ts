@@ -95,7 +95,7 @@ export class Api extends HttpApi.make("api")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(
     OpenApi.Description,
-    "Projects and their deployments, users, teams and invitations, API keys and webhooks. Every response wears an envelope: `{data, meta}` on success, " +
+    "Projects and their deployments, users, teams and invitations, API keys, webhooks, and OAuth applications and the access you gave them. Every response wears an envelope: `{data, meta}` on success, " +
       "`{data: [...], meta: {total, page, per_page}}` for lists, `{error: {code, message, status, request_id}}` on failure."
   )
   .annotate(OpenApi.Transform, withoutFrameworkDecodeError) {}
