@@ -117,9 +117,10 @@ export const oauthAppsPage = async (context: PageContext): Promise<void> => {
         label: "Type",
         name: "public",
         control: select([
-          ["false", "Confidential: a server-side app that keeps a secret"],
-          ["true", "Public: a browser or mobile app (no secret; PKCE required)"]
-        ])
+          ["false", "Confidential (has a secret)"],
+          ["true", "Public (no secret, PKCE)"]
+        ]),
+        hint: "Confidential: a server-side app that keeps a secret. Public: a browser or mobile app, which cannot."
       }),
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Register application"))
     ),
