@@ -11,8 +11,12 @@ FROM oven/bun:1.4.5 AS service
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=dependencies /app/node_modules ./node_modules
-COPY package.json bun.lock tsconfig.json ./
+# Everything the server reads at run time: src/, and dashboard/ (built by Bun's bundler on the first dashboard
+# request); bunfig.toml keeps `bun run cli …` free of the runner's own line. test/e2e/image.test.ts builds this file
+# set from these COPY lines and serves the dashboard, /docs and the OpenAPI document from it.
+COPY package.json bun.lock tsconfig.json bunfig.toml ./
 COPY src ./src
+COPY dashboard ./dashboard
 # SQLite's default file (./data/service.sqlite) lives here when DATABASE_URL is unset.
 RUN mkdir -p /app/data && chown bun:bun /app/data
 VOLUME ["/app/data"]

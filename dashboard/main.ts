@@ -4,6 +4,7 @@
 import { api, signedIn, signOut, whenSessionEnds } from "./api.ts"
 import { h, replace } from "./dom.ts"
 import { apiKeysPage } from "./pages/apiKeys.ts"
+import { eventPage, eventsPage } from "./pages/events.ts"
 import { authorizedAppsPage, oauthAppPage, oauthAppsPage } from "./pages/oauthApps.ts"
 import { projectPage, projectsPage } from "./pages/projects.ts"
 import { signInPage } from "./pages/signIn.ts"
@@ -38,11 +39,14 @@ route(/^\/settings\/authorized-apps$/, authorizedAppsPage)
 route(/^\/webhooks$/, webhooksPage)
 route(new RegExp(`^/webhooks/${ID}$`), webhookPage)
 route(new RegExp(`^/webhooks/${ID}/deliveries/${ID}$`), deliveryPage)
+route(/^\/events$/, eventsPage)
+route(new RegExp(`^/events/${ID}$`), eventPage)
 
 const nav = [
   ["Projects", `${BASE}/projects`],
   ["Teams", `${BASE}/teams`],
   ["Webhooks", `${BASE}/webhooks`],
+  ["Events", `${BASE}/events`],
   ["API keys", `${BASE}/settings/api-keys`],
   ["OAuth apps", `${BASE}/settings/oauth-apps`],
   ["Authorized apps", `${BASE}/settings/authorized-apps`]

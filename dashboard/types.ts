@@ -78,6 +78,9 @@ export interface Invitation {
   readonly created_at: string
   readonly expires_at: string
   readonly answered_at: string | null
+  /** What and who, for an invitee who cannot read the team. */
+  readonly team_name: string
+  readonly invited_by_name: string
 }
 
 /** The service's scopes and event types (src/Domain; test/dashboard/types.test.ts keeps them equal). */
@@ -112,6 +115,14 @@ export const eventTypes = [
 ] as const
 export type EventType = (typeof eventTypes)[number]
 
+/** An event as the feed answers it: exactly what its webhooks were sent. */
+export interface EventRecord {
+  readonly id: string
+  readonly type: EventType
+  readonly created_at: string
+  readonly data: unknown
+}
+
 export interface Webhook {
   readonly id: string
   readonly url: string
@@ -124,17 +135,23 @@ export interface Webhook {
 export interface CreatedWebhook extends Webhook {
   readonly secret?: string
 }
+export interface RotatedWebhook extends CreatedWebhook {
+  readonly previous_secret_expires_at: string
+}
+/** Sent to one webhook by its "Send test event" button; not subscribable. */
+export const TEST_EVENT = "webhook.test"
 
 export type DeliveryStatus = "pending" | "delivered" | "failed"
 export interface Delivery {
   readonly id: string
   readonly webhook_id: string
   readonly event_id: string
-  readonly event_type: EventType
+  readonly event_type: EventType | typeof TEST_EVENT
   readonly status: DeliveryStatus
   readonly attempt_count: number
   readonly next_attempt_at: string | null
   readonly last_attempt_at: string | null
+  readonly last_status_code: number | null
   readonly created_at: string
 }
 
@@ -146,7 +163,10 @@ export interface Attempt {
   readonly error: string | null
   readonly response_body: string | null
   readonly outcome: "succeeded" | "failed"
+  readonly request_headers: Readonly<Record<string, string>> | null
+  readonly response_headers: Readonly<Record<string, string>> | null
 }
 export interface DeliveryWithAttempts extends Delivery {
+  readonly payload: string
   readonly attempts: ReadonlyArray<Attempt>
 }

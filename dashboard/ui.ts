@@ -223,16 +223,24 @@ export const confirmAction = (message: string, confirmLabel: string): Promise<bo
 export const badge = (status: string): HTMLSpanElement => h("span", { class: `badge badge-${status}` }, status)
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" })
-const timeFormat = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" })
+// Every time carries its zone ("14:14:05 UTC", "9:14:05 AM EST"): a reader comparing it with a log or a colleague's
+// screen must not have to guess which zone the browser chose.
+const timeFormat = new Intl.DateTimeFormat(undefined, {
+  hour: "numeric",
+  minute: "2-digit",
+  second: "2-digit",
+  timeZoneName: "short"
+})
 const preciseTimeFormat = new Intl.DateTimeFormat(undefined, {
   hour: "2-digit",
   minute: "2-digit",
   second: "2-digit",
-  fractionalSecondDigits: 3
+  fractionalSecondDigits: 3,
+  timeZoneName: "short"
 })
 
 /**
- * A timestamp in the reader's time zone (the exact ISO value in its `datetime` and tooltip). A narrow column may
+ * A timestamp in the reader's time zone, named (the exact ISO value in its `datetime` and tooltip). A narrow column may
  * put the time under the date, but never breaks either of them.
  */
 export const when = (iso: string | null | undefined, options: { readonly milliseconds?: boolean } = {}): Child => {

@@ -8,6 +8,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { ApiKeysApi } from "./ApiKeys/Api.js"
 import { DeploymentsApi } from "./Deployments/Api.js"
 import { ApiErrors } from "./Domain/Errors.js"
+import { EventsApi } from "./Events/Api.js"
 import { AuthorizationsApi, OAuthClientsApi } from "./OAuth/Api.js"
 import { ProjectsApi } from "./Projects/Api.js"
 import { InvitationsApi, TeamsApi } from "./Teams/Api.js"
@@ -82,6 +83,7 @@ export class Api extends HttpApi.make("api")
   .add(DeploymentsApi)
   .add(ApiKeysApi)
   .add(WebhooksApi)
+  .add(EventsApi)
   .add(OAuthClientsApi)
   .add(AuthorizationsApi)
   // What any `/v1` request can get, whatever its route; the rest is declared per endpoint (src/Contract/Errors.ts)

@@ -208,7 +208,12 @@ export const WebhookConfig = Config.all({
     Config.withDefault("1s"),
     Config.mapOrFail(durationSetting("WEBHOOK_POLL_INTERVAL"))
   ),
-  allowPrivateTargets: Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false))
+  allowPrivateTargets: Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false)),
+  /** How long a secret taken out by `rotate-secret` still signs deliveries (beside the new one). */
+  secretOverlap: Config.string("WEBHOOK_SECRET_OVERLAP").pipe(
+    Config.withDefault("24h"),
+    Config.mapOrFail(durationSetting("WEBHOOK_SECRET_OVERLAP"))
+  )
 }).pipe(
   Config.mapOrFail((c) =>
     Duration.greaterThan(c.claimTimeout, c.timeout)

@@ -35,6 +35,7 @@ import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { ServerConfig } from "./Config.js"
 import { DeploymentsHttp } from "./Deployments/Http.js"
 import { requestIdFrom } from "./Domain/RequestId.js"
+import { EventsHttp } from "./Events/Http.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
 import { AuthenticationLive } from "./Http/Authentication.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
@@ -262,7 +263,16 @@ const HealthRoutes = HttpApiBuilder.Router.use((router) =>
 )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([ProjectsHttp, UsersHttp, TeamsHttp, InvitationsHttp, DeploymentsHttp, ApiKeysHttp, WebhooksHttp]),
+  Layer.provide([
+    ProjectsHttp,
+    UsersHttp,
+    TeamsHttp,
+    InvitationsHttp,
+    DeploymentsHttp,
+    ApiKeysHttp,
+    WebhooksHttp,
+    EventsHttp
+  ]),
   Layer.provide([OAuthClientsHttp, AuthorizationsHttp]),
   Layer.provide(AuthenticationLive)
 )

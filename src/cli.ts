@@ -2,6 +2,10 @@
  * Operator commands: `bun run cli <command> [--flag value | --flag=value …]`. Uses the server's `DATABASE_URL`.
  * A success prints one JSON document (`{"data": …}`) on stdout; a failure prints one line on stderr (and the
  * command's usage after a usage error). `--help` / `-h` anywhere prints usage on stdout. Exit codes: see `EXIT`.
+ * Hand-written, not @effect/cli: that library prints parse errors' help on stdout and has its own help layout,
+ * built-in flags and exit statuses, so keeping this contract would mean wrapping most of it.
+ *
+ * Adding a command is one entry in `commands`: its words, a summary, its flags and what it runs.
  */
 import { Cause, Effect, Exit, Layer, Option, Schema } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
@@ -37,6 +41,11 @@ interface Flag {
   readonly value?: string
   readonly required?: boolean
   readonly repeatable?: boolean
+  /**
+   * The flag this one is an alternative to (`--user` for `--email`): at most one of them may be given, and the
+   * first one's `required` means one of them must be.
+   */
+  readonly or?: string
   readonly description: string
 }
 
@@ -61,6 +70,88 @@ const value = (flags: Flags, name: string) => flags.get(name)?.at(-1) ?? ""
 /** The user record without the internal organisation id. */
 const publicUser = <U extends { readonly org_id: string }>({ org_id: _, ...user }: U) => user
 
+const EMAIL_OR_ID = (role: string): ReadonlyArray<Flag> => [
+  { name: "email", value: "E", required: true, description: `${role}'s email address` },
+  { name: "user", value: "USER_ID", or: "email", description: `${role}'s id (instead of --email)` }
+]
+
+/** The user named by `--email` or by `--user` (parsing checked that exactly one is given). */
+const userIdOf = (flags: Flags, email = "email", id = "user") =>
+  Option.match(last(flags, email), {
+    onNone: () => Effect.flatMap(Users, (users) => Effect.map(users.get(value(flags, id)), (user) => user.id)),
+    onSome: (address) => Effect.flatMap(Users, (users) => Effect.map(users.getByEmail(address), (user) => user.id))
+  })
+
+const PASSWORD_FLAGS: ReadonlyArray<Flag> = [
+  { name: "password-stdin", description: "read the password from stdin (its first line)" },
+  {
+    name: "password",
+    value: "P",
+    or: "password-stdin",
+    description: "the password itself (discouraged: it stays in the shell's history and the process list)"
+  }
+]
+
+/** The first line of stdin, without its line ending. */
+const readStdinLine = Effect.map(
+  Effect.promise(() => Bun.stdin.text()),
+  (text) => text.split(/\r?\n/, 1)[0] ?? ""
+)
+
+/**
+ * Asks on the terminal without echoing what is typed: raw mode is set before the question is written, so no
+ * keystroke is ever echoed. Ctrl-C or Ctrl-D on an empty answer cancels.
+ */
+const promptHidden = (question: string) =>
+  Effect.async<string, UsageError>((resume) => {
+    const input = process.stdin
+    let answer = ""
+    const finish = () => {
+      input.off("data", onData)
+      input.setRawMode(false)
+      input.pause()
+      process.stderr.write("\n")
+    }
+    const onData = (chunk: Buffer) => {
+      for (const char of chunk.toString("utf8")) {
+        if (char === "\r" || char === "\n" || (char === "\u0004" && answer !== "")) {
+          finish()
+          return resume(Effect.succeed(answer))
+        }
+        if (char === "\u0003" || char === "\u0004") {
+          finish()
+          return resume(Effect.fail(new UsageError({ message: "cancelled: no password given" })))
+        }
+        answer = char === "\u007f" || char === "\b" ? answer.slice(0, -1) : answer + char
+      }
+    }
+    input.setRawMode(true)
+    input.on("data", onData)
+    input.resume()
+    process.stderr.write(question)
+    return Effect.sync(finish)
+  })
+
+/**
+ * The password: from stdin (`--password-stdin`), from `--password`, else asked on the terminal (twice, to catch a
+ * typo). Without a terminal it is undefined when `optional`, and a usage error otherwise.
+ */
+const passwordOf = (flags: Flags, optional: boolean) =>
+  Effect.gen(function* () {
+    if (flags.has("password-stdin")) return yield* readStdinLine
+    const given = last(flags, "password")
+    if (Option.isSome(given)) return given.value
+    if (!process.stdin.isTTY) {
+      if (optional) return undefined
+      return yield* new UsageError({ message: "no password: pipe it in with --password-stdin, or run in a terminal" })
+    }
+    const first = yield* promptHidden(optional ? "Password (empty: none, they cannot sign in): " : "Password: ")
+    if (optional && first === "") return undefined
+    const again = yield* promptHidden("The same password again: ")
+    if (again !== first) return yield* new UsageError({ message: "the two passwords differ" })
+    return first
+  })
+
 const services = (effect: (flags: Flags) => Effect.Effect<unknown, unknown, Services>) =>
   ({ _tag: "services", effect }) as const
 
@@ -71,19 +162,19 @@ const commands: ReadonlyArray<Command> = [
     flags: [
       { name: "email", value: "E", required: true, description: "email address (stored lower-cased)" },
       { name: "name", value: "N", required: true, description: "display name, 1–100 characters" },
-      { name: "password", value: "P", description: "at least 8 characters; needed to sign in (OAuth, sessions)" }
+      ...PASSWORD_FLAGS
     ],
     run: services((flags) =>
-      Effect.map(
-        Effect.flatMap(Users, (users) =>
-          users.create({
-            email: value(flags, "email"),
-            name: value(flags, "name"),
-            password: Option.getOrUndefined(last(flags, "password"))
-          })
-        ),
-        publicUser
-      )
+      Effect.gen(function* () {
+        // At least 8 characters; needed to sign in (dashboard, OAuth). Asked on a terminal when neither flag is given.
+        const password = yield* passwordOf(flags, true)
+        const user = yield* (yield* Users).create({
+          email: value(flags, "email"),
+          name: value(flags, "name"),
+          password
+        })
+        return publicUser(user)
+      })
     )
   },
   {
@@ -97,36 +188,35 @@ const commands: ReadonlyArray<Command> = [
     summary:
       "Delete a user with their API keys, webhooks and OAuth grants; refused (exit 4) while they own a " +
       "project, belong to a team or started a deployment still on record.",
-    flags: [{ name: "user", value: "USER_ID", required: true, description: "the user's id" }],
-    run: services((flags) => Effect.flatMap(Users, (users) => users.remove(value(flags, "user"))))
+    flags: EMAIL_OR_ID("the user"),
+    run: services((flags) =>
+      Effect.flatMap(userIdOf(flags), (id) => Effect.flatMap(Users, (users) => users.remove(id)))
+    )
   },
   {
     words: "users set-password",
-    summary: "Set (or replace) a user's password.",
-    flags: [
-      { name: "user", value: "USER_ID", required: true, description: "the user's id" },
-      { name: "password", value: "P", required: true, description: "at least 8 characters" }
-    ],
+    summary: "Set (or replace) a user's password, at least 8 characters: asked on the terminal, or --password-stdin.",
+    flags: [...EMAIL_OR_ID("the user"), ...PASSWORD_FLAGS],
     run: services((flags) =>
-      Effect.map(
-        Effect.flatMap(Users, (users) => users.setPassword(value(flags, "user"), value(flags, "password"))),
-        publicUser
-      )
+      Effect.gen(function* () {
+        const id = yield* userIdOf(flags)
+        const password = (yield* passwordOf(flags, false)) ?? ""
+        return publicUser(yield* (yield* Users).setPassword(id, password))
+      })
     )
   },
   {
     words: "api-keys create",
     summary: "Issue an API key for a user; the key is shown this once.",
     flags: [
-      { name: "user", value: "USER_ID", required: true, description: "the key's owner" },
+      ...EMAIL_OR_ID("the key's owner"),
       { name: "name", value: "N", required: true, description: "a label, 1–100 characters" },
       { name: "scopes", value: "S", required: true, description: "comma-separated: read,write,projects:read,…" },
       { name: "expires-at", value: "T", description: "ISO 8601 date or date-time with a zone" }
     ],
     run: services((flags) =>
       Effect.gen(function* () {
-        const userId = value(flags, "user")
-        yield* (yield* Users).get(userId)
+        const userId = yield* userIdOf(flags)
         const name = yield* Schema.decodeUnknown(KeyName)(value(flags, "name")).pipe(
           Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
         )
@@ -145,11 +235,13 @@ const commands: ReadonlyArray<Command> = [
   {
     words: "api-keys list",
     summary: "List API keys (never the keys themselves), oldest first.",
-    flags: [{ name: "user", value: "USER_ID", description: "only this user's keys" }],
+    flags: [
+      { name: "email", value: "E", description: "only the keys of the user with this email" },
+      { name: "user", value: "USER_ID", or: "email", description: "only this user's keys (instead of --email)" }
+    ],
     run: services((flags) =>
       Effect.gen(function* () {
-        const userId = Option.getOrNull(last(flags, "user"))
-        if (userId !== null) yield* (yield* Users).get(userId)
+        const userId = flags.has("email") || flags.has("user") ? yield* userIdOf(flags) : null
         return yield* (yield* ApiKeys).listAll(userId)
       })
     )
@@ -165,10 +257,13 @@ const commands: ReadonlyArray<Command> = [
     summary: "Create a team with its first owner.",
     flags: [
       { name: "name", value: "N", required: true, description: "1–100 characters" },
-      { name: "owner", value: "USER_ID", required: true, description: "the team's first owner" }
+      { name: "owner-email", value: "E", required: true, description: "the email of the team's first owner" },
+      { name: "owner", value: "USER_ID", or: "owner-email", description: "the first owner's id (instead)" }
     ],
     run: services((flags) =>
-      Effect.flatMap(Teams, (teams) => teams.create({ name: value(flags, "name"), ownerId: value(flags, "owner") }))
+      Effect.flatMap(userIdOf(flags, "owner-email", "owner"), (ownerId) =>
+        Effect.flatMap(Teams, (teams) => teams.create({ name: value(flags, "name"), ownerId }))
+      )
     )
   },
   {
@@ -176,7 +271,7 @@ const commands: ReadonlyArray<Command> = [
     summary: "Add a user to a team.",
     flags: [
       { name: "team", value: "TEAM_ID", required: true, description: "the team" },
-      { name: "user", value: "USER_ID", required: true, description: "the new member" },
+      ...EMAIL_OR_ID("the new member"),
       { name: "role", value: "owner|admin|member", description: "default member" }
     ],
     run: services((flags) =>
@@ -184,7 +279,8 @@ const commands: ReadonlyArray<Command> = [
         const role = yield* Schema.decodeUnknown(TeamRole)(Option.getOrElse(last(flags, "role"), () => "member")).pipe(
           Effect.mapError(() => ValidationFailed.field("role", "must be owner, admin or member"))
         )
-        return yield* (yield* Teams).addMember({ teamId: value(flags, "team"), userId: value(flags, "user"), role })
+        const userId = yield* userIdOf(flags)
+        return yield* (yield* Teams).addMember({ teamId: value(flags, "team"), userId, role })
       })
     )
   },
@@ -257,14 +353,23 @@ const commands: ReadonlyArray<Command> = [
   }
 ]
 
+const flagText = (flag: Flag) => (flag.value === undefined ? `--${flag.name}` : `--${flag.name} ${flag.value}`)
+
+/** A flag's alternatives (`--user` for `--email`). */
+const alternativesOf = (command: Command, flag: Flag) => command.flags.filter((other) => other.or === flag.name)
+
 const usageLine = (command: Command) =>
   [
     command.words,
-    ...command.flags.map((flag) => {
-      const text = flag.value === undefined ? `--${flag.name}` : `--${flag.name} ${flag.value}`
-      const more = flag.repeatable ? ` [${text} …]` : ""
-      return flag.required ? `${text}${more}` : `[${text}]${more}`
-    })
+    ...command.flags
+      .filter((flag) => flag.or === undefined)
+      .map((flag) => {
+        const alternatives = alternativesOf(command, flag)
+        const text = [flag, ...alternatives].map(flagText).join(" | ")
+        const more = flag.repeatable ? ` [${text} …]` : ""
+        if (flag.required) return alternatives.length > 0 ? `(${text})${more}` : `${text}${more}`
+        return `[${text}]${more}`
+      })
   ].join(" ")
 
 const EXIT_CODES =
@@ -280,13 +385,11 @@ Every command prints one JSON document ({"data": …}) on stdout; errors go to s
 ${EXIT_CODES}`
 
 const commandHelp = (command: Command) => {
-  const width = Math.max(
-    0,
-    ...command.flags.map((flag) => `--${flag.name}${flag.value === undefined ? "" : ` ${flag.value}`}`.length)
-  )
+  const width = Math.max(0, ...command.flags.map((flag) => flagText(flag).length))
   const flags = command.flags.map((flag) => {
-    const text = `--${flag.name}${flag.value === undefined ? "" : ` ${flag.value}`}`
-    return `  ${text.padEnd(width)}  ${flag.description}${flag.required ? " (required)" : ""}`
+    const alternatives = alternativesOf(command, flag).map((other) => ` or --${other.name}`)
+    const required = flag.required ? ` (required${alternatives.join("")})` : ""
+    return `  ${flagText(flag).padEnd(width)}  ${flag.description}${required}`
   })
   return [
     `usage: bun run cli ${usageLine(command)}`,
@@ -333,9 +436,15 @@ const parseFlags = (command: Command, args: ReadonlyArray<string>) =>
       }
       flags.set(name, [...(previous ?? []), given])
     }
-    for (const flag of command.flags) {
-      if (flag.required && !flags.has(flag.name))
-        return yield* new UsageError({ message: `--${flag.name} is required` })
+    for (const flag of command.flags.filter((candidate) => candidate.or === undefined)) {
+      const names = [flag, ...alternativesOf(command, flag)].map((candidate) => `--${candidate.name}`)
+      const given = [flag, ...alternativesOf(command, flag)].filter((candidate) => flags.has(candidate.name))
+      if (given.length > 1) return yield* new UsageError({ message: `give ${names.join(" or ")}, not both` })
+      if (flag.required && given.length === 0) {
+        return yield* new UsageError({
+          message: names.length > 1 ? `${names.join(" or ")} is required` : `${names[0]} is required`
+        })
+      }
     }
     return flags
   })

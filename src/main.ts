@@ -7,6 +7,7 @@ import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
 import { SignIn } from "./Auth/SignIn.js"
 import { Deployments } from "./Deployments/Deployments.js"
+import { EventFeed } from "./Events/Feed.js"
 import { DeliveryInbox } from "./Events/Inbox.js"
 import { HttpLive } from "./Http.js"
 import { OAuthAuthorizations } from "./OAuth/Authorizations.js"
@@ -31,6 +32,7 @@ export const ServicesLive = Layer.mergeAll(
   Teams.Default,
   Invitations.Default,
   Deployments.Default,
+  EventFeed.Default,
   Users.Default,
   ApiKeys.Default,
   OAuthClients.Default,

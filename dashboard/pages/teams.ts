@@ -38,7 +38,8 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
     fetch: () => api.list<Invitation>("/invitations", { per_page: 100 }),
     empty: "No pending invitations.",
     columns: [
-      { label: "Team", cell: (inv) => h("code", null, inv.team_id) },
+      { label: "Team", cell: (inv) => h("strong", null, inv.team_name) },
+      { label: "Invited by", cell: (inv) => inv.invited_by_name },
       { label: "Role", cell: (inv) => inv.role },
       { label: "Invited", cell: (inv) => when(inv.created_at) },
       { label: "Expires", cell: (inv) => when(inv.expires_at) },
@@ -52,10 +53,10 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
               "Accept",
               async () => {
                 await api.post<Member>(`/invitations/${encodeURIComponent(inv.id)}/accept`)
-                flashNext("Invitation accepted: you are a member of the team.")
+                flashNext(`Invitation accepted: you are a member of ${inv.team_name}.`)
                 navigate(teamHref(inv.team_id))
               },
-              { className: "primary", ariaLabel: `Accept the invitation to ${inv.team_id}` }
+              { className: "primary", ariaLabel: `Accept the invitation to ${inv.team_name}` }
             ),
             actionButton(
               "Decline",
@@ -63,7 +64,7 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
                 await api.post<Invitation>(`/invitations/${encodeURIComponent(inv.id)}/decline`)
                 await invitations.load()
               },
-              { ariaLabel: `Decline the invitation to ${inv.team_id}` }
+              { ariaLabel: `Decline the invitation to ${inv.team_name}` }
             )
           )
       }
@@ -129,6 +130,15 @@ export const teamPage = async (context: PageContext): Promise<void> => {
   context.title(team.name, team.role === undefined ? null : h("span", { class: "badge" }, `you: ${team.role}`))
   const manages = team.role === "owner" || team.role === "admin"
   const me = await api.get<User>("/users/me").catch(() => undefined)
+  /** Whether someone besides the caller owns the team: the last owner cannot leave (the service answers 409). */
+  const anotherOwner = async (): Promise<boolean> => {
+    for (let page = 1; ; page++) {
+      const { data, meta } = await api.list<Member>(`${path}/members`, { page, per_page: 100 })
+      if (data.some((m) => m.role === "owner" && m.user_id !== me?.id)) return true
+      if (data.length === 0 || page * meta.per_page >= meta.total) return false
+    }
+  }
+  const soleOwner = team.role === "owner" && !(await anotherOwner().catch(() => false))
 
   const members = listRegion<Member>({
     caption: "Members",
@@ -170,29 +180,31 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       {
         label: "Actions",
         cell: (m) =>
-          m.user_id === me?.id
-            ? actionButton(
-                "Leave",
-                async () => {
-                  if (!(await confirmAction(`Leave ${team.name}?`, "Leave team"))) return
-                  await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
-                  flashNext(`You left ${team.name}.`)
-                  navigate(`${BASE}/teams`)
-                },
-                { className: "danger", ariaLabel: `Leave ${team.name}` }
-              )
-            : manages
+          m.user_id === me?.id && soleOwner
+            ? h("span", { class: "muted" }, "You are the only owner: make someone else owner before you leave.")
+            : m.user_id === me?.id
               ? actionButton(
-                  "Remove",
+                  "Leave",
                   async () => {
-                    if (!(await confirmAction(`Remove ${m.name} (${m.email}) from ${team.name}?`, "Remove member")))
-                      return
+                    if (!(await confirmAction(`Leave ${team.name}?`, "Leave team"))) return
                     await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
-                    await members.load()
+                    flashNext(`You left ${team.name}.`)
+                    navigate(`${BASE}/teams`)
                   },
-                  { className: "danger", ariaLabel: `Remove ${m.name}` }
+                  { className: "danger", ariaLabel: `Leave ${team.name}` }
                 )
-              : h("span", { class: "muted" }, "—")
+              : manages
+                ? actionButton(
+                    "Remove",
+                    async () => {
+                      if (!(await confirmAction(`Remove ${m.name} (${m.email}) from ${team.name}?`, "Remove member")))
+                        return
+                      await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
+                      await members.load()
+                    },
+                    { className: "danger", ariaLabel: `Remove ${m.name}` }
+                  )
+                : h("span", { class: "muted" }, "—")
       }
     ]
   })
@@ -212,6 +224,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       { label: "Email", cell: (inv) => inv.email },
       { label: "Role", cell: (inv) => inv.role },
       { label: "Status", cell: (inv) => badge(inv.status) },
+      { label: "Invited by", cell: (inv) => inv.invited_by_name },
       { label: "Invited", cell: (inv) => when(inv.created_at) },
       { label: "Expires", cell: (inv) => when(inv.expires_at) },
       {

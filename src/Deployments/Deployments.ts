@@ -47,7 +47,7 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
       return yield* Effect.gen(function* () {
         const project = yield* projects.changeable(principal, projectId)
         if (project.status === "archived") {
-          return yield* new Conflict({ message: `Project ${projectId} is archived; unarchive it to deploy` })
+          return yield* new Conflict({ message: `Project ${project.name} is archived; unarchive it to deploy` })
         }
         const now = nowIso()
         const deployment: Deployment = {

@@ -21,7 +21,10 @@ export const Invitation = Schema.Struct({
   invited_by: UserId,
   created_at: Timestamp,
   expires_at: Timestamp,
-  answered_at: Schema.NullOr(Timestamp)
+  answered_at: Schema.NullOr(Timestamp),
+  /** The team's and the inviter's names: an invitee, who cannot read the team, sees what and who invited them. */
+  team_name: Schema.String,
+  invited_by_name: Schema.String
 }).annotations({ identifier: "Invitation" })
 export type Invitation = typeof Invitation.Type
 

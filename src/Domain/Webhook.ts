@@ -1,10 +1,10 @@
 /** Webhooks, their deliveries and delivery attempts: the records, and the field rules of a registration. */
 import { Schema } from "effect"
-import { EventType } from "./EventTypes.js"
+import { EventType, eventTypes } from "./EventTypes.js"
 import { DeliveryId, EventId, WebhookId } from "./Ids.js"
 import { oneOf } from "./Lists.js"
 import { HttpUrl, optional } from "./Payload.js"
-import { Timestamp } from "./Time.js"
+import { InstantCeilFromString, InstantFromString, Timestamp } from "./Time.js"
 
 export const WebhookStatus = oneOf("active", "failed")
 export type WebhookStatus = typeof WebhookStatus.Type
@@ -65,20 +65,60 @@ export type WebhookPatch = typeof WebhookPatch.Type
 
 export type WebhookSort = "created_at" | "updated_at"
 
+/** The body of `POST /v1/webhooks/:id/rotate-secret`: a new secret, or none and the service makes one. */
+export const SecretRotation = Schema.Struct({ secret: optional(WebhookSecret) })
+export type SecretRotation = typeof SecretRotation.Type
+
+export const RotatedWebhook = Schema.Struct({
+  ...Webhook.fields,
+  previous_secret_expires_at: Timestamp.annotations({
+    description:
+      "Until then every delivery is signed with the previous secret too (the second `webhook-signature` entry)"
+  }),
+  secret: optional(
+    Schema.String.annotations({ description: "Only when the service generated the secret: shown this once" })
+  )
+}).annotations({ identifier: "RotatedWebhook" })
+export type RotatedWebhook = typeof RotatedWebhook.Type
+
+/** The body of `POST /v1/webhooks/:id/recover`: failed deliveries of events created in `[since, until)`. */
+export const Recovery = Schema.Struct({
+  since: InstantFromString,
+  until: optional(InstantCeilFromString)
+})
+export type Recovery = typeof Recovery.Type
+
+export const Recovered = Schema.Struct({
+  queued: Schema.Int.annotations({ description: "Failed deliveries given one new attempt now" })
+}).annotations({ identifier: "Recovered" })
+export type Recovered = typeof Recovered.Type
+
+/** Sent to one webhook by `POST /v1/webhooks/:id/test`; it cannot be subscribed to. */
+export const TEST_EVENT = "webhook.test"
+/** What a delivery can carry: the subscribable types and the test event. */
+export const DeliveryEventType = Schema.Literal(...eventTypes, TEST_EVENT).annotations({
+  identifier: "DeliveryEventType",
+  message: () => `must be one of: ${[...eventTypes, TEST_EVENT].join(", ")}`
+})
+export type DeliveryEventType = typeof DeliveryEventType.Type
+
 export const Delivery = Schema.Struct({
   id: DeliveryId,
   webhook_id: WebhookId,
   event_id: EventId,
-  event_type: EventType,
+  event_type: DeliveryEventType,
   status: DeliveryStatus,
   attempt_count: Schema.Int,
   next_attempt_at: Schema.NullOr(Timestamp),
   last_attempt_at: Schema.NullOr(Timestamp),
+  last_status_code: Schema.NullOr(Schema.Int).annotations({
+    description: "The latest attempt's HTTP status (null before any attempt, or when it got no response)"
+  }),
   created_at: Timestamp
 }).annotations({ identifier: "Delivery" })
 export type Delivery = typeof Delivery.Type
 
-export const Attempt = Schema.Struct({
+export const attemptFields = {
   number: Schema.Int,
   attempted_at: Timestamp,
   duration_ms: Schema.Int,
@@ -86,15 +126,34 @@ export const Attempt = Schema.Struct({
   error: Schema.NullOr(Schema.String),
   response_body: Schema.NullOr(Schema.String),
   outcome: oneOf("succeeded", "failed")
+}
+
+/** Header names (lower-case) and values. */
+export const Headers = Schema.Record({ key: Schema.String, value: Schema.String })
+
+export const Attempt = Schema.Struct({
+  ...attemptFields,
+  request_headers: Schema.NullOr(Headers).annotations({
+    description: "The headers sent, signatures included (null for attempts made before they were recorded)"
+  }),
+  response_headers: Schema.NullOr(Headers).annotations({ description: "Null without a response" })
 }).annotations({ identifier: "DeliveryAttempt" })
 export type Attempt = typeof Attempt.Type
 
-/** An attempt as stored: with the delivery it belongs to. */
-export const AttemptRecord = Schema.Struct({ ...Attempt.fields, delivery_id: DeliveryId })
+/** An attempt as stored: with the delivery it belongs to, its headers as JSON text. */
+export const AttemptRecord = Schema.Struct({
+  ...attemptFields,
+  delivery_id: DeliveryId,
+  request_headers: Schema.String,
+  response_headers: Schema.NullOr(Schema.String)
+})
 export type AttemptRecord = typeof AttemptRecord.Type
 
 export const DeliveryWithAttempts = Schema.Struct({
   ...Delivery.fields,
+  payload: Schema.String.annotations({
+    description: "The request body sent, as a string: the same bytes on every attempt"
+  }),
   attempts: Schema.Array(Attempt)
 }).annotations({ identifier: "DeliveryWithAttempts" })
 export type DeliveryWithAttempts = typeof DeliveryWithAttempts.Type
@@ -112,6 +171,9 @@ export const ClaimedDelivery = Schema.Struct({
   next_attempt_at: Timestamp,
   url: Schema.String,
   secret: Schema.String,
+  /** The secret rotated out, which signs too until `previous_secret_expires_at`. */
+  previous_secret: Schema.NullOr(Schema.String),
+  previous_secret_expires_at: Schema.NullOr(Schema.String),
   webhook_status: WebhookStatus,
   /** The event's JSON, sent as stored. */
   payload: Schema.String,

@@ -1,323 +1,245 @@
 /**
- * The transactional outbox. `emit` writes an event and one pending delivery per subscribed webhook inside the
- * caller's transaction; `transaction` runs a change with its events. Deliveries this process has room for are
- * claimed as they are written and handed to the delivery worker's inbox once the transaction has committed, so
- * their first attempt starts at once, without a claim query; the rest are written unclaimed and the worker is
- * woken to claim them when it has room. A transaction that fails hands nothing over and gives its room back.
- * `write` is the same for a change that is one statement (a create): on PostgreSQL the change, the subscriptions
- * read, the event and its deliveries are then one statement. The statements are fixed text (src/Sql/Direct.ts).
+ * The transactional outbox, the one way every feature records what happened. `transaction(change)` runs a change
+ * and the events it emits in one database transaction; `emit(type, audience, data)`, inside it, writes the event
+ * and one pending delivery per webhook of the audience subscribed to the type. Nothing is written unless the
+ * change commits, and nothing the change commits lacks its event.
+ *
+ * Deliveries this process has room for (the DeliveryInbox) are claimed as they are written and handed to the
+ * inbox once the transaction has committed, so their first attempt starts at once, without a claim query; the
+ * rest are written unclaimed and the worker is rung to claim them. A transaction that fails hands nothing over and
+ * gives its room back.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Exit, FiberRef, Option, Schema } from "effect"
+import { Context, Effect, Exit, Option, Schema } from "effect"
 import type { EventType } from "../Domain/EventTypes.js"
 import { DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
-import { type ClaimedDelivery, WebhookStatus } from "../Domain/Webhook.js"
+import { type ClaimedDelivery, TEST_EVENT, WebhookStatus } from "../Domain/Webhook.js"
 import { traceparentOf } from "../Observability/TraceContext.js"
 import { traced } from "../Observability/Traced.js"
-import { type Change, makeDirect, type Param } from "../Sql/Direct.js"
 import { DeliveryInbox } from "./Inbox.js"
+
+/** What an event can be: one of the subscribable types, or a webhook's test event (delivered to that webhook only). */
+export type RecordedType = EventType | typeof TEST_EVENT
 
 export interface EventEnvelope {
   readonly id: string
-  readonly type: EventType
+  readonly type: RecordedType
   readonly created_at: string
   readonly data: unknown
 }
 
-/** What the transaction being run has claimed for this process, and whether it left deliveries unclaimed. */
-interface Outbox {
-  reserved: number
-  readonly claimed: Array<ClaimedDelivery>
-  unclaimed: boolean
+/** An event as written: its envelope, the envelope's JSON (the bytes every delivery sends) and its trace. */
+export interface RecordedEvent {
+  readonly id: EventId
+  readonly type: RecordedType
+  readonly createdAt: string
+  readonly envelope: EventEnvelope
+  readonly payload: string
+  readonly traceContext: string | null
 }
-const currentOutbox = FiberRef.unsafeMake<Outbox | null>(null)
 
-/** A webhook subscribed to the event being written (the subscription is matched in SQL). */
-const Subscription = Schema.Struct({ id: WebhookId, url: Schema.String, secret: Schema.String, status: WebhookStatus })
-const decodeSubscriptions = Schema.decodeUnknownSync(Schema.Array(Subscription))
-
-/** A delivery the one-statement write made, with its webhook (PostgreSQL). */
-const Written = Schema.Struct({
-  id: DeliveryId,
-  webhook_id: WebhookId,
+/** A webhook an event is delivered to. */
+export const Subscriber = Schema.Struct({
+  id: WebhookId,
   url: Schema.String,
   secret: Schema.String,
-  status: WebhookStatus,
-  claim_token: Schema.NullOr(Schema.String)
+  /** The secret rotated out, which signs too until `previous_secret_expires_at`. */
+  previous_secret: Schema.NullOr(Schema.String),
+  previous_secret_expires_at: Schema.NullOr(Schema.String),
+  status: WebhookStatus
 })
-const decodeWritten = Schema.decodeUnknownSync(Schema.Array(Written))
+export type Subscriber = typeof Subscriber.Type
+const decodeSubscribers = Schema.decodeUnknown(Schema.Array(Subscriber))
 
-/** A new event's delivery to `hook`, claimed with `claimToken`: what the inbox needs for its first attempt. */
-const firstAttempt = (
-  event: {
-    readonly id: ClaimedDelivery["event_id"]
-    readonly type: EventType
-    readonly now: string
-    readonly payload: string
-    readonly traceContext: string | null
-  },
-  id: ClaimedDelivery["id"],
-  hook: typeof Subscription.Type,
-  claimToken: string
-): ClaimedDelivery => ({
-  id,
-  webhook_id: hook.id,
-  event_id: event.id,
-  event_type: event.type,
-  attempt_count: 0,
-  manual: 0,
-  next_attempt_at: event.now,
-  url: hook.url,
-  secret: hook.secret,
-  webhook_status: hook.status,
-  payload: event.payload,
-  trace_context: event.traceContext,
-  claim_token: claimToken
-})
+/**
+ * What one `transaction` has claimed for this process. Room is counted as soon as it is reserved, so a statement
+ * that fails afterwards still gives it back with the transaction. A nested `transaction` (a savepoint) keeps its
+ * own claims and merges them into its parent's only when it succeeds, so a rolled-back savepoint hands nothing over.
+ */
+class Claims {
+  reserved = 0
+  readonly claimed: Array<ClaimedDelivery> = []
+  unclaimed = false
+  constructor(private readonly inbox: DeliveryInbox) {}
 
-const DELIVERY_COLUMNS =
-  "id, webhook_id, event_id, event_type, status, attempt_count, manual, next_attempt_at, last_attempt_at, claimed_until, claim_token, created_at"
+  /** Room for up to `count` deliveries; those it cannot claim are left for the worker. */
+  reserve(count: number): number {
+    const granted = this.inbox.reserve(count)
+    this.reserved += granted
+    if (granted < count) this.unclaimed = true
+    return granted
+  }
 
-/** How many webhooks the last event to a set of recipients went to, for the next one's claim (bounded). */
-const GUESSES = 10_000
+  mergeInto(parent: Claims): void {
+    parent.reserved += this.reserved
+    parent.claimed.push(...this.claimed)
+    parent.unclaimed ||= this.unclaimed
+  }
+}
+
+/** The claims of the `transaction` being run, when there is one. */
+class CurrentClaims extends Context.Tag("Events/CurrentClaims")<CurrentClaims, Claims>() {}
 
 export class Events extends Effect.Service<Events>()("Events", {
   dependencies: [DeliveryInbox.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const inbox = yield* DeliveryInbox
-    const direct = makeDirect(sql)
-    const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-    const p = direct.placeholder
-    // Subscribed: the webhook's `events` (JSON text, a list of type names) holds the type.
-    const subscribes = (n: number) =>
-      pg ? `events::jsonb ? ${p(n)}` : `EXISTS (SELECT 1 FROM json_each(events) WHERE value = ${p(n)})`
-    const list = (count: number, first: number) => Array.from({ length: count }, (_, i) => p(first + i)).join(", ")
 
-    /** The webhooks of `recipients` subscribed to `type`. */
-    const subscriptionsOf = (type: EventType, recipients: ReadonlyArray<string>) =>
-      Effect.map(
-        direct.run(
-          direct.text(
-            `subscriptions ${recipients.length}`,
-            () =>
-              `SELECT id, url, secret, status FROM webhooks WHERE user_id IN (${list(recipients.length, 1)}) AND ${subscribes(recipients.length + 1)}`
-          ),
-          [...recipients, type]
-        ),
-        decodeSubscriptions
-      )
+    /** A webhook's `events` (JSON text, a list of type names) holds `type`. */
+    const subscribesTo = (type: EventType) =>
+      sql.onDialectOrElse({
+        pg: () => sql`events::jsonb ? ${type}`,
+        orElse: () => sql`EXISTS (SELECT 1 FROM json_each(events) WHERE value = ${type})`
+      })
 
-    const EVENT_INSERT = `INSERT INTO events (id, type, payload, trace_context, created_at) VALUES ${direct.values(1, 5)}`
+    /** The webhooks of `audience` subscribed to `type`. */
+    const subscribersOf = (type: EventType, audience: ReadonlyArray<string>) =>
+      audience.length === 0
+        ? Effect.succeed([])
+        : Effect.flatMap(
+            sql`SELECT id, url, secret, previous_secret, previous_secret_expires_at, status FROM webhooks
+                WHERE user_id IN ${sql.in(audience)} AND ${subscribesTo(type)}`,
+            (rows) => Effect.orDie(decodeSubscribers(rows))
+          )
 
-    /** The event as recorded: its envelope (sent as the payload) and where its trace continues. */
-    const makeEvent = (type: EventType, data: unknown) =>
-      Effect.map(Effect.option(Effect.currentSpan), (span) => {
-        const now = nowIso()
-        const event: EventEnvelope = { id: makeId("event"), type, created_at: now, data }
+    /** Writes the event row: its envelope's JSON is the payload every delivery of it sends, byte for byte. */
+    const record = (type: RecordedType, data: unknown) =>
+      Effect.flatMap(Effect.option(Effect.currentSpan), (span) => {
+        const createdAt = nowIso()
+        const id = EventId.make(makeId("event"))
+        const envelope: EventEnvelope = { id, type, created_at: createdAt, data }
+        const payload = JSON.stringify(envelope)
         // Kept with the event so each delivery attempt joins the trace of the request that caused it.
         const traceContext = Option.getOrNull(Option.flatMap(span, traceparentOf))
-        return { event, now, traceContext, payload: JSON.stringify(event) }
+        const event: RecordedEvent = { id, type, createdAt, envelope, payload, traceContext }
+        return Effect.as(
+          sql`INSERT INTO events ${sql.insert({
+            id,
+            type,
+            payload,
+            trace_context: traceContext,
+            created_at: createdAt
+          })}`,
+          event
+        )
       })
 
     /**
-     * Records `type` about a resource owned by `recipients` (user ids) and queues a delivery to each of their
-     * webhooks subscribed to it. Must run inside the transaction of the change it describes.
+     * Writes a pending delivery of `event` to each of `hooks`, claiming for this process those the current
+     * transaction's claims have room for (none outside `transaction`: there is no commit to hand them over after).
      */
-    const emit = traced("Events.emit")(function* (type: EventType, recipients: ReadonlyArray<string>, data: unknown) {
-      const { event, now, payload, traceContext } = yield* makeEvent(type, data)
-      const eventRow = [event.id, type, payload, traceContext, now]
-      const subscribed = recipients.length === 0 ? [] : yield* subscriptionsOf(type, recipients)
-      if (subscribed.length === 0) {
-        yield* direct.run(EVENT_INSERT, eventRow)
-        return event
-      }
-      // Outside `transaction` nothing is claimed: there would be no commit to hand the claims over after.
-      const outbox = yield* FiberRef.get(currentOutbox)
-      const claiming = outbox === null ? 0 : inbox.reserve(subscribed.length)
-      // Counted at once: if a statement below fails, the transaction's failure gives this room back.
-      if (outbox !== null) outbox.reserved += claiming
-      const claimToken = crypto.randomUUID()
-      const claimedUntil = new Date(Date.parse(now) + inbox.lease()).toISOString()
-      const eventId = EventId.make(event.id, true)
-      const params: Array<Param> = []
-      const handed: Array<ClaimedDelivery> = []
-      subscribed.forEach((hook, i) => {
-        const id = DeliveryId.make(makeId("delivery"), true)
-        const claimed = i < claiming
-        params.push(id, hook.id, eventId, type, "pending", 0, 0, now, null)
-        params.push(claimed ? claimedUntil : null, claimed ? claimToken : null, now)
-        if (claimed) {
-          handed.push(firstAttempt({ id: eventId, type, now, payload, traceContext }, id, hook, claimToken))
-        }
+    const deliver = (event: RecordedEvent, hooks: ReadonlyArray<Subscriber>) =>
+      Effect.gen(function* () {
+        if (hooks.length === 0) return []
+        const claims = yield* Effect.serviceOption(CurrentClaims)
+        const claiming = Option.isSome(claims) ? claims.value.reserve(hooks.length) : 0
+        const claimToken = crypto.randomUUID()
+        const claimedUntil = new Date(Date.parse(event.createdAt) + inbox.lease()).toISOString()
+        const handed: Array<ClaimedDelivery> = []
+        const rows = hooks.map((hook, i) => {
+          const id = DeliveryId.make(makeId("delivery"))
+          const claimed = i < claiming
+          if (claimed) {
+            handed.push({
+              id,
+              webhook_id: hook.id,
+              event_id: event.id,
+              event_type: event.type,
+              attempt_count: 0,
+              manual: 0,
+              next_attempt_at: event.createdAt,
+              url: hook.url,
+              secret: hook.secret,
+              previous_secret: hook.previous_secret,
+              previous_secret_expires_at: hook.previous_secret_expires_at,
+              webhook_status: hook.status,
+              payload: event.payload,
+              trace_context: event.traceContext,
+              claim_token: claimToken
+            })
+          }
+          return {
+            id,
+            webhook_id: hook.id,
+            event_id: event.id,
+            event_type: event.type,
+            status: "pending",
+            attempt_count: 0,
+            manual: 0,
+            next_attempt_at: event.createdAt,
+            last_attempt_at: null,
+            claimed_until: claimed ? claimedUntil : null,
+            claim_token: claimed ? claimToken : null,
+            created_at: event.createdAt
+          }
+        })
+        yield* sql`INSERT INTO deliveries ${sql.insert(rows)}`
+        if (Option.isSome(claims)) claims.value.claimed.push(...handed)
+        return rows.map((row) => row.id)
       })
-      // On PostgreSQL the event and its deliveries are one statement (one round trip fewer per event; the foreign
-      // key is checked at the statement's end, when both are written); SQLite has no INSERT in WITH, and no trip.
-      const count = subscribed.length
-      if (pg) {
-        yield* direct.run(
-          direct.text(
-            `event+deliveries ${count}`,
-            () =>
-              `WITH event AS (${EVENT_INSERT}) INSERT INTO deliveries (${DELIVERY_COLUMNS}) VALUES ${direct.values(count, 12, 6)}`
-          ),
-          [...eventRow, ...params]
-        )
-      } else {
-        yield* direct.run(EVENT_INSERT, eventRow)
-        yield* direct.run(
-          direct.text(
-            `deliveries ${count}`,
-            () => `INSERT INTO deliveries (${DELIVERY_COLUMNS}) VALUES ${direct.values(count, 12)}`
-          ),
-          params
-        )
+
+    /**
+     * Records `type` about a resource whose audience is `audience` (user ids: who hears about it, see
+     * docs/events.md), stores that audience for the events feed and queues a delivery to each of their webhooks
+     * subscribed to it. Must run inside the transaction of the change it describes (`transaction`).
+     */
+    const emit = traced("Events.emit")(function* (type: EventType, audience: ReadonlyArray<string>, data: unknown) {
+      const event = yield* record(type, data)
+      const users = Array.from(new Set(audience))
+      if (users.length > 0) {
+        // The feed's record of who heard about the event: written now, never recomputed from later memberships.
+        yield* sql`INSERT INTO event_audience ${sql.insert(
+          users.map((user_id) => ({ user_id, event_id: event.id, type, created_at: event.createdAt }))
+        )}`
       }
-      if (outbox !== null) {
-        outbox.claimed.push(...handed)
-        outbox.unclaimed ||= claiming < count
-      }
-      return event
+      yield* deliver(event, yield* subscribersOf(type, users))
+      return event.envelope
     })
 
     /**
      * Runs a change and the events it emits in one transaction. Once it has committed, the deliveries it claimed go
-     * to the inbox and the worker is woken if some were left unclaimed; if it fails, their room is given back (the
-     * rows were rolled back with it). Nested in another transaction, it claims nothing (see below).
+     * to the inbox and the worker is rung if some were left unclaimed; if it fails, their room is given back (the
+     * rows were rolled back with it). Nested in another `transaction`, its claims join the outer one's when it
+     * succeeds; nested in a transaction not made here, it claims nothing and rings the worker.
      */
     const transaction = <A, E, R>(change: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) => {
-        // Inside another transaction this one only makes a savepoint: its commit is not the commit, so nothing is
-        // claimed here (the deliveries are written unclaimed, and the worker is woken to claim them).
-        if (Option.isSome(outer)) {
-          return sql.withTransaction(change).pipe(
-            Effect.locally(currentOutbox, null),
-            Effect.tap(() => inbox.ring)
-          )
-        }
-        const outbox: Outbox = { reserved: 0, claimed: [], unclaimed: false }
-        return sql.withTransaction(change).pipe(
-          Effect.locally(currentOutbox, outbox),
-          Effect.onExit((exit) =>
-            Effect.gen(function* () {
-              if (Exit.isSuccess(exit)) {
-                yield* inbox.hand(outbox.claimed)
-                if (outbox.unclaimed) yield* inbox.ring
-              } else {
-                yield* inbox.release(outbox.reserved)
-              }
-            })
-          )
+      Effect.gen(function* () {
+        const outer = yield* Effect.serviceOption(CurrentClaims)
+        const inForeign =
+          Option.isNone(outer) && Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
+        if (inForeign) return yield* Effect.zipLeft(sql.withTransaction(change), inbox.ring)
+        const claims = new Claims(inbox)
+        return yield* sql.withTransaction(Effect.provideService(change, CurrentClaims, claims)).pipe(
+          Effect.onExit((exit) => {
+            if (Exit.isFailure(exit)) return inbox.release(claims.reserved)
+            if (Option.isSome(outer)) return Effect.sync(() => claims.mergeInto(outer.value))
+            return Effect.zipRight(inbox.hand(claims.claimed), claims.unclaimed ? inbox.ring : Effect.void)
+          })
         )
-      })
-
-    /** How many webhooks the last event to a set of recipients went to: what the next one claims (PostgreSQL). */
-    const lastCount = new Map<string, number>()
-
-    /** The one statement of `write` on PostgreSQL, for a change of `changeText` and `recipients` recipients. */
-    const writeText = (changeText: string, changeParams: number, recipients: number) =>
-      direct.text(`write ${recipients} ${changeParams} ${changeText}`, () => {
-        let n = changeParams
-        const at = () => p(++n)
-        const type = at()
-        const audience = recipients === 0 ? "FALSE" : `user_id IN (${list(recipients, n + 1)})`
-        n += recipients
-        const id = at()
-        const payload = at()
-        const trace = at()
-        const now = at()
-        const prefix = at()
-        const claiming = at()
-        const until = at()
-        const token = at()
-        const claimed = (value: string) =>
-          `CASE WHEN hooks.n <= CAST(${claiming} AS INTEGER) THEN CAST(${value} AS TEXT) END`
-        return `WITH change AS (${changeText}),
-          hooks AS (
-            SELECT id, url, secret, status, row_number() OVER (ORDER BY id) AS n
-            FROM webhooks WHERE ${audience} AND events::jsonb ? CAST(${type} AS TEXT)
-          ),
-          event AS (
-            INSERT INTO events (id, type, payload, trace_context, created_at) VALUES (${id}, ${type}, ${payload}, ${trace}, ${now})
-          ),
-          delivered AS (
-            INSERT INTO deliveries (${DELIVERY_COLUMNS})
-            SELECT 'dlv_' || CAST(${prefix} AS TEXT) || left(md5(CAST(${id} AS TEXT) || hooks.id), 10), hooks.id, ${id}, ${type},
-                   'pending', 0, 0, ${now}, NULL, ${claimed(until)}, ${claimed(token)}, ${now}
-            FROM hooks
-            RETURNING id, webhook_id, claim_token
-          )
-          SELECT delivered.id, delivered.webhook_id, hooks.url, hooks.secret, hooks.status, delivered.claim_token
-          FROM delivered JOIN hooks ON hooks.id = delivered.webhook_id`
       })
 
     /**
-     * A change that is one statement and its event (`type` about `data`, to `recipients`), written together. On
-     * PostgreSQL as one statement — the change, the subscriptions read, the event and its deliveries as CTEs — so
-     * atomic without a transaction, in one round trip where the change, the read, the event with its deliveries,
-     * BEGIN and COMMIT took five. Its delivery ids are made there: the event id's first 16 characters (its time) and
-     * 10 of the hash of the event and webhook ids, so still `dlv_` + 26 base32 characters in time order. It claims
-     * as many deliveries as the last event to the same recipients had (it cannot know before); the rest are left
-     * for the worker's claim. Elsewhere (SQLite) the change and `emit`, in `transaction`.
+     * A `webhook.test` event for the webhook `id` alone, whatever its `events` (the type cannot be subscribed to),
+     * with its one delivery, in a transaction of its own. It has no audience, so it is in no one's events feed.
+     * Answers the delivery's id.
      */
-    const write = (change: Change, type: EventType, recipients: ReadonlyArray<string>, data: unknown) => {
-      if (!pg) return transaction(Effect.zipRight(direct.change(change), emit(type, recipients, data)))
-      return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
-        // The room reserved, the statement and the hand-over as one step: interrupted in between (a client gone
-        // mid-request), the room would be lost, or the deliveries claimed held by no one until their lease lapsed.
-        Effect.uninterruptible(
-          Effect.flatMap(makeEvent(type, data), ({ event, now, payload, traceContext }) => {
-            const key = recipients.join(" ")
-            // Inside another transaction its commit is not this statement's: claim nothing, as `transaction` does.
-            const claiming = Option.isSome(outer) ? 0 : inbox.reserve(lastCount.get(key) ?? 0)
-            const claimToken = crypto.randomUUID()
-            const claimedUntil = new Date(Date.parse(now) + inbox.lease()).toISOString()
-            const eventId = EventId.make(event.id, true)
-            const params: ReadonlyArray<Param> = [
-              ...change.params,
-              type,
-              ...recipients,
-              eventId,
-              payload,
-              traceContext,
-              now,
-              event.id.slice(4, 20),
-              claiming,
-              claimedUntil,
-              claimToken
-            ]
-            const text = writeText(change.text(1), change.params.length, recipients.length)
-            return direct.run(text, params).pipe(
-              Effect.map(decodeWritten),
-              Effect.onError(() => inbox.release(claiming)),
-              Effect.flatMap((written) => {
-                if (lastCount.size >= GUESSES) lastCount.clear()
-                lastCount.set(key, written.length)
-                const handed: Array<ClaimedDelivery> = []
-                for (const row of written) {
-                  if (row.claim_token === null) continue
-                  handed.push(
-                    firstAttempt(
-                      { id: eventId, type, now, payload, traceContext },
-                      row.id,
-                      { id: row.webhook_id, url: row.url, secret: row.secret, status: row.status },
-                      row.claim_token
-                    )
-                  )
-                }
-                return Effect.zipRight(
-                  Effect.zipRight(inbox.hand(handed), inbox.release(claiming - handed.length)),
-                  handed.length < written.length ? Effect.as(inbox.ring, event) : Effect.succeed(event)
-                )
-              })
-            )
-          })
-        )
+    const emitTest = (id: WebhookId) =>
+      transaction(
+        Effect.gen(function* () {
+          const hooks = yield* Effect.flatMap(
+            sql`SELECT id, url, secret, previous_secret, previous_secret_expires_at, status FROM webhooks
+                WHERE id = ${id}`,
+            (rows) => Effect.orDie(decodeSubscribers(rows))
+          )
+          const event = yield* record(TEST_EVENT, { webhook_id: id })
+          const [delivery] = yield* deliver(event, hooks)
+          return Option.fromNullable(delivery)
+        })
       )
-    }
 
-    return { emit, write, transaction, wake: inbox.ring } as const
+    return { emit, emitTest, transaction, record, deliver, wake: inbox.ring } as const
   })
 }) {}

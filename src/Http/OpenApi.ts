@@ -64,6 +64,16 @@ const securityFor = (method: string, path: string): Array<Record<string, Array<s
   return [{ bearer: [] }, ...(scopes.length === 0 ? [{ oauth2: [] }] : scopes.map((scope) => ({ oauth2: [scope] })))]
 }
 
+/**
+ * The first example of a list's date filters, as `/docs` fills every query parameter of its request example with
+ * one: a window that keeps every record, so the example run as shown lists what the caller has (a one-day window
+ * would list nothing). The other examples show the accepted forms.
+ */
+const filterExamples: Record<string, ReadonlyArray<string>> = {
+  created_after: ["2000-01-01", "2026-01-31T12:00:00Z", "2026-01-31T14:00:00+02:00"],
+  created_before: ["2100-01-01", "2026-01-31T12:00:00Z", "2026-01-31T14:00:00+02:00"]
+}
+
 const methods: ReadonlyArray<OpenApi.OpenAPISpecMethodName> = [
   "get",
   "put",
@@ -87,6 +97,9 @@ const completePaths = (paths: OpenApi.OpenAPISpecPaths): OpenApi.OpenAPISpecPath
           security: securityFor(method, path),
           parameters: operation.parameters.map((parameter) => {
             const integer = parameter.in === "query" ? integerQuery[parameter.name] : undefined
+            const examples = parameter.in === "query" ? filterExamples[parameter.name] : undefined
+            if (examples !== undefined)
+              return { ...parameter, schema: { ...parameter.schema, examples: [...examples] } }
             return integer === undefined
               ? parameter
               : {

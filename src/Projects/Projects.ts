@@ -66,9 +66,10 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         created_at: now,
         updated_at: now
       }
-      // The change and its event commit together, or neither does (one statement on PostgreSQL).
-      const recipients = yield* audience(project)
-      yield* Effect.orDie(events.write(repo.insertChange(project), "project.created", recipients, project))
+      yield* Effect.zipRight(repo.insert(project), announce("project.created", project)).pipe(
+        events.transaction,
+        Effect.orDie
+      )
       return project
     })
 

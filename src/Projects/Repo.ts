@@ -4,21 +4,8 @@ import { Effect, Schema } from "effect"
 import { ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Project, type ProjectSort, ProjectStatus } from "../Domain/Project.js"
-import { type Change, makeDirect } from "../Sql/Direct.js"
 import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
-
-const PROJECT_COLUMNS = [
-  "id",
-  "name",
-  "description",
-  "visibility",
-  "status",
-  "owner_id",
-  "team_id",
-  "created_at",
-  "updated_at"
-] as const satisfies ReadonlyArray<keyof Project>
 
 /** More teams than this and the team projects are read as one branch (one query, not one per team). */
 const MAX_TEAM_BRANCHES = 16
@@ -37,22 +24,6 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
     const insert = Rows.write({
       Request: Project,
       execute: (project) => sql`INSERT INTO projects ${sql.insert(project)}`
-    })
-
-    /**
-     * The same insert as a statement for the outbox to write with the project's event (`Events.write`): one
-     * statement with it on PostgreSQL. A `Project` is stored as it is (text columns, ids as text), so its fields
-     * are the parameters, in the order of `PROJECT_COLUMNS`.
-     */
-    const direct = makeDirect(sql)
-    const insertChange = (project: Project): Change => ({
-      text: (first) =>
-        direct.text(
-          `insert ${first}`,
-          () =>
-            `INSERT INTO projects (${PROJECT_COLUMNS.join(", ")}) VALUES ${direct.values(1, PROJECT_COLUMNS.length, first)}`
-        ),
-      params: PROJECT_COLUMNS.map((column) => project[column])
     })
 
     const findVisible = Rows.findOne({
@@ -142,7 +113,6 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
 
     return {
       insert,
-      insertChange,
       findVisible: (userId: string, id: ProjectId) => findVisible({ userId, id }),
       update,
       remove,

@@ -1,5 +1,5 @@
 /**
- * Statements of the hot write path (a create, its event and its deliveries) as fixed SQL text with their
+ * Statements of the delivery recorder's hot write path (src/Webhooks/Repo.ts) as fixed SQL text with their
  * parameters, run on the transaction's connection directly. Through `sql\`…\``, each statement compiles its
  * fragments to text (a 10-row insert of 12 columns walks 120 values to build the same string each time), opens a
  * span (a no-op one with tracing off), a `Scope` and a connection lease; inside a transaction the connection is
@@ -16,15 +16,6 @@ import { Context, Effect, FiberRef } from "effect"
 /** What these statements bind: text, numbers and NULL. */
 export type Param = string | number | null
 
-/**
- * A statement that can be written into another (a data-modifying CTE on PostgreSQL): its text for placeholders
- * numbered from `first`, and its parameters in order.
- */
-export interface Change {
-  readonly text: (first: number) => string
-  readonly params: ReadonlyArray<Param>
-}
-
 export interface Direct {
   /** `?` on SQLite, `$n` on PostgreSQL: the `n`th parameter (from 1). */
   readonly placeholder: (n: number) => string
@@ -32,8 +23,6 @@ export interface Direct {
   readonly values: (rows: number, columns: number, first?: number) => string
   /** Runs `text` with `params`; answers the rows as the driver gives them. */
   readonly run: (text: string, params: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
-  /** Runs a change on its own. */
-  readonly change: (change: Change) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
   /**
    * The text of a statement by its shape (`key`: what it varies in, such as its row count), made by `make` the first
    * time and kept. The hot statements vary only in their row counts, which their callers bound.
@@ -70,5 +59,5 @@ export const makeDirect = (sql: SqlClient.SqlClient): Direct => {
     }
     return made
   }
-  return { placeholder, values, run, change: (change) => run(change.text(1), change.params), text }
+  return { placeholder, values, run, text }
 }

@@ -20,7 +20,9 @@ import { type InvitationSort, InvitationsRepo, TeamsRepo } from "./Repo.js"
 import { needsRole, Teams } from "./Teams.js"
 
 const notAnswerable = (invitation: Invitation) =>
-  new Conflict({ message: `Invitation ${invitation.id} is ${invitation.status}, no longer pending` })
+  new Conflict({
+    message: `The invitation of ${invitation.email} to team ${invitation.team_name} is ${invitation.status}, no longer pending`
+  })
 
 export class Invitations extends Effect.Service<Invitations>()("Invitations", {
   dependencies: [InvitationsRepo.Default, TeamsRepo.Default, Teams.Default, Users.Default, Events.Default],
@@ -58,14 +60,15 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
         if (!manages(mine)) return yield* needsRole("Inviting someone", "owner or admin", mine)
         if (input.role === "owner" && mine !== "owner") return yield* needsRole("Inviting an owner", "owner", mine)
         const email = input.email.toLowerCase()
+        const teamName = yield* teams.nameOf(teamId)
         if (Option.isSome(yield* teamsRepo.memberByEmail({ teamId, email }))) {
-          return yield* new Conflict({ message: `${email} is already a member of team ${teamId}` })
+          return yield* new Conflict({ message: `${email} is already a member of team ${teamName}` })
         }
         const now = new Date()
         const at = now.toISOString()
         yield* repo.expireLapsed({ teamId, email, now: at })
         if (Option.isSome(yield* repo.pendingFor({ teamId, email, now: at }))) {
-          return yield* new Conflict({ message: `${email} already has a pending invitation to team ${teamId}` })
+          return yield* new Conflict({ message: `${email} already has a pending invitation to team ${teamName}` })
         }
         const invitation = {
           id: makeId("invitation"),
@@ -86,7 +89,7 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
               (error): Effect.Effect<never, Conflict | SqlError> =>
                 isUniqueViolation(error)
                   ? Effect.fail(
-                      new Conflict({ message: `${email} already has a pending invitation to team ${teamId}` })
+                      new Conflict({ message: `${email} already has a pending invitation to team ${teamName}` })
                     )
                   : Effect.fail(error)
             )
@@ -155,7 +158,7 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
         const closed = yield* repo.close({ id: invitationId, to: "declined", answeredAt: at, now: at })
         return yield* Option.match(closed, {
           onNone: () => Effect.flatMap(find(invitationId), (now) => Effect.fail(notAnswerable(now))),
-          onSome: Effect.succeed
+          onSome: () => find(invitationId)
         })
       }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
     })

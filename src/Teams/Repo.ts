@@ -68,8 +68,8 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
 
     const exists = SqlSchema.findOne({
       Request: TeamKey,
-      Result: Schema.Struct({ id: Schema.String }),
-      execute: ({ teamId }) => sql`SELECT id FROM teams WHERE id = ${teamId}`
+      Result: Schema.Struct({ id: Schema.String, name: Schema.String }),
+      execute: ({ teamId }) => sql`SELECT id, name FROM teams WHERE id = ${teamId}`
     })
 
     /** A `count(*)` over one team's rows, its query built once. */
@@ -231,7 +231,10 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
     const status = (now: string) =>
       sql`CASE WHEN i.status = 'pending' AND i.expires_at <= ${now} THEN 'expired' ELSE i.status END`
     const columns = (now: string) =>
-      sql`i.id, i.team_id, i.email, i.role, ${status(now)} AS status, i.invited_by, i.created_at, i.expires_at, i.answered_at`
+      sql`i.id, i.team_id, i.email, i.role, ${status(now)} AS status, i.invited_by, i.created_at, i.expires_at,
+        i.answered_at, t.name AS team_name, u.name AS invited_by_name`
+    /** With the team's and the inviter's names (both cascade-delete their invitations, so each row has both). */
+    const joined = sql`invitations i JOIN teams t ON t.id = i.team_id JOIN users u ON u.id = i.invited_by`
 
     const insert = SqlSchema.void({
       Request: InvitationRow,
@@ -249,7 +252,7 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
     const find = SqlSchema.findOne({
       Request: Schema.Struct({ id: Schema.String, now: Schema.String }),
       Result: Invitation,
-      execute: ({ id, now }) => sql`SELECT ${columns(now)} FROM invitations i WHERE i.id = ${id}`
+      execute: ({ id, now }) => sql`SELECT ${columns(now)} FROM ${joined} WHERE i.id = ${id}`
     })
 
     const pendingFor = SqlSchema.findOne({
@@ -271,11 +274,11 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
         answeredAt: Schema.String,
         now: Schema.String
       }),
-      Result: Invitation,
+      Result: Schema.Struct({ id: Schema.String }),
       execute: ({ answeredAt, id, now, to }) =>
         sql`UPDATE invitations SET status = ${to}, answered_at = ${answeredAt}
           WHERE id = ${id} AND status = 'pending' AND expires_at > ${now}
-          RETURNING id, team_id, email, role, status, invited_by, created_at, expires_at, answered_at`
+          RETURNING id`
     })
 
     /**
@@ -294,7 +297,7 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
         Invitation,
         {
           select: columns(now),
-          from: sql`invitations i`,
+          from: joined,
           where: [
             sql`i.team_id = ${teamId}`,
             ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
@@ -323,7 +326,7 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
         Invitation,
         {
           select: columns(now),
-          from: sql`invitations i`,
+          from: joined,
           where: [
             sql`i.email = ${email.toLowerCase()}`,
             ...(only === "all"

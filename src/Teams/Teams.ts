@@ -24,15 +24,26 @@ export const needsRole = (action: string, needed: "owner" | "owner or admin", ha
     message: `${action} needs the ${needed} role in this team; you are ${has === "admin" ? "an" : "a"} ${has}`
   })
 
-const lastOwner = (teamId: string) =>
-  new Conflict({ message: `Team ${teamId} must keep at least one owner; make someone else owner first` })
-
 export class Teams extends Effect.Service<Teams>()("Teams", {
   dependencies: [TeamsRepo.Default, Users.Default, Events.Default],
   effect: Effect.gen(function* () {
     const repo = yield* TeamsRepo
     const users = yield* Users
     const events = yield* Events
+
+    /** A team's name, for messages that name it (its id only if it is gone). */
+    const nameOf = (teamId: string) =>
+      Effect.map(
+        Effect.orDie(repo.exists({ teamId })),
+        Option.match({ onNone: () => teamId, onSome: (team) => team.name })
+      )
+
+    const lastOwner = (teamId: string) =>
+      Effect.flatMap(nameOf(teamId), (name) =>
+        Effect.fail(
+          new Conflict({ message: `Team ${name} must keep at least one owner; make someone else owner first` })
+        )
+      )
 
     /** The caller's role in a team; 404 for the team when they are not a member (it is not theirs to see). */
     const roleIn = (teamId: string, userId: string) =>
@@ -54,7 +65,10 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       Effect.flatMap(
         Effect.orDie(repo.member({ teamId, userId })),
         Option.match({
-          onNone: () => Effect.fail(new NotFound({ message: `No member ${userId} in team ${teamId}` })),
+          onNone: () =>
+            Effect.flatMap(nameOf(teamId), (name) =>
+              Effect.fail(new NotFound({ message: `No member ${userId} in team ${name}` }))
+            ),
           onSome: Effect.succeed
         })
       )
@@ -104,7 +118,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
         if (projects > 0) {
           return yield* new Conflict({
             message:
-              `Team ${teamId} still has ${projects} project${projects === 1 ? "" : "s"}; ` +
+              `Team ${yield* nameOf(teamId)} still has ${projects} project${projects === 1 ? "" : "s"}; ` +
               "delete them or move them out first"
           })
         }
@@ -173,17 +187,20 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
      * or the CLI's `teams add-member`). 409 when they already are one.
      */
     const join = traced("Teams.join")(function* (teamId: string, userId: string, role: TeamRole) {
-      yield* repo
-        .addMember({ team_id: teamId, user_id: userId, role, joined_at: nowIso() })
-        .pipe(
-          Effect.catchTag(
-            "SqlError",
-            (error): Effect.Effect<never, Conflict | SqlError> =>
-              isUniqueViolation(error)
-                ? Effect.fail(new Conflict({ message: `User ${userId} is already a member of ${teamId}` }))
-                : Effect.fail(error)
-          )
+      yield* repo.addMember({ team_id: teamId, user_id: userId, role, joined_at: nowIso() }).pipe(
+        Effect.catchTag(
+          "SqlError",
+          (error): Effect.Effect<never, Conflict | SqlError> =>
+            isUniqueViolation(error)
+              ? Effect.gen(function* () {
+                  const user = yield* Effect.orElseSucceed(users.get(userId), () => ({ name: userId }))
+                  return yield* new Conflict({
+                    message: `${user.name} is already a member of team ${yield* nameOf(teamId)}`
+                  })
+                })
+              : Effect.fail(error)
         )
+      )
       const member = yield* memberOf(teamId, userId)
       yield* announce("member.joined", { team_id: teamId, user_id: userId, email: member.email, role }, [userId])
       return member
@@ -228,7 +245,8 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       announce,
       roleIn,
       roleOf,
-      managersOf
+      managersOf,
+      nameOf
     } as const
   })
 }) {}

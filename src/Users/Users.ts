@@ -85,6 +85,16 @@ export class Users extends Effect.Service<Users>()("Users", {
     /** What signing in reads: the user with this (lower-cased) email and their password hash. */
     const findCredentials = (email: string) => Effect.orDie(repo.findCredentials(email))
 
+    /** The CLI's `--email`: the user with this address (any case, surrounding spaces ignored). */
+    const getByEmail = traced("Users.getByEmail")(function* (email: string) {
+      const normalized = email.trim().toLowerCase()
+      const found = yield* findCredentials(normalized)
+      return yield* Option.match(found, {
+        onNone: () => Effect.fail(new NotFound({ message: `No user with email ${normalized}` })),
+        onSome: (credentials) => get(credentials.id)
+      })
+    })
+
     /** `cli users list`: every user, oldest first, without the organisation. */
     const listAll = traced("Users.listAll")(function* () {
       return yield* Effect.orDie(repo.listAll())
@@ -97,7 +107,7 @@ export class Users extends Effect.Service<Users>()("Users", {
      */
     const remove = traced("Users.remove")(function* (id: string) {
       return yield* Effect.gen(function* () {
-        yield* get(id)
+        const user = yield* get(id)
         const { projects, teams, deployments } = yield* repo.holdings(id)
         const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
         const held = [
@@ -105,12 +115,13 @@ export class Users extends Effect.Service<Users>()("Users", {
           ...(teams > 0 ? [`belongs to ${plural(teams, "team")} (leave them first)`] : []),
           ...(deployments > 0 ? [`started ${plural(deployments, "deployment")} in projects still on record`] : [])
         ]
-        if (held.length > 0) return yield* new Conflict({ message: `User ${id} still ${held.join(", ")}` })
+        if (held.length > 0)
+          return yield* new Conflict({ message: `User ${user.name} (${user.email}) still ${held.join(", ")}` })
         if (!(yield* repo.remove(id))) return yield* NotFound.resource("user", id)
         return { id, deleted: true } as const
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
     })
 
-    return { create, get, updateMe, setPassword, findCredentials, listAll, remove } as const
+    return { create, get, getByEmail, updateMe, setPassword, findCredentials, listAll, remove } as const
   })
 }) {}

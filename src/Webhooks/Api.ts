@@ -2,6 +2,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
+import { Schema } from "effect"
 import { List, Success } from "../Contract/Envelope.js"
 import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
 import { listParams } from "../Contract/ListParams.js"
@@ -9,13 +10,41 @@ import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { ApiErrors } from "../Domain/Errors.js"
 import { DeliveryId, WebhookId } from "../Domain/Ids.js"
-import { CreatedWebhook, Delivery, DeliveryWithAttempts, NewWebhook, Webhook, WebhookPatch } from "../Domain/Webhook.js"
+import { optional } from "../Domain/Payload.js"
+import {
+  CreatedWebhook,
+  Delivery,
+  DeliveryEventType,
+  DeliveryWithAttempts,
+  NewWebhook,
+  Recovered,
+  Recovery,
+  RotatedWebhook,
+  SecretRotation,
+  Webhook,
+  WebhookPatch
+} from "../Domain/Webhook.js"
 
 export const CreateWebhook = strictBody(NewWebhook.fields, "CreateWebhook")
 export const UpdateWebhook = strictBody(WebhookPatch.fields, "UpdateWebhook", { nonEmpty: true })
 
 export const WebhookListParams = listParams({ sort: ["created_at", "updated_at"], status: ["active", "failed"] })
-export const DeliveryListParams = listParams({ sort: ["created_at"], status: ["pending", "delivered", "failed"] })
+export const DeliveryListParams = Schema.Struct({
+  ...listParams({ sort: ["created_at"], status: ["pending", "delivered", "failed"] }).fields,
+  event_type: optional(DeliveryEventType)
+})
+export const RotateSecret = strictBody(SecretRotation.fields, "RotateSecret")
+/** `{}`: an empty struct would take any object, so a field in it is refused here by name. */
+export const TestWebhook = Schema.Struct({}).pipe(
+  Schema.filter(
+    (body) => {
+      const [field] = Object.keys(body)
+      return field === undefined || { path: [field], message: "is not allowed (unknown or read-only field)" }
+    },
+    { identifier: "TestWebhook" }
+  )
+)
+export const RecoverDeliveries = strictBody(Recovery.fields, "RecoverDeliveries")
 
 const id = HttpApiSchema.param("id", WebhookId)
 const deliveryId = HttpApiSchema.param("delivery_id", DeliveryId)
@@ -82,5 +111,32 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .pipe(withParamErrors)
       .annotate(RequiredScopes, ["write"])
       .annotate(OpenApi.Summary, "Retry a delivery now: one immediate attempt (the dashboard's retry button)")
+  )
+  .add(
+    HttpApiEndpoint.post("rotateSecret")`/webhooks/${id}/rotate-secret`
+      .setPayload(RotateSecret)
+      .addSuccess(Success(RotatedWebhook))
+      .pipe(withBodyErrors)
+      .annotate(RequiredScopes, ["write"])
+      .annotate(
+        OpenApi.Summary,
+        "Change the signing secret without downtime: the old one still signs until previous_secret_expires_at"
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("test")`/webhooks/${id}/test`
+      .setPayload(TestWebhook)
+      .addSuccess(Success(Delivery), { status: 202 })
+      .pipe(withBodyErrors)
+      .annotate(RequiredScopes, ["write"])
+      .annotate(OpenApi.Summary, "Send a webhook.test event to this webhook only")
+  )
+  .add(
+    HttpApiEndpoint.post("recover")`/webhooks/${id}/recover`
+      .setPayload(RecoverDeliveries)
+      .addSuccess(Success(Recovered), { status: 202 })
+      .pipe(withBodyErrors)
+      .annotate(RequiredScopes, ["write"])
+      .annotate(OpenApi.Summary, "One new attempt now for each failed delivery of events created in [since, until)")
   )
   .middleware(Authentication) {}

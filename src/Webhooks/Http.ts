@@ -33,5 +33,12 @@ export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
       .handle("retry", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (me) => webhooks.retry(me, path.id, path.delivery_id))
       )
+      .handle("rotateSecret", ({ path, payload }) =>
+        Effect.flatMap(CurrentPrincipal, (me) => webhooks.rotateSecret(me, path.id, payload))
+      )
+      .handle("test", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => webhooks.test(me, path.id)))
+      .handle("recover", ({ path, payload }) =>
+        Effect.flatMap(CurrentPrincipal, (me) => webhooks.recover(me, path.id, payload))
+      )
   })
 )

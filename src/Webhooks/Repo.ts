@@ -5,11 +5,13 @@ import { EventType } from "../Domain/EventTypes.js"
 import { DeliveryId, UserId, WebhookId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import {
-  Attempt,
   type AttemptRecord,
+  attemptFields,
   ClaimedDelivery,
   Delivery,
+  type DeliveryEventType,
   type DeliveryStatus,
+  Headers,
   Webhook,
   type WebhookSort,
   type WebhookStatus
@@ -36,11 +38,26 @@ const WebhookChange = Schema.Struct({
   url: Schema.optionalWith(Schema.String, { exact: true }),
   events: Schema.optionalWith(Events, { exact: true }),
   secret: Schema.optionalWith(Schema.String, { exact: true }),
+  /** Null with a new `secret` from `PUT`: it replaces the old one at once, with no overlap. */
+  previous_secret: Schema.optionalWith(Schema.Null, { exact: true }),
+  previous_secret_expires_at: Schema.optionalWith(Schema.Null, { exact: true }),
   status: Schema.optionalWith(Schema.Literal("active"), { exact: true }),
   failed_at: Schema.optionalWith(Schema.Null, { exact: true }),
   updated_at: Schema.String
 })
 export type WebhookChange = typeof WebhookChange.Type
+
+/** An attempt as stored, its headers JSON text (null for attempts made before they were recorded). */
+const AttemptRow = Schema.Struct({
+  ...attemptFields,
+  request_headers: Schema.NullOr(Rows.JsonText(Headers)),
+  response_headers: Schema.NullOr(Rows.JsonText(Headers))
+})
+
+/** The delivery list's query: the common filters and the event type. */
+export interface DeliveryQuery extends ListQuery<"created_at", DeliveryStatus> {
+  readonly event_type?: DeliveryEventType | undefined
+}
 
 const Id = Schema.Struct({ id: Schema.String })
 
@@ -119,6 +136,8 @@ const RECORD_COLUMNS: ReadonlyArray<readonly [string, "text" | "integer"]> = [
   ["error", "text"],
   ["response_body", "text"],
   ["outcome", "text"],
+  ["request_headers", "text"],
+  ["response_headers", "text"],
   ["webhook_id", "text"],
   ["ordinal", "integer"],
   ["decisive", "integer"]
@@ -133,7 +152,10 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     const listDeliveryRows = makeListPage(Delivery)
     const listWebhooks = makeListPage(WebhookRow)
     const columns = sql`w.id, w.url, w.events, w.status, w.created_at, w.updated_at, w.failed_at`
-    const deliveryColumns = sql`d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at, d.last_attempt_at, d.created_at`
+    // The latest attempt's status code: one step down the attempts' primary key per delivery shown.
+    const deliveryColumns = sql`d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at, d.last_attempt_at,
+      (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.number DESC LIMIT 1) AS last_status_code,
+      d.created_at`
 
     const insert = Rows.write({
       Request: NewWebhookRow,
@@ -171,23 +193,28 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
 
     const remove = Rows.write({ Request: WebhookId, execute: (id) => sql`DELETE FROM webhooks WHERE id = ${id}` })
 
-    const listDeliveries = (webhookId: WebhookId, query: ListQuery<"created_at", DeliveryStatus>) =>
+    const listDeliveries = (webhookId: WebhookId, query: DeliveryQuery) =>
       listDeliveryRows(
         {
           select: deliveryColumns,
           from: sql`deliveries d`,
           where: [
             sql`d.webhook_id = ${webhookId}`,
-            ...(query.status !== undefined ? [sql`d.status = ${query.status}`] : [])
+            ...(query.status !== undefined ? [sql`d.status = ${query.status}`] : []),
+            ...(query.event_type !== undefined ? [sql`d.event_type = ${query.event_type}`] : [])
           ],
           columns: { created_at: "d.created_at" },
           createdColumn: "d.created_at",
           idColumn: "d.id",
           searchColumns: ["d.event_type"],
-          total: counterSum(sql, "counts_deliveries", [
-            sql`webhook_id = ${webhookId}`,
-            ...(query.status !== undefined ? [sql`status = ${query.status}`] : [])
-          ])
+          // The counters are by webhook and status: a filter by event type is counted by its rows.
+          total:
+            query.event_type !== undefined
+              ? undefined
+              : counterSum(sql, "counts_deliveries", [
+                  sql`webhook_id = ${webhookId}`,
+                  ...(query.status !== undefined ? [sql`status = ${query.status}`] : [])
+                ])
         },
         query
       )
@@ -201,12 +228,44 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
 
     const attemptsOf = Rows.findAll({
       Request: DeliveryId,
-      Result: Attempt,
+      Result: AttemptRow,
       execute: (deliveryId) =>
         sql`
-        SELECT number, attempted_at, duration_ms, status_code, error, response_body, outcome
+        SELECT number, attempted_at, duration_ms, status_code, error, response_body, outcome, request_headers, response_headers
         FROM delivery_attempts WHERE delivery_id = ${deliveryId} ORDER BY number`
     })
+
+    /** The body a delivery sends: its event's payload, stored once for every delivery and attempt of the event. */
+    const payloadOf = Rows.single({
+      Request: DeliveryId,
+      Result: Schema.Struct({ payload: Schema.String }),
+      execute: (deliveryId) =>
+        sql`SELECT e.payload FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = ${deliveryId}`
+    })
+
+    /**
+     * Rotation: the current secret becomes the previous one (replacing any previous one: never more than two),
+     * verifying until `expiresAt`; `secret` signs from now on. One statement, so two rotations at once each keep
+     * the secret the other put in or took out, never a third.
+     */
+    const rotateSecret = (id: WebhookId, secret: string, expiresAt: string, now: string) =>
+      sql`UPDATE webhooks SET previous_secret = secret, previous_secret_expires_at = ${expiresAt},
+            secret = ${secret}, updated_at = ${now}
+          WHERE id = ${id}`.pipe(Effect.asVoid)
+
+    /**
+     * Recovery: each `failed` delivery of the webhook whose event was created in `[since, until)` (a delivery is
+     * written with its event, at the event's time) becomes due now for one attempt, as a manual retry. A delivery
+     * not `failed` (pending: an attempt due or in flight; delivered) is left alone. Answers how many it queued.
+     */
+    const recover = (webhookId: WebhookId, since: string, until: string, now: string) =>
+      Effect.map(
+        sql<{ readonly id: string }>`UPDATE deliveries SET manual = 1, status = 'pending', next_attempt_at = ${now}
+          WHERE webhook_id = ${webhookId} AND status = 'failed' AND claim_token IS NULL
+            AND created_at >= ${since} AND created_at < ${until}
+          RETURNING id`,
+        (rows) => rows.length
+      )
 
     /** A manual retry: due now, one attempt; a retry of a delivery already waiting just brings it forward. */
     const scheduleNow = (id: DeliveryId, now: string) =>
@@ -243,7 +302,8 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       execute: ({ ids, token }) =>
         sql`
           SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.attempt_count, d.manual, d.claim_token, d.next_attempt_at,
-                 w.url, w.secret, w.status AS webhook_status, e.payload, e.trace_context
+                 w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.status AS webhook_status,
+                 e.payload, e.trace_context
           FROM deliveries d
           JOIN webhooks w ON w.id = d.webhook_id
           JOIN events e ON e.id = d.event_id
@@ -275,12 +335,12 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       const params: Array<Param> = []
       for (const a of attempts) {
         params.push(a.delivery_id, a.number, a.attempted_at, a.duration_ms, a.status_code, a.error)
-        params.push(a.response_body, a.outcome)
+        params.push(a.response_body, a.outcome, a.request_headers, a.response_headers)
       }
       const text = direct.text(
         `attempts ${attempts.length}`,
         () =>
-          `INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome) VALUES ${direct.values(attempts.length, 8)}`
+          `INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome, request_headers, response_headers) VALUES ${direct.values(attempts.length, 10)}`
       )
       return Effect.asVoid(direct.run(text, params))
     }
@@ -389,7 +449,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       recordings.forEach(({ settlement: s, attempt: a, webhook_id, decisive }, ordinal) => {
         params.push(s.id, s.claim_token, s.status, s.attempt_count, s.next_attempt_at, s.last_attempt_at)
         params.push(a.number, a.attempted_at, a.duration_ms, a.status_code, a.error, a.response_body, a.outcome)
-        params.push(webhook_id, ordinal, decisive ? 1 : 0)
+        params.push(a.request_headers, a.response_headers, webhook_id, ordinal, decisive ? 1 : 0)
       })
       for (let i = recordings.length * RECORD_COLUMNS.length; i < rows * RECORD_COLUMNS.length; i++) params.push(null)
       const text = direct.text(`record ${rows}`, () => {
@@ -412,8 +472,8 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           ),
           owned AS (SELECT o.* FROM o JOIN settled ON settled.id = o.id),
           attempts AS (
-            INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome)
-            SELECT id, number, attempted_at, duration_ms, status_code, error, response_body, outcome FROM owned
+            INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome, request_headers, response_headers)
+            SELECT id, number, attempted_at, duration_ms, status_code, error, response_body, outcome, request_headers, response_headers FROM owned
           ),
           latest AS (
             SELECT DISTINCT ON (webhook_id) webhook_id, id, outcome = 'succeeded' AS succeeded
@@ -467,6 +527,9 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       listDeliveries,
       findDelivery: (webhookId: WebhookId, id: DeliveryId) => findDelivery({ webhookId, id }),
       attemptsOf,
+      payloadOf,
+      rotateSecret,
+      recover,
       scheduleNow,
       claim,
       record,

@@ -1,5 +1,5 @@
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Option } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { WebhookConfig } from "../Config.js"
 import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import { type DeliveryId, makeId, randomBase62, WebhookId } from "../Domain/Ids.js"
@@ -9,9 +9,12 @@ import { nowIso } from "../Domain/Time.js"
 import type {
   CreatedWebhook,
   Delivery,
-  DeliveryStatus,
   DeliveryWithAttempts,
   NewWebhook,
+  Recovered,
+  Recovery,
+  RotatedWebhook,
+  SecretRotation,
   Webhook,
   WebhookPatch,
   WebhookSort,
@@ -21,7 +24,12 @@ import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { checkTarget } from "./Delivery/Targets.js"
-import { WebhooksRepo } from "./Repo.js"
+import { type DeliveryQuery, WebhooksRepo } from "./Repo.js"
+
+/** How far back `recover` reaches. */
+const RECOVERY_WINDOW = Duration.days(14)
+
+const generatedSecret = () => `whsec_${randomBase62(32)}`
 
 /** One webhook per URL per user: a second registration would deliver every event twice. */
 const urlTaken =
@@ -43,7 +51,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
   effect: Effect.gen(function* () {
     const repo = yield* WebhooksRepo
     const events = yield* Events
-    const { allowPrivateTargets } = yield* Effect.orDie(WebhookConfig)
+    const { allowPrivateTargets, secretOverlap } = yield* Effect.orDie(WebhookConfig)
 
     /** Refuses targets that resolve to private addresses, as a validation failure on `url`. */
     const guard = (url: string) =>
@@ -63,7 +71,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
 
     const create = traced("Webhooks.create")(function* (principal: Principal, input: NewWebhook) {
       yield* guard(input.url)
-      const generated = input.secret === undefined ? `whsec_${randomBase62(32)}` : undefined
+      const generated = input.secret === undefined ? generatedSecret() : undefined
       const now = nowIso()
       const eventTypes = Array.from(new Set(input.events))
       const id = WebhookId.make(makeId("webhook"))
@@ -103,7 +111,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         repo.update(id, {
           ...(patch.url !== undefined ? { url: patch.url } : {}),
           ...(patch.events !== undefined ? { events: Array.from(new Set(patch.events)) } : {}),
-          ...(patch.secret !== undefined ? { secret: patch.secret } : {}),
+          // A secret set here replaces the old one at once: no overlap, and a rotated-out one stops verifying too.
+          ...(patch.secret !== undefined
+            ? { secret: patch.secret, previous_secret: null, previous_secret_expires_at: null }
+            : {}),
           ...(patch.status === "active" ? { status: "active" as const, failed_at: null } : {}),
           updated_at: now
         })
@@ -119,7 +130,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     const deliveries = traced("Webhooks.deliveries")(function* (
       principal: Principal,
       id: WebhookId,
-      query: ListQuery<"created_at", DeliveryStatus>
+      query: DeliveryQuery
     ) {
       yield* find(principal, id)
       return yield* Effect.orDie(repo.listDeliveries(id, query))
@@ -136,9 +147,60 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       deliveryId: DeliveryId
     ) {
       const found = yield* findDelivery(principal, id, deliveryId)
-      const attempts = yield* Effect.orDie(repo.attemptsOf(deliveryId))
-      const withAttempts: DeliveryWithAttempts = { ...found, attempts }
+      const [attempts, { payload }] = yield* Effect.orDie(
+        Effect.all([repo.attemptsOf(deliveryId), repo.payloadOf(deliveryId)])
+      )
+      const withAttempts: DeliveryWithAttempts = { ...found, payload, attempts }
       return withAttempts
+    })
+
+    /**
+     * A new secret (given, or generated and shown this once); the current one keeps verifying, as the second
+     * `webhook-signature` entry, for `WEBHOOK_SECRET_OVERLAP`.
+     */
+    const rotateSecret = traced("Webhooks.rotateSecret")(function* (
+      principal: Principal,
+      id: WebhookId,
+      input: SecretRotation
+    ) {
+      yield* find(principal, id)
+      const generated = input.secret === undefined ? generatedSecret() : undefined
+      const now = new Date()
+      const expiresAt = new Date(now.getTime() + Duration.toMillis(secretOverlap)).toISOString()
+      yield* Effect.orDie(repo.rotateSecret(id, input.secret ?? generated ?? "", expiresAt, now.toISOString()))
+      const hook = yield* find(principal, id)
+      const rotated: RotatedWebhook = {
+        ...hook,
+        previous_secret_expires_at: expiresAt,
+        ...(generated !== undefined ? { secret: generated } : {})
+      }
+      return rotated
+    })
+
+    /** A `webhook.test` event to this webhook alone, delivered (signed, retried, logged) like any other. */
+    const test = traced("Webhooks.test")(function* (principal: Principal, id: WebhookId) {
+      yield* find(principal, id)
+      const deliveryId = yield* Effect.orDie(events.emitTest(id))
+      if (Option.isNone(deliveryId)) return yield* Effect.fail(NotFound.resource("webhook", id))
+      return yield* findDelivery(principal, id, deliveryId.value)
+    })
+
+    /** One new attempt now for each failed delivery of events created in `[since, until)`, at most 14 days back. */
+    const recover = traced("Webhooks.recover")(function* (principal: Principal, id: WebhookId, input: Recovery) {
+      yield* find(principal, id)
+      const now = Date.now()
+      const until = input.until ?? new Date(now).toISOString()
+      const earliest = new Date(now - Duration.toMillis(RECOVERY_WINDOW)).toISOString()
+      if (input.since < earliest) {
+        return yield* Effect.fail(
+          ValidationFailed.field("since", `must be at most 14 days ago (not before ${earliest})`)
+        )
+      }
+      if (input.since >= until) return yield* Effect.fail(ValidationFailed.field("until", "must be after since"))
+      const queued = yield* Effect.orDie(repo.recover(id, input.since, until, new Date(now).toISOString()))
+      if (queued > 0) yield* events.wake
+      const recovered: Recovered = { queued }
+      return recovered
     })
 
     /** The dashboard's retry button: one immediate attempt; if it fails the delivery stays failed. */
@@ -150,6 +212,18 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return yield* findDelivery(principal, id, deliveryId)
     })
 
-    return { list, create, get, update, remove, deliveries, delivery, retry } as const
+    return {
+      list,
+      create,
+      get,
+      update,
+      remove,
+      deliveries,
+      delivery,
+      retry,
+      rotateSecret,
+      test,
+      recover
+    } as const
   })
 }) {}

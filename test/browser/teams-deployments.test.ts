@@ -48,7 +48,13 @@ describe("teams and deployments", () => {
     await page.getByRole("heading", { level: 1, name: "Rocket" }).waitFor()
     await page.getByText("you: owner").waitFor()
     teamUrl = page.url()
-    await page.locator("tbody tr", { hasText: ann.email }).waitFor()
+    const owner = page.locator("tbody tr", { hasText: ann.email })
+    await owner.waitFor()
+    // The sole owner is not offered Leave (it could only end in "must keep at least one owner"): told why instead.
+    await owner.getByText("You are the only owner: make someone else owner before you leave.").waitFor()
+    expect(await owner.getByRole("button", { name: /^Leave/ }).count()).toBe(0)
+    // Times carry their zone (the browser's, UTC here).
+    expect(await owner.locator("time").textContent()).toMatch(/\d{2}:\d{2}:\d{2} UTC$/)
 
     await page.getByText("Invite someone").click()
     await page.getByLabel("Email", { exact: true }).fill(bob.email)
@@ -85,11 +91,19 @@ describe("teams and deployments", () => {
     await signIn(page, server.url, bob)
     await page.getByRole("link", { name: "Teams", exact: true }).click()
     const row = page.locator("tbody tr", { hasText: "admin" })
-    await row.getByRole("button", { name: /^Accept/ }).waitFor()
+    await row.getByRole("button", { name: "Accept the invitation to Rocket" }).waitFor()
+    // What and who, by name: the invitee cannot read the team, and an id tells a person nothing.
+    const cells = await row.locator("td").allTextContents()
+    expect(cells.slice(0, 3)).toEqual(["Rocket", ann.name, "admin"])
+    expect(cells.join(" ")).not.toContain("team_")
+    expect(cells[3]).toMatch(/ UTC$/)
     await session.shots("31-teams-invited")
-    await row.getByRole("button", { name: /^Accept/ }).click()
+    await row.getByRole("button", { name: "Accept the invitation to Rocket" }).click()
     await page.getByRole("heading", { level: 1, name: "Rocket" }).waitFor()
     await page.getByText("you: admin").waitFor()
+    await page.getByRole("status").filter({ hasText: "you are a member of Rocket" }).waitFor()
+    // A member who is not the last owner may leave.
+    await page.locator("tbody tr", { hasText: bob.email }).getByRole("button", { name: "Leave Rocket" }).waitFor()
 
     await signOut()
     await signIn(page, server.url, ann)
@@ -117,7 +131,8 @@ describe("teams and deployments", () => {
     const self = page.locator("tbody tr", { hasText: ann.email }).first()
     await self.getByLabel(`Role of ${ann.name}`, { exact: true }).selectOption("member")
     await self.getByRole("button", { name: `Change the role of ${ann.name}` }).click()
-    await self.getByRole("alert").waitFor()
+    // Named, not by id.
+    expect(await self.getByRole("alert").textContent()).toContain("Team Rocket must keep at least one owner")
 
     await page
       .locator("tbody tr", { hasText: bob.email })
@@ -179,6 +194,25 @@ describe("teams and deployments", () => {
     await page.waitForURL(/dstatus=failed/)
     await page.locator("tbody tr", { hasText: "v1.0.1" }).waitFor()
     expect(await page.locator("tbody tr", { hasText: "v1.0.0" }).count()).toBe(0)
+  }, 60_000)
+
+  test("an owner with another owner beside them may leave; the sign-in page says how an account is made", async () => {
+    const { page } = session
+    const team = await server.fixtures.team("Duo", ann.id)
+    await server.fixtures.addMember(team.id, bob.id, "owner")
+    await page.goto(`${server.url}/dashboard/teams/${team.id}`)
+    await page.getByRole("heading", { level: 1, name: "Duo" }).waitFor()
+    await page.locator("tbody tr", { hasText: ann.email }).getByRole("button", { name: "Leave Duo" }).waitFor()
+    expect(await page.getByText("You are the only owner").count()).toBe(0)
+
+    await signOut()
+    const section = page.getByRole("region", { name: "No account yet?" })
+    await section.waitFor()
+    expect(await section.locator("pre").textContent()).toBe(
+      "bun run cli users create --email you@example.com --name 'Your Name' --password-stdin"
+    )
+    expect(await section.textContent()).toContain("bun run cli users set-password --email you@example.com")
+    await session.shots("33-sign-in")
   }, 60_000)
 
   test("nothing left 127.0.0.1, and no CSP violation or error reached the console", () => {

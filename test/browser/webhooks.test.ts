@@ -1,12 +1,17 @@
 /**
  * Webhooks in the dashboard, in Chromium: registered with event checkboxes (the generated secret shown once), a
- * receiver that fails five times, the delivery log filtered by status, each attempt's time, duration, status code,
- * error and response body, Retry once the receiver recovers — the new attempt shown, the delivery delivered and
- * the webhook active again; then editing, rotating the secret (the next delivery is signed with the new one) and
- * deleting. Retry delays are shortened with WEBHOOK_RETRY_DELAYS.
+ * receiver that fails five times, the delivery log filtered by status (with each delivery's last status code),
+ * each attempt's time, duration, status code and error, and its request (headers, pretty payload) beside its
+ * response (status, headers, body), Redeliver once the receiver recovers — the new attempt shown, the delivery
+ * delivered and the webhook active again; recovering failed deliveries since a time; sending a test event and
+ * filtering the log by event type; a delivery that is retrying (said in words, with the next time and zone) and
+ * whose page refreshes by itself; then editing, rotating the secret (shown once, with until when the old one still
+ * verifies; the next delivery is signed with both) and deleting. Retry delays are shortened with
+ * WEBHOOK_RETRY_DELAYS; a second server waits ten minutes between attempts, to see a delivery retrying.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { createHmac } from "node:crypto"
+import { Webhook as StandardWebhook } from "standardwebhooks"
 import { eventually, type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer } from "../support/server.ts"
 import {
@@ -27,14 +32,19 @@ const ENV = {
 }
 
 let server: Server
+let slow: Server // ten minutes between attempts
 let receiver: Receiver
 let session: BrowserSession
 let ann: Awaited<ReturnType<typeof userWithPassword>>
 let annKey: string
+let firstSecret: string // the secret made at registration
 
 beforeAll(async () => {
   receiver = startReceiver()
-  server = await startServer({ env: ENV })
+  ;[server, slow] = await Promise.all([
+    startServer({ env: ENV }),
+    startServer({ env: { ...ENV, WEBHOOK_RETRY_DELAYS: "10m,10m,10m,10m" } })
+  ])
   ann = await userWithPassword(server, "Ann Hooks")
   annKey = (await server.fixtures.apiKey(ann.id, { name: "test", scopes: "read,write" })).key
   session = await openBrowser({ origin: server.url })
@@ -42,7 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await session?.close()
-  await server?.stop()
+  await Promise.all([server?.stop(), slow?.stop()])
   await receiver?.stop()
 }, 20_000)
 
@@ -69,6 +79,7 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   await secretBox.waitFor()
   const secret = await secretBox.inputValue()
   expect(secret).toMatch(/^whsec_[A-Za-z0-9]{32}$/)
+  firstSecret = secret
   await session.shots("11-webhooks")
 
   // An event: five attempts, all failing.
@@ -100,6 +111,7 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   expect(await row.locator(".badge").textContent()).toBe("failed")
   expect(await row.locator('td[data-label="Attempts"]').textContent()).toBe("5")
   await row.getByRole("button", { name: /^Retry delivery/ }).waitFor()
+  expect(await row.locator('td[data-label="Last code"]').textContent()).toBe("500")
   await session.shots("12-webhook-failed")
 
   // The delivery: five attempts with time, duration, status code, error and response body.
@@ -116,19 +128,41 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
     expect(await cells.locator('td[data-label="Time"] time').getAttribute("datetime")).toMatch(/^\d{4}-\d\d-\d\dT/)
     expect(await cells.locator('td[data-label="Error"]').textContent()).toBe("HTTP 500")
   }
-  await attemptRows.nth(4).getByText("Show (24 characters)").click()
-  await page.getByText("receiver down: disk full").last().waitFor()
+  // Each attempt's request beside its response: the latest open, the headers as sent (signatures included), the
+  // payload pretty-printed, the response's status, headers and body.
+  const exchanges = page.locator("details.exchange")
+  await expect(exchanges.count()).resolves.toBe(5)
+  const latest = exchanges.first()
+  expect(await latest.getAttribute("open")).not.toBeNull()
+  expect(await latest.locator("summary").textContent()).toContain("Attempt 5: HTTP 500")
+  const request = latest.getByRole("region", { name: "Request of attempt 5" })
+  const sentHeaders = (await request.locator("pre.headers").textContent()) ?? ""
+  expect(sentHeaders).toContain(`webhook-signature: ${attempts[4]!.headers["webhook-signature"]}`)
+  expect(sentHeaders).toContain(`x-service-signature: ${attempts[4]!.headers["x-service-signature"]}`)
+  expect(sentHeaders).toContain(`webhook-id: ${attempts[4]!.headers["webhook-id"]}`)
+  expect(await request.locator("pre.payload").textContent()).toBe(
+    JSON.stringify(JSON.parse(attempts[4]!.body), null, 2)
+  )
+  const response = latest.getByRole("region", { name: "Response of attempt 5" })
+  expect(await response.locator("pre.payload").textContent()).toBe("receiver down: disk full")
+  expect(await response.locator("pre.headers").textContent()).toContain("content-type: text/plain")
+  // The event, on the events page.
+  expect(await page.locator("dd a", { hasText: /^evt_/ }).getAttribute("href")).toBe(
+    `/dashboard/events/${attempts[0]!.headers["webhook-id"]}`
+  )
   await session.shots("13-delivery-failed")
 
-  // The receiver recovers; Retry makes one attempt, shown at once.
+  // The receiver recovers; Redeliver makes one attempt, shown at once.
   receiver.setDefault({ status: 200, body: "thanks" }, path)
-  await page.getByRole("button", { name: "Retry" }).click()
+  await page.getByRole("button", { name: "Redeliver" }).click()
   await page.getByText("Delivered on attempt 6.").waitFor({ timeout: 15_000 })
   await page.locator(".page-head .badge", { hasText: "delivered" }).waitFor()
   await expect(attemptRows.count()).resolves.toBe(6)
   expect(await attemptRows.nth(5).locator('td[data-label="Status code"]').textContent()).toBe("200")
   expect(await attemptRows.nth(5).locator('td[data-label="Outcome"]').textContent()).toBe("succeeded")
-  expect(await page.getByRole("button", { name: "Retry" }).count()).toBe(0)
+  expect(await exchanges.first().locator("summary").textContent()).toContain("Attempt 6: HTTP 200")
+  // Redeliver stays for a delivered delivery too.
+  await page.getByRole("button", { name: "Redeliver" }).waitFor()
   expect(receiver.requests(path)).toHaveLength(6)
   await session.shots("14-delivery-retried")
 
@@ -138,6 +172,71 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   await page.getByLabel("Status").selectOption("delivered")
   await page.getByRole("button", { name: "Apply" }).click()
   await page.locator("tbody tr", { hasText: "project.created" }).locator(".badge", { hasText: "delivered" }).waitFor()
+}, 60_000)
+
+test("recover failed deliveries since a time: the count, and the log refreshing itself until they are delivered", async () => {
+  const { page } = session
+  const path = "/failing"
+  receiver.setDefault({ status: 500, body: "down again" }, path)
+  const hookId: string = (await server.request("/v1/webhooks", { key: annKey })).body.data[0].id
+  for (const name of ["Outage 1", "Outage 2"]) {
+    expect((await server.request("/v1/projects", { method: "POST", key: annKey, body: { name } })).status).toBe(201)
+  }
+  await eventually(
+    async () => {
+      const log = await server.request(`/v1/webhooks/${hookId}/deliveries?status=failed`, { key: annKey })
+      return log.body.meta.total === 2 ? true : undefined
+    },
+    { what: "two failed deliveries", timeoutMs: 15_000 }
+  )
+  receiver.setDefault({ status: 200, body: "back" }, path)
+  await page.goto(`${server.url}/dashboard/webhooks/${hookId}`)
+  await page.getByRole("heading", { level: 1, name: "Webhook" }).waitFor()
+  await page.getByText("Recover failed deliveries since…").click()
+  // The default: a day back, in the reader's time zone.
+  expect(await page.getByLabel("Since").inputValue()).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d$/)
+  await session.shots("16-webhook-recover-form")
+  await page.evaluate(() => document.body.setAttribute("data-not-reloaded", "yes"))
+  await page.getByRole("button", { name: "Recover deliveries" }).click()
+  await page.getByText("Queued 2 failed deliveries for a new attempt.").waitFor()
+  // The log follows the retried deliveries by itself (no reload) until they are delivered.
+  await eventually(
+    async () => ((await page.locator("tbody .badge", { hasText: "delivered" }).count()) === 3 ? true : undefined),
+    { what: "the three deliveries shown delivered", timeoutMs: 20_000 }
+  )
+  expect(await page.locator("tbody .badge", { hasText: "failed" }).count()).toBe(0)
+  expect(await page.evaluate(() => document.body.getAttribute("data-not-reloaded"))).toBe("yes")
+  await session.shots("17-webhook-recovered")
+}, 60_000)
+
+test("send a test event: the log filtered by event type, and the delivery's request with its pretty payload", async () => {
+  const { page } = session
+  const path = "/failing"
+  const hookId: string = (await server.request("/v1/webhooks", { key: annKey })).body.data[0].id
+  const before = receiver.requests(path).length
+  await page.getByRole("button", { name: "Send test event" }).click()
+  await page.getByText("Test event sent (webhook.test).").waitFor()
+  const [sent] = (await receiver.waitFor(before + 1, { path })).slice(before)
+  expect(sent!.headers["x-service-event"]).toBe("webhook.test")
+  expect(JSON.parse(sent!.body).data).toEqual({ webhook_id: hookId })
+
+  await page.getByLabel("Event type").selectOption("webhook.test")
+  await page.getByRole("button", { name: "Apply" }).click()
+  await page.waitForURL(/event_type=webhook\.test/)
+  await page.locator("tbody tr", { hasText: "webhook.test" }).first().waitFor()
+  const rows = page.locator("tbody tr")
+  await expect(rows.count()).resolves.toBe(1)
+  await page.locator("tbody .badge", { hasText: "delivered" }).waitFor({ timeout: 15_000 })
+  await session.shots("18-webhook-test-filtered")
+
+  await rows.first().getByRole("link", { name: "webhook.test" }).click()
+  await page.getByRole("heading", { level: 1, name: "Delivery of webhook.test" }).waitFor()
+  const payload = page.getByRole("region", { name: "Request of attempt 1" }).locator("pre.payload")
+  expect(await payload.textContent()).toBe(JSON.stringify(JSON.parse(sent!.body), null, 2))
+  expect(await payload.textContent()).toContain(`"webhook_id": "${hookId}"`)
+  await session.shots("19-delivery-test-event")
+  await page.getByRole("link", { name: "← Webhook" }).click()
+  await page.getByRole("heading", { level: 1, name: "Webhook" }).waitFor()
 }, 60_000)
 
 test("edit a webhook's events, rotate its secret (shown once, used to sign), delete it", async () => {
@@ -155,6 +254,10 @@ test("edit a webhook's events, rotate its secret (shown once, used to sign), del
   await box.waitFor()
   const secret = await box.inputValue()
   expect(secret).toMatch(/^whsec_[A-Za-z0-9]{32}$/)
+  // Until when the old one still verifies: a day from now, with the time zone.
+  const overlap = (await page.locator(".overlap").textContent()) ?? ""
+  expect(overlap).toContain("The previous secret still verifies")
+  expect(overlap).toContain("UTC")
   await session.shots("15-webhook-rotated")
 
   const before = receiver.requests(path).length
@@ -166,6 +269,10 @@ test("edit a webhook's events, rotate its secret (shown once, used to sign), del
   expect(project.status).toBe(201)
   const [latest] = (await receiver.waitFor(before + 1, { path })).slice(before)
   expect(latest!.headers["x-service-signature"]).toBe(sign(secret, latest!.body))
+  // Both secrets sign webhook-signature during the overlap: the new one verifies it.
+  expect(latest!.headers["webhook-signature"]?.split(" ")).toHaveLength(2)
+  expect(new StandardWebhook(secret).verify(latest!.body, latest!.headers)).toBeTruthy()
+  expect(new StandardWebhook(firstSecret).verify(latest!.body, latest!.headers)).toBeTruthy()
 
   await page.reload()
   await page.getByRole("heading", { level: 1, name: "Webhook" }).waitFor()
@@ -177,6 +284,63 @@ test("edit a webhook's events, rotate its secret (shown once, used to sign), del
   await page.getByText("No webhooks yet.").waitFor()
   const gone = await server.request("/v1/webhooks", { key: annKey })
   expect(gone.body.data).toEqual([])
+}, 60_000)
+
+test("a delivery retrying says so (attempt 1 of 5 failed, next at HH:MM with the zone), and its page refreshes by itself", async () => {
+  const { page } = session
+  const path = "/slow"
+  receiver.setDefault({ status: 503, body: "later" }, path)
+  const bob = await userWithPassword(slow, "Bob Slow")
+  const bobKey = (await slow.fixtures.apiKey(bob.id, { name: "test", scopes: "read,write" })).key
+  const hook = await slow.request("/v1/webhooks", {
+    method: "POST",
+    key: bobKey,
+    body: { url: receiver.url(path), events: ["project.created"] }
+  })
+  expect(hook.status).toBe(201)
+  const hookId: string = hook.body.data.id
+  expect((await slow.request("/v1/projects", { method: "POST", key: bobKey, body: { name: "Slow" } })).status).toBe(201)
+  const pending = await eventually(
+    async () => {
+      const log = await slow.request(`/v1/webhooks/${hookId}/deliveries`, { key: bobKey })
+      const d = log.body.data[0]
+      return d?.attempt_count === 1 ? d : undefined
+    },
+    { what: "the first attempt to fail" }
+  )
+  expect(pending.status).toBe("pending")
+  const next = new Date(pending.next_attempt_at)
+  const hhmm = `${String(next.getUTCHours()).padStart(2, "0")}:${String(next.getUTCMinutes()).padStart(2, "0")}`
+
+  await signIn(page, slow.url, bob)
+  await page.goto(`${slow.url}/dashboard/webhooks/${hookId}`)
+  const row = page.locator("tbody tr", { hasText: "project.created" })
+  await row.waitFor()
+  // (After midnight the date comes before the time.)
+  expect(await row.locator('td[data-label="Status"]').textContent()).toMatch(
+    new RegExp(`^pending retrying: attempt 1 of 5 failed, next at (.+, )?${hhmm} UTC$`)
+  )
+  expect(await row.locator('td[data-label="Last code"]').textContent()).toBe("503")
+  await session.shots("20-webhook-retrying")
+
+  await row.getByRole("link", { name: "project.created" }).click()
+  await page.getByRole("heading", { level: 1, name: "Delivery of project.created" }).waitFor()
+  expect(await page.locator(".delivery-progress").textContent()).toMatch(
+    new RegExp(`^retrying: attempt 1 of 5 failed, next at (.+, )?${hhmm} UTC$`)
+  )
+  await session.shots("21-delivery-retrying")
+  // A retry made elsewhere (the API): the page shows its outcome by itself, without being reloaded.
+  await page.evaluate(() => document.body.setAttribute("data-not-reloaded", "yes"))
+  receiver.setDefault({ status: 200, body: "ok now" }, path)
+  const retried = await slow.request(`/v1/webhooks/${hookId}/deliveries/${pending.id}/retry`, {
+    method: "POST",
+    key: bobKey
+  })
+  expect(retried.status).toBe(202)
+  await page.locator(".page-head .badge", { hasText: "delivered" }).waitFor({ timeout: 15_000 })
+  expect(await page.locator(".delivery-progress").textContent()).toBe("delivered")
+  expect(await page.evaluate(() => document.body.getAttribute("data-not-reloaded"))).toBe("yes")
+  await expect(page.locator("details.exchange").count()).resolves.toBe(2)
 }, 60_000)
 
 test("nothing left 127.0.0.1 from the page, and no CSP violation or error reached the console", () => {

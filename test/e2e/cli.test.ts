@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect, Option } from "effect"
+import { Users } from "../../src/Users/Users.ts"
 import { type Fixtures, fixtures } from "../support/fixtures.ts"
 import { freshDatabaseUrl, runCli, startServer } from "../support/server.ts"
+
+const ROOT = new URL("../..", import.meta.url).pathname
 
 /** One database shared by the tests below (migrated first); `migrate` gets its own. */
 let databaseUrl: string
@@ -24,6 +28,30 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const uniqueEmail = (tag: string) => `${tag}.${Math.random().toString(36).slice(2, 10)}@example.com`
 
 const cli = (...args: Array<string>) => runCli(databaseUrl, args)
+
+/** A run with `stdin` piped in; `viaScript`: as a person types it, `bun run cli …` (the package script). */
+const cliWith = async (args: ReadonlyArray<string>, options: { stdin?: string; viaScript?: boolean } = {}) => {
+  const proc = Bun.spawn(options.viaScript ? ["bun", "run", "cli", ...args] : ["bun", "src/cli.ts", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" },
+    stdin: options.stdin === undefined ? "ignore" : new Blob([options.stdin]),
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited
+  ])
+  return { stdout, stderr, code }
+}
+
+/** Whether `password` signs the user with this email in (the stored argon2id hash verifies it). */
+const passwordWorks = async (email: string, password: string) => {
+  const credentials = await made.run(Effect.flatMap(Users, (users) => users.findCredentials(email)))
+  const hash = Option.getOrNull(Option.flatMapNullable(credentials, (found) => found.password_hash))
+  return hash !== null && (await Bun.password.verify(password, hash))
+}
 
 /** A successful run: exit 0, nothing on stderr that is an error, and stdout is exactly one JSON document. */
 const ok = async (...args: Array<string>): Promise<any> => {
@@ -78,21 +106,38 @@ describe("users create", () => {
     expect(user.updated_at).toBe(user.created_at)
   }, 60_000)
 
-  test("a password is accepted and never printed", async () => {
-    const { stdout, code } = await cli(
-      "users",
-      "create",
-      "--email",
-      uniqueEmail("pw"),
-      "--name",
-      "Pw",
-      "--password",
-      "correct horse battery"
+  test("--password-stdin: the password's first line is stored (it signs in) and never printed", async () => {
+    const email = uniqueEmail("pw")
+    const { stdout, stderr, code } = await cliWith(
+      ["users", "create", "--email", email, "--name", "Pw", "--password-stdin"],
+      { stdin: "correct horse battery\nignored second line\n" }
     )
-    expect(code).toBe(0)
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" })
     expect(stdout).not.toContain("correct horse battery")
     expect(stdout).not.toContain("password")
     expect(stdout).not.toContain("argon2")
+    expect(await passwordWorks(email, "correct horse battery")).toBe(true)
+    expect(await passwordWorks(email, "correct horse battery\n")).toBe(false)
+  }, 60_000)
+
+  test("without a password flag and no terminal, users create makes a user without a password", async () => {
+    const email = uniqueEmail("nopw")
+    const run = await cliWith(["users", "create", "--email", email, "--name", "No Pw"])
+    expect(run.code).toBe(0)
+    const credentials = await made.run(Effect.flatMap(Users, (users) => users.findCredentials(email)))
+    expect(Option.map(credentials, (found) => found.password_hash)).toEqual(Option.some(null))
+  }, 60_000)
+
+  test("--password still works but is not required; --password and --password-stdin together are a usage error", async () => {
+    const email = uniqueEmail("pwflag")
+    await ok("users", "create", "--email", email, "--name", "Flag", "--password", "correct horse battery")
+    expect(await passwordWorks(email, "correct horse battery")).toBe(true)
+    const both = await cliWith(
+      ["users", "create", "--email", uniqueEmail("both"), "--name", "B", "--password-stdin", "--password", "x"],
+      { stdin: "correct horse battery\n" }
+    )
+    expect(both.code).toBe(2)
+    expect(both.stderr).toContain("error: give --password-stdin or --password, not both")
   }, 60_000)
 
   test("a duplicate email (any case) is refused with a clear message", async () => {
@@ -260,8 +305,11 @@ describe("help", () => {
     for (const run of runs) {
       expect(run.code).toBe(0)
       expect(run.stderr).toBe("")
-      expect(run.stdout).toContain("usage: bun run cli users create --email E --name N [--password P]")
-      expect(run.stdout).toContain("--password P")
+      expect(run.stdout).toContain(
+        "usage: bun run cli users create --email E --name N [--password-stdin | --password P]"
+      )
+      expect(run.stdout).toContain("--password-stdin")
+      expect(run.stdout).toContain("discouraged")
     }
     const area = await cli("oauth-clients", "--help")
     expect(area.code).toBe(0)
@@ -388,7 +436,7 @@ describe("users delete refuses while deleting would drop an event", () => {
       const all = await cli("users", "delete", "--user", owner.id)
       expect(all.code).toBe(4)
       expect(all.stdout.trim()).toBe("")
-      expect(all.stderr).toContain(owner.id)
+      expect(all.stderr).toContain(`User Holder (${owner.email}) still`)
       expect(all.stderr).toContain("owns 1 project")
       expect(all.stderr).toContain("belongs to 1 team")
       expect(all.stderr).toContain("started 1 deployment")
@@ -514,8 +562,8 @@ describe("oauth-clients list, rotate-secret and delete", () => {
   }, 40_000)
 })
 
-test("the README's table of operator commands lists every command as --help shows it", async () => {
-  const readme = (await Bun.file(new URL("../../README.md", import.meta.url)).text()).replace(/\\\|/g, "|")
+test("docs/cli.md's table of operator commands lists every command as --help shows it", async () => {
+  const readme = (await Bun.file(new URL("../../docs/cli.md", import.meta.url)).text()).replace(/\\\|/g, "|")
   const help = await cli("--help")
   const lines = help.stdout
     .split("\n")
@@ -525,3 +573,112 @@ test("the README's table of operator commands lists every command as --help show
   for (const line of lines)
     expect({ line, documented: readme.includes(`| \`${line}\` |`) }).toEqual({ line, documented: true })
 }, 60_000)
+
+describe("--email names a user wherever --user does", () => {
+  test("users set-password, api-keys create and list, teams create and add-member, users delete", async () => {
+    const [ann, bob] = await Promise.all([
+      made.account({ email: uniqueEmail("ann.email"), name: "Ann" }),
+      made.account({ email: uniqueEmail("bob.email"), name: "Bob" })
+    ])
+    // Any case and surrounding spaces, as users create stores it.
+    const set = await cliWith(
+      ["users", "set-password", "--email", ` ${ann.email.toUpperCase()} `, "--password-stdin"],
+      {
+        stdin: "ann's new password\n"
+      }
+    )
+    expect({ code: set.code, stderr: set.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(JSON.parse(set.stdout).data.id).toBe(ann.id)
+    expect(await passwordWorks(ann.email, "ann's new password")).toBe(true)
+
+    const key = await ok("api-keys", "create", "--email", ann.email, "--name", "laptop", "--scopes", "read,write")
+    expect(key.key).toMatch(/^pcs_/)
+    const listed = await ok("api-keys", "list", "--email", ann.email)
+    expect(listed.map((entry: { id: string; user_id: string }) => [entry.id, entry.user_id])).toEqual([
+      [key.id, ann.id]
+    ])
+
+    const team = await ok("teams", "create", "--name", "Email Team", "--owner-email", ann.email)
+    expect(team.role).toBe("owner")
+    const added = await ok("teams", "add-member", "--team", team.id, "--email", bob.email)
+    expect(added).toMatchObject({ user_id: bob.id, role: "member" })
+
+    const [both, neither, unknown, ownerBoth] = await Promise.all([
+      cli("api-keys", "create", "--email", ann.email, "--user", ann.id, "--name", "k", "--scopes", "read"),
+      cli("api-keys", "create", "--name", "k", "--scopes", "read"),
+      cli("users", "delete", "--email", "nobody.here@example.com"),
+      cli("teams", "create", "--name", "T", "--owner-email", ann.email, "--owner", ann.id)
+    ])
+    expect([both.code, neither.code, unknown.code, ownerBoth.code]).toEqual([2, 2, 3, 2])
+    expect(both.stderr).toContain("error: give --email or --user, not both")
+    expect(neither.stderr).toContain("error: --email or --user is required")
+    expect(unknown.stderr).toBe("error: No user with email nobody.here@example.com\n")
+    expect(ownerBoth.stderr).toContain("--owner-email or --owner")
+
+    const loner = await made.account({ email: uniqueEmail("loner"), name: "Loner" })
+    expect(await ok("users", "delete", "--email", loner.email)).toEqual({ id: loner.id, deleted: true })
+  }, 60_000)
+})
+
+describe("passwords are never required on the command line", () => {
+  test("users set-password without a terminal or --password-stdin is a usage error that says how", async () => {
+    const user = await made.account({ email: uniqueEmail("notty"), name: "No TTY" })
+    const run = await cliWith(["users", "set-password", "--email", user.email])
+    expect(run.code).toBe(2)
+    expect(run.stdout).toBe("")
+    expect(run.stderr).toContain("--password-stdin")
+  }, 60_000)
+
+  test("on a terminal it asks twice without echoing what is typed", async () => {
+    const user = await made.account({ email: uniqueEmail("tty"), name: "TTY" })
+    // `script` runs the command on a pseudo-terminal; what the terminal shows comes back on its stdout.
+    const proc = Bun.spawn(["script", "-qec", `bun src/cli.ts users set-password --email ${user.email}`, "/dev/null"], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" },
+      stdin: "pipe",
+      stdout: "pipe"
+    })
+    let shown = ""
+    const reader = proc.stdout.getReader()
+    const decoder = new TextDecoder()
+    const until = async (text: string) => {
+      while (!shown.includes(text)) {
+        const { value, done } = await reader.read()
+        if (done) throw new Error(`the terminal closed before ${JSON.stringify(text)}: ${shown}`)
+        shown += decoder.decode(value)
+      }
+    }
+    // Each answer is typed only once the question is on screen: the prompt turns echo off before it asks.
+    await until("Password: ")
+    proc.stdin.write("typed secret 1\r")
+    await proc.stdin.flush()
+    await until("again: ")
+    proc.stdin.write("typed secret 1\r")
+    await proc.stdin.flush()
+    await proc.stdin.end()
+    expect(await proc.exited).toBe(0)
+    while (true) {
+      const { value, done } = await reader.read()
+      if (done) break
+      shown += decoder.decode(value)
+    }
+    expect(shown).not.toContain("typed secret")
+    expect(shown).toContain(`"email": "${user.email}"`)
+    expect(await passwordWorks(user.email, "typed secret 1")).toBe(true)
+  }, 60_000)
+})
+
+describe("bun run cli prints only the command's own output", () => {
+  test("no runner line on stdout or stderr, on success, --help and failure", async () => {
+    const [list, help, missing] = await Promise.all([
+      cliWith(["users", "list"], { viaScript: true }),
+      cliWith(["--help"], { viaScript: true }),
+      cliWith(["users", "delete", "--email", "nobody.there@example.com"], { viaScript: true })
+    ])
+    expect({ code: list.code, stderr: list.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(Array.isArray(JSON.parse(list.stdout).data)).toBe(true)
+    expect({ code: help.code, stderr: help.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(help.stdout.startsWith("usage: bun run cli")).toBe(true)
+    expect(missing).toEqual({ code: 3, stdout: "", stderr: "error: No user with email nobody.there@example.com\n" })
+  }, 60_000)
+})

@@ -1,6 +1,7 @@
 /**
- * Every row of the README's configuration table is accepted as documented: each documented value starts a server
- * that answers `/health/ready`. Settings that cannot work stop start-up with a message naming the variable.
+ * Every row of the configuration table (docs/configuration.md) is accepted as documented: each documented value
+ * starts a server that answers `/health/ready`. Settings that cannot work stop start-up with a message naming the
+ * variable.
  * Servers are started a few at a time (they are slow to start on a small machine).
  */
 import { describe, expect, test } from "bun:test"
@@ -11,13 +12,11 @@ import { join } from "node:path"
 import { freshDatabaseUrl } from "../support/server.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
-const README = readFileSync(join(ROOT, "README.md"), "utf8")
+const CONFIGURATION = readFileSync(join(ROOT, "docs", "configuration.md"), "utf8")
 
-/** The variables named in the first column of the README's configuration table. */
+/** The variables named in the first column of the configuration table (docs/configuration.md). */
 const documentedVariables = (): Array<string> => {
-  const section = README.split("## Configuration")[1]!.split("\n## ")[0]!
-  return section
-    .split("\n")
+  return CONFIGURATION.split("\n")
     .filter((line) => line.startsWith("| `"))
     .flatMap((line) => Array.from(line.split("|")[1]!.matchAll(/`([A-Z0-9_]+)`/g), (match) => match[1]!))
 }
@@ -142,7 +141,7 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   OTEL_METRIC_EXPORT_INTERVAL: ["10000", "60000"]
 }
 
-describe("the README's configuration table", () => {
+describe("the configuration table (docs/configuration.md)", () => {
   test("lists exactly the variables tried here", () => {
     expect(documentedVariables().sort()).toEqual(Object.keys(documentedValues).sort())
   })

@@ -71,6 +71,38 @@ describe("/docs in a browser", () => {
   }, 120_000)
 })
 
+describe("/docs examples", () => {
+  test("the List projects request example, run as shown, lists the caller's projects", async () => {
+    const user = await server.user()
+    const created = await server.request("/v1/projects", { method: "POST", key: user.key, body: { name: "Shown" } })
+    expect(created.status).toBe(201)
+    const page = await browser!.newPage({ viewport: { width: 1400, height: 1000 } })
+    try {
+      await page.goto(`${server.url}/docs`, { waitUntil: "networkidle" })
+      await page.getByText("Bearer Token").first().waitFor({ timeout: 30_000 })
+      // The example is drawn as its operation scrolls into view.
+      const example = async () =>
+        /curl '([^']*\/v1\/projects\?[^']*)'/.exec(await page.evaluate(() => document.body.textContent ?? ""))
+      for (let i = 0; i < 40 && (await example()) === null; i++) {
+        await page.mouse.wheel(0, 600)
+        await page.waitForTimeout(100)
+      }
+      const url = (await example())?.[1]
+      expect(url).toBeDefined()
+      const shown = new URL(url!)
+      expect(shown.pathname).toBe("/v1/projects")
+      const response = await fetch(new URL(`${shown.pathname}${shown.search}`, server.url), {
+        headers: { authorization: `Bearer ${user.key}` }
+      })
+      const body = await response.json()
+      expect({ url, status: response.status }).toEqual({ url, status: 200 })
+      expect(body.data.map((project: { id: string }) => project.id)).toEqual([created.body.data.id])
+    } finally {
+      await page.close()
+    }
+  }, 120_000)
+})
+
 describe("/docs over HTTP", () => {
   test("the page: compressed, revalidated by ETag, a CSP of this origin only, no third-party URL", async () => {
     const response = await fetch(`${server.url}/docs`, { headers: { "accept-encoding": "br" }, decompress: false })

@@ -89,9 +89,11 @@ describe("POST /v1/teams/:team_id/invitations", () => {
       "expires_at",
       "id",
       "invited_by",
+      "invited_by_name",
       "role",
       "status",
-      "team_id"
+      "team_id",
+      "team_name"
     ])
     expect(invitation.id).toMatch(INVITATION_ID)
     expect(invitation).toMatchObject({
@@ -100,7 +102,9 @@ describe("POST /v1/teams/:team_id/invitations", () => {
       role: "admin",
       status: "pending",
       invited_by: olive.id,
-      answered_at: null
+      answered_at: null,
+      team_name: "Team",
+      invited_by_name: olive.name
     })
     expect(invitation.created_at).toMatch(TIMESTAMP)
     expect(Date.parse(invitation.expires_at) - Date.parse(invitation.created_at)).toBe(SEVEN_DAYS_MS)

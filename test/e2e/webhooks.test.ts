@@ -695,7 +695,9 @@ describe("retries", () => {
         "error",
         "number",
         "outcome",
+        "request_headers",
         "response_body",
+        "response_headers",
         "status_code"
       ])
     }
@@ -965,6 +967,7 @@ describe("GET /v1/webhooks/:id/deliveries", () => {
         "event_type",
         "id",
         "last_attempt_at",
+        "last_status_code",
         "next_attempt_at",
         "status",
         "webhook_id"

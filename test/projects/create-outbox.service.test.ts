@@ -1,15 +1,15 @@
 /**
  * A project create and its outbox rows, in-process on the engine `DATABASE_URL` selects (a fresh database; SQLite
- * file otherwise): the project, its event and one delivery per subscribed webhook are written together — on
- * PostgreSQL as one statement (`Events.write`) — the deliveries claimed for this process are handed to the inbox
- * with what their attempt needs, and a create that fails after the event was written leaves no row and gives the
- * inbox's room back.
+ * file otherwise): the project, its event and one delivery per subscribed webhook are written in one transaction
+ * (`Events.transaction` + `emit`), the deliveries claimed for this process are handed to the inbox with what their
+ * attempt needs, and a create that fails after the event was written leaves no row and gives the inbox's room back.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Exit, Layer, ManagedRuntime } from "effect"
 import { makeId } from "../../src/Domain/Ids.ts"
 import type { Principal } from "../../src/Domain/Principal.ts"
+import { Events } from "../../src/Events/Events.ts"
 import { DeliveryInbox } from "../../src/Events/Inbox.ts"
 import { Projects } from "../../src/Projects/Projects.ts"
 import { SqlLive } from "../../src/Sql/Client.ts"
@@ -19,8 +19,8 @@ import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 import { principalOf } from "../support/services.ts"
 
 const ROOM = 50
-let runtime: ManagedRuntime.ManagedRuntime<Projects | Users | DeliveryInbox | SqlClient.SqlClient, never>
-const run = <A, E>(effect: Effect.Effect<A, E, Projects | Users | DeliveryInbox | SqlClient.SqlClient>) =>
+let runtime: ManagedRuntime.ManagedRuntime<Projects | Users | Events | DeliveryInbox | SqlClient.SqlClient, never>
+const run = <A, E>(effect: Effect.Effect<A, E, Projects | Users | Events | DeliveryInbox | SqlClient.SqlClient>) =>
   runtime.runPromise(effect)
 const sql = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
   run(Effect.flatMap(SqlClient.SqlClient, f))
@@ -85,7 +85,7 @@ const freeRoom = () =>
 
 beforeAll(async () => {
   runtime = ManagedRuntime.make(
-    Layer.mergeAll(Projects.Default, Users.Default, DeliveryInbox.Default).pipe(
+    Layer.mergeAll(Projects.Default, Users.Default, Events.Default, DeliveryInbox.Default).pipe(
       Layer.provideMerge(SqlLive),
       Layer.provide(withDatabaseUrl(await freshDatabaseUrl()))
     )
@@ -125,8 +125,6 @@ const handed = () =>
 
 describe("a create and its outbox rows", () => {
   test("one event and one delivery per subscribed webhook of the owner; claimed ones handed over complete", async () => {
-    // The first create to these recipients may leave its deliveries for the worker's claim (PostgreSQL cannot know
-    // how many there are before its one statement); the next one claims them.
     for (const round of [1, 2]) {
       const project = await run(Effect.flatMap(Projects, (p) => p.create(alice, { name: `Outbox ${round}` })))
       const { deliveries, events, projects } = await rowsOfProject(project.id)
@@ -162,13 +160,14 @@ describe("a create and its outbox rows", () => {
           claim_token: claimed.find((d) => d.id === delivery.id)?.claim_token
         })
       }
-      if (round === 2) expect(taken).toHaveLength(aliceHooks.length)
+      // The inbox has room for all of them: every delivery is claimed and handed over at once.
+      expect(taken).toHaveLength(aliceHooks.length)
     }
     expect(await freeRoom()).toBe(ROOM)
   })
 
   test("a create that fails after its event was written leaves no project, event or delivery, and no room taken", async () => {
-    // One create goes through first, so this process expects (and reserves room for) the user's webhook.
+    // One create goes through first: the refusal below comes from the trigger, not from anything before it.
     await run(Effect.flatMap(Projects, (p) => p.create(refused, { name: "Accepted" })))
     await handed()
     await refuseDeliveries()
@@ -195,6 +194,34 @@ describe("a create and its outbox rows", () => {
     )
     expect(Number(events[0]?.n)).toBe(0)
     expect(await handed()).toHaveLength(0)
+    expect(await freeRoom()).toBe(ROOM)
+  })
+
+  test("a nested transaction that fails hands nothing over; the outer one's claims are handed after its commit", async () => {
+    const marker = `nested-${Date.now()}`
+    const kept = await run(
+      Effect.flatMap(Events, (events) =>
+        Effect.gen(function* () {
+          const outer = yield* events.emit("project.created", [alice.userId], { marker, kept: true })
+          const inner = yield* Effect.exit(
+            events.transaction(
+              Effect.zipRight(
+                events.emit("project.created", [alice.userId], { marker, kept: false }),
+                Effect.fail("the inner change fails")
+              )
+            )
+          )
+          expect(Exit.isFailure(inner)).toBe(true)
+          return outer
+        }).pipe(events.transaction)
+      )
+    )
+    const events = await sql(
+      (sql) => sql<{ readonly id: string }>`SELECT id FROM events WHERE payload LIKE ${`%${marker}%`}`
+    )
+    expect(events.map((e) => e.id)).toEqual([kept.id])
+    const taken = await handed()
+    expect(taken.map((d): string => d.event_id)).toEqual(aliceHooks.map(() => kept.id))
     expect(await freeRoom()).toBe(ROOM)
   })
 })

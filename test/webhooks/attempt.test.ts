@@ -6,7 +6,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { verify } from "@octokit/webhooks-methods"
 import { Duration, Effect } from "effect"
-import { type AttemptRequest, attempt, USER_AGENT } from "../../src/Webhooks/Delivery/Attempt.ts"
+import { Webhook } from "standardwebhooks"
+import {
+  type AttemptRequest,
+  attempt,
+  signatureHeaders,
+  signingKey,
+  USER_AGENT
+} from "../../src/Webhooks/Delivery/Attempt.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 
 let receiver: Receiver
@@ -21,6 +28,7 @@ let counter = 0
 const request = (url: string, overrides: Partial<AttemptRequest> = {}): AttemptRequest => ({
   url,
   secret: "unit-test-secret-0123456789",
+  previousSecret: null,
   body: JSON.stringify({
     id: "evt_1",
     type: "project.created",
@@ -185,5 +193,55 @@ describe("attempt", () => {
     }
     await Bun.sleep(50)
     expect(receiver.requests(path)).toHaveLength(0)
+  })
+})
+
+describe("Standard Webhooks signing", () => {
+  const body = JSON.stringify({ id: "evt_1", type: "project.created", data: { name: "é" } })
+  const now = () => Math.floor(Date.now() / 1000)
+
+  test("the key: a whsec_ secret's decoded bytes when 16 or more, else the secret's UTF-8 bytes", () => {
+    const generated = "whsec_0123456789ABCDEFGHIJabcdefghijKL"
+    expect(signingKey(generated)).toEqual(Buffer.from(generated.slice(6), "base64"))
+    expect(signingKey(generated).byteLength).toBe(24)
+    // 12 bytes once decoded: too short to be the key.
+    const short = `whsec_${Buffer.from("0123456789ab").toString("base64")}`
+    expect(signingKey(short)).toEqual(Buffer.from(short, "utf8"))
+    // Not base64 (a space, a character outside the alphabet, bad padding).
+    for (const secret of ["whsec_not base64 at all, really", "whsec_0123456789ABCDEFGHIJabcdefghi!", "whsec_abc"]) {
+      expect(signingKey(secret)).toEqual(Buffer.from(secret, "utf8"))
+    }
+    expect(signingKey("a secret of my own choosing")).toEqual(Buffer.from("a secret of my own choosing", "utf8"))
+  })
+
+  test("one entry with one secret, two (new first) with a previous one; the package verifies each secret", () => {
+    const secret = "whsec_0123456789ABCDEFGHIJabcdefghijKL"
+    const previous = "whsec_ZYXWVUTSRQPONMLKJIzyxwvutsrqpo98"
+    const at = now()
+    const one = signatureHeaders({ secret, previousSecret: null, eventId: "evt_1", body }, at)
+    expect(one["webhook-id"]).toBe("evt_1")
+    expect(one["webhook-timestamp"]).toBe(String(at))
+    expect(one["webhook-signature"].split(" ")).toHaveLength(1)
+    expect(new Webhook(secret).verify(body, one)).toEqual(JSON.parse(body))
+    expect(() => new Webhook(previous).verify(body, one)).toThrow()
+
+    const two = signatureHeaders({ secret, previousSecret: previous, eventId: "evt_1", body }, at)
+    const [first, second] = two["webhook-signature"].split(" ")
+    expect(first).toBe(one["webhook-signature"])
+    expect(new Webhook(secret).verify(body, two)).toEqual(JSON.parse(body))
+    expect(new Webhook(previous).verify(body, { ...two, "webhook-signature": second! })).toEqual(JSON.parse(body))
+    // X-Service-Signature is the current secret's alone.
+    expect(two["x-service-signature"]).toBe(one["x-service-signature"])
+  })
+
+  test("the timestamp is signed: another timestamp, id or body does not verify; an old one is refused", () => {
+    const secret = "whsec_0123456789ABCDEFGHIJabcdefghijKL"
+    const headers = signatureHeaders({ secret, previousSecret: null, eventId: "evt_1", body }, now())
+    const wh = new Webhook(secret)
+    expect(() => wh.verify(body, { ...headers, "webhook-timestamp": String(now() - 1) })).toThrow()
+    expect(() => wh.verify(body, { ...headers, "webhook-id": "evt_2" })).toThrow()
+    expect(() => wh.verify(`${body} `, headers)).toThrow()
+    const old = signatureHeaders({ secret, previousSecret: null, eventId: "evt_1", body }, now() - 600)
+    expect(() => wh.verify(body, old)).toThrow()
   })
 })

@@ -203,6 +203,8 @@ describe("shutdown gives back what no attempt started", () => {
       next_attempt_at: new Date().toISOString(),
       url: "http://127.0.0.1:1/hook",
       secret: "whsec_x",
+      previous_secret: null,
+      previous_secret_expires_at: null,
       webhook_status: "active",
       payload: "{}",
       trace_context: null,

@@ -103,6 +103,8 @@ const outcome = (
     status_code: succeeded ? 204 : 503,
     error: succeeded ? null : "HTTP 503",
     response_body: succeeded ? null : `busy ${n}`,
+    request_headers: JSON.stringify({ "webhook-id": `evt_${n}` }),
+    response_headers: null,
     outcome: succeeded ? "succeeded" : "failed"
   }
   return {
@@ -129,7 +131,8 @@ const deliveriesOf = (scope: number) =>
 const attemptsOf = (scope: number) =>
   sqlRun(
     (sql) =>
-      sql`SELECT delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome
+      sql`SELECT delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome,
+        request_headers, response_headers
         FROM delivery_attempts WHERE delivery_id LIKE ${`dlv_000000000000000000000000${scope}%`} ORDER BY delivery_id`
   )
 const webhooksOf = (scope: number) =>

@@ -11,13 +11,60 @@ import { resolveTarget } from "./Targets.js"
 export const USER_AGENT = "ProjectCollaborationService-Webhooks/1.0"
 const RESPONSE_BODY_LIMIT = 4096
 
+/** Response headers are kept up to this many characters (names and values), as the body's first 4 KiB are. */
+const RESPONSE_HEADERS_LIMIT = 8192
+
 /** `sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed with the secret's UTF-8 bytes>` */
 export const signature = (secret: string, body: string): string =>
   `sha256=${createHmac("sha256", Buffer.from(secret, "utf8")).update(body, "utf8").digest("hex")}`
 
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/**
+ * The Standard Webhooks key of a secret: the base64-decoded part after `whsec_` when the secret has that form and
+ * it decodes to at least 16 bytes (every generated secret does), else the secret's UTF-8 bytes.
+ */
+export const signingKey = (secret: string): Buffer => {
+  if (secret.startsWith("whsec_")) {
+    const encoded = secret.slice(6)
+    if (BASE64.test(encoded)) {
+      const key = Buffer.from(encoded, "base64")
+      if (key.byteLength >= 16) return key
+    }
+  }
+  return Buffer.from(secret, "utf8")
+}
+
+/** One `webhook-signature` entry: `v1,<base64 HMAC-SHA256(key, "{id}.{timestamp}.{body}")>`. */
+export const standardSignature = (key: Buffer, id: string, timestamp: number, body: string): string =>
+  `v1,${createHmac("sha256", key).update(`${id}.${timestamp}.`, "utf8").update(body, "utf8").digest("base64")}`
+
+/**
+ * The signature headers of one attempt at `timestamp` (Unix seconds): the spec's `X-Service-Signature` with the
+ * current secret, and the Standard Webhooks three, whose signature lists the current secret's entry first and,
+ * while a rotated-out secret still verifies, its entry second. Each key is derived once per attempt.
+ */
+export const signatureHeaders = (
+  request: Pick<AttemptRequest, "secret" | "previousSecret" | "eventId" | "body">,
+  timestamp: number
+) => {
+  const current = standardSignature(signingKey(request.secret), request.eventId, timestamp, request.body)
+  return {
+    "x-service-signature": signature(request.secret, request.body),
+    "webhook-id": request.eventId,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature":
+      request.previousSecret === null
+        ? current
+        : `${current} ${standardSignature(signingKey(request.previousSecret), request.eventId, timestamp, request.body)}`
+  }
+}
+
 export interface AttemptRequest {
   readonly url: string
   readonly secret: string
+  /** The secret rotated out, while it still verifies; else null. */
+  readonly previousSecret: string | null
   readonly body: string
   readonly eventType: string
   readonly eventId: string
@@ -31,6 +78,21 @@ export interface AttemptResult {
   readonly error: string | null
   readonly responseBody: string | null
   readonly durationMs: number
+  /** The headers sent (or, when no connection was made, those that were to be sent). */
+  readonly requestHeaders: Readonly<Record<string, string>>
+  /** Null without a response. */
+  readonly responseHeaders: Readonly<Record<string, string>> | null
+}
+
+/** A response's headers, names lower-case, up to `RESPONSE_HEADERS_LIMIT` characters. */
+const headersOf = (response: Response): Record<string, string> => {
+  const kept: Record<string, string> = {}
+  let size = 0
+  response.headers.forEach((value, name) => {
+    size += name.length + value.length
+    if (size <= RESPONSE_HEADERS_LIMIT) kept[name] = value
+  })
+  return kept
 }
 
 /** The first 4 KiB of a response body, without reading the rest. */
@@ -71,26 +133,29 @@ const attemptAsync = async (
 ): Promise<AttemptResult> => {
   const started = performance.now()
   const elapsed = () => Math.round(performance.now() - started)
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "user-agent": USER_AGENT,
+    host: "",
+    ...signatureHeaders(request, Math.floor(Date.now() / 1000)),
+    "x-service-event": request.eventType,
+    "x-service-event-id": request.eventId,
+    "x-service-delivery": request.deliveryId
+  }
+  if (request.traceparent !== undefined) headers.traceparent = request.traceparent
   const failed = (error: string): AttemptResult => ({
     succeeded: false,
     statusCode: null,
     error,
     responseBody: null,
-    durationMs: elapsed()
+    durationMs: elapsed(),
+    requestHeaders: headers,
+    responseHeaders: null
   })
   try {
+    headers.host = new URL(request.url).host
     const target = await resolveTarget(request.url, allowPrivate)
     if ("refused" in target) return failed(`refused: ${target.refused}`)
-    const headers: Record<string, string> = {
-      "content-type": "application/json",
-      "user-agent": USER_AGENT,
-      host: new URL(request.url).host,
-      "x-service-signature": signature(request.secret, request.body),
-      "x-service-event": request.eventType,
-      "x-service-event-id": request.eventId,
-      "x-service-delivery": request.deliveryId
-    }
-    if (request.traceparent !== undefined) headers.traceparent = request.traceparent
     const response = await fetch(pinnedUrl(request.url, target.address), {
       method: "POST",
       headers,
@@ -105,7 +170,9 @@ const attemptAsync = async (
       statusCode: response.status,
       error: succeeded ? null : `HTTP ${response.status}`,
       responseBody,
-      durationMs: elapsed()
+      durationMs: elapsed(),
+      requestHeaders: headers,
+      responseHeaders: headersOf(response)
     }
   } catch (cause) {
     const timedOut = cause instanceof Error && (cause.name === "TimeoutError" || cause.name === "AbortError")

@@ -128,9 +128,17 @@ export const DeliveryWorker = Layer.scopedDiscard(
         const number = claimed.attempt_count + 1
         const attemptedAt = Date.now()
         updateInPlace(deliveryLag, Math.max(0, attemptedAt - Date.parse(claimed.next_attempt_at)), [], fiber)
+        // A rotated-out secret signs too until it expires.
+        const previousSecret =
+          claimed.previous_secret !== null &&
+          claimed.previous_secret_expires_at !== null &&
+          Date.parse(claimed.previous_secret_expires_at) > attemptedAt
+            ? claimed.previous_secret
+            : null
         const request = {
           url: claimed.url,
           secret: claimed.secret,
+          previousSecret,
           body: claimed.payload,
           eventType: claimed.event_type,
           eventId: claimed.event_id,
@@ -211,7 +219,9 @@ export const DeliveryWorker = Layer.scopedDiscard(
               status_code: result.statusCode,
               error: result.error,
               response_body: result.responseBody,
-              outcome: result.succeeded ? "succeeded" : "failed"
+              outcome: result.succeeded ? "succeeded" : "failed",
+              request_headers: JSON.stringify(result.requestHeaders),
+              response_headers: result.responseHeaders === null ? null : JSON.stringify(result.responseHeaders)
             },
             webhook_id: claimed.webhook_id,
             decisive: result.succeeded || status === "failed"
