@@ -9,6 +9,7 @@ import m0006 from "./migrations/0006_list_counts.js"
 import m0007 from "./migrations/0007_member_team_columns.js"
 import m0008 from "./migrations/0008_delivery_count_shards.js"
 import m0009 from "./migrations/0009_event_audience.js"
+import m0010 from "./migrations/0010_idempotency_keys.js"
 import m0011 from "./migrations/0011_webhook_signing.js"
 import m0013 from "./migrations/0013_oauth_apps.js"
 
@@ -23,6 +24,7 @@ const migrations = {
   "0007_member_team_columns": m0007,
   "0008_delivery_count_shards": m0008,
   "0009_event_audience": m0009,
+  "0010_idempotency_keys": m0010,
   "0011_webhook_signing": m0011,
   "0013_oauth_apps": m0013
 }
