@@ -5,6 +5,7 @@ import { api, signedIn, signOut, whenSessionEnds } from "./api.ts"
 import { h, replace } from "./dom.ts"
 import { apiKeysPage } from "./pages/apiKeys.ts"
 import { eventPage, eventsPage } from "./pages/events.ts"
+import { authorizedAppsPage, oauthAppPage, oauthAppsPage } from "./pages/oauthApps.ts"
 import { projectPage, projectsPage } from "./pages/projects.ts"
 import { signInPage } from "./pages/signIn.ts"
 import { teamPage, teamsPage } from "./pages/teams.ts"
@@ -32,6 +33,9 @@ route(/^\/teams$/, teamsPage)
 route(new RegExp(`^/teams/${ID}$`), teamPage)
 route(/^\/settings$/, () => navigate(`${BASE}/settings/api-keys`, { replace: true }))
 route(/^\/settings\/api-keys$/, apiKeysPage)
+route(/^\/settings\/oauth-apps$/, oauthAppsPage)
+route(new RegExp(`^/settings/oauth-apps/${ID}$`), oauthAppPage)
+route(/^\/settings\/authorized-apps$/, authorizedAppsPage)
 route(/^\/webhooks$/, webhooksPage)
 route(new RegExp(`^/webhooks/${ID}$`), webhookPage)
 route(new RegExp(`^/webhooks/${ID}/deliveries/${ID}$`), deliveryPage)
@@ -43,7 +47,9 @@ const nav = [
   ["Teams", `${BASE}/teams`],
   ["Webhooks", `${BASE}/webhooks`],
   ["Events", `${BASE}/events`],
-  ["API keys", `${BASE}/settings/api-keys`]
+  ["API keys", `${BASE}/settings/api-keys`],
+  ["OAuth apps", `${BASE}/settings/oauth-apps`],
+  ["Authorized apps", `${BASE}/settings/authorized-apps`]
 ] as const
 
 let me: Promise<User> | undefined

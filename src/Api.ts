@@ -9,6 +9,7 @@ import { ApiKeysApi } from "./ApiKeys/Api.js"
 import { DeploymentsApi } from "./Deployments/Api.js"
 import { ApiErrors } from "./Domain/Errors.js"
 import { EventsApi } from "./Events/Api.js"
+import { AuthorizationsApi, OAuthClientsApi } from "./OAuth/Api.js"
 import { ProjectsApi } from "./Projects/Api.js"
 import { InvitationsApi, TeamsApi } from "./Teams/Api.js"
 import { UsersApi } from "./Users/Api.js"
@@ -83,6 +84,8 @@ export class Api extends HttpApi.make("api")
   .add(ApiKeysApi)
   .add(WebhooksApi)
   .add(EventsApi)
+  .add(OAuthClientsApi)
+  .add(AuthorizationsApi)
   // What any `/v1` request can get, whatever its route; the rest is declared per endpoint (src/Contract/Errors.ts)
   // and by the `Authentication` middleware (401, 403, 429).
   .addError(ApiErrors.NotFound)
@@ -98,7 +101,7 @@ export class Api extends HttpApi.make("api")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(
     OpenApi.Description,
-    "Projects and their deployments, users, teams and invitations, API keys and webhooks. Every response wears an envelope: `{data, meta}` on success, " +
+    "Projects and their deployments, users, teams and invitations, API keys, webhooks, and OAuth applications and the access you gave them. Every response wears an envelope: `{data, meta}` on success, " +
       "`{data: [...], meta: {total, page, per_page}}` for lists, `{error: {code, message, status, request_id}}` on failure."
   )
   .annotate(OpenApi.Transform, withoutFrameworkDecodeError) {}

@@ -44,6 +44,7 @@ import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { makeNodeServer } from "./Http/NodeServer.js"
 import { CurrentRequest, makeRequestState, withStateHeaders } from "./Http/RequestState.js"
 import { routeOf, StrictRouting } from "./Http/Routes.js"
+import { AuthorizationsHttp, OAuthClientsHttp } from "./OAuth/Apps/Http.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
 import { jsonLogger, writeJsonLine } from "./Observability/Logging.js"
 import { requestDuration, updateInPlace } from "./Observability/Metrics.js"
@@ -272,6 +273,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     WebhooksHttp,
     EventsHttp
   ]),
+  Layer.provide([OAuthClientsHttp, AuthorizationsHttp]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -12,6 +12,7 @@ import { DeliveryInbox } from "./Events/Inbox.js"
 import { HttpLive } from "./Http.js"
 import { OAuthAuthorizations } from "./OAuth/Authorizations.js"
 import { OAuthClients } from "./OAuth/Clients.js"
+import { OAuthGrants } from "./OAuth/Grants.js"
 import { OAuthTokens } from "./OAuth/Tokens.js"
 import { LoggingLive } from "./Observability/Logging.js"
 import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
@@ -37,6 +38,7 @@ export const ServicesLive = Layer.mergeAll(
   OAuthClients.Default,
   OAuthAuthorizations.Default,
   OAuthTokens.Default,
+  OAuthGrants.Default,
   SigningKeys.Default,
   SignIn.Default,
   Webhooks.Default,

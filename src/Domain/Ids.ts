@@ -68,7 +68,8 @@ export const prefixes = {
   delivery: "dlv",
   client: "cli",
   deployment: "dpl",
-  invitation: "inv"
+  invitation: "inv",
+  grant: "grant"
 } as const
 
 export type IdKind = keyof typeof prefixes
@@ -115,6 +116,10 @@ export const InvitationId = brandedId("invitation", "InvitationId")
 export type InvitationId = typeof InvitationId.Type
 export const DeploymentId = brandedId("deployment", "DeploymentId")
 export type DeploymentId = typeof DeploymentId.Type
+export const OAuthClientId = brandedId("client", "OAuthClientId")
+export type OAuthClientId = typeof OAuthClientId.Type
+export const GrantId = brandedId("grant", "GrantId")
+export type GrantId = typeof GrantId.Type
 
 /** Random base62 text from a CSPRNG, without modulo bias. */
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

@@ -4,6 +4,7 @@
  * stage `consent`) → `decide` (taken once: an authorization code, with its PKCE challenge, or a denial).
  * Every form carries the pending authorization's id and a one-time form token, kept as SHA-256.
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { randomBase62 } from "../Domain/Ids.js"
 import {
@@ -27,6 +28,8 @@ import { later, newCode, newFormSecret, PKCE_PATTERN } from "./Secrets.js"
 
 export const CODE_TTL_SECONDS = 600
 export const PENDING_TTL_SECONDS = 600
+/** What a pending authorization's id looks like (`newFormSecret`): anything else is no form of ours, unqueried. */
+const FORM_SECRET = /^[0-9A-Za-z]{32}$/
 
 /** `GET /authorize`'s parameters, decoded at the HTTP edge (absent and present-but-empty kept apart). */
 export interface AuthorizationRequest {
@@ -63,6 +66,7 @@ export interface Decision {
 export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("OAuthAuthorizations", {
   dependencies: [OAuthRepo.Default, OAuthClients.Default],
   effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
     const repo = yield* OAuthRepo
     const clients = yield* OAuthClients
 
@@ -139,6 +143,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
 
     /** The pending authorization a form was posted for, if it is at `stage` and its form token matches. */
     const find = traced("OAuthAuthorizations.find")(function* (form: FormTokens, stage: PendingAuthorization["stage"]) {
+      if (!FORM_SECRET.test(form.pending)) return Option.none<Awaiting>()
       const found = yield* Effect.orDie(repo.findPending({ id: form.pending, now: nowIso() }))
       if (
         Option.isNone(found) ||
@@ -168,6 +173,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
      * the redirect URI and the PKCE challenge). None when the form has expired or was already answered.
      */
     const decide = traced("OAuthAuthorizations.decide")(function* (form: FormTokens, approve: boolean) {
+      if (!FORM_SECRET.test(form.pending)) return Option.none<Decision>()
       const taken = yield* Effect.orDie(
         repo.takePending({ id: form.pending, csrfHash: sha256Hex(form.csrf), now: nowIso() })
       )
@@ -184,8 +190,10 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       }
       const code = newCode()
       const now = nowIso()
-      yield* Effect.orDie(
-        repo.insertCode(
+      // The grant (made or widened) and the code under it commit together.
+      yield* Effect.gen(function* () {
+        const grantId = yield* repo.grantFor({ userId, clientId: pending.clientId, scope: pending.scope, now })
+        yield* repo.insertCode(
           new AuthorizationCode({
             id: `code_${randomBase62(26)}`,
             codeHash: sha256Hex(code),
@@ -196,10 +204,11 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
             codeChallenge: pending.codeChallenge,
             createdAt: now,
             expiresAt: later(CODE_TTL_SECONDS),
-            usedAt: null
+            usedAt: null,
+            grantId
           })
         )
-      )
+      }).pipe(sql.withTransaction, Effect.orDie)
       return Option.some<Decision>({
         redirectUri: pending.redirectUri,
         state: pending.state,

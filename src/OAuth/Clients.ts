@@ -1,17 +1,39 @@
 /**
- * OAuth clients: registration (operators, through the CLI), lookup, and client authentication at the token and
- * revocation endpoints. Secrets are shown once, at registration, and kept as SHA-256.
+ * OAuth clients: registration (by operators through the CLI, or by a user through `/v1/oauth-clients`), lookup,
+ * and client authentication at the token and revocation endpoints. Secrets are shown once, at registration and at
+ * rotation, and kept as SHA-256. A user's clients are theirs alone: another user's client, and the operator's,
+ * are not found; OAuth access tokens cannot manage clients (as they cannot manage API keys).
  */
 import { Effect, Option, Schema } from "effect"
-import { NotFound, ValidationFailed } from "../Domain/Errors.js"
-import { makeId } from "../Domain/Ids.js"
-import { OAuthClient, OAuthError } from "../Domain/OAuth.js"
+import { Forbidden, NotFound, ValidationFailed } from "../Domain/Errors.js"
+import { idPattern, makeId, OAuthClientId } from "../Domain/Ids.js"
+import type { ListQuery } from "../Domain/Lists.js"
+import {
+  MAX_REDIRECT_URIS,
+  type NewOAuthClient,
+  OAuthClient,
+  type OAuthClientPatch,
+  type OAuthClientSort,
+  type OAuthClientWithSecret,
+  OAuthError,
+  redirectUriProblem
+} from "../Domain/OAuth.js"
 import { TrimmedName } from "../Domain/Payload.js"
+import type { Principal } from "../Domain/Principal.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { traced } from "../Observability/Traced.js"
+import { OAuthAppsRepo } from "./Apps/Repo.js"
 import { OAuthRepo } from "./Repo.js"
 import { newClientSecret } from "./Secrets.js"
+
+const CLIENT_ID = idPattern("client")
+
+/** OAuth access tokens manage no clients: an app must not be able to register or change apps. */
+const refuseOAuth = (principal: Principal) =>
+  principal.credential.kind === "oauth"
+    ? Effect.fail(new Forbidden({ message: "OAuth access tokens cannot manage OAuth clients" }))
+    : Effect.void
 
 export interface NewClient {
   readonly name: string
@@ -35,44 +57,132 @@ export interface ClientCredentials {
 }
 
 export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients", {
-  dependencies: [OAuthRepo.Default],
+  dependencies: [OAuthRepo.Default, OAuthAppsRepo.Default],
   effect: Effect.gen(function* () {
     const repo = yield* OAuthRepo
+    const apps = yield* OAuthAppsRepo
 
+    /**
+     * A client by its id. Ids come from requests (a form, a query, HTTP Basic): one that is not a client id (NUL
+     * bytes and invalid text included, which PostgreSQL refuses outright) is unknown without a query.
+     */
     const find = traced("OAuthClients.find")(function* (id: string) {
+      if (!CLIENT_ID.test(id)) return Option.none<OAuthClient>()
       return yield* Effect.orDie(repo.findClient(id))
     })
 
-    /** `bun run cli oauth-clients create`. */
+    /** Makes the client (the API's body is already checked by its schema; the CLI's flags are checked here). */
+    const insert = (input: NewClient, ownerId: string | null) =>
+      Effect.gen(function* () {
+        const redirectUris = Array.from(new Set(input.redirectUris))
+        const secret = input.isPublic ? Option.none() : Option.some(newClientSecret())
+        const client = new OAuthClient({
+          id: makeId("client"),
+          name: input.name,
+          secretHash: Option.getOrNull(Option.map(secret, sha256Hex)),
+          redirectUris,
+          isPublic: input.isPublic
+        })
+        const createdAt = nowIso()
+        yield* Effect.orDie(repo.insertClient({ client, createdAt, ownerId }))
+        return { client, secret, createdAt }
+      })
+
+    /** `bun run cli oauth-clients create`: the same rules as the API's, on the CLI's flags. */
     const create = traced("OAuthClients.create")(function* (input: NewClient) {
       const name = yield* Schema.decodeUnknown(TrimmedName)(input.name).pipe(
         Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
       )
       if (input.redirectUris.length === 0)
         return yield* ValidationFailed.field("redirect-uri", "at least one is required")
-      for (const uri of input.redirectUris) {
-        if (!URL.canParse(uri) || uri.includes("#")) {
-          return yield* ValidationFailed.field("redirect-uri", `must be an absolute URL without a fragment: ${uri}`)
-        }
+      if (input.redirectUris.length > MAX_REDIRECT_URIS) {
+        return yield* ValidationFailed.field("redirect-uri", `at most ${MAX_REDIRECT_URIS} are allowed`)
       }
-      const redirectUris = Array.from(new Set(input.redirectUris))
-      const secret = input.isPublic ? Option.none() : Option.some(newClientSecret())
-      const client = new OAuthClient({
-        id: makeId("client"),
-        name,
-        secretHash: Option.getOrNull(Option.map(secret, sha256Hex)),
-        redirectUris,
-        isPublic: input.isPublic
-      })
-      yield* Effect.orDie(repo.insertClient({ client, createdAt: nowIso() }))
+      for (const uri of input.redirectUris) {
+        const problem = redirectUriProblem(uri)
+        if (problem !== undefined) return yield* ValidationFailed.field("redirect-uri", `${problem}: ${uri}`)
+      }
+      const { client, secret } = yield* insert({ ...input, name }, null)
       const registered: RegisteredClient = {
         client_id: client.id,
         ...Option.match(secret, { onNone: () => ({}), onSome: (value) => ({ client_secret: value }) }),
         name,
-        redirect_uris: redirectUris,
+        redirect_uris: client.redirectUris,
         public: input.isPublic
       }
       return registered
+    })
+
+    /** `POST /v1/oauth-clients`: a client owned by the caller; a confidential client's secret is in this answer only. */
+    const register = traced("OAuthClients.register")(function* (principal: Principal, input: NewOAuthClient) {
+      yield* refuseOAuth(principal)
+      const isPublic = input.public ?? false
+      const { client, createdAt, secret } = yield* insert(
+        { name: input.name, redirectUris: input.redirect_uris, isPublic },
+        principal.userId
+      )
+      const created: OAuthClientWithSecret = {
+        id: OAuthClientId.make(client.id),
+        name: client.name,
+        redirect_uris: client.redirectUris,
+        public: isPublic,
+        created_at: createdAt,
+        updated_at: createdAt,
+        ...Option.match(secret, { onNone: () => ({}), onSome: (value) => ({ client_secret: value }) })
+      }
+      return created
+    })
+
+    const list = traced("OAuthClients.list")(function* (principal: Principal, query: ListQuery<OAuthClientSort>) {
+      yield* refuseOAuth(principal)
+      return yield* Effect.orDie(apps.listClients(principal.userId, query))
+    })
+
+    const get = traced("OAuthClients.get")(function* (principal: Principal, id: OAuthClientId) {
+      yield* refuseOAuth(principal)
+      const found = yield* Effect.orDie(apps.findClient(principal.userId, id))
+      if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
+      return found.value
+    })
+
+    /** `PUT /v1/oauth-clients/:id`: name and redirect URIs. Codes already issued keep the URI they were bound to. */
+    const update = traced("OAuthClients.update")(function* (
+      principal: Principal,
+      id: OAuthClientId,
+      patch: OAuthClientPatch
+    ) {
+      yield* refuseOAuth(principal)
+      const changed = yield* Effect.orDie(
+        apps.updateClient({
+          ownerId: principal.userId,
+          id,
+          name: patch.name,
+          redirectUris: patch.redirect_uris === undefined ? undefined : Array.from(new Set(patch.redirect_uris)),
+          now: nowIso()
+        })
+      )
+      if (!changed) return yield* NotFound.resource("OAuth client", id)
+      return yield* get(principal, id)
+    })
+
+    /** `DELETE /v1/oauth-clients/:id`: the client goes with every grant, pending authorization, code and token. */
+    const deleteOwned = traced("OAuthClients.delete")(function* (principal: Principal, id: OAuthClientId) {
+      yield* refuseOAuth(principal)
+      if (!(yield* Effect.orDie(apps.deleteClient({ ownerId: principal.userId, id })))) {
+        return yield* NotFound.resource("OAuth client", id)
+      }
+    })
+
+    /** `POST /v1/oauth-clients/:id/rotate-secret`: a new secret, shown this once; the old one stops working at once. */
+    const rotateOwned = traced("OAuthClients.rotateOwned")(function* (principal: Principal, id: OAuthClientId) {
+      const found = yield* get(principal, id)
+      if (found.public)
+        return yield* ValidationFailed.field("public", "the client is public: it has no secret to rotate")
+      const secret = newClientSecret()
+      const now = nowIso()
+      yield* Effect.orDie(apps.setClientSecret({ ownerId: principal.userId, id, secretHash: sha256Hex(secret), now }))
+      const rotated: OAuthClientWithSecret = { ...found, updated_at: now, client_secret: secret }
+      return rotated
     })
 
     /**
@@ -115,6 +225,19 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       return { ...found.value, client_secret: secret }
     })
 
-    return { find, create, authenticate, listAll, remove, rotateSecret } as const
+    return {
+      find,
+      create,
+      authenticate,
+      listAll,
+      remove,
+      rotateSecret,
+      register,
+      list,
+      get,
+      update,
+      delete: deleteOwned,
+      rotateOwned
+    } as const
   })
 }) {}

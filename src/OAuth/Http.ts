@@ -3,14 +3,18 @@
  * (and HTML for the sign-in and consent pages), never in the `/v1` envelope.
  *
  *   GET  /oauth/authorize            sign-in page (or an error page / error redirect)
- *   POST /oauth/authorize/sign-in    the sign-in form → the consent page
+ *   POST /oauth/authorize/sign-in    the sign-in form → 303 to the consent page (Post/Redirect/Get)
+ *   GET  /oauth/authorize/consent    the consent page, for the browser that signed in (a cookie binds it)
  *   POST /oauth/authorize/consent    the consent form → 302 to the client with `code` or `error=access_denied`
+ *   GET  /oauth/assets/styles.css    the pages' stylesheet: the dashboard's, with the pages' additions
  *   POST /oauth/token                authorization_code and refresh_token grants
  *   POST /oauth/revoke               RFC 7009
  *   POST /oauth/login                JWT session from {email, password}
  *   GET  /oauth/jwks.json            the JWT verification keys
  *   GET  /.well-known/oauth-authorization-server[/oauth]   RFC 8414 metadata
  */
+
+import { join } from "node:path"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -20,19 +24,46 @@ import { JWT_TTL_SECONDS, SigningKeys } from "../Auth/Jwt.js"
 import { SignIn, SignInFailed } from "../Auth/SignIn.js"
 import { OAuthError } from "../Domain/OAuth.js"
 import { scopeNames } from "../Domain/Scopes.js"
-import { OAuthAuthorizations } from "./Authorizations.js"
+import { sha256Hex } from "../Domain/Secrets.js"
+import { Users } from "../Users/Users.js"
+import { OAuthAuthorizations, PENDING_TTL_SECONDS } from "./Authorizations.js"
 import { type ClientCredentials, OAuthClients } from "./Clients.js"
-import { consentPage, errorPage, signInPage } from "./Pages.js"
+import { consentPage, errorPage, STYLESHEET_PATH, signInPage } from "./Pages.js"
+import { storable } from "./Secrets.js"
 import { type IssuedTokens, OAuthTokens } from "./Tokens.js"
+
+const DASHBOARD_STYLES = join(import.meta.dir, "..", "..", "dashboard", "styles.css")
+const PAGE_STYLES = join(import.meta.dir, "pages.css")
+
+/**
+ * The consent page's cookie: the browser that signed in holds the consent form's token, so only it is shown the
+ * consent page (its address carries the pending authorization's id, which alone is not enough). One cookie per
+ * pending authorization, so two authorizations in two tabs do not clash; it lives as long as the authorization.
+ */
+const consentCookie = (pending: string) => `pcs_consent_${pending}`
+const setConsentCookie = (authUrl: string, pending: string, value: string, maxAge: number) =>
+  [
+    `${consentCookie(pending)}=${value}`,
+    `Path=${new URL(authUrl).pathname}/authorize`,
+    `Max-Age=${maxAge}`,
+    "HttpOnly",
+    "SameSite=Lax",
+    ...(authUrl.startsWith("https:") ? ["Secure"] : [])
+  ].join("; ")
 
 const MAX_BODY_BYTES = 64 * 1024
 
 const noStore = { "cache-control": "no-store", pragma: "no-cache" }
 
+/**
+ * No script at all, styles from this service only. No `form-action`: Chromium applies it to the redirect that
+ * follows a form's POST, and the consent form's answer is a redirect to the client, wherever that is.
+ */
 const pageHeaders = {
   ...noStore,
   "x-frame-options": "DENY",
-  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+  "content-security-policy":
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'",
   "referrer-policy": "no-referrer",
   "x-content-type-options": "nosniff"
 }
@@ -111,8 +142,12 @@ const basicCredentials = (request: HttpServerRequest.HttpServerRequest) =>
     const decoded = Buffer.from(encoded, "base64").toString("utf8")
     const colon = decoded.indexOf(":")
     if (colon < 0) return yield* invalid
+    // Text no engine can store (a NUL byte, a lone surrogate) is no client's: refused here, before any query.
     const part = (text: string) =>
-      Effect.try({ try: () => decodeURIComponent(text.replace(/\+/g, " ")), catch: () => invalid })
+      Effect.flatMap(
+        Effect.try({ try: () => decodeURIComponent(text.replace(/\+/g, " ")), catch: () => invalid }),
+        (value) => (storable(value) ? Effect.succeed(value) : Effect.fail(invalid))
+      )
     return Option.some({ id: yield* part(decoded.slice(0, colon)), secret: yield* part(decoded.slice(colon + 1)) })
   })
 
@@ -273,6 +308,32 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
     const tokens = yield* OAuthTokens
     const keys = yield* SigningKeys
     const signIn = yield* SignIn
+    const users = yield* Users
+
+    // The stylesheet, read once on first use: the dashboard's, then the pages' own additions.
+    const stylesheet = yield* Effect.cached(
+      Effect.tryPromise(async () => {
+        const text = `${await Bun.file(DASHBOARD_STYLES).text()}\n${await Bun.file(PAGE_STYLES).text()}`
+        return { text, etag: `"${sha256Hex(text).slice(0, 22)}"` }
+      })
+    )
+    yield* router.get(
+      STYLESHEET_PATH,
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const styles = yield* stylesheet
+        const headers = { "cache-control": "no-cache", etag: styles.etag, "x-content-type-options": "nosniff" }
+        if (request.headers["if-none-match"] === styles.etag) return HttpServerResponse.empty({ status: 304, headers })
+        return HttpServerResponse.text(styles.text, { contentType: "text/css; charset=utf-8", headers })
+      }).pipe(
+        Effect.catchAll((error) =>
+          Effect.as(
+            Effect.logError("the authorization pages' stylesheet could not be read", error),
+            HttpServerResponse.text("The stylesheet could not be read.", { status: 500 })
+          )
+        )
+      )
+    )
 
     const metadata = guardJson(
       Effect.gen(function* () {
@@ -373,14 +434,59 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
               ? again("Too many failed sign-ins for this account; try again later.", 429)
               : again(SignInFailed.invalidMessage, 401)
           }
-          const csrf = yield* authorizations.signedIn(awaiting.value.pending.id, user.right.id)
+          const pending = awaiting.value.pending.id
+          const csrf = yield* authorizations.signedIn(pending, user.right.id)
+          // Post/Redirect/Get: the consent page has its own address, so a reload never posts the password again.
+          return HttpServerResponse.empty({
+            status: 303,
+            headers: {
+              ...noStore,
+              location: `${consentAction(authUrl)}?${new URLSearchParams({ pending })}`,
+              "set-cookie": setConsentCookie(authUrl, pending, csrf, PENDING_TTL_SECONDS)
+            }
+          })
+        })
+      )
+    )
+
+    yield* router.get(
+      "/oauth/authorize/consent",
+      guardHtml(
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const { authUrl } = yield* currentIssuer
+          const pending = new URL(request.url, "http://localhost").searchParams.get("pending") ?? ""
+          const csrf = request.cookies[consentCookie(pending)] ?? ""
+          const awaiting = yield* authorizations.find({ pending, csrf }, "consent")
+          if (Option.isNone(awaiting) || awaiting.value.pending.userId === null) {
+            return html(errorPage(expiredForm), 400)
+          }
+          const { client, scopes } = awaiting.value
+          const found = awaiting.value.pending
+          const user = yield* Effect.either(users.get(awaiting.value.pending.userId))
+          if (user._tag === "Left") return html(errorPage(expiredForm), 400)
+          const restart = new URL(`${authUrl}/authorize`)
+          for (const [key, value] of Object.entries({
+            response_type: "code",
+            client_id: client.id,
+            redirect_uri: found.redirectUri,
+            scope: found.scope,
+            state: found.state,
+            code_challenge: found.codeChallenge,
+            code_challenge_method: found.codeChallenge === null ? null : "S256"
+          })) {
+            if (value !== null) restart.searchParams.set(key, value)
+          }
           return html(
             consentPage({
               action: consentAction(authUrl),
-              pending: awaiting.value.pending.id,
+              pending,
               csrf,
-              clientName: awaiting.value.client.name,
-              scopes: awaiting.value.scopes
+              clientName: client.name,
+              scopes,
+              user: { name: user.right.name, email: user.right.email },
+              restart: restart.toString(),
+              redirectUri: found.redirectUri
             })
           )
         })
@@ -400,14 +506,17 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
           const decided = yield* authorizations.decide({ pending, csrf }, decision === "approve")
           if (Option.isNone(decided)) return html(errorPage(expiredForm), 400)
           const { outcome, redirectUri, state } = decided.value
-          return outcome._tag === "Approved"
-            ? redirectTo(redirectUri, { code: outcome.code, state, iss: authUrl })
-            : redirectTo(redirectUri, {
-                error: "access_denied",
-                error_description: "The user refused the request",
-                state,
-                iss: authUrl
-              })
+          const answer =
+            outcome._tag === "Approved"
+              ? redirectTo(redirectUri, { code: outcome.code, state, iss: authUrl })
+              : redirectTo(redirectUri, {
+                  error: "access_denied",
+                  error_description: "The user refused the request",
+                  state,
+                  iss: authUrl
+                })
+          // The answered authorization's cookie is spent.
+          return HttpServerResponse.setHeader(answer, "set-cookie", setConsentCookie(authUrl, pending, "", 0))
         })
       )
     )

@@ -1,19 +1,24 @@
 /**
- * The authorization pages: sign-in, consent and the error page. Plain HTML, no scripts; every form carries the
- * pending authorization's id and its one-time form token (CSRF).
+ * The authorization pages: sign-in, consent and the error page. Server-rendered HTML without any script, styled by
+ * the dashboard's own stylesheet (served by this service at `STYLESHEET_PATH`, with the pages' few additions), so
+ * they look like the dashboard and load nothing from elsewhere. Every form carries the pending authorization's id
+ * and its one-time form token (CSRF). Every value is escaped.
  */
 import type { Scope } from "../Domain/Scopes.js"
+
+export const STYLESHEET_PATH = "/oauth/assets/styles.css"
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c)
 
-const scopeMeaning: Record<Scope, string> = {
-  read: "Read all your resources",
-  write: "Change all your resources",
-  "projects:read": "Read your projects",
-  "projects:write": "Change your projects",
-  "team:manage": "Manage your teams' members",
-  "billing:read": "Read billing information"
+/** Each scope in words, as the consent page asks for it. */
+export const scopeMeaning: Record<Scope, string> = {
+  read: "Read everything in your account: projects, teams, API keys, webhooks and events",
+  write: "Create, change and delete everything in your account",
+  "projects:read": "Read your projects and their deployments",
+  "projects:write": "Create, change and delete your projects and their deployments",
+  "team:manage": "Manage your teams: members, roles and invitations",
+  "billing:read": "Read your billing information"
 }
 
 const layout = (title: string, body: string) => `<!doctype html>
@@ -21,17 +26,19 @@ const layout = (title: string, body: string) => `<!doctype html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>
-body { font-family: system-ui, sans-serif; max-width: 28rem; margin: 4rem auto; padding: 0 1rem; color: #222; }
-label { display: block; margin: .75rem 0 .25rem; }
-input[type=email], input[type=password] { width: 100%; padding: .5rem; box-sizing: border-box; }
-button { margin-top: 1rem; padding: .5rem 1rem; margin-right: .5rem; }
-.error { color: #b00020; }
-</style>
+<meta name="color-scheme" content="light dark">
+<title>${escapeHtml(title)} · Project Collaboration Service</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="${STYLESHEET_PATH}">
 </head>
 <body>
+<a class="skip-link" href="#main">Skip to content</a>
+<header class="top"><a class="brand" href="/dashboard">Project Collaboration</a></header>
+<main id="main" tabindex="-1">
+<div class="auth-page">
 ${body}
+</div>
+</main>
 </body>
 </html>
 `
@@ -51,16 +58,23 @@ export const signInPage = (input: {
   layout(
     "Sign in",
     `<h1>Sign in</h1>
-<p><strong>${escapeHtml(input.clientName)}</strong> wants to access your account.</p>
-${input.error === undefined ? "" : `<p class="error" role="alert">${escapeHtml(input.error)}</p>`}
+<p class="lead"><strong>${escapeHtml(input.clientName)}</strong> wants to access your account. Sign in to choose what it may do.</p>
+<section class="card auth-card" aria-label="Sign in">
 <form method="post" action="${escapeHtml(input.action)}">
+${input.error === undefined ? "" : `<div class="form-error" role="alert"><p>${escapeHtml(input.error)}</p></div>`}
 ${hidden(input.pending, input.csrf)}
+<div class="field">
 <label for="email">Email</label>
-<input id="email" type="email" name="email" autocomplete="username" required value="${escapeHtml(input.email ?? "")}">
+<input id="email" type="email" name="email" autocomplete="username" required autofocus value="${escapeHtml(input.email ?? "")}">
+</div>
+<div class="field">
 <label for="password">Password</label>
 <input id="password" type="password" name="password" autocomplete="current-password" required>
-<button type="submit">Sign in</button>
-</form>`
+</div>
+<div class="actions"><button type="submit" class="primary">Sign in</button></div>
+</form>
+</section>
+<p class="fine-print">No account yet? Accounts are made by the operator of this service. Nothing is shared until you allow it on the next page.</p>`
   )
 
 export const consentPage = (input: {
@@ -69,25 +83,40 @@ export const consentPage = (input: {
   readonly csrf: string
   readonly clientName: string
   readonly scopes: ReadonlyArray<Scope>
+  readonly user: { readonly name: string; readonly email: string }
+  /** Where "Not you?" starts again: the same authorization request, signed out. */
+  readonly restart: string
+  readonly redirectUri: string
 }) =>
   layout(
     "Allow access?",
     `<h1>Allow access?</h1>
-<p><strong>${escapeHtml(input.clientName)}</strong> asks for:</p>
-<ul>
-${input.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code>: ${escapeHtml(scopeMeaning[scope])}</li>`).join("\n")}
+<p class="signed-in-as">
+<span>Signed in as <strong>${escapeHtml(input.user.name)}</strong></span>
+<span class="email">${escapeHtml(input.user.email)}</span>
+<a href="${escapeHtml(input.restart)}">Not you?</a>
+</p>
+<section class="card auth-card" aria-labelledby="asks">
+<p id="asks" class="lead"><strong>${escapeHtml(input.clientName)}</strong> asks to:</p>
+<ul class="scope-list">
+${input.scopes.map((scope) => `<li><span>${escapeHtml(scopeMeaning[scope])}</span><code>${escapeHtml(scope)}</code></li>`).join("\n")}
 </ul>
+<p class="destination">Either way, your browser will then be sent to:<code>${escapeHtml(input.redirectUri)}</code></p>
 <form method="post" action="${escapeHtml(input.action)}">
 ${hidden(input.pending, input.csrf)}
-<button type="submit" name="decision" value="approve">Allow</button>
+<div class="actions">
+<button type="submit" name="decision" value="approve" class="primary">Allow</button>
 <button type="submit" name="decision" value="deny">Deny</button>
-</form>`
+</div>
+</form>
+</section>
+<p class="fine-print">You can revoke this access at any time in the dashboard, under <a href="/dashboard/settings/authorized-apps">Authorized applications</a>.</p>`
   )
 
 export const errorPage = (message: string) =>
   layout(
     "Authorization error",
     `<h1>This authorization request cannot continue</h1>
-<p class="error">${escapeHtml(message)}</p>
+<div class="form-error" role="alert"><p>${escapeHtml(message)}</p></div>
 <p>Go back to the application and start again.</p>`
   )

@@ -5,13 +5,16 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Effect, Schema } from "effect"
+import { makeId } from "../Domain/Ids.js"
 import {
   AccessCredential,
   AuthorizationCode,
   ClientSummary,
   OAuthClient,
   OAuthToken,
-  PendingAuthorization
+  PendingAuthorization,
+  scopeText,
+  storedScopes
 } from "../Domain/OAuth.js"
 
 /** `oauth_clients`: `redirect_uris` is JSON text, `is_public` 0/1 (a boolean where the driver says so). */
@@ -131,7 +134,8 @@ const CodeRow = Schema.transform(
     code_challenge: Schema.NullOr(Schema.String),
     created_at: Schema.String,
     expires_at: Schema.String,
-    used_at: Schema.NullOr(Schema.String)
+    used_at: Schema.NullOr(Schema.String),
+    grant_id: Schema.NullOr(Schema.String)
   }),
   Schema.typeSchema(AuthorizationCode),
   {
@@ -147,7 +151,8 @@ const CodeRow = Schema.transform(
         codeChallenge: row.code_challenge,
         createdAt: row.created_at,
         expiresAt: row.expires_at,
-        usedAt: row.used_at
+        usedAt: row.used_at,
+        grantId: row.grant_id
       }),
     encode: (code) => ({
       id: code.id,
@@ -159,7 +164,8 @@ const CodeRow = Schema.transform(
       code_challenge: code.codeChallenge,
       created_at: code.createdAt,
       expires_at: code.expiresAt,
-      used_at: code.usedAt
+      used_at: code.usedAt,
+      grant_id: code.grantId
     })
   }
 )
@@ -176,7 +182,8 @@ const TokenRow = Schema.transform(
     created_at: Schema.String,
     expires_at: Schema.String,
     used_at: Schema.NullOr(Schema.String),
-    revoked_at: Schema.NullOr(Schema.String)
+    revoked_at: Schema.NullOr(Schema.String),
+    grant_id: Schema.NullOr(Schema.String)
   }),
   Schema.typeSchema(OAuthToken),
   {
@@ -193,7 +200,8 @@ const TokenRow = Schema.transform(
         createdAt: row.created_at,
         expiresAt: row.expires_at,
         usedAt: row.used_at,
-        revokedAt: row.revoked_at
+        revokedAt: row.revoked_at,
+        grantId: row.grant_id
       }),
     encode: (token) => ({
       id: token.id,
@@ -206,7 +214,8 @@ const TokenRow = Schema.transform(
       created_at: token.createdAt,
       expires_at: token.expiresAt,
       used_at: token.usedAt,
-      revoked_at: token.revokedAt
+      revoked_at: token.revokedAt,
+      grant_id: token.grantId
     })
   }
 )
@@ -217,7 +226,9 @@ const AccessCredentialRow = Schema.transform(
     token_hash: Schema.String,
     user_id: Schema.String,
     org_id: Schema.String,
-    scope: Schema.String
+    scope: Schema.String,
+    grant_id: Schema.NullOr(Schema.String),
+    grant_last_used_at: Schema.NullOr(Schema.String)
   }),
   Schema.typeSchema(AccessCredential),
   {
@@ -228,14 +239,18 @@ const AccessCredentialRow = Schema.transform(
         tokenHash: row.token_hash,
         userId: row.user_id,
         orgId: row.org_id,
-        scope: row.scope
+        scope: row.scope,
+        grantId: row.grant_id,
+        grantLastUsedAt: row.grant_last_used_at
       }),
     encode: (credential) => ({
       id: credential.id,
       token_hash: credential.tokenHash,
       user_id: credential.userId,
       org_id: credential.orgId,
-      scope: credential.scope
+      scope: credential.scope,
+      grant_id: credential.grantId,
+      grant_last_used_at: credential.grantLastUsedAt
     })
   }
 )
@@ -250,10 +265,11 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
+    /** `ownerId`: the user who registered it through the API; null for the operator's CLI clients. */
     const insertClient = SqlSchema.void({
-      Request: Schema.Struct({ client: ClientRow, createdAt: Schema.String }),
-      execute: ({ client, createdAt }) =>
-        sql`INSERT INTO oauth_clients ${sql.insert({ ...client, created_at: createdAt })}`
+      Request: Schema.Struct({ client: ClientRow, createdAt: Schema.String, ownerId: Schema.NullOr(Schema.String) }),
+      execute: ({ client, createdAt, ownerId }) =>
+        sql`INSERT INTO oauth_clients ${sql.insert({ ...client, owner_id: ownerId, created_at: createdAt, updated_at: createdAt })}`
     })
     const findClient = SqlSchema.findOne({
       Request: Schema.String,
@@ -350,7 +366,8 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       Request: Schema.Struct({ hash: Schema.String, now: Schema.String }),
       Result: AccessCredentialRow,
       execute: ({ hash, now }) =>
-        sql`SELECT t.id, t.token_hash, t.user_id, t.scope, u.org_id FROM oauth_tokens t JOIN users u ON u.id = t.user_id
+        sql`SELECT t.id, t.token_hash, t.user_id, t.scope, u.org_id, t.grant_id, g.last_used_at AS grant_last_used_at
+          FROM oauth_tokens t JOIN users u ON u.id = t.user_id LEFT JOIN oauth_grants g ON g.id = t.grant_id
           WHERE t.token_hash = ${hash} AND t.kind = 'access' AND t.revoked_at IS NULL AND t.expires_at > ${now}`
     })
     const claimRefresh = (request: typeof ById.Type) =>
@@ -369,6 +386,40 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       execute: ({ familyId, now }) =>
         sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE family_id = ${familyId} AND revoked_at IS NULL`
     })
+    /**
+     * The user's grant to the client, made on first consent; a later consent adds its scopes (the grant's scopes
+     * are the union of what the user approved). Answers the grant's id. Run inside the consent's transaction.
+     */
+    const grantFor = (request: {
+      readonly userId: string
+      readonly clientId: string
+      readonly scope: string
+      readonly now: string
+    }) =>
+      Effect.gen(function* () {
+        yield* sql`INSERT INTO oauth_grants ${sql.insert({
+          id: makeId("grant"),
+          user_id: request.userId,
+          client_id: request.clientId,
+          scope: request.scope,
+          created_at: request.now,
+          last_used_at: null
+        })} ON CONFLICT (user_id, client_id) DO NOTHING`
+        const rows = yield* sql<{ readonly id: string; readonly scope: string }>`
+          SELECT id, scope FROM oauth_grants WHERE user_id = ${request.userId} AND client_id = ${request.clientId}`
+        const grant = rows[0]
+        if (grant === undefined) return yield* Effect.dieMessage("the grant just written is not there")
+        const union = scopeText(storedScopes(`${grant.scope} ${request.scope}`))
+        if (union !== grant.scope) yield* sql`UPDATE oauth_grants SET scope = ${union} WHERE id = ${grant.id}`
+        return grant.id
+      })
+    /** Tokens were issued or used under the grant: at most one write a minute per grant, whichever process serves. */
+    const touchGrant = (request: { readonly id: string; readonly now: string; readonly notBefore: string }) =>
+      Effect.asVoid(
+        sql`UPDATE oauth_grants SET last_used_at = ${request.now}
+          WHERE id = ${request.id} AND (last_used_at IS NULL OR last_used_at < ${request.notBefore})`
+      )
+
     const revokeToken = SqlSchema.void({
       Request: ById,
       execute: ({ id, now }) => sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL`
@@ -394,7 +445,9 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       findAccessCredential,
       claimRefresh,
       revokeFamily,
-      revokeToken
+      revokeToken,
+      grantFor,
+      touchGrant
     } as const
   })
 }) {}

@@ -24,3 +24,10 @@ export const newCode = () => randomBase62(43)
 export const newFormSecret = () => randomBase62(32)
 
 export const later = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString()
+
+/** NUL, or half of a UTF-16 surrogate pair alone: text PostgreSQL cannot store (and no id or secret of ours holds). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding NUL is this pattern's purpose.
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/** Whether `text` can reach the database as it is. */
+export const storable = (text: string): boolean => !UNSTORABLE.test(text)

@@ -18,6 +18,8 @@ import { ACCESS_PATTERN, later, newAccessToken, newRefreshToken, PKCE_PATTERN, v
 export { ACCESS_PREFIX, REFRESH_PREFIX } from "./Secrets.js"
 export const ACCESS_TTL_SECONDS = 3600
 export const REFRESH_TTL_SECONDS = 30 * 24 * 3600
+/** A grant's `last_used_at` is written at most once a minute, as an API key's is. */
+const TOUCH_INTERVAL_MS = 60_000
 
 /** The authorization-code grant's parameters (RFC 6749 §4.1.3). */
 export interface CodeExchange {
@@ -56,6 +58,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       readonly grantedScope: string
       readonly accessScope: string
       readonly familyId: string
+      readonly grantId: string | null
     }) =>
       Effect.gen(function* () {
         const accessToken = newAccessToken()
@@ -73,10 +76,12 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
             createdAt: now,
             expiresAt: later(ttl),
             usedAt: null,
-            revokedAt: null
+            revokedAt: null,
+            grantId: grant.grantId
           })
         yield* repo.insertToken(token("access", accessToken, grant.accessScope, ACCESS_TTL_SECONDS))
         yield* repo.insertToken(token("refresh", refreshToken, grant.grantedScope, REFRESH_TTL_SECONDS))
+        if (grant.grantId !== null) yield* repo.touchGrant({ id: grant.grantId, now, notBefore: now })
         const issued: IssuedTokens = {
           accessToken,
           refreshToken,
@@ -139,7 +144,8 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
           userId: code.userId,
           grantedScope: code.scope,
           accessScope: code.scope,
-          familyId: code.id
+          familyId: code.id,
+          grantId: code.grantId
         },
         reusedCode
       )
@@ -171,7 +177,14 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       }
       return yield* spendAndIssue(
         repo.claimRefresh({ id: token.id, now: nowIso() }),
-        { clientId: client.id, userId: token.userId, grantedScope: token.scope, accessScope, familyId: token.familyId },
+        {
+          clientId: client.id,
+          userId: token.userId,
+          grantedScope: token.scope,
+          accessScope,
+          familyId: token.familyId,
+          grantId: token.grantId
+        },
         reusedRefresh
       )
     })
@@ -192,8 +205,16 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       const invalid = new Unauthorized({ message: "The OAuth access token is invalid, expired or revoked" })
       if (!ACCESS_PATTERN.test(token)) return yield* invalid
       const hash = sha256Hex(token)
-      const found = yield* Effect.orDie(repo.findAccessCredential({ hash, now: nowIso() }))
+      const now = new Date()
+      const found = yield* Effect.orDie(repo.findAccessCredential({ hash, now: now.toISOString() }))
       if (Option.isNone(found) || !sameHash(found.value.tokenHash, hash)) return yield* invalid
+      const { grantId, grantLastUsedAt } = found.value
+      const notBefore = new Date(now.getTime() - TOUCH_INTERVAL_MS).toISOString()
+      if (grantId !== null && (grantLastUsedAt === null || grantLastUsedAt < notBefore)) {
+        yield* repo
+          .touchGrant({ id: grantId, now: now.toISOString(), notBefore })
+          .pipe(Effect.catchAll((error) => Effect.logWarning("could not record the grant's last_used_at", error)))
+      }
       const principal: Principal = {
         userId: found.value.userId,
         orgId: found.value.orgId,

@@ -560,6 +560,25 @@ const table: Record<string, () => Promise<Case>> = {
       state: async () => (await get(user, `${hookPath}/deliveries`)).data
     }
   },
+  "POST /v1/oauth-clients": async () => {
+    const user = await server.user()
+    return {
+      user,
+      path: "/v1/oauth-clients",
+      body: { name: "Table app", redirect_uris: ["https://app.example.com/cb"] },
+      state: () => total(user, "/v1/oauth-clients")
+    }
+  },
+  "POST /v1/oauth-clients/{id}/rotate-secret": async () => {
+    const user = await server.user()
+    const client = await post("/v1/oauth-clients", {
+      key: user.key,
+      body: { name: "Rotated", redirect_uris: ["https://app.example.com/cb"] }
+    })
+    const path = `/v1/oauth-clients/${client.body.data.id}`
+    // Run again, a rotation would move updated_at (and replace the secret once more).
+    return { user, path: `${path}/rotate-secret`, state: async () => (await get(user, path)).data.updated_at }
+  },
   "POST /v1/teams": async () => {
     const user = await manager()
     return { user, path: "/v1/teams", body: { name: "Table team" }, state: () => total(user, "/v1/teams") }

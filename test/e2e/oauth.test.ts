@@ -97,6 +97,20 @@ const authorizeUrl = (options: AuthorizeOptions) => {
   return url
 }
 
+/**
+ * After a successful sign-in: the 303 (Post/Redirect/Get) to the consent page, followed as a browser does, with
+ * the cookie it set. Answers the consent page.
+ */
+const followToConsent = async (signedIn: globalThis.Response) => {
+  expect(signedIn.status).toBe(303)
+  const location = new URL(signedIn.headers.get("location")!, signedIn.url)
+  expect(location.pathname).toBe("/oauth/authorize/consent")
+  const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!
+  expect(cookie).toMatch(/^pcs_consent_[0-9A-Za-z]{32}=[0-9A-Za-z]{32}$/)
+  const consent = await fetch(location, { redirect: "manual", headers: { cookie } })
+  return { consent, url: location.toString(), html: await consent.text(), cookie }
+}
+
 /** What a browser does: open the authorize URL, sign in, answer the consent form; answers the redirect's URL. */
 const browse = async (options: AuthorizeOptions) => {
   const url = authorizeUrl(options)
@@ -105,7 +119,7 @@ const browse = async (options: AuthorizeOptions) => {
   expect(page.headers.get("content-type")).toContain("text/html")
   const signIn = await page.text()
   const pending = field(signIn, "pending")
-  const consent = await fetch(actionOf(signIn, page.url), {
+  const signedIn = await fetch(actionOf(signIn, page.url), {
     method: "POST",
     redirect: "manual",
     body: new URLSearchParams({
@@ -115,7 +129,7 @@ const browse = async (options: AuthorizeOptions) => {
       password: user.password
     })
   })
-  const consentHtml = await consent.text()
+  const { consent, html: consentHtml } = await followToConsent(signedIn)
   expect(consent.status).toBe(200)
   expect(consentHtml).toContain("Allow access?")
   const answered = await fetch(actionOf(consentHtml, consent.url), {
@@ -388,6 +402,7 @@ describe("authorize errors", () => {
     // The form shown again after a wrong password is posted from /oauth/authorize/sign-in, as a browser would.
     const ok = await fetch(actionOf(wrongHtml, wrong.url), {
       method: "POST",
+      redirect: "manual",
       body: new URLSearchParams({
         pending,
         csrf_token: field(wrongHtml, "csrf_token"),
@@ -395,9 +410,24 @@ describe("authorize errors", () => {
         password: user.password
       })
     })
-    const consentHtml = await ok.text()
-    expect(ok.status).toBe(200)
-    const consentAction = actionOf(consentHtml, ok.url)
+    const followed = await followToConsent(ok)
+    const consentHtml = followed.html
+    expect(followed.consent.status).toBe(200)
+    // The consent page is shown only to the browser holding the sign-in's cookie.
+    const withoutCookie = await fetch(followed.url, { redirect: "manual" })
+    expect(withoutCookie.status).toBe(400)
+    expect(await withoutCookie.text()).not.toContain("Allow access?")
+    const wrongCookie = await fetch(followed.url, {
+      redirect: "manual",
+      headers: { cookie: `pcs_consent_${pending}=${"x".repeat(32)}` }
+    })
+    expect(wrongCookie.status).toBe(400)
+    // It says who is signed in, with a way to start again as someone else, and where the browser will go.
+    expect(consentHtml).toContain("OAuth User")
+    expect(consentHtml).toContain(user.email)
+    expect(consentHtml).toContain("Not you?")
+    expect(consentHtml).toContain(REDIRECT)
+    const consentAction = actionOf(consentHtml, followed.url)
     expect(consentAction.pathname).toBe("/oauth/authorize/consent")
     // The sign-in token does not work on the consent form.
     const early = await fetch(consentAction, {
@@ -548,6 +578,54 @@ describe("token errors", () => {
 })
 
 describe("using and revoking OAuth tokens", () => {
+  test("OAuth tokens manage no OAuth clients (403); the grant is listed, and revoking it is 401 at once", async () => {
+    const tokens = await (await exchange(await codeFor({ scope: "read write" }))).json()
+    const asApp = (path: string, method = "GET", body?: unknown) =>
+      server.request(path, { method, key: tokens.access_token, ...(body === undefined ? {} : { body }) })
+    for (const [method, path, body] of [
+      ["GET", "/v1/oauth-clients", undefined],
+      ["POST", "/v1/oauth-clients", { name: "x", redirect_uris: [REDIRECT] }]
+    ] as const) {
+      const res = await asApp(path, method, body)
+      expect(res.status).toBe(403)
+      expect(res.body.error.message).toBe("OAuth access tokens cannot manage OAuth clients")
+    }
+    // The user's own session sees the grant under its authorizations; revoking it stops every token of it.
+    const login = await fetch(`${server.url}/oauth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: user.email, password: user.password })
+    })
+    const session: { access_token: string } = await login.json()
+    const listed = await server.request("/v1/authorizations", { key: session.access_token })
+    expect(listed.status).toBe(200)
+    const grant = listed.body.data.find((item: { client: { id: string } }) => item.client.id === confidential.client_id)
+    expect(grant).toMatchObject({ client: { id: confidential.client_id, name: "Confidential App" } })
+    expect(grant.scopes).toEqual(expect.arrayContaining(["read", "write"]))
+    expect(grant.last_used_at).not.toBeNull()
+    expect((await asApp("/v1/users/me")).status).toBe(200)
+    const revoked = await server.request(`/v1/authorizations/${grant.id}`, {
+      method: "DELETE",
+      key: session.access_token
+    })
+    expect(revoked.status).toBe(204)
+    const after = await asApp("/v1/users/me")
+    expect(after.status).toBe(401)
+    expect(after.headers.get("www-authenticate")).toContain("invalid_token")
+    await expectOAuthError(
+      await tokenRequest({
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token,
+        client_id: confidential.client_id,
+        client_secret: confidential.client_secret
+      }),
+      400,
+      "invalid_grant"
+    )
+    const again = await server.request("/v1/authorizations", { key: session.access_token })
+    expect(again.body.data.map((item: { id: string }) => item.id)).not.toContain(grant.id)
+  }, 30_000)
+
   test("scopes limit what a token may do; OAuth tokens cannot manage API keys", async () => {
     const readOnly = await (await exchange(await codeFor({ scope: "projects:read" }))).json()
     const create = await server.request("/v1/projects", {

@@ -1,0 +1,42 @@
+/** Handlers of the self-service OAuth groups (src/OAuth/Api.ts): decode, call the service, return. */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { Effect } from "effect"
+import { Api } from "../../Api.js"
+import { withLinks } from "../../Contract/Links.js"
+import { CurrentPrincipal } from "../../Domain/Principal.js"
+import { OAuthClients } from "../Clients.js"
+import { OAuthGrants } from "../Grants.js"
+
+export const OAuthClientsHttp = HttpApiBuilder.group(Api, "oauthClients", (handlers) =>
+  Effect.gen(function* () {
+    const clients = yield* OAuthClients
+    return handlers
+      .handle("list", ({ urlParams }) =>
+        CurrentPrincipal.pipe(
+          Effect.flatMap((me) => clients.list(me, urlParams)),
+          Effect.flatMap(withLinks)
+        )
+      )
+      .handle("create", ({ payload }) => Effect.flatMap(CurrentPrincipal, (me) => clients.register(me, payload)))
+      .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => clients.get(me, path.id)))
+      .handle("update", ({ path, payload }) =>
+        Effect.flatMap(CurrentPrincipal, (me) => clients.update(me, path.id, payload))
+      )
+      .handle("delete", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => clients.delete(me, path.id)))
+      .handle("rotateSecret", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => clients.rotateOwned(me, path.id)))
+  })
+)
+
+export const AuthorizationsHttp = HttpApiBuilder.group(Api, "authorizations", (handlers) =>
+  Effect.gen(function* () {
+    const grants = yield* OAuthGrants
+    return handlers
+      .handle("list", ({ urlParams }) =>
+        CurrentPrincipal.pipe(
+          Effect.flatMap((me) => grants.list(me, urlParams)),
+          Effect.flatMap(withLinks)
+        )
+      )
+      .handle("revoke", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => grants.revoke(me, path.id)))
+  })
+)

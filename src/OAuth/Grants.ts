@@ -1,0 +1,32 @@
+/**
+ * The grants a user gave OAuth clients (`/v1/authorizations`, GitHub's "Authorized OAuth Apps"): one per user and
+ * client, made at the first consent. Revoking one deletes it with every code and token issued under it, so those
+ * tokens answer 401 at once; the client must ask for consent again.
+ */
+import { Effect } from "effect"
+import { NotFound } from "../Domain/Errors.js"
+import type { GrantId } from "../Domain/Ids.js"
+import type { ListQuery } from "../Domain/Lists.js"
+import type { AuthorizationSort } from "../Domain/OAuth.js"
+import type { Principal } from "../Domain/Principal.js"
+import { traced } from "../Observability/Traced.js"
+import { OAuthAppsRepo } from "./Apps/Repo.js"
+
+export class OAuthGrants extends Effect.Service<OAuthGrants>()("OAuthGrants", {
+  dependencies: [OAuthAppsRepo.Default],
+  effect: Effect.gen(function* () {
+    const repo = yield* OAuthAppsRepo
+
+    const list = traced("OAuthGrants.list")(function* (principal: Principal, query: ListQuery<AuthorizationSort>) {
+      return yield* Effect.orDie(repo.listGrants(principal.userId, query))
+    })
+
+    const revoke = traced("OAuthGrants.revoke")(function* (principal: Principal, id: GrantId) {
+      if (!(yield* Effect.orDie(repo.deleteGrant({ userId: principal.userId, id })))) {
+        return yield* NotFound.resource("authorization", id)
+      }
+    })
+
+    return { list, revoke } as const
+  })
+}) {}
