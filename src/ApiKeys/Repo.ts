@@ -126,15 +126,23 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
           ? counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`, sql`state = 'revoked'`])
           : undefined
 
+    /**
+     * `status(now) = s` as conditions on the stored columns, which the planners can match to the partial indexes
+     * of migration 0014 and estimate from the columns' statistics (an opaque `CASE … = s` is neither).
+     */
+    const hasStatus = (s: ApiKeyStatus, now: string) =>
+      s === "revoked"
+        ? sql`k.revoked_at IS NOT NULL`
+        : s === "expired"
+          ? sql`k.revoked_at IS NULL AND k.expires_at IS NOT NULL AND k.expires_at <= ${now}`
+          : sql`k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ${now})`
+
     const list = (userId: string, query: ListQuery<ApiKeySort, ApiKeyStatus>, now: string) =>
       listKeys(
         {
           select: columns(now),
           from: sql`api_keys k`,
-          where: [
-            sql`k.user_id = ${userId}`,
-            ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
-          ],
+          where: [sql`k.user_id = ${userId}`, ...(query.status !== undefined ? [hasStatus(query.status, now)] : [])],
           columns: { created_at: "k.created_at", name: "k.name" },
           createdColumn: "k.created_at",
           idColumn: "k.id",

@@ -155,7 +155,12 @@ export const makeListPage = <A, I, R>(Row: Schema.Schema<A, I, R>) => {
     query: ListQuery<Sort>
   ): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> =>
     Effect.gen(function* () {
-      const { counted, rows } = yield* isUnion(spec) ? runUnion<object, Sort>(spec, query) : runList(spec, query)
+      // A union of one branch is that branch as a plain list: one ordered walk, nothing to merge.
+      const { counted, rows } = yield* !isUnion(spec)
+        ? runList(spec, query)
+        : spec.branches.length === 1
+          ? runList({ ...spec, where: [...spec.branches.flat(), ...spec.where] }, query)
+          : runUnion<object, Sort>(spec, query)
       const [total, items] = yield* Effect.orDie(Effect.all([decodeTotal(counted), decodeRows(rows)]))
       return { items, total: total[0]?.total ?? 0, page: query.page, per_page: query.per_page }
     })

@@ -8,6 +8,7 @@ import m0005 from "./migrations/0005_list_indexes.js"
 import m0006 from "./migrations/0006_list_counts.js"
 import m0007 from "./migrations/0007_member_team_columns.js"
 import m0008 from "./migrations/0008_delivery_count_shards.js"
+import m0014 from "./migrations/0014_list_order.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -18,7 +19,8 @@ const migrations = {
   "0005_list_indexes": m0005,
   "0006_list_counts": m0006,
   "0007_member_team_columns": m0007,
-  "0008_delivery_count_shards": m0008
+  "0008_delivery_count_shards": m0008,
+  "0014_list_order": m0014
 }
 
 const migrate = Migrator.make({})
