@@ -66,8 +66,8 @@ const credentialOf = (row: unknown): KeyCredential | undefined => {
 
 /**
  * The credential rows of the key lookup, which every authenticated request runs: each checked field by field as
- * `KeyCredentialRow` would (the schema's parser, shared by every schema, cost several times more per row in the
- * server); if any row is off, the schema decodes them all, and its error is a defect as everywhere else.
+ * `KeyCredentialRow` would, without the schema's general parser on this path; if any row is off, the schema
+ * decodes them all, and its error is a defect as everywhere else.
  */
 export const decodeCredentialRows = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<KeyCredential>> => {
   const credentials: Array<KeyCredential> = []
@@ -156,7 +156,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
      * Keys are looked up by their non-secret prefix; the hash is then compared in constant time by the caller.
      * Every authenticated request runs this, so its two strings go in as they are (no request schema to encode),
      * and the owner's organisation is read by a subquery on the user's primary key rather than a join (the same
-     * row — `user_id` is a cascading foreign key — at a third of the cost on SQLite). The rows are decoded by
+     * row: `user_id` is a cascading foreign key; SQLite plans the subquery as one primary-key probe). The rows are decoded by
      * `decodeCredentialRows` (checked field by field, the schema's answer when anything is off).
      */
     const findByPrefix = (prefix: string, now: string) =>

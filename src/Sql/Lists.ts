@@ -106,7 +106,7 @@ const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sor
  * separate branches each one walks its own `(condition, sort column, id)` index in order and stops after
  * `page × per_page` rows, and only those are merged. So page 1 costs the same whatever the number of rows; page n
  * reads n pages from each branch. The total is a sum of per-branch counts, each an index-only range count: it
- * still grows with the number of rows (see bench/README.md), but reads no table rows and sorts nothing.
+ * still grows with the number of rows (docs/lists.md), but reads no table rows and sorts nothing.
  */
 const runUnion = <Row extends object, Sort extends string>(spec: UnionListSpec<Sort>, query: ListQuery<Sort>) =>
   Effect.gen(function* () {
