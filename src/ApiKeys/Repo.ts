@@ -116,17 +116,6 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     })
 
     /**
-     * Counters know revoked from not revoked; `active` and `expired` depend on the clock, so those totals are
-     * counted from the rows.
-     */
-    const total = (userId: string, status: ApiKeyStatus | undefined) =>
-      status === undefined
-        ? counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`])
-        : status === "revoked"
-          ? counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`, sql`state = 'revoked'`])
-          : undefined
-
-    /**
      * `status(now) = s` as conditions on the stored columns, which the planners can match to the partial indexes
      * of migration 0014 and estimate from the columns' statistics (an opaque `CASE … = s` is neither).
      */
@@ -136,6 +125,23 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
         : s === "expired"
           ? sql`k.revoked_at IS NULL AND k.expires_at IS NOT NULL AND k.expires_at <= ${now}`
           : sql`k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ${now})`
+
+    /**
+     * Counters know revoked from not revoked; `expired` depends on the clock, so it is counted from the rows, over
+     * the partial index of unrevoked keys with an expiry (migration 0014: only those keys, and no table row).
+     * `active` is the unrevoked keys' counter less that count, so neither total reads every key of the user.
+     */
+    const total = (userId: string, status: ApiKeyStatus | undefined, now: string) => {
+      const unrevoked = counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`, sql`state = 'unrevoked'`])
+      const expired = sql`(SELECT count(*) FROM api_keys k WHERE k.user_id = ${userId} AND ${hasStatus("expired", now)})`
+      return status === undefined
+        ? counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`])
+        : status === "revoked"
+          ? counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`, sql`state = 'revoked'`])
+          : status === "expired"
+            ? expired
+            : sql`(${unrevoked} - ${expired})`
+    }
 
     const list = (userId: string, query: ListQuery<ApiKeySort, ApiKeyStatus>, now: string) =>
       listKeys(
@@ -147,7 +153,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
           createdColumn: "k.created_at",
           idColumn: "k.id",
           searchColumns: ["k.name"],
-          total: total(userId, query.status)
+          total: total(userId, query.status, now)
         },
         query
       )
