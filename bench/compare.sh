@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# The service against the idiomatic Effect 3 baseline (bench/baseline/server.ts), in one sitting on one database:
-# both servers on core 0 (taskset), wrk on core 1, ABAB rounds per endpoint, median req/s and p99, RSS after load.
-# Reads: GET /v1/projects/:id and GET /v1/projects?per_page=20 by a user with $PROJECTS projects (default 1000);
-# creates: POST /v1/projects by a second user, so the reading user's list does not grow during the run.
+# The service against the idiomatic Effect 3 baseline (bench/baseline/server.ts, its own schema and SQLite file),
+# in one sitting: both servers on core 0 (taskset), wrk on core 1, rounds A B A B per endpoint; medians of req/s and
+# p99, the spread of the rounds (noise), the ratios, server CPU per request and RSS after load.
+# Data, the same on both: a reading user with $PROJECTS projects (default 1000), created over HTTP; a second user
+# who creates under load, so the reading user's list does not grow during the run.
+#   get:    GET /v1/projects/:id, a random id of the reading user's projects each request (bench/ids.lua)
+#   list:   GET /v1/projects?per_page=20&page=N, N random in 1–40 (bench/pages.lua)
+#   create: POST /v1/projects by the second user (bench/create.lua)
 # BEFORE_DIR=/path/to/an/older/checkout (with node_modules) adds that version of the service as a third contender
-# on the same database (e.g. `git archive <commit> | tar -x -C /tmp/before`), for before/after in one sitting;
-# BEFORE_ENV="LOG_LEVEL=warn RATE_LIMIT_ENABLED=false" runs that contender with those settings (BEFORE_DIR=. then
-# measures what they cost).
-# The service runs at its defaults (rate limiter on, with a limit out of reach; access log at the default level,
-# to a file; nothing exported); LOG_LEVEL, RATE_LIMIT_ENABLED etc. pass through the environment.
-# BENCH_PROFILE=/some/dir: after seeding, every contender is restarted under `bun --cpu-prof --cpu-prof-md`, so each
-# profile (in /some/dir/<contender>/) holds the measured load and not the seeding; `bun bench/profile.ts <file>`
-# summarizes one. Profiled figures are slower than unprofiled ones: quote ratios from runs without it.
+# on the service's database (e.g. `git worktree add /tmp/before <commit>`), for before/after in one sitting;
+# BEFORE_ENV="LOG_LEVEL=warn RATE_LIMIT_ENABLED=false" runs that contender with those settings.
+# The service runs at its defaults (rate limiter on, with a limit out of reach; access log at the default level, to
+# a file; nothing exported); LOG_LEVEL, RATE_LIMIT_ENABLED etc. pass through the environment.
+# BENCH_PROFILE=/some/dir: after seeding, every contender is restarted under `bun --cpu-prof`, so each profile (in
+# /some/dir/<contender>/) holds the measured load only; `bun bench/profile.ts <file> --requests N` summarises one.
+# Profiled figures are slower than unprofiled ones: quote ratios from runs without it.
 # Usage: bash bench/compare.sh [duration=5s] [rounds=2] [connections=64]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +22,7 @@ DURATION=${1:-5s}
 ROUNDS=${2:-2}
 CONNECTIONS=${3:-64}
 PROJECTS=${PROJECTS:-1000}
-ENDPOINTS=${ENDPOINTS:-get list create} # any of them, e.g. ENDPOINTS=get
+ENDPOINTS=${ENDPOINTS:-get list create} # any of them, e.g. ENDPOINTS=list
 SVC_PORT=${BENCH_PORT:-3921}
 BASE_PORT=$((SVC_PORT + 1))
 BEFORE_PORT=$((SVC_PORT + 2))
@@ -29,25 +32,22 @@ command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; ex
 WORK=$(mktemp -d)
 export DATABASE_URL=sqlite:$WORK/bench.sqlite
 cleanup() {
-  [ -n "${SVC_PID:-}" ] && kill -INT "$SVC_PID" 2>/dev/null
-  [ -n "${BASE_PID:-}" ] && kill -INT "$BASE_PID" 2>/dev/null
-  [ -n "${BEFORE_PID:-}" ] && kill -INT "$BEFORE_PID" 2>/dev/null
+  for pid in ${SVC_PID:-} ${BASE_PID:-} ${BEFORE_PID:-}; do kill -INT "$pid" 2>/dev/null || true; done
   wait 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
-new_key() {
-  local user
-  user=$(bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
-  bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write | json_field key
-}
-READ_KEY=$(new_key)
-WRITE_KEY=$(new_key)
+new_user() { bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id; }
+new_key() { bun src/cli.ts api-keys create --user "$1" --name bench --scopes read,write | json_field key; }
+READ_USER=$(new_user)
+WRITE_USER=$(new_user)
+READ_KEY=$(new_key "$READ_USER")
+WRITE_KEY=$(new_key "$WRITE_USER")
 
 # profiled <who>: the bun flags that write <who>'s CPU profile, when BENCH_PROFILE is set and seeding is over.
-profiled() { [ -n "${BENCH_PROFILE:-}" ] && [ -n "${SEEDED:-}" ] && echo "--cpu-prof --cpu-prof-md --cpu-prof-dir=$BENCH_PROFILE/$1"; }
+profiled() { [ -n "${BENCH_PROFILE:-}" ] && [ -n "${SEEDED:-}" ] && echo "--cpu-prof --cpu-prof-dir=$BENCH_PROFILE/$1"; }
 wait_ready() { for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$1/health/ready" >/dev/null && return; sleep 0.1; done; }
 wait_up() { for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return; sleep 0.1; done; }
 start_service() {
@@ -59,8 +59,10 @@ start_service() {
 }
 start_baseline() {
   # shellcheck disable=SC2046
-  PORT=$BASE_PORT taskset -c 0 bun $(profiled baseline) bench/baseline/server.ts >>"$WORK/baseline.log" 2>&1 &
+  BASELINE_DB=$WORK/baseline.sqlite BASELINE_KEYS="$READ_USER:$READ_KEY,$WRITE_USER:$WRITE_KEY" PORT=$BASE_PORT \
+    taskset -c 0 bun $(profiled baseline) bench/baseline/server.ts >>"$WORK/baseline.log" 2>&1 &
   BASE_PID=$!
+  wait_up $BASE_PORT
 }
 start_before() {
   # shellcheck disable=SC2046
@@ -74,38 +76,48 @@ start_baseline
 [ -n "${BEFORE_DIR:-}" ] && start_before
 port_of() { case $1 in service) echo $SVC_PORT ;; baseline) echo $BASE_PORT ;; before) echo $BEFORE_PORT ;; esac; }
 pid_of() { case $1 in service) echo $SVC_PID ;; baseline) echo $BASE_PID ;; before) echo $BEFORE_PID ;; esac; }
+# The database a contender serves from (`before` shares the service's).
+db_of() { case $1 in baseline) echo baseline ;; *) echo service ;; esac; }
 
-# Seed through the service (8 at a time), then take one project's id.
-seq 1 "$PROJECTS" | xargs -P 8 -I{} curl -sf -o /dev/null -X POST "http://127.0.0.1:$SVC_PORT/v1/projects" \
-  -H "Authorization: Bearer $READ_KEY" -H 'content-type: application/json' \
-  -d '{"name":"bench {}","description":"project number {}"}'
-PROJECT_ID=$(curl -sf "http://127.0.0.1:$SVC_PORT/v1/projects?per_page=1" -H "Authorization: Bearer $READ_KEY" | bun -e "console.log(JSON.parse(await Bun.stdin.text()).data[0].id)")
+# Seed each database through its own server (8 at a time), then write the reading user's ids to a file for ids.lua.
+for who in service baseline; do
+  port=$(port_of $who)
+  seq 1 "$PROJECTS" | xargs -P 8 -I{} curl -sf -o /dev/null -X POST "http://127.0.0.1:$port/v1/projects" \
+    -H "Authorization: Bearer $READ_KEY" -H 'content-type: application/json' \
+    -d '{"name":"bench {}","description":"project number {}"}'
+  for page in $(seq 1 $(((PROJECTS + 99) / 100))); do
+    curl -sf "http://127.0.0.1:$port/v1/projects?per_page=100&page=$page" -H "Authorization: Bearer $READ_KEY" |
+      bun -e 'for (const p of JSON.parse(await Bun.stdin.text()).data) console.log(p.id)'
+  done >"$WORK/ids.$who"
+  [ "$(wc -l <"$WORK/ids.$who")" -eq "$PROJECTS" ] || { echo "$who: expected $PROJECTS ids" >&2; exit 1; }
+done
 if [ -n "${BENCH_PROFILE:-}" ]; then
   SEEDED=1
   for pid in $SVC_PID $BASE_PID ${BEFORE_PID:-}; do kill -INT "$pid"; wait "$pid" 2>/dev/null || true; done
   mkdir -p "$BENCH_PROFILE"
   start_service
   start_baseline
-  wait_up $BASE_PORT
   [ -n "${BEFORE_DIR:-}" ] && start_before
 fi
 for who in $WHO; do
   port=$(port_of $who)
-  for path in "/v1/projects/$PROJECT_ID" "/v1/projects?per_page=20"; do
-    curl -sf -o /dev/null "http://127.0.0.1:$port$path" -H "Authorization: Bearer $READ_KEY" || { echo "port $port $path fails" >&2; exit 1; }
+  for path in "/v1/projects/$(head -1 "$WORK/ids.$(db_of $who)")" "/v1/projects?per_page=20&page=40"; do
+    curl -sf -o /dev/null "http://127.0.0.1:$port$path" -H "Authorization: Bearer $READ_KEY" || { echo "$who $path fails" >&2; exit 1; }
   done
 done
 
 # CPU time (user + system, clock ticks) the process has used so far.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# wrk once: "req/s p99_ms non2xx cpu_us_per_request" (the server's CPU time over the requests wrk completed: what a
-# request costs the server, which the other agents' load on the machine moves far less than req/s).
+# wrk once: "req/s p99_ms non2xx cpu_us_per_request requests" (the server's CPU time over the requests wrk
+# completed: what a request costs the server, which the other load on the machine moves far less than req/s).
 load() {
-  local port=$1 what=$2 pid=$3 out before after
+  local who=$1 what=$2 port pid out before after
+  port=$(port_of "$who")
+  pid=$(pid_of "$who")
   before=$(ticks "$pid")
   case $what in
-    get) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $READ_KEY" "http://127.0.0.1:$port/v1/projects/$PROJECT_ID") ;;
-    list) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $READ_KEY" "http://127.0.0.1:$port/v1/projects?per_page=20") ;;
+    get) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/ids.lua -H "Authorization: Bearer $READ_KEY" "http://127.0.0.1:$port" -- "$WORK/ids.$(db_of "$who")") ;;
+    list) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/pages.lua -H "Authorization: Bearer $READ_KEY" "http://127.0.0.1:$port") ;;
     create) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/create.lua -H "Authorization: Bearer $WRITE_KEY" "http://127.0.0.1:$port/v1/projects") ;;
   esac
   after=$(ticks "$pid")
@@ -117,15 +129,18 @@ load() {
   echo "$rps ${p99:-?} ${bad:-0} ${cpu:-?}"
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# The rounds' spread as ± half the range, in % of the median: the noise of one figure in this sitting.
+spread() { sort -g | awk '{a[NR]=$1} END {m=(NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2); printf "±%.0f%%", (a[NR]-a[1])/2/m*100}'; }
+values() { tr ' ' '\n' <<<"$1" | grep .; }
 
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $PROJECTS projects; $CONNECTIONS connections; $DURATION × $ROUNDS rounds (ABAB)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $PROJECTS projects; $CONNECTIONS connections; $DURATION × $ROUNDS rounds (A B A B)"
 declare -A RPS P99 CPU
 for what in $ENDPOINTS; do
   for round in $(seq 1 "$ROUNDS"); do
     for who in $WHO; do
-      port=$(port_of $who)
-      read -r rps p99 bad cpu < <(load "$port" "$what" "$(pid_of $who)")
-      echo "  $what round $round $who: $rps req/s, p99 $p99 ms, CPU $cpu µs/request${bad:+, non-2xx $bad}"
+      read -r rps p99 bad cpu < <(load "$who" "$what")
+      echo "  $what round $round $who: $rps req/s, p99 $p99 ms, CPU $cpu µs/request"
+      [ "$bad" = 0 ] || echo "  ^ $bad answers were not 2xx: this figure does not count" >&2
       RPS[$who.$what]+="$rps "
       P99[$who.$what]+="$p99 "
       CPU[$who.$what]+="$cpu "
@@ -136,34 +151,32 @@ rss() { ps -o rss= -p "$1" | awk '{printf "%.0f", $1/1024}'; }
 declare -A RSS
 for who in $WHO; do RSS[$who]=$(rss "$(pid_of $who)"); done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-declare -A TITLE=([get]="GET /v1/projects/:id (p99)" [list]="list per_page 20 (p99)" [create]="create (p99)")
-head="|"; rule="|---"; for what in $ENDPOINTS; do head+=" | ${TITLE[$what]}"; rule+="|---"; done
+declare -A TITLE=([get]="GET by id" [list]="list, pages 1–40" [create]="create")
+head="| req/s (noise), p99 ms"; rule="|---"; for what in $ENDPOINTS; do head+=" | ${TITLE[$what]}"; rule+="|---"; done
 printf '\n%s | RSS |\n%s|---|\n' "$head" "$rule"
-declare -A MR MP
+declare -A MR MP MC
 for who in $WHO; do
   row="| $who"
   for what in $ENDPOINTS; do
-    MR[$who.$what]=$(tr ' ' '\n' <<<"${RPS[$who.$what]}" | grep . | median)
-    MP[$who.$what]=$(tr ' ' '\n' <<<"${P99[$who.$what]}" | grep . | median)
-    row+=" | ${MR[$who.$what]} (${MP[$who.$what]} ms)"
+    MR[$who.$what]=$(values "${RPS[$who.$what]}" | median)
+    MP[$who.$what]=$(values "${P99[$who.$what]}" | median)
+    MC[$who.$what]=$(values "${CPU[$who.$what]}" | median)
+    row+=" | ${MR[$who.$what]} ($(values "${RPS[$who.$what]}" | spread)), p99 ${MP[$who.$what]}"
   done
   echo "$row | ${RSS[$who]} MiB |"
 done
-row="| service ÷ baseline"
-for what in $ENDPOINTS; do
-  row+=" | $(awk -v a="${MR[service.$what]}" -v b="${MR[baseline.$what]}" -v c="${MP[service.$what]}" -v d="${MP[baseline.$what]}" 'BEGIN {printf "%.2f× (p99 %.2f×)", a/b, c/d}')"
-done
-echo "$row | $(awk -v a="${RSS[service]}" -v b="${RSS[baseline]}" 'BEGIN {printf "%.2f×", a/b}') |"
-if [ -n "${BEFORE_DIR:-}" ]; then
-  row="| service ÷ before"
+ratio_row() {
+  local a=$1 b=$2 row="| $1 ÷ $2"
   for what in $ENDPOINTS; do
-    row+=" | $(awk -v a="${MR[service.$what]}" -v b="${MR[before.$what]}" -v c="${MP[service.$what]}" -v d="${MP[before.$what]}" 'BEGIN {printf "%.2f× (p99 %.2f×)", a/b, c/d}')"
+    row+=" | $(awk -v a="${MR[$a.$what]}" -v b="${MR[$b.$what]}" -v c="${MP[$a.$what]}" -v d="${MP[$b.$what]}" 'BEGIN {printf "**%.2f×**, p99 %.2f×", a/b, c/d}')"
   done
-  echo "$row | $(awk -v a="${RSS[service]}" -v b="${RSS[before]}" 'BEGIN {printf "%.2f×", a/b}') |"
-fi
+  echo "$row | $(awk -v a="${RSS[$a]}" -v b="${RSS[$b]}" 'BEGIN {printf "%.2f×", a/b}') |"
+}
+ratio_row service baseline
+[ -n "${BEFORE_DIR:-}" ] && ratio_row service before
 printf '\nServer CPU per request (µs, median of the rounds):\n'
 for who in $WHO; do
   row="  $who:"
-  for what in $ENDPOINTS; do row+=" $what $(tr ' ' '\n' <<<"${CPU[$who.$what]}" | grep . | median)"; done
+  for what in $ENDPOINTS; do row+=" $what ${MC[$who.$what]}"; done
   echo "$row"
 done

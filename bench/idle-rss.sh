@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # RSS at idle: the service (`bun src/main.ts`, at its defaults as bench/compare.sh runs it) against the idiomatic
-# Effect 3 baseline (bench/baseline/server.ts), each started RUNS times in turns (A B A B …) on one SQLite file,
+# Effect 3 baseline (bench/baseline/server.ts, its own SQLite file), each started RUNS times in turns (A B A B …),
 # pinned to core 0 as compare.sh pins them. Each start: wait until it answers (the service's /health/ready, the
 # baseline's first response), then a fixed settle time (SETTLE seconds, the same for both), then read VmRSS from
 # /proc/<pid>/status, then stop it. Nothing else is done to either process (no requests besides the readiness
@@ -38,7 +38,7 @@ start() {
       PID=$!
       wait_for /health/ready ;;
     baseline)
-      PORT=$PORT HOST=127.0.0.1 taskset -c 0 bun bench/baseline/server.ts >>"$WORK/baseline.log" 2>&1 &
+      BASELINE_DB=$WORK/baseline.sqlite PORT=$PORT HOST=127.0.0.1 taskset -c 0 bun bench/baseline/server.ts >>"$WORK/baseline.log" 2>&1 &
       PID=$!
       # Its only routes need a key; any answer (401) means it listens.
       for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$PORT/v1/projects" && break; sleep 0.05; done ;;

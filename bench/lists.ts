@@ -1,5 +1,5 @@
 /**
- * List cost against data size (issue 14): two users, one who can see 1,000 projects and one 100,000 (half their
+ * List cost against data size: two users, one who can see 1,000 projects and one 100,000 (half their
  * own, half `team` projects of two teams they belong to, among other users' rows), and the same sizes of API keys,
  * webhooks, deliveries of one webhook, deployments of one project, invitations of one team, members of one team
  * and teams of one user. Times each repository's list (page 1, page 10, page 100 of 20; the median of `--repeat`
@@ -305,10 +305,23 @@ const program = Effect.gen(function* () {
       (u, page) => projects.list(user(u), { ...query(page), search: "project" })
     ],
     ["projects, name", (u, page) => projects.list(user(u), query(page, "name"))],
+    ["projects, updated_at", (u, page) => projects.list(user(u), { ...query(page), sort: "updated_at" })],
+    ["projects, created_at asc", (u, page) => projects.list(user(u), { ...query(page), order: "asc" })],
+    ["projects, status=active", (u, page) => projects.list(user(u), { ...query(page), status: "active" })],
     ["projects, status=archived", (u, page) => projects.list(user(u), { ...query(page), status: "archived" })],
+    [
+      "projects, name, status=archived",
+      (u, page) => projects.list(user(u), { ...query(page, "name"), status: "archived" })
+    ],
+    [
+      "projects, updated_at asc, status=active",
+      (u, page) => projects.list(user(u), { ...query(page), sort: "updated_at", order: "asc", status: "active" })
+    ],
     ["projects, former OR query", (u, page) => orQuery(user(u), page)],
     ["API keys, created_at", (u, page) => apiKeys.list(user(u), query(page), now)],
     ["API keys, name", (u, page) => apiKeys.list(user(u), query(page, "name"), now)],
+    ["API keys, status=active", (u, page) => apiKeys.list(user(u), { ...query(page), status: "active" }, now)],
+    ["API keys, status=revoked", (u, page) => apiKeys.list(user(u), { ...query(page), status: "revoked" }, now)],
     ["webhooks, created_at", (u, page) => webhooks.list(user(u), { ...query(page), sort: "created_at" })],
     [
       "deliveries of one webhook",

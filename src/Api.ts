@@ -107,7 +107,7 @@ export class Api extends HttpApi.make("api")
   .annotate(OpenApi.Transform, withoutFrameworkDecodeError) {}
 
 /**
- * The same API with every error declared API-wide: the type of what the API-level middleware (src/Http/Failures.ts)
+ * The same API with every error declared API-wide: the type of what the API-level middleware (src/Http/ApiMiddleware.ts)
  * may fail with. The platform types that middleware by the API-level errors alone, but it answers for every route
  * (body checks, 405 and the per-IP limit before routing; framework failures translated after), and the server
  * encodes an error declared anywhere. Neither served nor documented: only for `HttpApiBuilder.middleware(…)`

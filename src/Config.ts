@@ -92,6 +92,9 @@ const httpUrl = (name: string, example: string) =>
     })
   )
 
+/** `BASE_URL`: the public address links and issued tokens name (src/Domain/BaseUrl.ts); unset → from the request. */
+export const BaseUrlConfig = Config.option(httpUrl("BASE_URL", "https://api.example.com"))
+
 export const ServerConfig = Config.all({
   /** 0 picks a free port (the tests use it). */
   port: Config.integer("PORT").pipe(
@@ -99,7 +102,7 @@ export const ServerConfig = Config.all({
     Config.withDefault(3000)
   ),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
-  baseUrl: Config.option(httpUrl("BASE_URL", "https://api.example.com")),
+  baseUrl: BaseUrlConfig,
   /** How long in-flight requests get to finish after SIGTERM. */
   shutdownTimeout: Config.string("SHUTDOWN_TIMEOUT").pipe(
     Config.withDefault("20s"),

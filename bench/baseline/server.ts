@@ -1,11 +1,18 @@
 /**
- * The idiomatic Effect 3 baseline (issue 14): one `HttpApi` doing the same work as the service's hot endpoints,
- * written the way the Effect docs write it — a bearer `HttpApiMiddleware` that hashes the key and looks it up
- * through `@effect/sql`, schema-decoded rows, schema-encoded envelopes, on `@effect/platform-bun`. No rate
- * limiter, no access log, no request-id header, no metrics, no spans: the framework's floor for this work.
+ * The idiomatic Effect 3 yardstick for the service's hot endpoints, written the way the Effect docs write a
+ * program: one `HttpApi`, a bearer `HttpApiMiddleware` that hashes the key (SHA-256) and looks it up through
+ * `@effect/sql`, rows decoded with `Schema.Struct`, envelopes encoded by schema, served on `@effect/platform-bun`.
+ * No rate limiter, no access log, no metrics, no spans: the framework's floor for this work.
  *
- * It reads the service's own database (run the service once first so the migrations exist):
- *   DATABASE_URL=sqlite:/path/db.sqlite PORT=3918 bun bench/baseline/server.ts
+ * It keeps its OWN schema in its own SQLite file (created on start), with the index an expert would give its one
+ * list, `(owner_id, created_at, id)`, so it is not slowed by the service's choices. The keys it accepts are given
+ * at start as `user_id:token` pairs (the same tokens as the service's, so one wrk command line serves both):
+ *
+ *   BASELINE_DB=/tmp/baseline.sqlite BASELINE_KEYS=usr_a:tok_a,usr_b:tok_b PORT=3918 bun bench/baseline/server.ts
+ *
+ * Visibility is the service's rule (own projects, and `team` projects of the user's teams) for a single project;
+ * the list reads the user's own projects only, which is the same set for the benchmark's users (no teams) and the
+ * query the issue names: `SELECT count(*)` plus `ORDER BY created_at DESC, id DESC LIMIT … OFFSET …`.
  */
 import {
   HttpApi,
@@ -49,14 +56,12 @@ const ListEnvelope = Schema.Struct({
   meta: Schema.Struct({ total: Schema.Int, page: Schema.Int, per_page: Schema.Int, request_id: Schema.String })
 })
 
-class User extends Context.Tag("User")<User, { readonly id: string; readonly orgId: string }>() {}
+class User extends Context.Tag("User")<User, { readonly id: string }>() {}
 
 class NotFound extends Schema.TaggedError<NotFound>()(
   "NotFound",
   { message: Schema.String },
-  HttpApiSchema.annotations({
-    status: 404
-  })
+  HttpApiSchema.annotations({ status: 404 })
 ) {}
 
 // --- Contract -----------------------------------------------------------------------------------------------
@@ -87,12 +92,53 @@ class ProjectsGroup extends HttpApiGroup.make("projects")
 
 class BaselineApi extends HttpApi.make("baseline").add(ProjectsGroup) {}
 
+// --- Schema -------------------------------------------------------------------------------------------------
+
+const statements = [
+  `CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, created_at TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS api_keys (
+    key_hash TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL REFERENCES users (id),
+    revoked_at TEXT,
+    expires_at TEXT
+  )`,
+  `CREATE TABLE IF NOT EXISTS team_members (
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL REFERENCES users (id),
+    PRIMARY KEY (user_id, team_id)
+  )`,
+  `CREATE TABLE IF NOT EXISTS projects (
+    id TEXT PRIMARY KEY,
+    owner_id TEXT NOT NULL REFERENCES users (id),
+    team_id TEXT,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    visibility TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  )`,
+  `CREATE INDEX IF NOT EXISTS projects_owner_created ON projects (owner_id, created_at, id)`,
+  `CREATE TABLE IF NOT EXISTS events (
+    id TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS webhooks (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL REFERENCES users (id),
+    events TEXT NOT NULL
+  )`,
+  `CREATE INDEX IF NOT EXISTS webhooks_user ON webhooks (user_id)`
+]
+
+const sha256 = (text: string) => new Bun.CryptoHasher("sha256").update(text).digest("hex")
+
 // --- Implementation -----------------------------------------------------------------------------------------
 
 const KeyRow = Schema.Struct({
   user_id: Schema.String,
-  org_id: Schema.String,
-  scopes: Schema.parseJson(Schema.Array(Schema.String)),
   revoked_at: Schema.NullOr(Schema.String),
   expires_at: Schema.NullOr(Schema.String)
 })
@@ -104,22 +150,19 @@ const AuthorizationLive = Layer.effect(
     const findKey = SqlSchema.findOne({
       Request: Schema.String,
       Result: KeyRow,
-      execute: (hash) =>
-        sql`SELECT k.user_id, u.org_id, k.scopes, k.revoked_at, k.expires_at
-            FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ${hash}`
+      execute: (hash) => sql`SELECT user_id, revoked_at, expires_at FROM api_keys WHERE key_hash = ${hash}`
     })
     return {
       bearer: (token) =>
         Effect.gen(function* () {
-          const hash = new Bun.CryptoHasher("sha256").update(Redacted.value(token)).digest("hex")
-          const row = yield* findKey(hash).pipe(Effect.orElseSucceed(() => undefined))
-          if (row === undefined || row._tag === "None") return yield* new HttpApiError.Unauthorized()
+          const row = yield* findKey(sha256(Redacted.value(token))).pipe(Effect.orDie)
+          if (row._tag === "None") return yield* new HttpApiError.Unauthorized()
           const key = row.value
           const now = new Date().toISOString()
           if (key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= now)) {
             return yield* new HttpApiError.Unauthorized()
           }
-          return { id: key.user_id, orgId: key.org_id }
+          return { id: key.user_id }
         })
     }
   })
@@ -130,31 +173,39 @@ const newId = (prefix: string) => `${prefix}_${crypto.randomUUID().replaceAll("-
 const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const visible = (userId: string) =>
-      sql`(p.owner_id = ${userId} OR (p.visibility = 'team' AND p.team_id IN (
-        SELECT team_id FROM team_members WHERE user_id = ${userId})))`
-    const columns = sql`p.id, p.name, p.description, p.visibility, p.status, p.owner_id, p.team_id, p.created_at, p.updated_at`
+    const columns = sql`id, name, description, visibility, status, owner_id, team_id, created_at, updated_at`
 
     const findProject = SqlSchema.findOne({
       Request: Schema.Struct({ id: Schema.String, userId: Schema.String }),
       Result: Project,
-      execute: ({ id, userId }) => sql`SELECT ${columns} FROM projects p WHERE p.id = ${id} AND ${visible(userId)}`
+      execute: ({ id, userId }) =>
+        sql`SELECT ${columns} FROM projects WHERE id = ${id} AND (owner_id = ${userId} OR (visibility = 'team'
+          AND team_id IN (SELECT team_id FROM team_members WHERE user_id = ${userId})))`
     })
     const page = SqlSchema.findAll({
       Request: Schema.Struct({ userId: Schema.String, limit: Schema.Number, offset: Schema.Number }),
       Result: Project,
       execute: ({ limit, offset, userId }) =>
-        sql`SELECT ${columns} FROM projects p WHERE ${visible(userId)}
-            ORDER BY p.created_at DESC, p.id DESC LIMIT ${limit} OFFSET ${offset}`
+        sql`SELECT ${columns} FROM projects WHERE owner_id = ${userId}
+            ORDER BY created_at DESC, id DESC LIMIT ${limit} OFFSET ${offset}`
     })
     const count = SqlSchema.single({
       Request: Schema.String,
       Result: Schema.Struct({ total: Schema.Number }),
-      execute: (userId) => sql`SELECT CAST(count(*) AS INTEGER) AS total FROM projects p WHERE ${visible(userId)}`
+      execute: (userId) => sql`SELECT count(*) AS total FROM projects WHERE owner_id = ${userId}`
     })
     const insert = SqlSchema.void({
       Request: Project,
       execute: (project) => sql`INSERT INTO projects ${sql.insert(project)}`
+    })
+    const insertEvent = SqlSchema.void({
+      Request: Schema.Struct({
+        id: Schema.String,
+        type: Schema.String,
+        payload: Schema.String,
+        created_at: Schema.String
+      }),
+      execute: (event) => sql`INSERT INTO events ${sql.insert(event)}`
     })
     const subscriptions = SqlSchema.findAll({
       Request: Schema.String,
@@ -200,17 +251,17 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
             created_at: now,
             updated_at: now
           }
-          // The same outbox work as the service: the project, its event, and the owner's subscriptions.
+          // The service's outbox work, plainly: the project, its event, and the owner's subscriptions, in one
+          // transaction.
           yield* Effect.gen(function* () {
             yield* insert(project)
             const id = newId("evt")
-            yield* sql`INSERT INTO events ${sql.insert({
+            yield* insertEvent({
               id,
               type: "project.created",
               payload: JSON.stringify({ id, type: "project.created", created_at: now, data: project }),
-              trace_context: null,
               created_at: now
-            })}`
+            })
             yield* subscriptions(user.id)
           }).pipe(sql.withTransaction, Effect.orDie)
           return { data: project, meta: { request_id: requestId() } }
@@ -219,15 +270,22 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
   })
 )
 
-const filename = (process.env.DATABASE_URL ?? "sqlite:data/service.sqlite").replace(/^sqlite:/, "")
-
+/** The schema, and the users and keys named by `BASELINE_KEYS` (`user_id:token,…`). */
 const SqlLive = Layer.effectDiscard(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    yield* sql.unsafe("PRAGMA journal_mode = WAL")
     yield* sql.unsafe("PRAGMA busy_timeout = 5000")
     yield* sql.unsafe("PRAGMA synchronous = NORMAL")
+    for (const statement of statements) yield* sql.unsafe(statement)
+    const now = new Date().toISOString()
+    for (const pair of (process.env.BASELINE_KEYS ?? "").split(",").filter((p) => p !== "")) {
+      const [userId = "", token = ""] = pair.split(":")
+      yield* sql`INSERT OR IGNORE INTO users ${sql.insert({ id: userId, created_at: now })}`
+      yield* sql`INSERT OR IGNORE INTO api_keys ${sql.insert({ key_hash: sha256(token), user_id: userId, revoked_at: null, expires_at: null })}`
+    }
   })
-).pipe(Layer.provideMerge(SqliteClient.layer({ filename })))
+).pipe(Layer.provideMerge(SqliteClient.layer({ filename: process.env.BASELINE_DB ?? "data/baseline.sqlite" })))
 
 const ServerLive = HttpApiBuilder.serve().pipe(
   Layer.provide(HttpApiBuilder.api(BaselineApi)),

@@ -66,8 +66,8 @@ const credentialOf = (row: unknown): KeyCredential | undefined => {
 
 /**
  * The credential rows of the key lookup, which every authenticated request runs: each checked field by field as
- * `KeyCredentialRow` would (the schema's parser, shared by every schema, cost several times more per row in the
- * server); if any row is off, the schema decodes them all, and its error is a defect as everywhere else.
+ * `KeyCredentialRow` would, without the schema's general parser on this path; if any row is off, the schema
+ * decodes them all, and its error is a defect as everywhere else.
  */
 export const decodeCredentialRows = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<KeyCredential>> => {
   const credentials: Array<KeyCredential> = []
@@ -116,30 +116,44 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     })
 
     /**
-     * Counters know revoked from not revoked; `active` and `expired` depend on the clock, so those totals are
-     * counted from the rows.
+     * `status(now) = s` as conditions on the stored columns, which the planners can match to the partial indexes
+     * of migration 0014 and estimate from the columns' statistics (an opaque `CASE … = s` is neither).
      */
-    const total = (userId: string, status: ApiKeyStatus | undefined) =>
-      status === undefined
+    const hasStatus = (s: ApiKeyStatus, now: string) =>
+      s === "revoked"
+        ? sql`k.revoked_at IS NOT NULL`
+        : s === "expired"
+          ? sql`k.revoked_at IS NULL AND k.expires_at IS NOT NULL AND k.expires_at <= ${now}`
+          : sql`k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ${now})`
+
+    /**
+     * Counters know revoked from not revoked; `expired` depends on the clock, so it is counted from the rows, over
+     * the partial index of unrevoked keys with an expiry (migration 0014: only those keys, and no table row).
+     * `active` is the unrevoked keys' counter less that count, so neither total reads every key of the user.
+     */
+    const total = (userId: string, status: ApiKeyStatus | undefined, now: string) => {
+      const unrevoked = counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`, sql`state = 'unrevoked'`])
+      const expired = sql`(SELECT count(*) FROM api_keys k WHERE k.user_id = ${userId} AND ${hasStatus("expired", now)})`
+      return status === undefined
         ? counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`])
         : status === "revoked"
           ? counterSum(sql, "counts_api_keys", [sql`user_id = ${userId}`, sql`state = 'revoked'`])
-          : undefined
+          : status === "expired"
+            ? expired
+            : sql`(${unrevoked} - ${expired})`
+    }
 
     const list = (userId: string, query: ListQuery<ApiKeySort, ApiKeyStatus>, now: string) =>
       listKeys(
         {
           select: columns(now),
           from: sql`api_keys k`,
-          where: [
-            sql`k.user_id = ${userId}`,
-            ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
-          ],
+          where: [sql`k.user_id = ${userId}`, ...(query.status !== undefined ? [hasStatus(query.status, now)] : [])],
           columns: { created_at: "k.created_at", name: "k.name" },
           createdColumn: "k.created_at",
           idColumn: "k.id",
           searchColumns: ["k.name"],
-          total: total(userId, query.status)
+          total: total(userId, query.status, now)
         },
         query
       )
@@ -148,7 +162,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
      * Keys are looked up by their non-secret prefix; the hash is then compared in constant time by the caller.
      * Every authenticated request runs this, so its two strings go in as they are (no request schema to encode),
      * and the owner's organisation is read by a subquery on the user's primary key rather than a join (the same
-     * row — `user_id` is a cascading foreign key — at a third of the cost on SQLite). The rows are decoded by
+     * row: `user_id` is a cascading foreign key; SQLite plans the subquery as one primary-key probe). The rows are decoded by
      * `decodeCredentialRows` (checked field by field, the schema's answer when anything is off).
      */
     const findByPrefix = (prefix: string, now: string) =>

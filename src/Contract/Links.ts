@@ -3,7 +3,7 @@ import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
-import { ServerConfig } from "../Config.js"
+import { BaseUrlConfig } from "../Config.js"
 import { publicBaseUrl } from "../Domain/BaseUrl.js"
 import type { Page } from "../Domain/Lists.js"
 
@@ -39,7 +39,8 @@ export const linkHeader = (
 export const withLinks = <A>(page: Page<A>) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const { baseUrl } = yield* Effect.orDie(ServerConfig)
+    // The one setting links need, read as the request is answered (not the server's other settings with it).
+    const baseUrl = yield* Effect.orDie(BaseUrlConfig)
     const link = linkHeader(request.url, publicBaseUrl(baseUrl, request.headers), page)
     yield* HttpApp.appendPreResponseHandler((_request, response) =>
       Effect.succeed(HttpServerResponse.setHeader(response, "link", link))

@@ -1,7 +1,7 @@
 /**
  * OTLP/protobuf for traces (`ExportTraceServiceRequest`), each span written into its batch's buffer as it ends.
  * The encoder in @effect/opentelemetry builds a small array per field and concatenates them at every level, and
- * needs the spans turned into OTLP objects first; both cost more CPU than making the spans (bench/README.md).
+ * needs the spans turned into OTLP objects first: more work per span than making it.
  * test/observability/otlp-protobuf.test.ts checks that the bytes are the ones the library writes for the same
  * spans, except for negative integers, which it encodes wrongly (ours are ten-byte two's complement, as protobuf says).
  */

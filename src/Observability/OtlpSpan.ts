@@ -1,8 +1,8 @@
 /**
  * The spans our tracer makes. A span records as little as it can while it is open (ids, times, attribute pairs)
  * and is handed to the exporter when it ends, which encodes it at once: nothing of it outlives the request.
- * Keeping ended spans as objects until the next export made the garbage collector's work grow with the request
- * rate (bench/README.md). See `Tracer.ts` for why this tracer is ours.
+ * Ended spans are not kept as objects until the next export, which would make the garbage collector's work grow
+ * with the request rate. See `Tracer.ts` for why this tracer is ours.
  */
 import { Cause, type Context, type Exit, type Option, type Tracer } from "effect"
 
@@ -38,7 +38,7 @@ export class OtlpSpan implements Tracer.Span {
   readonly sampled = true
   readonly traceId: string
   readonly spanId: string
-  /** Attributes as `key, value, key, value, …`: a span has a handful, and a Map per span showed in profiles. */
+  /** Attributes as `key, value, key, value, …`: a span has a handful, too few to be worth a Map per span. */
   readonly pairs: Array<unknown> = []
   links: ReadonlyArray<Tracer.SpanLink>
   events: Array<SpanEvent> | undefined = undefined

@@ -1,7 +1,7 @@
 /**
  * Head sampling of request traces, by the standard `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`. A request
  * that is not sampled runs with the tracer off, so it makes no spans at all: sampling is how an operator trades
- * trace coverage for the cost of tracing (bench/README.md).
+ * trace coverage for the cost of tracing.
  */
 import { Effect, Option, type Tracer } from "effect"
 import { TelemetryConfig } from "../Config.js"

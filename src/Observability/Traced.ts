@@ -5,8 +5,7 @@
  * tracing on: each call runs in a span of that name, the child of the caller's. With tracing off (no endpoint, or a
  * request the sampler left out: `FiberRef.currentTracerEnabled` is false) it is `Effect.fnUntraced`: no span at all.
  * `Effect.fn` pays on every call whether or not spans are recorded: an `Error` to capture its call site (even with
- * `captureStackTrace: false`), a no-op span, a write of the fiber's context for the parent span, and an exit hook,
- * ~5 µs a call here (bench/README.md, issue 14).
+ * `captureStackTrace: false`), a no-op span, a write of the fiber's context for the parent span, and an exit hook.
  */
 import { Effect, FiberRef } from "effect"
 import type { YieldWrap } from "effect/Utils"

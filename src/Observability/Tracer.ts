@@ -1,10 +1,10 @@
 /**
  * The tracer: Effect's spans, exported over OTLP/HTTP in batches, as the OpenTelemetry batch span processor does
  * (`OTEL_BSP_*`). It takes the place of @effect/opentelemetry's `OtlpTracer` (metrics and logs still use the
- * library) because tracing every request with that one cost 18–25 % of throughput, mostly in the garbage
- * collector: it keeps every ended span, with its fiber's context and its exit's value, until the next export, then
- * turns it into OTLP objects for an encoder that builds more. Ours encodes each span into the current batch's
- * buffer the moment it ends, so nothing of a span outlives its request (bench/README.md has the figures).
+ * library) because that one keeps every ended span, with its fiber's context and its exit's value, until the next
+ * export, then turns it into OTLP objects for an encoder that builds more: the garbage collector's work grows with
+ * the request rate. Ours encodes each span into the current batch's buffer the moment it ends, so nothing of a
+ * span outlives its request (bench/tracing.sh measures what tracing costs).
  *
  * Export failures are retried (429 after `Retry-After`), then the batch is dropped and a warning logged, at most
  * once a minute; a full queue drops new spans the same way. At shutdown the export in flight finishes and what is

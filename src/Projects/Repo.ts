@@ -77,9 +77,11 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
      * The same rows as `visibleTo`, as disjoint branches the list merges (src/Sql/Lists.ts `runUnion`): the
      * user's own projects, then per team the `team` projects of someone else, each walking its own index in sort
      * order. Past `MAX_TEAM_BRANCHES` teams the team projects are one branch (an `IN`, read whole and sorted).
-     * Each branch is split by status (the indexes lead with it, migration 0006), so a status filter is an index
-     * prefix rather than a filter that may read a whole branch to find a page of rare rows.
-     * The total comes from the counters unless the query has a search or a date bound.
+     * A status filter is a condition of every branch, served by the `(owner or team, status, column, id)` indexes
+     * (migration 0006) as an index prefix, so rare statuses cost no more than common ones; without one, the
+     * `(owner or team, column, id)` indexes (migration 0014) serve each branch. A user in no team is one branch:
+     * one ordered walk, nothing to merge. The total comes from the counters unless the query has a search or a date
+     * bound.
      */
     const list = (userId: string, query: ListQuery<ProjectSort, ProjectStatus>) =>
       Effect.flatMap(teamsOf(userId), (memberships) => {
@@ -91,10 +93,8 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
             : teamIds.length <= MAX_TEAM_BRANCHES
               ? teamIds.map((teamId) => teamBranch(sql`p.team_id = ${teamId}`))
               : [teamBranch(sql`p.team_id IN ${sql.in(teamIds)}`)]
-        const statuses = query.status !== undefined ? [query.status] : ProjectStatus.literals
-        const branches = [[sql`p.owner_id = ${userId}`], ...teamBranches].flatMap((branch) =>
-          statuses.map((status) => [...branch, sql`p.status = ${status}`])
-        )
+        const byStatus = query.status !== undefined ? [sql`p.status = ${query.status}`] : []
+        const branches = [[sql`p.owner_id = ${userId}`], ...teamBranches].map((branch) => [...branch, ...byStatus])
         return listProjects(
           {
             select: columns,

@@ -1,7 +1,7 @@
 /**
  * WAL checkpoints on a thread of their own. SQLite's automatic checkpoint runs in the connection that commits, and
- * its `fsync`s (the only ones with `synchronous = NORMAL`) blocked the event loop for 40–250 ms each under webhook
- * fan-out: every request in flight waited, and they were the tail of the delivery lag (bench/README.md, goal 3).
+ * its `fsync`s (the only ones with `synchronous = NORMAL`) block the event loop, so every request in flight would
+ * wait on them, and under webhook fan-out they would make the tail of the delivery lag.
  * This thread checkpoints passively every `INTERVAL`, so the commits find little or nothing left to copy; the
  * writer's own automatic checkpoint stays as the backstop (a passive checkpoint can fall behind a writer that never
  * pauses). Durability is unchanged: the same checkpoints, with the same syncs, on another thread.

@@ -2,7 +2,7 @@
  * The one place the database engine is chosen: `DATABASE_URL` unset or `sqlite:…` → embedded SQLite,
  * `postgres://…` → PostgreSQL. Migrations run when the layer is built. Only the chosen engine's driver is loaded
  * (`import()` when the layer is built): the PostgreSQL client and the node network modules it loads are not kept by
- * a SQLite server (with the Redis client, src/RateLimit/Stores.ts, ~8 MiB of one at idle; bench/README.md).
+ * a SQLite server (nor is the Redis client, src/RateLimit/Stores.ts): memory at idle is what the engine needs.
  */
 
 import { mkdirSync } from "node:fs"
@@ -23,8 +23,9 @@ const sqlite = (filename: string) =>
       yield* sql.unsafe("PRAGMA busy_timeout = 5000")
       yield* sql.unsafe("PRAGMA journal_mode = WAL")
       yield* sql.unsafe("PRAGMA synchronous = NORMAL")
-      // Checkpoint every 10,000 WAL pages (40 MB) rather than 1,000: a checkpoint is the only fsync with
-      // synchronous = NORMAL, and at every 1,000 pages it doubled the average commit under webhook fan-out.
+      // Checkpoint every 10,000 WAL pages rather than SQLite's 1,000: a checkpoint is the only fsync with
+      // synchronous = NORMAL, and it runs in the committing connection; the checkpoint thread (Checkpointer.ts)
+      // does the regular ones, this is the backstop.
       yield* sql.unsafe("PRAGMA wal_autocheckpoint = 10000")
       yield* sql.unsafe("PRAGMA foreign_keys = ON")
     })

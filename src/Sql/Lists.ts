@@ -106,7 +106,7 @@ const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sor
  * separate branches each one walks its own `(condition, sort column, id)` index in order and stops after
  * `page × per_page` rows, and only those are merged. So page 1 costs the same whatever the number of rows; page n
  * reads n pages from each branch. The total is a sum of per-branch counts, each an index-only range count: it
- * still grows with the number of rows (see bench/README.md), but reads no table rows and sorts nothing.
+ * still grows with the number of rows (docs/lists.md), but reads no table rows and sorts nothing.
  */
 const runUnion = <Row extends object, Sort extends string>(spec: UnionListSpec<Sort>, query: ListQuery<Sort>) =>
   Effect.gen(function* () {
@@ -155,7 +155,12 @@ export const makeListPage = <A, I, R>(Row: Schema.Schema<A, I, R>) => {
     query: ListQuery<Sort>
   ): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> =>
     Effect.gen(function* () {
-      const { counted, rows } = yield* isUnion(spec) ? runUnion<object, Sort>(spec, query) : runList(spec, query)
+      // A union of one branch is that branch as a plain list: one ordered walk, nothing to merge.
+      const { counted, rows } = yield* !isUnion(spec)
+        ? runList(spec, query)
+        : spec.branches.length === 1
+          ? runList({ ...spec, where: [...spec.branches.flat(), ...spec.where] }, query)
+          : runUnion<object, Sort>(spec, query)
       const [total, items] = yield* Effect.orDie(Effect.all([decodeTotal(counted), decodeRows(rows)]))
       return { items, total: total[0]?.total ?? 0, page: query.page, per_page: query.per_page }
     })

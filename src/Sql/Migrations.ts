@@ -12,6 +12,7 @@ import m0009 from "./migrations/0009_event_audience.js"
 import m0010 from "./migrations/0010_idempotency_keys.js"
 import m0011 from "./migrations/0011_webhook_signing.js"
 import m0013 from "./migrations/0013_oauth_apps.js"
+import m0014 from "./migrations/0014_list_order.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -26,7 +27,8 @@ const migrations = {
   "0009_event_audience": m0009,
   "0010_idempotency_keys": m0010,
   "0011_webhook_signing": m0011,
-  "0013_oauth_apps": m0013
+  "0013_oauth_apps": m0013,
+  "0014_list_order": m0014
 }
 
 const migrate = Migrator.make({})

@@ -1,5 +1,5 @@
 /**
- * Indexes that let every list walk its rows in sort order and stop after one page (issue 14): one
+ * Indexes that let every list walk its rows in sort order and stop after one page: one
  * `(owner, sort column, id)` index per sort key of each list with an ownership condition, and for team projects
  * `(team_id, sort column, id)` over `visibility = 'team'` rows only (the branch src/Projects/Repo.ts reads per team).
  * The project indexes carry `status` and `owner_id` too, so the status filter, the team branch's "not mine" and

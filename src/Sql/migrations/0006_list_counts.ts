@@ -1,5 +1,5 @@
 /**
- * Counters behind every list's `meta.total` (issue 14): a row per key (whose rows, and the filters a list can
+ * Counters behind every list's `meta.total`: a row per key (whose rows, and the filters a list can
  * ask for) holding how many rows have that key, so a total is a sum over a handful of counter rows instead of a
  * range count that grows with the data. They are kept by triggers, in the transaction of the write that changes
  * them, whatever wrote it (the HTTP API, the CLI, a foreign-key cascade), and filled from the rows already there.

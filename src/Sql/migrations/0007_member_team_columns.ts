@@ -1,8 +1,8 @@
 /**
- * A user's teams as an index walk (issue 14): `GET /v1/teams` sorts the caller's memberships by a column of the
+ * A user's teams as an index walk: `GET /v1/teams` sorts the caller's memberships by a column of the
  * team (`created_at`, `updated_at` or `name`) and filters by its name (`search`) and creation time
- * (`created_after`/`created_before`). Through the join that meant reading every team of the user and sorting them
- * (83 ms for a user in 100,000 teams on SQLite). So each membership row carries a copy of its team's three
+ * (`created_after`/`created_before`). Through the join that means reading every team of the user and sorting them,
+ * however many there are. So each membership row carries a copy of its team's three
  * columns (`team_name`, `team_created_at`, `team_updated_at`), with a `(user_id, column, team_id)` index per sort
  * key: the page walks one index in order and stops after `page × per_page` entries, and reads the list's records
  * from the memberships alone (no join: the rows an `OFFSET` skips and a range count read no `teams` row).
