@@ -11,6 +11,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type { Fragment } from "@effect/sql/Statement"
 import { Context, Effect, Exit, Option, Schema } from "effect"
 import type { EventType } from "../Domain/EventTypes.js"
 import { DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
@@ -99,77 +100,79 @@ export class Events extends Effect.Service<Events>()("Events", {
             (rows) => Effect.orDie(decodeSubscribers(rows))
           )
 
-    /** Writes the event row: its envelope's JSON is the payload every delivery of it sends, byte for byte. */
-    const record = (type: EventType, data: unknown) =>
-      Effect.flatMap(Effect.option(Effect.currentSpan), (span) => {
+    /** A new event: its envelope's JSON is the payload every delivery of it sends, byte for byte. */
+    const makeEvent = (type: EventType, data: unknown) =>
+      Effect.map(Effect.option(Effect.currentSpan), (span): RecordedEvent => {
         const createdAt = nowIso()
         const id = EventId.make(makeId("event"))
         const envelope: EventEnvelope = { id, type, created_at: createdAt, data }
-        const payload = JSON.stringify(envelope)
         // Kept with the event so each delivery attempt joins the trace of the request that caused it.
         const traceContext = Option.getOrNull(Option.flatMap(span, traceparentOf))
-        const event: RecordedEvent = { id, type, createdAt, envelope, payload, traceContext }
-        return Effect.as(
-          sql`INSERT INTO events ${sql.insert({
-            id,
-            type,
-            payload,
-            trace_context: traceContext,
-            created_at: createdAt
-          })}`,
-          event
-        )
+        return { id, type, createdAt, envelope, payload: JSON.stringify(envelope), traceContext }
       })
 
     /**
-     * Writes a pending delivery of `event` to each of `hooks`, claiming for this process those the current
-     * transaction's claims have room for (none outside `transaction`: there is no commit to hand them over after).
+     * A pending delivery of `event` to each of `hooks`, claimed for this process as far as the current
+     * transaction's claims have room (none outside `transaction`: there is no commit to hand them over after).
+     * Answers the rows to write and what the inbox needs for each claimed one, to hand over after the commit.
      */
-    const deliver = (event: RecordedEvent, hooks: ReadonlyArray<Subscriber>) =>
-      Effect.gen(function* () {
-        if (hooks.length === 0) return
-        const claims = yield* Effect.serviceOption(CurrentClaims)
-        const claiming = Option.isSome(claims) ? claims.value.reserve(hooks.length) : 0
-        const claimToken = crypto.randomUUID()
-        const claimedUntil = new Date(Date.parse(event.createdAt) + inbox.lease()).toISOString()
-        const handed: Array<ClaimedDelivery> = []
-        const rows = hooks.map((hook, i) => {
-          const id = DeliveryId.make(makeId("delivery"))
-          const claimed = i < claiming
-          if (claimed) {
-            handed.push({
-              id,
-              webhook_id: hook.id,
-              event_id: event.id,
-              event_type: event.type,
-              attempt_count: 0,
-              manual: 0,
-              next_attempt_at: event.createdAt,
-              url: hook.url,
-              secret: hook.secret,
-              webhook_status: hook.status,
-              payload: event.payload,
-              trace_context: event.traceContext,
-              claim_token: claimToken
-            })
-          }
-          return {
+    const deliveriesOf = (event: RecordedEvent, hooks: ReadonlyArray<Subscriber>, claims: Option.Option<Claims>) => {
+      const claiming = Option.isSome(claims) && hooks.length > 0 ? claims.value.reserve(hooks.length) : 0
+      const claimToken = crypto.randomUUID()
+      const claimedUntil = new Date(Date.parse(event.createdAt) + inbox.lease()).toISOString()
+      const handed: Array<ClaimedDelivery> = []
+      const rows = hooks.map((hook, i) => {
+        const id = DeliveryId.make(makeId("delivery"))
+        const claimed = i < claiming
+        if (claimed) {
+          handed.push({
             id,
             webhook_id: hook.id,
             event_id: event.id,
             event_type: event.type,
-            status: "pending",
             attempt_count: 0,
             manual: 0,
             next_attempt_at: event.createdAt,
-            last_attempt_at: null,
-            claimed_until: claimed ? claimedUntil : null,
-            claim_token: claimed ? claimToken : null,
-            created_at: event.createdAt
-          }
-        })
-        yield* sql`INSERT INTO deliveries ${sql.insert(rows)}`
-        if (Option.isSome(claims)) claims.value.claimed.push(...handed)
+            url: hook.url,
+            secret: hook.secret,
+            webhook_status: hook.status,
+            payload: event.payload,
+            trace_context: event.traceContext,
+            claim_token: claimToken
+          })
+        }
+        return {
+          id,
+          webhook_id: hook.id,
+          event_id: event.id,
+          event_type: event.type,
+          status: "pending",
+          attempt_count: 0,
+          manual: 0,
+          next_attempt_at: event.createdAt,
+          last_attempt_at: null,
+          claimed_until: claimed ? claimedUntil : null,
+          claim_token: claimed ? claimToken : null,
+          created_at: event.createdAt
+        }
+      })
+      return { rows, handed }
+    }
+
+    /**
+     * Inserts that must land together, in order: on PostgreSQL one statement (the first ones as data-modifying
+     * CTEs; foreign keys between them are checked at the statement's end), one round trip for all; SQLite has no
+     * INSERT in WITH, and no round trip to save, so there they run one after the other.
+     */
+    const writeTogether = (inserts: ReadonlyArray<Fragment>) =>
+      sql.onDialectOrElse({
+        pg: () => {
+          const last = inserts[inserts.length - 1]
+          if (last === undefined) return Effect.void
+          const ctes = inserts.slice(0, -1).map((insert, i) => sql`${sql(`w${i}`)} AS (${insert})`)
+          return Effect.asVoid(ctes.length === 0 ? sql`${last}` : sql`WITH ${sql.csv(ctes)} ${last}`)
+        },
+        orElse: () => Effect.forEach(inserts, (insert) => sql`${insert}`, { discard: true })
       })
 
     /**
@@ -178,15 +181,29 @@ export class Events extends Effect.Service<Events>()("Events", {
      * subscribed to it. Must run inside the transaction of the change it describes (`transaction`).
      */
     const emit = traced("Events.emit")(function* (type: EventType, audience: ReadonlyArray<string>, data: unknown) {
-      const event = yield* record(type, data)
+      const event = yield* makeEvent(type, data)
       const users = Array.from(new Set(audience))
-      if (users.length > 0) {
+      const claims = yield* Effect.serviceOption(CurrentClaims)
+      const { handed, rows } = deliveriesOf(event, yield* subscribersOf(type, users), claims)
+      yield* writeTogether([
+        sql`INSERT INTO events ${sql.insert({
+          id: event.id,
+          type,
+          payload: event.payload,
+          trace_context: event.traceContext,
+          created_at: event.createdAt
+        })}`,
         // The feed's record of who heard about the event: written now, never recomputed from later memberships.
-        yield* sql`INSERT INTO event_audience ${sql.insert(
-          users.map((user_id) => ({ user_id, event_id: event.id, type, created_at: event.createdAt }))
-        )}`
-      }
-      yield* deliver(event, yield* subscribersOf(type, users))
+        ...(users.length === 0
+          ? []
+          : [
+              sql`INSERT INTO event_audience ${sql.insert(
+                users.map((user_id) => ({ user_id, event_id: event.id, type, created_at: event.createdAt }))
+              )}`
+            ]),
+        ...(rows.length === 0 ? [] : [sql`INSERT INTO deliveries ${sql.insert(rows)}`])
+      ])
+      if (Option.isSome(claims)) claims.value.claimed.push(...handed)
       return event.envelope
     })
 
@@ -212,6 +229,6 @@ export class Events extends Effect.Service<Events>()("Events", {
         )
       })
 
-    return { emit, transaction, record, deliver, wake: inbox.ring } as const
+    return { emit, transaction, wake: inbox.ring } as const
   })
 }) {}
