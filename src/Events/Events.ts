@@ -1,8 +1,9 @@
 /**
  * The transactional outbox, the one way every feature records what happened. `transaction(change)` runs a change
- * and the events it emits in one database transaction; `emit(type, audience, data)`, inside it, writes the event
- * and one pending delivery per webhook of the audience subscribed to the type. Nothing is written unless the
- * change commits, and nothing the change commits lacks its event.
+ * and the events it emits in one database transaction; `emit(type, audience, data)`, inside it, writes the event,
+ * its audience (the users who hear about it, read back by the events feed) and one pending delivery per webhook of
+ * the audience subscribed to the type. Nothing is written unless the change commits, and nothing the change
+ * commits lacks its event.
  *
  * Deliveries this process has room for (the DeliveryInbox) are claimed as they are written and handed to the
  * inbox once the transaction has committed, so their first attempt starts at once, without a claim query; the
