@@ -1,8 +1,9 @@
 /**
  * The transactional outbox, the one way every feature records what happened. `transaction(change)` runs a change
- * and the events it emits in one database transaction; `emit(type, audience, data)`, inside it, writes the event
- * and one pending delivery per webhook of the audience subscribed to the type. Nothing is written unless the
- * change commits, and nothing the change commits lacks its event.
+ * and the events it emits in one database transaction; `emit(type, audience, data)`, inside it, writes the event,
+ * its audience (the users who hear about it, read back by the events feed) and one pending delivery per webhook of
+ * the audience subscribed to the type. Nothing is written unless the change commits, and nothing the change
+ * commits lacks its event.
  *
  * Deliveries this process has room for (the DeliveryInbox) are claimed as they are written and handed to the
  * inbox once the transaction has committed, so their first attempt starts at once, without a claim query; the
@@ -11,6 +12,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type { Fragment } from "@effect/sql/Statement"
 import { Context, Effect, Exit, Option, Schema } from "effect"
 import type { EventType } from "../Domain/EventTypes.js"
 import { DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
@@ -87,6 +89,8 @@ export class Events extends Effect.Service<Events>()("Events", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const inbox = yield* DeliveryInbox
+    /** What a delivery's attempt needs of its webhook (the `Subscriber` fields). */
+    const subscriberColumns = sql.literal("id, url, secret, previous_secret, previous_secret_expires_at, status")
 
     /** A webhook's `events` (JSON text, a list of type names) holds `type`. */
     const subscribesTo = (type: EventType) =>
@@ -100,83 +104,118 @@ export class Events extends Effect.Service<Events>()("Events", {
       audience.length === 0
         ? Effect.succeed([])
         : Effect.flatMap(
-            sql`SELECT id, url, secret, previous_secret, previous_secret_expires_at, status FROM webhooks
+            sql`SELECT ${subscriberColumns} FROM webhooks
                 WHERE user_id IN ${sql.in(audience)} AND ${subscribesTo(type)}`,
             (rows) => Effect.orDie(decodeSubscribers(rows))
           )
 
-    /** Writes the event row: its envelope's JSON is the payload every delivery of it sends, byte for byte. */
-    const record = (type: RecordedType, data: unknown) =>
-      Effect.flatMap(Effect.option(Effect.currentSpan), (span) => {
+    /** A new event: its envelope's JSON is the payload every delivery of it sends, byte for byte. */
+    const makeEvent = (type: RecordedType, data: unknown) =>
+      Effect.map(Effect.option(Effect.currentSpan), (span): RecordedEvent => {
         const createdAt = nowIso()
         const id = EventId.make(makeId("event"))
         const envelope: EventEnvelope = { id, type, created_at: createdAt, data }
-        const payload = JSON.stringify(envelope)
         // Kept with the event so each delivery attempt joins the trace of the request that caused it.
         const traceContext = Option.getOrNull(Option.flatMap(span, traceparentOf))
-        const event: RecordedEvent = { id, type, createdAt, envelope, payload, traceContext }
-        return Effect.as(
-          sql`INSERT INTO events ${sql.insert({
-            id,
-            type,
-            payload,
-            trace_context: traceContext,
-            created_at: createdAt
-          })}`,
-          event
-        )
+        return { id, type, createdAt, envelope, payload: JSON.stringify(envelope), traceContext }
       })
 
     /**
-     * Writes a pending delivery of `event` to each of `hooks`, claiming for this process those the current
-     * transaction's claims have room for (none outside `transaction`: there is no commit to hand them over after).
+     * A pending delivery of `event` to each of `hooks`, claimed for this process as far as the current
+     * transaction's claims have room (none outside `transaction`: there is no commit to hand them over after).
+     * Answers the rows to write and what the inbox needs for each claimed one, to hand over after the commit.
      */
-    const deliver = (event: RecordedEvent, hooks: ReadonlyArray<Subscriber>) =>
-      Effect.gen(function* () {
-        if (hooks.length === 0) return []
-        const claims = yield* Effect.serviceOption(CurrentClaims)
-        const claiming = Option.isSome(claims) ? claims.value.reserve(hooks.length) : 0
-        const claimToken = crypto.randomUUID()
-        const claimedUntil = new Date(Date.parse(event.createdAt) + inbox.lease()).toISOString()
-        const handed: Array<ClaimedDelivery> = []
-        const rows = hooks.map((hook, i) => {
-          const id = DeliveryId.make(makeId("delivery"))
-          const claimed = i < claiming
-          if (claimed) {
-            handed.push({
-              id,
-              webhook_id: hook.id,
-              event_id: event.id,
-              event_type: event.type,
-              attempt_count: 0,
-              manual: 0,
-              next_attempt_at: event.createdAt,
-              url: hook.url,
-              secret: hook.secret,
-              previous_secret: hook.previous_secret,
-              previous_secret_expires_at: hook.previous_secret_expires_at,
-              webhook_status: hook.status,
-              payload: event.payload,
-              trace_context: event.traceContext,
-              claim_token: claimToken
-            })
-          }
-          return {
+    const deliveriesOf = (event: RecordedEvent, hooks: ReadonlyArray<Subscriber>, claims: Option.Option<Claims>) => {
+      const claiming = Option.isSome(claims) && hooks.length > 0 ? claims.value.reserve(hooks.length) : 0
+      const claimToken = crypto.randomUUID()
+      const claimedUntil = new Date(Date.parse(event.createdAt) + inbox.lease()).toISOString()
+      const handed: Array<ClaimedDelivery> = []
+      const rows = hooks.map((hook, i) => {
+        const id = DeliveryId.make(makeId("delivery"))
+        const claimed = i < claiming
+        if (claimed) {
+          handed.push({
             id,
             webhook_id: hook.id,
             event_id: event.id,
             event_type: event.type,
-            status: "pending",
             attempt_count: 0,
             manual: 0,
             next_attempt_at: event.createdAt,
-            last_attempt_at: null,
-            claimed_until: claimed ? claimedUntil : null,
-            claim_token: claimed ? claimToken : null,
+            url: hook.url,
+            secret: hook.secret,
+            previous_secret: hook.previous_secret,
+            previous_secret_expires_at: hook.previous_secret_expires_at,
+            webhook_status: hook.status,
+            payload: event.payload,
+            trace_context: event.traceContext,
+            claim_token: claimToken
+          })
+        }
+        return {
+          id,
+          webhook_id: hook.id,
+          event_id: event.id,
+          event_type: event.type,
+          status: "pending",
+          attempt_count: 0,
+          manual: 0,
+          next_attempt_at: event.createdAt,
+          last_attempt_at: null,
+          claimed_until: claimed ? claimedUntil : null,
+          claim_token: claimed ? claimToken : null,
+          created_at: event.createdAt
+        }
+      })
+      return { rows, handed }
+    }
+
+    /**
+     * Inserts that must land together, in order: on PostgreSQL one statement (the first ones as data-modifying
+     * CTEs; foreign keys between them are checked at the statement's end), one round trip for all; SQLite has no
+     * INSERT in WITH, and no round trip to save, so there they run one after the other.
+     */
+    const writeTogether = (inserts: ReadonlyArray<Fragment>) =>
+      sql.onDialectOrElse({
+        pg: () => {
+          const last = inserts[inserts.length - 1]
+          if (last === undefined) return Effect.void
+          const ctes = inserts.slice(0, -1).map((insert, i) => sql`${sql(`w${i}`)} AS (${insert})`)
+          return Effect.asVoid(ctes.length === 0 ? sql`${last}` : sql`WITH ${sql.csv(ctes)} ${last}`)
+        },
+        orElse: () => Effect.forEach(inserts, (insert) => sql`${insert}`, { discard: true })
+      })
+
+    /**
+     * Writes `event`, its audience (the feed's record of who heard about it: written now, never recomputed from
+     * later memberships) and a delivery to each of `hooks`, together; answers the deliveries' ids.
+     */
+    const write = (event: RecordedEvent, audience: ReadonlyArray<string>, hooks: ReadonlyArray<Subscriber>) =>
+      Effect.gen(function* () {
+        const claims = yield* Effect.serviceOption(CurrentClaims)
+        const { handed, rows } = deliveriesOf(event, hooks, claims)
+        yield* writeTogether([
+          sql`INSERT INTO events ${sql.insert({
+            id: event.id,
+            type: event.type,
+            payload: event.payload,
+            trace_context: event.traceContext,
             created_at: event.createdAt
-          }
-        })
-        yield* sql`INSERT INTO deliveries ${sql.insert(rows)}`
+          })}`,
+          ...(audience.length === 0
+            ? []
+            : [
+                sql`INSERT INTO event_audience ${sql.insert(
+                  audience.map((user_id) => ({
+                    user_id,
+                    event_id: event.id,
+                    type: event.type,
+                    created_at: event.createdAt
+                  }))
+                )}`
+              ]),
+          ...(rows.length === 0 ? [] : [sql`INSERT INTO deliveries ${sql.insert(rows)}`])
+        ])
         if (Option.isSome(claims)) claims.value.claimed.push(...handed)
         return rows.map((row) => row.id)
       })
@@ -187,15 +226,9 @@ export class Events extends Effect.Service<Events>()("Events", {
      * subscribed to it. Must run inside the transaction of the change it describes (`transaction`).
      */
     const emit = traced("Events.emit")(function* (type: EventType, audience: ReadonlyArray<string>, data: unknown) {
-      const event = yield* record(type, data)
+      const event = yield* makeEvent(type, data)
       const users = Array.from(new Set(audience))
-      if (users.length > 0) {
-        // The feed's record of who heard about the event: written now, never recomputed from later memberships.
-        yield* sql`INSERT INTO event_audience ${sql.insert(
-          users.map((user_id) => ({ user_id, event_id: event.id, type, created_at: event.createdAt }))
-        )}`
-      }
-      yield* deliver(event, yield* subscribersOf(type, users))
+      yield* write(event, users, yield* subscribersOf(type, users))
       return event.envelope
     })
 
@@ -224,22 +257,19 @@ export class Events extends Effect.Service<Events>()("Events", {
     /**
      * A `webhook.test` event for the webhook `id` alone, whatever its `events` (the type cannot be subscribed to),
      * with its one delivery, in a transaction of its own. It has no audience, so it is in no one's events feed.
-     * Answers the delivery's id.
+     * Answers the delivery's id (none when the webhook is gone).
      */
     const emitTest = (id: WebhookId) =>
       transaction(
         Effect.gen(function* () {
-          const hooks = yield* Effect.flatMap(
-            sql`SELECT id, url, secret, previous_secret, previous_secret_expires_at, status FROM webhooks
-                WHERE id = ${id}`,
-            (rows) => Effect.orDie(decodeSubscribers(rows))
+          const hooks = yield* Effect.flatMap(sql`SELECT ${subscriberColumns} FROM webhooks WHERE id = ${id}`, (rows) =>
+            Effect.orDie(decodeSubscribers(rows))
           )
-          const event = yield* record(TEST_EVENT, { webhook_id: id })
-          const [delivery] = yield* deliver(event, hooks)
+          const [delivery] = yield* write(yield* makeEvent(TEST_EVENT, { webhook_id: id }), [], hooks)
           return Option.fromNullable(delivery)
         })
       )
 
-    return { emit, emitTest, transaction, record, deliver, wake: inbox.ring } as const
+    return { emit, emitTest, transaction, wake: inbox.ring } as const
   })
 }) {}

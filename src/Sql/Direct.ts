@@ -1,7 +1,7 @@
 /**
  * Statements of the delivery recorder's hot write path (src/Webhooks/Repo.ts) as fixed SQL text with their
  * parameters, run on the transaction's connection directly. Through `sql\`…\``, each statement compiles its
- * fragments to text (a 10-row insert of 12 columns walks 120 values to build the same string each time), opens a
+ * fragments to text (a batch insert walks every value to build the same string each time), opens a
  * span (a no-op one with tracing off), a `Scope` and a connection lease; inside a transaction the connection is
  * already held, so here the text is built once per shape and the statement goes straight to the driver.
  *

@@ -224,4 +224,23 @@ describe("a create and its outbox rows", () => {
     expect(taken.map((d): string => d.event_id)).toEqual(aliceHooks.map(() => kept.id))
     expect(await freeRoom()).toBe(ROOM)
   })
+
+  test("an event with no audience is written alone: no audience rows, no deliveries", async () => {
+    const marker = `alone-${Date.now()}`
+    const event = await run(
+      Effect.flatMap(Events, (events) => events.transaction(events.emit("project.created", [], { marker })))
+    )
+    const count = (table: "events" | "event_audience" | "deliveries", column: string) =>
+      sql(
+        (sql) =>
+          sql<{
+            readonly n: number
+          }>`SELECT CAST(count(*) AS INTEGER) AS n FROM ${sql(table)} WHERE ${sql(column)} = ${event.id}`
+      ).then((rows) => Number(rows[0]?.n))
+    expect(await count("events", "id")).toBe(1)
+    expect(await count("event_audience", "event_id")).toBe(0)
+    expect(await count("deliveries", "event_id")).toBe(0)
+    expect(await handed()).toHaveLength(0)
+    expect(await freeRoom()).toBe(ROOM)
+  })
 })
