@@ -109,6 +109,9 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   WEBHOOK_POLL_INTERVAL: ["1s", "250ms"],
   INVITATION_TTL: ["7d", "1s", "36h"],
   WEBHOOK_ALLOW_PRIVATE_TARGETS: ["false", "true"],
+  WEBHOOK_SECRET_OVERLAP: ["24h", "1s"],
+  IDEMPOTENCY_TTL: ["24h", "500ms"],
+  IDEMPOTENCY_FAULT: ["none"], // the other values kill the process on a keyed request: test/e2e/idempotency-crash.test.ts
   JWT_PRIVATE_KEY: [pem, jwk],
   AUTH_IP_LIMIT_PER_MINUTE: ["20", "1"],
   AUTH_FAILED_LOGIN_LIMIT: ["10", "3"],
