@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { listOrder } from "../support/helpers.ts"
-import { type Response, type Server, startServer, type TestUser } from "../support/server.js"
+import { startInProcess as startServer } from "../support/in-process.ts"
+import type { Response, Server, TestUser } from "../support/server.js"
 
 interface Item {
   readonly id: string
