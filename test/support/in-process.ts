@@ -68,7 +68,9 @@ export const startInProcess = async (
       Effect.timeoutFail({
         duration: "20 seconds",
         onTimeout: () => new Error(`server did not start in 20 s:\n${logs.join("\n")}`)
-      })
+      }),
+      // A server that did not start is not left running.
+      Effect.onError(() => Fiber.interrupt(fiber))
     )
   )
 
