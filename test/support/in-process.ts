@@ -1,7 +1,7 @@
 /**
  * The real server in this process: the application's own layers (`programWith` from src/main.ts: `MainLive`,
  * telemetry, logging) over a fresh database, serving HTTP through the same `node:http` server on a free loopback
- * port, so tests speak HTTP with fetch as they would to a process — without a process to start (about a second of
+ * port, so tests speak HTTP with fetch as they would to a process — without a process to start (most of a second of
  * CPU each) for every file. The settings are the service's own `Config`, read from the `env` the test gives over
  * this process's environment (as `startServer` passes its own), with `PORT=0`, `HOST=127.0.0.1`, `LOG_LEVEL=info`
  * and the fresh `DATABASE_URL`. Log lines are the JSON lines the service prints, kept in `logs` instead of stdout.
