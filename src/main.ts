@@ -48,14 +48,20 @@ export const ServicesLive = Layer.mergeAll(
 
 export const MainLive = HttpLive.pipe(Layer.provide(ServicesLive))
 
-/** The telemetry exporter is built first and released last, so it flushes what the shutdown itself traced. */
-export const program = Effect.flatMap(tracingEnabled, (enabled) =>
-  Layer.launch(MainLive).pipe(
-    Effect.withTracerEnabled(enabled),
-    Effect.provide(TelemetryLive),
-    Effect.provide(LoggingLive)
+/**
+ * The service, logging through `logging` (JSON lines on stdout for the service itself). The telemetry exporter is
+ * built first and released last, so it flushes what the shutdown itself traced.
+ */
+export const programWith = <E>(logging: Layer.Layer<never, E>) =>
+  Effect.flatMap(tracingEnabled, (enabled) =>
+    Layer.launch(MainLive).pipe(
+      Effect.withTracerEnabled(enabled),
+      Effect.provide(TelemetryLive),
+      Effect.provide(logging)
+    )
   )
-)
+
+export const program = programWith(LoggingLive)
 
 if (import.meta.main) {
   BunRuntime.runMain(program, { disablePrettyLogger: true })

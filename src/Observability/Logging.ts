@@ -71,6 +71,10 @@ export const jsonLogger = Logger.make((options) => {
   process.stdout.write(lineOf(options, undefined))
 })
 
+/** The lines `jsonLogger` writes, given to `write` instead of stdout (tests that run the server in their process). */
+export const jsonLoggerTo = (write: (line: string) => void) =>
+  Logger.make<unknown, void>((options) => write(lineOf(options, undefined)))
+
 /**
  * What `jsonLogger` writes for `record` with `fields` added to its annotations, without building a new
  * annotation map for them (the access line, once per request: src/Http.ts).

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { type Response, type Server, startServer, type TestUser } from "../support/server.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
+import type { Response, Server, TestUser } from "../support/server.ts"
 
 let server: Server
 let ann: TestUser // read,write

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Option } from "effect"
 import { Users } from "../../src/Users/Users.ts"
 import { type Fixtures, fixtures } from "../support/fixtures.ts"
-import { freshDatabaseUrl, runCli, startServer } from "../support/server.ts"
+import { startInProcess } from "../support/in-process.ts"
+import { freshDatabaseUrl, runCli } from "../support/server.ts"
 
 const ROOT = new URL("../..", import.meta.url).pathname
 
@@ -404,7 +405,7 @@ describe("users list and delete", () => {
 
 describe("users delete refuses while deleting would drop an event", () => {
   test("refused (exit 4, saying what is still theirs) while they own a project, belong to a team or started a deployment", async () => {
-    const server = await startServer({ databaseUrl })
+    const server = await startInProcess({ databaseUrl })
     try {
       const [owner, other] = await Promise.all([
         server.fixtures.account({ email: uniqueEmail("holder"), name: "Holder" }),
@@ -495,7 +496,7 @@ describe("api-keys list and revoke", () => {
 
 describe("oauth-clients list, rotate-secret and delete", () => {
   test("a rotated secret is shown once and replaces the old one at the token endpoint; delete removes the client", async () => {
-    const server = await startServer({ databaseUrl })
+    const server = await startInProcess({ databaseUrl })
     try {
       const created = await ok(
         "oauth-clients",

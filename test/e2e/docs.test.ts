@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import type { Browser } from "playwright-core"
 import { launch } from "../browser/browser.ts"
-import { type Server, startServer } from "../support/server.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
+import type { Server } from "../support/server.ts"
 
 let server: Server
 let browser: Browser | undefined

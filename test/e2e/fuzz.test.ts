@@ -5,7 +5,8 @@
  * 204 or the OpenAPI document wears an envelope. The seed is fixed, so a failure replays; `FUZZ_SEED` picks another.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { type Server, startServer, type TestUser } from "../support/server.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123)
 const REQUESTS = 2500

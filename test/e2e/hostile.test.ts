@@ -9,13 +9,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { connect } from "node:net"
 import { SQL } from "bun"
 import { eventually, parsedLogs, stopWithin } from "../support/helpers.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
 
 let server: Server
 let alice: TestUser
 
 beforeAll(async () => {
-  server = await startServer({ env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "100000" } })
+  server = await startInProcess({ env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "100000" } })
   alice = await server.user()
 }, 60_000)
 afterAll(async () => {
@@ -479,7 +480,7 @@ describe("bodies too large to read", () => {
 describe("slow clients (HTTP_IDLE_TIMEOUT=1s)", () => {
   let slow: Server
   beforeAll(async () => {
-    slow = await startServer({ env: { HTTP_IDLE_TIMEOUT: "1s" } })
+    slow = await startInProcess({ env: { HTTP_IDLE_TIMEOUT: "1s" } })
   }, 60_000)
   afterAll(async () => {
     await slow?.stop()

@@ -14,7 +14,8 @@ import {
   usersOn
 } from "../support/api.ts"
 import { TIMESTAMP } from "../support/helpers.ts"
-import { type Server, startServer, startupFailure, type TestUser } from "../support/server.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
+import { type Server, startupFailure, type TestUser } from "../support/server.ts"
 
 let server: Server
 let short: Server // INVITATION_TTL=1s

@@ -3,7 +3,8 @@
  * 401 says why: both issuers, and BASE_URL as the fix. A forged or garbled token still gets the plain answer.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { type Server, startServer } from "../support/server.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
+import type { Server } from "../support/server.ts"
 
 let server: Server
 

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as jose from "jose"
-import { type Server, startServer } from "../support/server.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
+import type { Server } from "../support/server.ts"
 
 let server: Server // keys in the database
 let keyed: Server // JWT_PRIVATE_KEY, default rate limits

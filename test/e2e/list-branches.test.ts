@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { listOrder } from "../support/helpers.ts"
-import { type Server, startServer, type TestUser } from "../support/server.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 let server: Server
 let me: TestUser

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Validator } from "@seriousme/openapi-schema-validator"
-import { type Server, startServer } from "../support/server.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
+import type { Server } from "../support/server.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
 

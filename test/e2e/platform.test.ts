@@ -3,12 +3,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createConnection } from "node:net"
 import { SQL } from "bun"
 import { eventually, parsedLogs, stopWithin } from "../support/helpers.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type Server, startServer, usingPostgres } from "../support/server.ts"
 
 let server: Server
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startInProcess()
 }, 20_000)
 afterAll(async () => {
   await server?.stop()
@@ -170,7 +171,7 @@ describe("API reference", () => {
 
 describe("a crash", () => {
   test("500 internal_error that reveals nothing internal, logged with its request id", async () => {
-    const crashing = await startServer()
+    const crashing = await startInProcess()
     try {
       const user = await crashing.user()
       expect((await crashing.request("/v1/projects", { key: user.key })).status).toBe(200)

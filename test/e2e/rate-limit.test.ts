@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import type { Subprocess } from "bun"
 import { freePort } from "../support/helpers.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type Response, type Server, startServer } from "../support/server.ts"
 
 const expectHeaders = (res: Response, limit: number, remaining: number, windowSeconds: number) => {
@@ -34,7 +35,7 @@ const expectRateLimited = (res: Response, maxRetryAfter: number) => {
 describe("per credential and per client IP (in-process store)", () => {
   let server: Server
   beforeAll(async () => {
-    server = await startServer({
+    server = await startInProcess({
       env: { RATE_LIMIT_PER_MINUTE: "5", RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "5", RATE_LIMIT_WINDOW: "1m" }
     })
   }, 30_000)
@@ -108,7 +109,7 @@ describe("per credential and per client IP (in-process store)", () => {
 describe("the refill", () => {
   let server: Server
   beforeAll(async () => {
-    server = await startServer({ env: { RATE_LIMIT_PER_MINUTE: "5", RATE_LIMIT_WINDOW: "2s" } })
+    server = await startInProcess({ env: { RATE_LIMIT_PER_MINUTE: "5", RATE_LIMIT_WINDOW: "2s" } })
   }, 30_000)
   afterAll(async () => {
     await server?.stop()
@@ -133,7 +134,7 @@ describe("the refill", () => {
 
 describe("RATE_LIMIT_ENABLED=false", () => {
   test("no limits and no headers", async () => {
-    const server = await startServer({ env: { RATE_LIMIT_ENABLED: "false", RATE_LIMIT_PER_MINUTE: "1" } })
+    const server = await startInProcess({ env: { RATE_LIMIT_ENABLED: "false", RATE_LIMIT_PER_MINUTE: "1" } })
     try {
       const user = await server.user()
       for (let i = 0; i < 3; i++) {

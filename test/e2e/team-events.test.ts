@@ -8,8 +8,9 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { verify } from "@octokit/webhooks-methods"
+import { startInProcess as startServer } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
-import { type Server, startServer, type TestUser } from "../support/server.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 const ENV = {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",

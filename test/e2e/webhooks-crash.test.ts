@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test"
 import { eventually, stopWithin } from "../support/helpers.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import { freshDatabaseUrl, type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
 
@@ -30,6 +31,13 @@ const start = async (options: { readonly databaseUrl?: string; readonly env?: Re
     env: { ...ENV, ...options.env },
     ...(options.databaseUrl !== undefined ? { databaseUrl: options.databaseUrl } : {})
   })
+  servers.push(server)
+  return server
+}
+
+/** A server for a rule of the worker (nothing killed or signalled): in this process. */
+const startInside = async (options: { readonly env?: Record<string, string> } = {}) => {
+  const server = await startInProcess({ env: { ...ENV, ...options.env } })
   servers.push(server)
   return server
 }
@@ -189,7 +197,7 @@ describe("a process stopped with SIGTERM with attempts in flight", () => {
 describe("WEBHOOK_CONCURRENCY", () => {
   test("caps the attempts one process has in flight", async () => {
     const receiver = receive({ default: { status: 200, delayMs: 250 } })
-    const server = await start({ env: { WEBHOOK_CONCURRENCY: "3" } })
+    const server = await startInside({ env: { WEBHOOK_CONCURRENCY: "3" } })
     const user = await server.user()
     const hook = await registerHook(server, user, receiver.url("/capped"))
     await createProjects(server, user, 12, "Capped")
@@ -280,7 +288,7 @@ describe("the worker's inbox (deliveries handed over by the committing transacti
   test("more new deliveries than the inbox holds: the rest wait unclaimed and are claimed as room opens", async () => {
     // WEBHOOK_CONCURRENCY 1 with a lease of two time-outs: the inbox holds one delivery.
     const receiver = receive({ default: { status: 200, delayMs: 50 } })
-    const server = await start({ env: { WEBHOOK_CONCURRENCY: "1" } })
+    const server = await startInside({ env: { WEBHOOK_CONCURRENCY: "1" } })
     const user = await server.user()
     const hook = await registerHook(server, user, receiver.url("/overflow"))
     await createProjects(server, user, 12, "Overflow")

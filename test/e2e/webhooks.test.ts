@@ -11,8 +11,9 @@ import { verify } from "@octokit/webhooks-methods"
 import { SQL } from "bun"
 import { makeId } from "../../src/Domain/Ids.ts"
 import { eventually, stopWithin } from "../support/helpers.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
-import { type Server, startServer, startupFailure, type TestUser } from "../support/server.ts"
+import { type Server, startupFailure, type TestUser } from "../support/server.ts"
 
 const DELAY_MS = 300
 const ENV = {

@@ -3,7 +3,8 @@
  * `call` as one of them, the error-envelope checks, and joining a team the API's own way (invite, then accept).
  */
 import { expect } from "bun:test"
-import { type Response, type Server, startServer, type TestUser } from "./server.ts"
+import { startInProcess as startServer } from "./in-process.ts"
+import type { Response, Server, TestUser } from "./server.ts"
 
 /** Every scope a team test needs. */
 export const ALL_SCOPES = "read,write,team:manage"

@@ -2,7 +2,7 @@
  * Small helpers every test file may need, in one place: waiting for a condition, a free loopback port, stopping a
  * server process without ever leaking it, the server's JSON log lines, and the order every list promises.
  */
-import type { Server } from "./server.ts"
+import type { Server, ServerProcess } from "./server.ts"
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -40,12 +40,16 @@ export const freePort = (): number => {
   return port
 }
 
+const isProcess = (server: Server): server is ServerProcess => "process" in server
+
 /**
  * SIGTERM, then SIGKILL if the process has not exited `ms` later, so a hung shutdown never leaks a process.
- * True when it exited on SIGTERM in time (or had exited already, or there was no server).
+ * True when it exited on SIGTERM in time (or had exited already, or there was no server). An in-process server
+ * is stopped (its graceful shutdown); true when that ended within `ms`.
  */
 export const stopWithin = async (server: Server | undefined, ms = 8_000): Promise<boolean> => {
   if (server === undefined) return true
+  if (!isProcess(server)) return Promise.race([server.stop().then(() => true), sleep(ms).then(() => false)])
   if (server.process.exitCode !== null || server.process.signalCode !== null) {
     await server.stop("SIGKILL") // closes the fixtures' connections; the process is gone already
     return true

@@ -44,10 +44,10 @@ export interface RequestOptions {
   readonly headers?: Record<string, string>
 }
 
+/** A server to speak HTTP to: a process (`startServer`) or one in this process (in-process.ts `startInProcess`). */
 export interface Server {
   readonly url: string
   readonly databaseUrl: string
-  readonly process: Subprocess<"ignore", "pipe", "pipe">
   /** Every line the server printed on stdout so far. */
   readonly logs: Array<string>
   request<T = any>(path: string, options?: RequestOptions): Promise<Response<T>>
@@ -61,6 +61,11 @@ export interface Server {
   /** Users, keys, teams and members made in this process on this server's database; closed by `stop()`. */
   readonly fixtures: Fixtures
   stop(signal?: NodeJS.Signals): Promise<number>
+}
+
+/** A server running as a child process: for what signals it, kills it or reads its exit. */
+export interface ServerProcess extends Server {
+  readonly process: Subprocess<"ignore", "pipe", "pipe">
 }
 
 export interface TestUser {
@@ -86,9 +91,41 @@ export const runCli = async (databaseUrl: string, args: ReadonlyArray<string>) =
   return { stdout, stderr, code }
 }
 
+/** `Server.request` against the server at `url`. */
+export const requestOn =
+  (url: string) =>
+  async <T>(path: string, opts: RequestOptions = {}): Promise<Response<T>> => {
+    const headers: Record<string, string> = { ...opts.headers }
+    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`
+    let body: BodyInit | undefined =
+      typeof opts.rawBody === "string" || opts.rawBody === undefined ? opts.rawBody : new Blob([opts.rawBody])
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body)
+      headers["content-type"] ??= "application/json"
+    }
+    const response = await fetch(`${url}${path}`, { method: opts.method ?? "GET", headers, body })
+    const text = await response.text()
+    let parsed: any
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      parsed = undefined
+    }
+    return { status: response.status, headers: response.headers, body: parsed, text }
+  }
+
+/** `Server.cli` on `databaseUrl`. */
+export const cliOn =
+  (databaseUrl: string) =>
+  async <T>(...args: Array<string>): Promise<T> => {
+    const { stdout, stderr, code } = await runCli(databaseUrl, args)
+    if (code !== 0) throw new Error(`cli ${args.join(" ")} exited ${code}: ${stderr}`)
+    return JSON.parse(stdout).data
+  }
+
 export const startServer = async (
   options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}
-): Promise<Server> => {
+): Promise<ServerProcess> => {
   const databaseUrl = options.databaseUrl ?? (await freshDatabaseUrl())
   // `--no-orphans`: the server exits when this process does, so a file that fails before its `afterAll` (or
   // forgets to stop a server) never leaves one running after the test run.
@@ -129,31 +166,8 @@ export const startServer = async (
     })
   ])
 
-  const request = async <T>(path: string, opts: RequestOptions = {}): Promise<Response<T>> => {
-    const headers: Record<string, string> = { ...opts.headers }
-    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`
-    let body: BodyInit | undefined =
-      typeof opts.rawBody === "string" || opts.rawBody === undefined ? opts.rawBody : new Blob([opts.rawBody])
-    if (opts.body !== undefined) {
-      body = JSON.stringify(opts.body)
-      headers["content-type"] ??= "application/json"
-    }
-    const response = await fetch(`${url}${path}`, { method: opts.method ?? "GET", headers, body })
-    const text = await response.text()
-    let parsed: any
-    try {
-      parsed = text === "" ? undefined : JSON.parse(text)
-    } catch {
-      parsed = undefined
-    }
-    return { status: response.status, headers: response.headers, body: parsed, text }
-  }
-
-  const cli = async <T>(...args: Array<string>): Promise<T> => {
-    const { stdout, stderr, code } = await runCli(databaseUrl, args)
-    if (code !== 0) throw new Error(`cli ${args.join(" ")} exited ${code}: ${stderr}`)
-    return JSON.parse(stdout).data
-  }
+  const request = requestOn(url)
+  const cli = cliOn(databaseUrl)
 
   const fixtures = fixturesOn(databaseUrl)
   const user = (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> =>

@@ -6,8 +6,9 @@
  * - an idle server with tracing on exports no trace: the worker's polling makes no spans.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { startInProcess as startServer } from "../support/in-process.ts"
 import { eventually, type Receiver, startReceiver } from "../support/receiver.ts"
-import { type Server, startServer, type TestUser } from "../support/server.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 /** A minimal OTLP/HTTP JSON collector: the names of the spans it was sent, in arrival order. */
 const collector = () => {
