@@ -5,8 +5,9 @@
  * in-process (test/events/feed.service.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { startInProcess as startServer } from "../support/in-process.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { type Server, startServer, type TestUser } from "../support/server.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 const ENV = {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",

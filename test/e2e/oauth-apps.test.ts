@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { expectError, expectValidation } from "../support/api.ts"
-import { type Server, startServer, type TestUser } from "../support/server.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 const REDIRECT = "http://127.0.0.1:9/callback"
 let server: Server

@@ -9,8 +9,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { createHmac } from "node:crypto"
 import { Webhook } from "standardwebhooks"
 import { eventually, sleep, stopWithin } from "../support/helpers.ts"
+import { startInProcess as startServer } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
-import { type Server, startServer, type TestUser } from "../support/server.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 const BASE_ENV = {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
