@@ -233,6 +233,34 @@ export const TeamsConfig = Config.all({
   )
 })
 
+/** A duration setting of more than 0. */
+const positiveDuration = (name: string, fallback: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(fallback),
+    Config.mapOrFail(durationSetting(name)),
+    Config.validate({ message: `${name} must be more than 0`, validation: (d) => Duration.toMillis(d) > 0 })
+  )
+
+/**
+ * Retention: what the background sweep deletes and how often it runs (one sweep at a time across replicas).
+ * Idempotency keys go after `IDEMPOTENCY_TTL`, OAuth codes and tokens a day after they expire.
+ */
+export const RetentionConfig = Config.all({
+  /** Deliveries that ended (delivered or failed) this long ago go, with their attempts. */
+  deliveryRetention: positiveDuration("DELIVERY_RETENTION", "30d"),
+  /** Events older than this go once none of their deliveries is pending. */
+  eventRetention: positiveDuration("EVENT_RETENTION", "30d"),
+  sweepInterval: positiveDuration("RETENTION_SWEEP_INTERVAL", "1h"),
+  /** Rows deleted by one statement at most: short statements, short locks. */
+  batchSize: Config.integer("RETENTION_BATCH_SIZE").pipe(
+    Config.validate({
+      message: "RETENTION_BATCH_SIZE must be from 1 to 1000",
+      validation: (n) => n >= 1 && n <= 1000
+    }),
+    Config.withDefault(1000)
+  )
+})
+
 /** `otlp` (the default) or `none`, per signal. */
 const exporterSetting = (name: string) =>
   Config.literal(

@@ -37,12 +37,13 @@ export const exclusively = <A, E, R>(
   )
 
 /**
- * `effect` when no other process is running work `name`, `None` (at once, without waiting) when one is. On
- * PostgreSQL the lock is held by a session of its own for as long as `effect` runs, so `effect` may commit many
- * short transactions of its own meanwhile.
+ * `effect` while holding the lock `name` in a session of its own (PostgreSQL), so `effect` may commit many short
+ * transactions of its own meanwhile. `wait: false`: `None` at once when another process holds it; `wait: true`:
+ * waits for it.
  */
-export const ifFree = <A, E, R>(
+export const holding = <A, E, R>(
   name: LockName,
+  options: { readonly wait: boolean },
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<Option.Option<A>, E | SqlError, R | SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -51,7 +52,12 @@ export const ifFree = <A, E, R>(
         Effect.scoped(
           Effect.gen(function* () {
             const holder = yield* sql.reserve
-            const [row] = yield* holder.executeValues(`SELECT pg_try_advisory_lock(${LOCKS[name]})`, [])
+            const [row] = yield* holder.executeValues(
+              options.wait
+                ? `SELECT TRUE FROM pg_advisory_lock(${LOCKS[name]})`
+                : `SELECT pg_try_advisory_lock(${LOCKS[name]})`,
+              []
+            )
             if (row?.[0] !== true) return Option.none()
             return yield* Effect.map(effect, Option.some).pipe(
               Effect.ensuring(Effect.ignore(holder.executeValues(`SELECT pg_advisory_unlock(${LOCKS[name]})`, [])))
