@@ -87,6 +87,10 @@ export class Api extends HttpApi.make("api")
   .addError(ApiErrors.MethodNotAllowed)
   .addError(ApiErrors.InternalError)
   .addError(ApiErrors.Unavailable)
+  // A `POST` with `Idempotency-Key` (src/Http/Idempotency.ts); declared API-wide so the server encodes them, and
+  // left on the `POST` operations only in the published document (src/Http/OpenApi.ts).
+  .addError(ApiErrors.IdempotencyKeyInUse)
+  .addError(ApiErrors.IdempotencyKeyReused)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Project Collaboration Service")
   .annotate(OpenApi.Version, "1.0.0")

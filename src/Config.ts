@@ -261,6 +261,25 @@ export const RetentionConfig = Config.all({
   )
 })
 
+/** `Idempotency-Key` on `POST` (src/Http/Idempotency.ts). */
+export const IdempotencyConfig = Config.all({
+  /** How long a key, and the answer recorded with it, is kept from its first use (a day unless given). */
+  ttl: Config.string("IDEMPOTENCY_TTL").pipe(
+    Config.withDefault("24h"),
+    Config.mapOrFail(durationSetting("IDEMPOTENCY_TTL")),
+    Config.validate({ message: "IDEMPOTENCY_TTL must be more than 0", validation: (d) => Duration.toMillis(d) > 0 })
+  ),
+  /**
+   * Test only: the process kills itself (SIGKILL) with a keyed request's answer recorded, just before its
+   * transaction commits or just after, so a test can show that neither crash leaves a key free for a second change.
+   */
+  fault: Config.literal(
+    "none",
+    "kill-before-commit",
+    "kill-after-commit"
+  )("IDEMPOTENCY_FAULT").pipe(Config.withDefault("none" as const))
+})
+
 /** `otlp` (the default) or `none`, per signal. */
 const exporterSetting = (name: string) =>
   Config.literal(

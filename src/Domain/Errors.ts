@@ -85,6 +85,14 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   message: Schema.String
 }) {}
 
+export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>()("IdempotencyKeyInUse", {
+  message: Schema.String
+}) {}
+
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", {
+  message: Schema.String
+}) {}
+
 export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", {
   message: Schema.String
 }) {
@@ -185,6 +193,20 @@ export const ApiErrors = {
     "rate_limited",
     429,
     "Over the rate limit; see the `Retry-After` header"
+  ),
+  IdempotencyKeyInUse: envelope(
+    IdempotencyKeyInUse,
+    "IdempotencyKeyInUse",
+    "idempotency_key_in_use",
+    409,
+    "A request with the same `Idempotency-Key` is still being processed; retry after `Retry-After` seconds"
+  ),
+  IdempotencyKeyReused: envelope(
+    IdempotencyKeyReused,
+    "IdempotencyKeyReused",
+    "idempotency_key_reused",
+    422,
+    "The `Idempotency-Key` was already used with another method, path or body"
   ),
   InternalError: envelope(InternalError, "InternalError", "internal_error", 500, "Something unexpected failed"),
   Unavailable: envelope(

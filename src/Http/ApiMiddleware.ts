@@ -5,18 +5,23 @@
  *
  * One wrapper with plain JS inside: the checks are functions of the request state (src/Http/RequestState.ts)
  * that answer `undefined` when there is nothing to run, and the outcome is handled in one `matchCauseEffect`.
+ * A `POST` with `Idempotency-Key` runs, after those checks, in its key's transaction (src/Http/Idempotency.ts);
+ * without the header nothing of it runs.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Context, Effect, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { ApiForMiddleware as Api } from "../Api.js"
 import type { RateLimited } from "../Domain/Errors.js"
 import { requestIdFrom } from "../Domain/RequestId.js"
+import { Idempotency } from "../Idempotency/Idempotency.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
+import { Bearer } from "./Authentication.js"
 import { isDrainRefused, refusedWhileDraining } from "./Draining.js"
 import { type OurError, translate } from "./ErrorTranslation.js"
+import { keyOf, makeIdempotent } from "./Idempotency.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { precheck, precheckOAuth } from "./Precheck.js"
 import { limitUnauthenticated } from "./RateLimit.js"
@@ -28,6 +33,7 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
     const lifecycle = yield* Lifecycle
     // Requests that do not authenticate are counted against the client IP once their outcome is known.
     const limited = limitUnauthenticated(yield* RateLimit)
+    const idempotent = yield* makeIdempotent
     return (app: HttpApp.Default) =>
       Effect.withFiberRuntime<
         HttpServerResponse.HttpServerResponse,
@@ -40,7 +46,11 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
         const work = ((): HttpApp.Default<unknown> => {
           if (isDrainRefused(lifecycle, request)) return refusedWhileDraining
           const checks = precheck(request, state)
-          if (checks !== undefined) return Effect.zipRight(checks, app)
+          const key = keyOf(request)
+          const route = state.match.route
+          const handled = key === undefined || route === undefined ? app : idempotent(request, state, route, key, app)
+          if (checks !== undefined) return Effect.zipRight(checks, handled)
+          if (handled !== app) return handled
           const oauth = precheckOAuth(request, state.path)
           if (oauth === undefined) return app
           return Effect.flatMap(oauth, Option.match({ onNone: () => app, onSome: Effect.succeed }))
@@ -55,4 +65,4 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
         )
       })
   })
-)
+).pipe(Layer.provide([Idempotency.Default, Bearer.Default]))

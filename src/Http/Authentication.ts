@@ -6,7 +6,7 @@ import { ApiKeys, KEY_PREFIX } from "../ApiKeys/ApiKeys.js"
 import { currentIssuer } from "../Auth/Issuer.js"
 import { SigningKeys } from "../Auth/Jwt.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
-import { Forbidden, Unauthorized } from "../Domain/Errors.js"
+import { Forbidden, type RateLimited, Unauthorized } from "../Domain/Errors.js"
 import type { Principal } from "../Domain/Principal.js"
 import { hasAnyScope, type Scope } from "../Domain/Scopes.js"
 import { ACCESS_PREFIX, OAuthTokens } from "../OAuth/Tokens.js"
@@ -33,9 +33,17 @@ const challenge = (state: RequestState | undefined, error: string | undefined): 
     error === undefined ? `Bearer realm="api"` : `Bearer realm="api", error="${error}"`
 }
 
-export const AuthenticationLive = Layer.effect(
-  Authentication,
-  Effect.gen(function* () {
+/** What a bearer check fails with. */
+export type BearerError = Unauthorized | Forbidden | RateLimited
+
+/**
+ * The bearer check of a `/v1` request: its credential, the rate limit, the endpoint's scopes. The endpoint's
+ * `Authentication` middleware runs it; for a request that must know its user before routing (a `POST` with
+ * `Idempotency-Key`, src/Http/Idempotency.ts) the API-level middleware runs it first and keeps the outcome in the
+ * request state, which the endpoint's middleware then answers with, so it is checked (and counted) once.
+ */
+export class Bearer extends Effect.Service<Bearer>()("Bearer", {
+  effect: Effect.gen(function* () {
     const apiKeys = yield* ApiKeys
     const oauth = yield* OAuthTokens
     const keys = yield* SigningKeys
@@ -52,7 +60,7 @@ export const AuthenticationLive = Layer.effect(
     }
 
     /** Each endpoint's `RequiredScopes`: the credential must hold one of them. No declaration, no access. */
-    const authorize = (route: HttpRouter.Route<unknown, unknown>, principal: Principal) => {
+    const authorize = (route: { readonly method: string; readonly path: string }, principal: Principal) => {
       const needed = scopesByRoute.get(`${route.method} ${route.path}`) ?? []
       return hasAnyScope(principal.scopes, needed)
         ? Effect.succeed(principal)
@@ -66,35 +74,52 @@ export const AuthenticationLive = Layer.effect(
           )
     }
 
-    return {
-      // The framework's bearer decoder slices the header blindly; read it properly (scheme is case-insensitive).
-      // One step for the request and its state (read from the fiber, not as services), then only what must be an
-      // effect: the rate-limit buckets and the credential lookup.
-      bearer: () =>
-        Effect.withFiberRuntime((fiber) => {
-          const context = fiber.currentContext
-          const request = Context.unsafeGet(context, HttpServerRequest.HttpServerRequest)
-          const { route } = Context.unsafeGet(context, HttpRouter.RouteContext)
-          const state = requestStateOf(fiber)
-          const token = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
-          if (token === "") {
-            challenge(state, undefined)
-            return Effect.fail(new Unauthorized({ message: "Send credentials as Authorization: Bearer <token>" }))
-          }
-          // Rate limits (src/Http/RateLimit.ts): no token is checked while the client IP's bucket is empty; a
-          // valid credential then spends one of its own tokens, before its scopes are checked.
-          const authenticated = Effect.mapError(authenticate(token), (error) => {
-            challenge(state, "invalid_token")
-            return error
-          })
-          const guard = guardClient(limits, request)
-          return Effect.flatMap(
-            Effect.flatMap(guard === undefined ? authenticated : Effect.zipRight(guard, authenticated), (principal) =>
-              limitCredential(limits, state, principal)
-            ),
-            (principal) => authorize(route, principal)
-          )
-        })
+    /**
+     * The framework's bearer decoder slices the header blindly; read it properly (scheme is case-insensitive).
+     * Plain JS up to what must be an effect: the rate-limit buckets and the credential lookup.
+     */
+    const check = (
+      request: HttpServerRequest.HttpServerRequest,
+      route: { readonly method: string; readonly path: string },
+      state: RequestState | undefined
+    ): Effect.Effect<Principal, BearerError, HttpServerRequest.HttpServerRequest> => {
+      const token = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
+      if (token === "") {
+        challenge(state, undefined)
+        return Effect.fail(new Unauthorized({ message: "Send credentials as Authorization: Bearer <token>" }))
+      }
+      // Rate limits (src/Http/RateLimit.ts): no token is checked while the client IP's bucket is empty; a
+      // valid credential then spends one of its own tokens, before its scopes are checked.
+      const authenticated = Effect.mapError(authenticate(token), (error) => {
+        challenge(state, "invalid_token")
+        return error
+      })
+      const guard = guardClient(limits, request)
+      return Effect.flatMap(
+        Effect.flatMap(guard === undefined ? authenticated : Effect.zipRight(guard, authenticated), (principal) =>
+          limitCredential(limits, state, principal)
+        ),
+        (principal) => authorize(route, principal)
+      )
     }
+
+    return { check } as const
   })
-)
+}) {}
+
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.map(Bearer, (bearer) => ({
+    // One step for the request and its state (read from the fiber, not as services). The outcome kept in the
+    // state when the API-level middleware checked the credential already.
+    bearer: () =>
+      Effect.withFiberRuntime<Principal, BearerError, HttpServerRequest.HttpServerRequest>((fiber) => {
+        const context = fiber.currentContext
+        const state = requestStateOf(fiber)
+        if (state?.bearer !== undefined) return state.bearer
+        const request = Context.unsafeGet(context, HttpServerRequest.HttpServerRequest)
+        const { route } = Context.unsafeGet(context, HttpRouter.RouteContext)
+        return bearer.check(request, route, state)
+      })
+  }))
+).pipe(Layer.provide(Bearer.Default))

@@ -15,6 +15,8 @@ import {
   Conflict,
   type FieldIssue,
   Forbidden,
+  IdempotencyKeyInUse,
+  IdempotencyKeyReused,
   InternalError,
   MethodNotAllowed,
   NotFound,
@@ -44,6 +46,8 @@ export type OurError =
   | PayloadTooLarge
   | UnsupportedMediaType
   | RateLimited
+  | IdempotencyKeyInUse
+  | IdempotencyKeyReused
   | InternalError
   | Unavailable
 
@@ -58,6 +62,8 @@ const isOurs = (error: unknown): error is OurError =>
   error instanceof PayloadTooLarge ||
   error instanceof UnsupportedMediaType ||
   error instanceof RateLimited ||
+  error instanceof IdempotencyKeyInUse ||
+  error instanceof IdempotencyKeyReused ||
   error instanceof InternalError ||
   error instanceof Unavailable
 

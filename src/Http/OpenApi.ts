@@ -10,8 +10,11 @@
  *   `/oauth/jwks.json`, the RFC 8414 metadata) are described here; they are served by `src/OAuth/Http.ts`, outside
  *   the `HttpApi`, because they answer in RFC 6749 forms, not in the `/v1` envelope. The browser-only form posts
  *   behind the sign-in and consent pages are left out.
+ * - Every `POST` declares the optional `Idempotency-Key` header, and only `POST`s the two errors that come with it
+ *   (declared API-wide in src/Api.ts so the server encodes them; src/Http/Idempotency.ts answers them).
  */
 import * as OpenApi from "@effect/platform/OpenApi"
+import type * as JsonSchema from "@effect/platform/OpenApiJsonSchema"
 import { Context, Option } from "effect"
 import { Api } from "../Api.js"
 import { RequiredScopes } from "../Contract/Security.js"
@@ -75,29 +78,101 @@ const methods: ReadonlyArray<OpenApi.OpenAPISpecMethodName> = [
   "trace"
 ]
 
-const completePaths = (paths: OpenApi.OpenAPISpecPaths): OpenApi.OpenAPISpecPaths =>
+/** The optional header of every `POST` (docs/idempotency.md). */
+const idempotencyKeyParameter: OpenApi.OpenAPISpecParameter = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7E]+$" },
+  description:
+    "Makes the request safe to retry: the same key (yours for `IDEMPOTENCY_TTL`, a day by default) with the same " +
+    "method, path and body answers the first answer again, byte for byte, with `Idempotent-Replayed: true`, and " +
+    "runs nothing again. With another path or body: 422 `idempotency_key_reused`; while the first is still being " +
+    "processed: 409 `idempotency_key_in_use` with `Retry-After`. 1–255 visible ASCII characters; a UUID is a good key."
+}
+
+/** The error schemas only a `POST` with `Idempotency-Key` is answered with. */
+const idempotencyErrors: ReadonlySet<string> = new Set([
+  "#/components/schemas/IdempotencyKeyInUseError",
+  "#/components/schemas/IdempotencyKeyReusedError"
+])
+
+/** The `$ref`s a response schema is made of (one, or a union of them), or undefined for any other schema. */
+const refsOf = (schema: JsonSchema.JsonSchema): ReadonlyArray<string> | undefined => {
+  if ("$ref" in schema) return [schema.$ref]
+  if (!("anyOf" in schema)) return undefined
+  const refs = schema.anyOf.flatMap((member) => ("$ref" in member ? [member.$ref] : []))
+  return refs.length === schema.anyOf.length ? refs : undefined
+}
+
+/**
+ * An operation's responses with the `Idempotency-Key` errors kept on a `POST` and taken out of any other (a
+ * status left with nothing goes). A status several errors share is described by each of them.
+ */
+const responsesFor = (
+  method: OpenApi.OpenAPISpecMethodName,
+  responses: OpenApi.OpenAPISpecResponses,
+  schemas: Readonly<Record<string, JsonSchema.JsonSchema>>
+): OpenApi.OpenAPISpecResponses => {
+  const describe = (ref: string) => {
+    const schema = schemas[ref.slice("#/components/schemas/".length)]
+    return schema !== undefined && "description" in schema && schema.description !== undefined
+      ? schema.description
+      : ref
+  }
+  const out: OpenApi.OpenAPISpecResponses = {}
+  for (const [status, response] of Object.entries(responses)) {
+    const media = response.content?.["application/json"]
+    const refs = media === undefined ? undefined : refsOf(media.schema)
+    if (refs === undefined || !refs.some((ref) => idempotencyErrors.has(ref))) {
+      out[Number(status)] = response
+      continue
+    }
+    const kept = method === "post" ? refs : refs.filter((ref) => !idempotencyErrors.has(ref))
+    const [only] = kept
+    if (only === undefined) continue
+    out[Number(status)] = {
+      ...response,
+      description: kept.map(describe).join("; or: "),
+      content: {
+        ...response.content,
+        "application/json": {
+          schema: kept.length === 1 ? { $ref: only } : { anyOf: kept.map(($ref) => ({ $ref })) }
+        }
+      }
+    }
+  }
+  return out
+}
+
+const completePaths = (
+  paths: OpenApi.OpenAPISpecPaths,
+  schemas: Readonly<Record<string, JsonSchema.JsonSchema>>
+): OpenApi.OpenAPISpecPaths =>
   Object.fromEntries(
     Object.entries(paths).map(([path, item]) => {
       const completed: OpenApi.OpenAPISpecPathItem = {}
       for (const method of methods) {
         const operation = item[method]
         if (operation === undefined) continue
+        const parameters = operation.parameters.map((parameter): OpenApi.OpenAPISpecParameter => {
+          const integer = parameter.in === "query" ? integerQuery[parameter.name] : undefined
+          return integer === undefined
+            ? parameter
+            : {
+                ...parameter,
+                schema: {
+                  type: "integer",
+                  ...integer,
+                  ...(parameter.description === undefined ? {} : { description: parameter.description })
+                }
+              }
+        })
         completed[method] = {
           ...operation,
           security: securityFor(method, path),
-          parameters: operation.parameters.map((parameter) => {
-            const integer = parameter.in === "query" ? integerQuery[parameter.name] : undefined
-            return integer === undefined
-              ? parameter
-              : {
-                  ...parameter,
-                  schema: {
-                    type: "integer",
-                    ...integer,
-                    ...(parameter.description === undefined ? {} : { description: parameter.description })
-                  }
-                }
-          })
+          parameters: method === "post" ? [...parameters, idempotencyKeyParameter] : parameters,
+          responses: responsesFor(method, operation.responses, schemas)
         }
       }
       return [path, completed]
@@ -358,7 +433,7 @@ export const openApiDocument = (served: Served) => {
 const document = (generated: OpenApi.OpenAPISpec, served: Served) => ({
   ...generated,
   servers: [{ url: served.baseUrl, description: "this server" }],
-  paths: { ...completePaths(generated.paths), ...oauthPaths },
+  paths: { ...completePaths(generated.paths, generated.components.schemas), ...oauthPaths },
   components: {
     ...generated.components,
     schemas: { ...generated.components.schemas, ...oauthSchemas },

@@ -5,6 +5,7 @@
  * - deliveries that ended (delivered or failed) more than `DELIVERY_RETENTION` ago, their attempts first;
  * - events older than `EVENT_RETENTION` none of whose deliveries is pending, with the deliveries they still have
  *   (ended ones: a delivery cannot outlive its event), attempts first;
+ * - idempotency keys past `IDEMPOTENCY_TTL` (their `expires_at`);
  * - OAuth authorization requests, codes and tokens a day past their expiry.
  *
  * A batch of deliveries or events is one transaction (the rows read, then deleted): a delivery retried meanwhile
@@ -15,6 +16,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { RetentionConfig } from "../Config.js"
+import { IdempotencyRepo } from "../Idempotency/Repo.js"
 import { holding } from "../Sql/Locks.js"
 import { oauthTables, RetentionRepo } from "./Repo.js"
 
@@ -41,9 +43,10 @@ export interface SweepReport {
 }
 
 export class Retention extends Effect.Service<Retention>()("Retention", {
-  dependencies: [RetentionRepo.Default],
+  dependencies: [RetentionRepo.Default, IdempotencyRepo.Default],
   effect: Effect.gen(function* () {
     const repo = yield* RetentionRepo
+    const idempotency = yield* IdempotencyRepo
     const sql = yield* SqlClient.SqlClient
     const config = yield* Effect.orDie(RetentionConfig)
     const limit = config.batchSize
@@ -106,6 +109,14 @@ export class Retention extends Effect.Service<Retention>()("Retention", {
         if (batch.read < limit || batch.deleted === 0) break
       }
 
+      let idempotencyKeys = 0
+      const nowIso = new Date(now).toISOString()
+      for (;;) {
+        const deleted = yield* Effect.tap(idempotency.pruneExpired(limit, nowIso), noted("idempotency_keys"))
+        idempotencyKeys += deleted
+        if (deleted < limit) break
+      }
+
       let oauth = 0
       const oauthBefore = before(OAUTH_GRACE)
       for (const table of oauthTables) {
@@ -116,7 +127,7 @@ export class Retention extends Effect.Service<Retention>()("Retention", {
         }
       }
 
-      const counts: SweepCounts = { deliveries, events, idempotency_keys: 0, oauth }
+      const counts: SweepCounts = { deliveries, events, idempotency_keys: idempotencyKeys, oauth }
       return { counts, statements } satisfies SweepReport
     })
 

@@ -10,6 +10,7 @@ import m0005 from "./migrations/0005_list_indexes.js"
 import m0006 from "./migrations/0006_list_counts.js"
 import m0007 from "./migrations/0007_member_team_columns.js"
 import m0008 from "./migrations/0008_delivery_count_shards.js"
+import m0010 from "./migrations/0010_idempotency_keys.js"
 import m0012 from "./migrations/0012_retention.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
@@ -22,6 +23,7 @@ const migrations = {
   "0006_list_counts": m0006,
   "0007_member_team_columns": m0007,
   "0008_delivery_count_shards": m0008,
+  "0010_idempotency_keys": m0010,
   "0012_retention": m0012
 }
 

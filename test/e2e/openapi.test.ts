@@ -148,9 +148,12 @@ import type { paths } from "./types"
 
 export async function run(baseUrl: string, key: string, email: string, password: string) {
   const client = createClient<paths>({ baseUrl, headers: { authorization: \`Bearer \${key}\` } })
-  const created = await client.POST("/v1/projects", { body: { name: "Typed", description: "from a generated client" } })
+  const idempotent = { header: { "Idempotency-Key": "typed-create-1" } }
+  const body = { name: "Typed", description: "from a generated client" }
+  const created = await client.POST("/v1/projects", { params: idempotent, body })
   if (created.data === undefined) throw new Error(JSON.stringify(created.error))
   const id: string = created.data.data.id
+  const again = await client.POST("/v1/projects", { params: idempotent, body })
   const listed = await client.GET("/v1/projects", { params: { query: { page: 1, per_page: 5, sort: "name", order: "asc" } } })
   if (listed.data === undefined) throw new Error(JSON.stringify(listed.error))
   const total: number = listed.data.meta.total
@@ -173,6 +176,8 @@ export async function run(baseUrl: string, key: string, email: string, password:
     total,
     perPage,
     name: one.data?.data.name,
+    replayed: again.response.headers.get("idempotent-replayed"),
+    sameId: again.data?.data.id === id,
     missingStatus: missing.response.status,
     missingCode,
     wrongStatus: wrong.response.status,
@@ -217,6 +222,8 @@ export async function run(baseUrl: string, key: string, email: string, password:
         total: 1,
         perPage: 5,
         name: "Typed",
+        replayed: "true",
+        sameId: true,
         missingStatus: 404,
         missingCode: "not_found",
         wrongStatus: 401,

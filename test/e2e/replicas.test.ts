@@ -251,6 +251,29 @@ describe.skipIf(!POSTGRES)("three replicas on one PostgreSQL", () => {
     for (const i of [0, 1]) expect(jose.decodeProtectedHeader(await login(i)).kid).toBe(rotated.kid)
   }, 30_000)
 
+  test("an Idempotency-Key first used on one replica replays on another", async () => {
+    const user = await at(0).user()
+    const headers = { "idempotency-key": `replica-${Math.random().toString(36).slice(2)}` }
+    const body = { name: "Made once" }
+    const first = await at(0).request("/v1/projects", { method: "POST", key: user.key, body, headers })
+    expect(first.status).toBe(201)
+    for (const i of [1, 2]) {
+      const again = await at(i).request("/v1/projects", { method: "POST", key: user.key, body, headers })
+      expect(again.status).toBe(201)
+      expect(again.headers.get("idempotent-replayed")).toBe("true")
+      expect(again.text).toBe(first.text)
+    }
+    const reused = await at(1).request("/v1/projects", {
+      method: "POST",
+      key: user.key,
+      body: { name: "Another" },
+      headers
+    })
+    expect(reused.status).toBe(422)
+    const list = await at(2).request("/v1/projects", { key: user.key })
+    expect(list.body.meta.total).toBe(1)
+  }, 30_000)
+
   test.skipIf(REDIS === null)(
     "with REDIS_URL the rate limit counts requests across replicas: exactly the limit passes",
     async () => {

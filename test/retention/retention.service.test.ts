@@ -1,19 +1,25 @@
 /**
  * The retention sweep (src/Retention/) on the engine `DATABASE_URL` selects: what goes (ended deliveries past
- * `DELIVERY_RETENTION` with their attempts, old events with nothing pending, OAuth rows a day past expiry), what
- * stays (pending deliveries and their events, recent rows), list totals that stay exact (the counters of migration
- * 0006 against the rows), and statements that never delete more than the batch size.
+ * `DELIVERY_RETENTION` with their attempts, old events with nothing pending, expired idempotency keys, OAuth rows a
+ * day past expiry), what stays (pending deliveries and their events, recent rows), list totals that stay exact (the
+ * counters of migration 0006 against the rows), statements that never delete more than the batch size, and (on
+ * PostgreSQL) no sweep while another process holds the retention lock.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
+import { SQL } from "bun"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { Retention, type SweepReport } from "../../src/Retention/Retention.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
 import { webhookRow } from "../support/helpers.ts"
-import { onSelectedEngine, type ServiceHarness } from "../support/services.ts"
+import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
+import { onDatabase, type ServiceHarness } from "../support/services.ts"
 
 let harness: ServiceHarness<Users>
+let databaseUrl = ""
+/** The retention lock's number (src/Sql/Locks.ts). */
+const RETENTION_LOCK = 4_242_003
 const DAY = 86_400_000
 const NOW = Date.now()
 const ago = (ms: number) => new Date(NOW - ms).toISOString()
@@ -106,7 +112,8 @@ const totals = () =>
   )
 
 beforeAll(async () => {
-  harness = await onSelectedEngine(Users.Default)
+  databaseUrl = await freshDatabaseUrl()
+  harness = onDatabase(Users.Default, databaseUrl)
   userId = (
     await harness.run(Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail("ret"), name: "Ret" })))
   ).id
@@ -223,9 +230,16 @@ describe("a sweep", () => {
     expect(after.counters).toEqual(after.rows)
   }, 30_000)
 
-  test("OAuth authorization requests, codes and tokens go a day after they expire, not before", async () => {
+  test("idempotency keys go once expired; OAuth authorization requests, codes and tokens a day after they expire, not before", async () => {
     await sqlRun((sql) =>
       Effect.gen(function* () {
+        for (const [key, expires] of [
+          ["idem-gone-1", ago(60_000)],
+          ["idem-gone-2", ago(DAY)],
+          ["idem-kept", ago(-60_000)]
+        ] as const) {
+          yield* sql`INSERT INTO idempotency_keys ${sql.insert({ user_id: userId, idempotency_key: key, request_hash: "h", status: 201, content_type: "application/json", body: "{}", created_at: OLD, expires_at: expires })}`
+        }
         yield* sql`INSERT INTO oauth_clients ${sql.insert({ id: "cli_ret", name: "Ret", secret_hash: null, redirect_uris: "[]", is_public: 1, created_at: OLD })}`
         for (const [suffix, expires] of [
           ["gone", ago(DAY + 60_000)],
@@ -241,11 +255,42 @@ describe("a sweep", () => {
     )
     const report = await sweep({ RETENTION_BATCH_SIZE: "1" })
     expect(report.counts.oauth).toBe(4)
+    expect(report.counts.idempotency_keys).toBe(2)
+    expect(await idsOf("idempotency_keys", "idempotency_key")).toEqual(["idem-kept"])
     expect(await idsOf("oauth_authorizations")).toEqual(["oar_kept"])
     expect(await idsOf("oauth_codes")).toEqual(["ocd_kept"])
     expect(await idsOf("oauth_tokens")).toEqual(["otk_access_kept", "otk_refresh_kept"])
     for (const statement of report.statements) expect(statement.rows).toBeLessThanOrEqual(1)
   }, 30_000)
+
+  test.skipIf(!usingPostgres())(
+    "while another process sweeps (holds the retention lock), a replica's sweep skips its turn",
+    async () => {
+      const other = new SQL(databaseUrl)
+      try {
+        // The lock as another replica's sweep holds it: a session-level advisory lock.
+        await other.begin(async (session) => {
+          await session`SELECT pg_advisory_lock(${RETENTION_LOCK})`
+          const skipped = await harness.run(
+            Effect.flatMap(Retention, (retention) => retention.sweep({ wait: false })).pipe(
+              Effect.provide(Retention.Default)
+            )
+          )
+          expect(Option.isNone(skipped)).toBe(true)
+          await session`SELECT pg_advisory_unlock(${RETENTION_LOCK})`
+        })
+        const ran = await harness.run(
+          Effect.flatMap(Retention, (retention) => retention.sweep({ wait: false })).pipe(
+            Effect.provide(Retention.Default)
+          )
+        )
+        expect(Option.isSome(ran)).toBe(true)
+      } finally {
+        await other.close()
+      }
+    },
+    30_000
+  )
 
   test("at the default batch size, a statement deletes 1,000 rows at most", async () => {
     const rows: Array<Seed> = []

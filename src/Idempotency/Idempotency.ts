@@ -1,0 +1,173 @@
+/**
+ * Idempotent requests: a user's `Idempotency-Key` names one change and its answer for `IDEMPOTENCY_TTL`.
+ *
+ * `run` does the change inside one database transaction that also takes the key (a lock on PostgreSQL; SQLite has
+ * one writer), looks it up, and — when the answer is one to keep — records the answer with the key before the
+ * commit. So the change and its recorded answer commit together or not at all: after any crash the key is either
+ * free and nothing was changed, or it holds the answer of the one change that was made (docs/idempotency.md).
+ *
+ * Nothing here knows HTTP: the caller hands the change and says what answer its result is (src/Http/Idempotency.ts).
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Data, Duration, Effect, Either, Option } from "effect"
+import { IdempotencyConfig } from "../Config.js"
+import { IdempotencyKeyInUse, IdempotencyKeyReused, ValidationFailed } from "../Domain/Errors.js"
+import { sha256Hex } from "../Domain/Secrets.js"
+import { IdempotencyRepo } from "./Repo.js"
+
+/** The header, as the server's request headers name it (lower case). */
+export const KEY_HEADER = "idempotency-key"
+
+/** 1–255 visible ASCII characters (`%x21-7E`): no space, no control character, nothing outside ASCII. */
+const VALID_KEY = /^[\x21-\x7e]{1,255}$/
+
+/** The failure for a key that is not one, or undefined for a valid key. */
+export const keyProblem = (value: string): ValidationFailed | undefined =>
+  VALID_KEY.test(value)
+    ? undefined
+    : ValidationFailed.field("Idempotency-Key", "must be 1 to 255 visible ASCII characters (no space or control)")
+
+/** A JSON value written one way whatever its member order and whitespace: members sorted by name, no spaces. */
+export const canonicalJson = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
+  if (value !== null && typeof value === "object") {
+    const members = Object.entries(value)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([name, member]) => `${JSON.stringify(name)}:${canonicalJson(member)}`)
+    return `{${members.join(",")}}`
+  }
+  return JSON.stringify(value) ?? "null"
+}
+
+/**
+ * What a key is compared by: method, path and body as parsed JSON (text that is not JSON, or no body, as sent).
+ * Hashed, so a row holds 64 characters whatever the body's size.
+ */
+export const requestHash = (method: string, path: string, bodyText: string): string => {
+  // Text that is not JSON is compared as sent (a POST without a payload ignores its body).
+  const body =
+    bodyText.trim() === ""
+      ? bodyText
+      : Either.getOrElse(
+          Either.try(() => canonicalJson(JSON.parse(bodyText))),
+          () => bodyText
+        )
+  return sha256Hex(`${method} ${path}\n${body}`)
+}
+
+/** The answers kept with a key: 2xx, and 4xx but 401, 403 and 429 (those depend on the credential or the moment). */
+export const isRecorded = (status: number): boolean =>
+  (status >= 200 && status < 300) ||
+  (status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 429)
+
+/** An answer as recorded and replayed: status, `Content-Type` and the body's bytes (UTF-8 text). */
+export interface Answer {
+  readonly status: number
+  readonly contentType: string | null
+  readonly body: string
+}
+
+/** What `run` did: the change ran (its result), or the key already held an answer (replay it). */
+export type Outcome<A> =
+  | { readonly _tag: "Ran"; readonly value: A }
+  | { readonly _tag: "Replayed"; readonly answer: Answer }
+
+/** A result whose answer is not kept: carried out of the transaction as a failure, which rolls the change back. */
+class NotRecorded<A> extends Data.TaggedError("NotRecorded")<{ readonly value: A }> {}
+
+export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
+  dependencies: [IdempotencyRepo.Default],
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* IdempotencyRepo
+    const { fault, ttl } = yield* Effect.orDie(IdempotencyConfig)
+    const ttlMillis = Duration.toMillis(ttl)
+    /**
+     * Keys with a request in progress in this process: a second request is refused at once, without waiting for a
+     * connection or (on SQLite) for the first one's transaction to end. Other processes are kept out by the lock.
+     */
+    const inProgress = new Set<string>()
+
+    const kill = (point: string) =>
+      Effect.zipRight(
+        Effect.logWarning(`IDEMPOTENCY_FAULT: killing the process ${point}`),
+        Effect.zipRight(
+          Effect.sync(() => process.kill(process.pid, "SIGKILL")),
+          Effect.never
+        )
+      )
+
+    /**
+     * Runs `change` as `userId`'s request `hash` under `key`, unless the key already holds an answer: the same
+     * request's is replayed, another request's is `IdempotencyKeyReused`; a key in use by a request still running
+     * is `IdempotencyKeyInUse`. `answerOf` says what answer a result is (it dies for one it cannot say, which rolls
+     * the change back); a recorded one (`isRecorded`) is written with the key and commits with the change; any other
+     * rolls the change back, and the key stays free.
+     */
+    const run = <A, E, R>(
+      userId: string,
+      key: string,
+      hash: string,
+      change: Effect.Effect<A, E, R>,
+      answerOf: (value: A) => Effect.Effect<Answer>
+    ): Effect.Effect<Outcome<A>, E | SqlError | IdempotencyKeyInUse | IdempotencyKeyReused, R> => {
+      const id = `${userId} ${key}`
+      const inTransaction = Effect.gen(function* () {
+        if (!(yield* repo.lock(userId, key))) return yield* Effect.fail(inUse())
+        const now = new Date()
+        const found = yield* repo.find({ user_id: userId, idempotency_key: key, now: now.toISOString() })
+        if (Option.isSome(found)) {
+          if (found.value.request_hash !== hash) {
+            return yield* new IdempotencyKeyReused({
+              message: "This Idempotency-Key was already used with another method, path or body; use a new key"
+            })
+          }
+          const { body, content_type, status } = found.value
+          return { _tag: "Replayed", answer: { status, contentType: content_type, body } } satisfies Outcome<A>
+        }
+        const value = yield* change
+        const answer = yield* answerOf(value)
+        if (!isRecorded(answer.status)) return yield* new NotRecorded({ value })
+        yield* repo.record({
+          user_id: userId,
+          idempotency_key: key,
+          request_hash: hash,
+          status: answer.status,
+          content_type: answer.contentType,
+          body: answer.body,
+          created_at: now.toISOString(),
+          expires_at: new Date(now.getTime() + ttlMillis).toISOString()
+        })
+        if (fault === "kill-before-commit") yield* kill("before the commit")
+        return { _tag: "Ran", value } satisfies Outcome<A>
+      })
+      const isNotRecorded = (error: unknown): error is NotRecorded<A> => error instanceof NotRecorded
+      // The key is marked in progress and unmarked as one bracket, so an interruption cannot leave it marked.
+      return Effect.acquireUseRelease(
+        Effect.suspend(() => {
+          if (inProgress.has(id)) return Effect.fail(inUse())
+          inProgress.add(id)
+          return Effect.void
+        }),
+        () =>
+          sql.withTransaction(inTransaction).pipe(
+            Effect.tap((outcome) =>
+              fault === "kill-after-commit" && outcome._tag === "Ran" ? kill("after the commit") : Effect.void
+            ),
+            Effect.catchIf(isNotRecorded, (unrecorded) =>
+              Effect.succeed({ _tag: "Ran", value: unrecorded.value } satisfies Outcome<A>)
+            )
+          ),
+        () => Effect.sync(() => inProgress.delete(id))
+      ).pipe(Effect.withSpan("Idempotency.run"))
+    }
+
+    return { run, pruneExpired: repo.pruneExpired } as const
+  })
+}) {}
+
+const inUse = () =>
+  new IdempotencyKeyInUse({
+    message: "A request with this Idempotency-Key is still being processed; retry it in a moment"
+  })

@@ -1,0 +1,360 @@
+/**
+ * `Idempotency-Key` on `POST` over real HTTP (docs/idempotency.md): replays byte for byte that run nothing again,
+ * the key's comparison by parsed JSON, reuse with another request, concurrent requests with one key, bad keys,
+ * keys per user, which answers are recorded, restarts, expiry, and every POST operation of the OpenAPI document.
+ * The crash test (a process killed just before and just after the commit) is in idempotency-crash.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import { IdempotencyRepo } from "../../src/Idempotency/Repo.ts"
+import { eventually, stopWithin } from "../support/helpers.ts"
+import { type Receiver, startReceiver } from "../support/receiver.ts"
+import { type Response, type Server, startServer, type TestUser } from "../support/server.ts"
+
+const ENV = {
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  WEBHOOK_RETRY_DELAYS: "1h,1h,1h,1h",
+  WEBHOOK_POLL_INTERVAL: "100ms"
+}
+
+let server: Server
+let receiver: Receiver
+beforeAll(async () => {
+  receiver = startReceiver()
+  server = await startServer({ env: ENV })
+}, 30_000)
+afterAll(async () => {
+  await stopWithin(server)
+  await receiver.stop()
+}, 30_000)
+
+let counter = 0
+const newKey = (tag = "key") => `${tag}-${++counter}-${crypto.randomUUID()}`
+
+const post = (
+  path: string,
+  options: {
+    readonly key: string
+    readonly idempotencyKey?: string
+    readonly body?: unknown
+    readonly rawBody?: string
+  }
+): Promise<Response> =>
+  server.request(path, {
+    method: "POST",
+    key: options.key,
+    ...(options.body !== undefined ? { body: options.body } : {}),
+    ...(options.rawBody !== undefined ? { rawBody: options.rawBody } : {}),
+    headers: {
+      ...(options.rawBody !== undefined ? { "content-type": "application/json" } : {}),
+      ...(options.idempotencyKey !== undefined ? { "idempotency-key": options.idempotencyKey } : {})
+    }
+  })
+
+const total = async (user: TestUser, path: string): Promise<number> => {
+  const res = await server.request(path, { key: user.key })
+  expect(res.status).toBe(200)
+  return res.body.meta.total
+}
+
+/** A replay: the same status, content type and bytes, marked as one. */
+const expectReplay = (replayed: Response, first: Response) => {
+  expect(replayed.headers.get("idempotent-replayed")).toBe("true")
+  expect(replayed.status).toBe(first.status)
+  expect(replayed.headers.get("content-type")).toBe(first.headers.get("content-type"))
+  expect(replayed.text).toBe(first.text)
+}
+
+describe("a replayed POST", () => {
+  test("answers the first answer byte for byte and makes no second project, event or delivery", async () => {
+    const user = await server.user()
+    const hook = await post("/v1/webhooks", {
+      key: user.key,
+      body: { url: receiver.url("/replay"), events: ["project.created"] }
+    })
+    expect(hook.status).toBe(201)
+    const key = newKey()
+    const first = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "Once" } })
+    expect(first.status).toBe(201)
+    expect(first.headers.get("idempotent-replayed")).toBeNull()
+    await receiver.waitFor(1, { path: "/replay" })
+
+    const again = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "Once" } })
+    expectReplay(again, first)
+    // The original request id is in the replayed body; the header names this request.
+    expect(again.body.meta.request_id).toBe(first.body.meta.request_id)
+    expect(again.headers.get("x-request-id")).not.toBe(first.headers.get("x-request-id"))
+
+    expect(await total(user, "/v1/projects")).toBe(1)
+    const deliveries = await server.request(`/v1/webhooks/${hook.body.data.id}/deliveries`, { key: user.key })
+    expect(deliveries.body.meta.total).toBe(1)
+    // The one delivery was made once: the worker has nothing else to send (a second event would be a second one).
+    expect(receiver.requests("/replay")).toHaveLength(1)
+  })
+
+  test("the same body with its members reordered and other whitespace replays", async () => {
+    const user = await server.user()
+    const key = newKey()
+    const first = await post("/v1/projects", {
+      key: user.key,
+      idempotencyKey: key,
+      rawBody: '{"name":"Reordered","description":"d","visibility":"private"}'
+    })
+    expect(first.status).toBe(201)
+    const again = await post("/v1/projects", {
+      key: user.key,
+      idempotencyKey: key,
+      rawBody: '{ "visibility": "private",\n  "description" : "d", "name": "Reordered" }'
+    })
+    expectReplay(again, first)
+    expect(await total(user, "/v1/projects")).toBe(1)
+  })
+
+  test("without the header nothing is recorded: the same request twice makes two projects", async () => {
+    const user = await server.user()
+    for (let i = 0; i < 2; i++) {
+      const res = await post("/v1/projects", { key: user.key, body: { name: "Twice" } })
+      expect(res.status).toBe(201)
+      expect(res.headers.get("idempotent-replayed")).toBeNull()
+    }
+    expect(await total(user, "/v1/projects")).toBe(2)
+  })
+})
+
+describe("a key reused for another request", () => {
+  test("with another body or path is 422 idempotency_key_reused, and changes nothing", async () => {
+    const user = await server.user({ scopes: "read,write,team:manage" })
+    const key = newKey()
+    const first = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "First" } })
+    expect(first.status).toBe(201)
+    const otherBody = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "Second" } })
+    expect(otherBody.status).toBe(422)
+    expect(otherBody.body.error).toMatchObject({ code: "idempotency_key_reused", status: 422 })
+    expect(otherBody.headers.get("idempotent-replayed")).toBeNull()
+    const otherPath = await post("/v1/teams", { key: user.key, idempotencyKey: key, body: { name: "First" } })
+    expect(otherPath.status).toBe(422)
+    expect(otherPath.body.error.code).toBe("idempotency_key_reused")
+    expect(await total(user, "/v1/projects")).toBe(1)
+    expect(await total(user, "/v1/teams")).toBe(0)
+    // The first request still replays.
+    expectReplay(await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "First" } }), first)
+  })
+})
+
+describe("eight requests at once with one key", () => {
+  test("make exactly one project; the others replay it or are told it is in use (409, Retry-After: 1)", async () => {
+    const user = await server.user()
+    const key = newKey()
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "Concurrent" } })
+      )
+    )
+    const fresh = answers.filter((res) => res.status === 201 && res.headers.get("idempotent-replayed") === null)
+    expect(fresh).toHaveLength(1)
+    for (const res of answers) {
+      if (res === fresh[0]) continue
+      if (res.status === 409) {
+        expect(res.body.error).toMatchObject({ code: "idempotency_key_in_use", status: 409 })
+        expect(res.headers.get("retry-after")).toBe("1")
+      } else {
+        expectReplay(res, fresh[0]!)
+      }
+    }
+    expect(await total(user, "/v1/projects")).toBe(1)
+    // Once the first is done, every retry replays it.
+    expectReplay(
+      await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "Concurrent" } }),
+      fresh[0]!
+    )
+  })
+})
+
+describe("a key that is not one", () => {
+  test.each([
+    ["empty", ""],
+    ["256 characters", "k".repeat(256)],
+    ["with a space", "two words"],
+    ["with a non-ASCII character", "caf\u00e9"]
+  ])("%s is 400 validation_failed naming the header, and nothing is created", async (_, bad) => {
+    const user = await server.user()
+    const res = await post("/v1/projects", { key: user.key, idempotencyKey: bad, body: { name: "Bad key" } })
+    expect(res.status).toBe(400)
+    expect(res.body.error.code).toBe("validation_failed")
+    expect(res.body.error.details[0].field).toBe("Idempotency-Key")
+    expect(await total(user, "/v1/projects")).toBe(0)
+  })
+
+  test("255 visible ASCII characters are a key", async () => {
+    const user = await server.user()
+    const key = `${"~!".repeat(127)}z`
+    expect(key).toHaveLength(255)
+    const first = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "Long key" } })
+    expect(first.status).toBe(201)
+    expectReplay(await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "Long key" } }), first)
+  })
+
+  test("PUT and DELETE ignore the header, even a bad one", async () => {
+    const user = await server.user()
+    const created = await post("/v1/projects", { key: user.key, body: { name: "Put" } })
+    const id = created.body.data.id
+    for (let i = 0; i < 2; i++) {
+      const put = await server.request(`/v1/projects/${id}`, {
+        method: "PUT",
+        key: user.key,
+        body: { name: `Put ${i}` },
+        headers: { "idempotency-key": i === 0 ? "same" : "" }
+      })
+      expect(put.status).toBe(200)
+      expect(put.body.data.name).toBe(`Put ${i}`)
+      expect(put.headers.get("idempotent-replayed")).toBeNull()
+    }
+    const del = await server.request(`/v1/projects/${id}`, {
+      method: "DELETE",
+      key: user.key,
+      headers: { "idempotency-key": "same" }
+    })
+    expect(del.status).toBe(204)
+  })
+})
+
+describe("keys belong to a user", () => {
+  test("two users with the same key value are independent; one user's other credential replays", async () => {
+    const ann = await server.user()
+    const bob = await server.user()
+    const key = newKey("shared")
+    const annFirst = await post("/v1/projects", { key: ann.key, idempotencyKey: key, body: { name: "Same" } })
+    const bobFirst = await post("/v1/projects", { key: bob.key, idempotencyKey: key, body: { name: "Same" } })
+    expect(annFirst.status).toBe(201)
+    expect(bobFirst.status).toBe(201)
+    expect(bobFirst.headers.get("idempotent-replayed")).toBeNull()
+    expect(bobFirst.body.data.id).not.toBe(annFirst.body.data.id)
+    expect(bobFirst.body.data.owner_id).toBe(bob.id)
+    // Bob's other body under the same value is no reuse of Ann's key.
+    const bobOther = await post("/v1/projects", { key: bob.key, idempotencyKey: newKey(), body: { name: "Other" } })
+    expect(bobOther.status).toBe(201)
+
+    const annSecondKey = await server.fixtures.apiKey(ann.id, { name: "second", scopes: "write,read" })
+    expectReplay(
+      await post("/v1/projects", { key: annSecondKey.key, idempotencyKey: key, body: { name: "Same" } }),
+      annFirst
+    )
+    expect(await total(ann, "/v1/projects")).toBe(1)
+    expect(await total(bob, "/v1/projects")).toBe(2)
+  })
+})
+
+describe("which answers are recorded", () => {
+  test("a 4xx is recorded and replayed (its request id included); it is not run again", async () => {
+    const user = await server.user()
+    const key = newKey()
+    const first = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "" } })
+    expect(first.status).toBe(400)
+    expect(first.body.error.code).toBe("validation_failed")
+    const again = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "" } })
+    expectReplay(again, first)
+    expect(again.body.error.request_id).toBe(first.body.error.request_id)
+    // A 404 from a handler too.
+    const gone = await post("/v1/projects", { key: user.key, body: { name: "Gone" } })
+    const deleted = await server.request(`/v1/projects/${gone.body.data.id}`, { method: "DELETE", key: user.key })
+    expect(deleted.status).toBe(204)
+    const missing = newKey()
+    const notFound = await post(`/v1/projects/${gone.body.data.id}/deployments`, {
+      key: user.key,
+      idempotencyKey: missing,
+      body: { ref: "main" }
+    })
+    expect(notFound.status).toBe(404)
+    expectReplay(
+      await post(`/v1/projects/${gone.body.data.id}/deployments`, {
+        key: user.key,
+        idempotencyKey: missing,
+        body: { ref: "main" }
+      }),
+      notFound
+    )
+  })
+
+  test("a 401 and a 403 are not: the key stays free for the request that authenticates", async () => {
+    const user = await server.user()
+    const readOnly = await server.fixtures.apiKey(user.id, { name: "read only", scopes: "read" })
+    const key = newKey()
+    const unauthorized = await post("/v1/projects", { key: "pcs_not_a_key", idempotencyKey: key, body: { name: "A" } })
+    expect(unauthorized.status).toBe(401)
+    expect(unauthorized.headers.get("www-authenticate")).toContain("Bearer")
+    const forbidden = await post("/v1/projects", { key: readOnly.key, idempotencyKey: key, body: { name: "A" } })
+    expect(forbidden.status).toBe(403)
+    const created = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "A" } })
+    expect(created.status).toBe(201)
+    expect(created.headers.get("idempotent-replayed")).toBeNull()
+    expect(await total(user, "/v1/projects")).toBe(1)
+  })
+})
+
+describe("keys in the database", () => {
+  test("hold across a restart of the server", async () => {
+    const own = await startServer({ env: ENV })
+    const user = await own.user()
+    const key = newKey()
+    const first = await own.request("/v1/projects", {
+      method: "POST",
+      key: user.key,
+      body: { name: "Restart" },
+      headers: { "idempotency-key": key }
+    })
+    expect(first.status).toBe(201)
+    await stopWithin(own)
+    const again = await startServer({ env: ENV, databaseUrl: own.databaseUrl })
+    try {
+      const replayed = await again.request("/v1/projects", {
+        method: "POST",
+        key: user.key,
+        body: { name: "Restart" },
+        headers: { "idempotency-key": key }
+      })
+      expectReplay(replayed, first)
+      const list = await again.request("/v1/projects", { key: user.key })
+      expect(list.body.meta.total).toBe(1)
+    } finally {
+      await stopWithin(again)
+    }
+  }, 60_000)
+
+  test("expire after IDEMPOTENCY_TTL: the same request then runs again; pruneExpired deletes them in batches", async () => {
+    const own = await startServer({ env: { ...ENV, IDEMPOTENCY_TTL: "500ms" } })
+    try {
+      const user = await own.user()
+      const send = (key: string, name: string) =>
+        own.request("/v1/projects", {
+          method: "POST",
+          key: user.key,
+          body: { name },
+          headers: { "idempotency-key": key }
+        })
+      const keys = [newKey(), newKey(), newKey()]
+      for (const key of keys) expect((await send(key, "Expiring")).status).toBe(201)
+      // Until it expires the key replays; then the request runs anew.
+      const rerun = await eventually(
+        async () => {
+          const res = await send(keys[0]!, "Expiring")
+          return res.headers.get("idempotent-replayed") === null ? res : undefined
+        },
+        { timeoutMs: 15_000, intervalMs: 100, what: "the key to expire" }
+      )
+      expect(rerun.status).toBe(201)
+      const list = await own.request("/v1/projects", { key: user.key })
+      expect(list.body.meta.total).toBe(4)
+      // In batches of at most `limit`, as of a moment when all three keys have expired.
+      const later = new Date(Date.now() + 86_400_000).toISOString()
+      const prune = (limit: number) =>
+        own.fixtures.run(
+          Effect.flatMap(IdempotencyRepo, (repo) => repo.pruneExpired(limit, later)).pipe(
+            Effect.provide(IdempotencyRepo.Default)
+          )
+        )
+      expect([await prune(2), await prune(2), await prune(2)]).toEqual([2, 1, 0])
+    } finally {
+      await stopWithin(own)
+    }
+  }, 60_000)
+})
