@@ -22,6 +22,17 @@ const documentedVariables = (): Array<string> => {
     .flatMap((line) => Array.from(line.split("|")[1]!.matchAll(/`([A-Z0-9_]+)`/g), (match) => match[1]!))
 }
 
+/** The variables of docs/operations.md's settings table (replicas, retention). */
+const operationsVariables = (): Array<string> => {
+  const section = readFileSync(join(ROOT, "docs", "operations.md"), "utf8")
+    .split("## Settings")[1]!
+    .split("\n## ")[0]!
+  return section
+    .split("\n")
+    .filter((line) => line.startsWith("| `"))
+    .flatMap((line) => Array.from(line.split("|")[1]!.matchAll(/`([A-Z0-9_]+)`/g), (match) => match[1]!))
+}
+
 const freePort = (): number => {
   const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
   const port = probe.port!
@@ -159,7 +170,7 @@ describe("the README's configuration table", () => {
     const environment = service.split(/\n {4}environment:\n/)[1]!.split(/\n {4}[a-z_]+:/)[0]!
     const names = Array.from(environment.matchAll(/^ {6}([A-Z0-9_]+):/gm), (match) => match[1]!)
     expect(names.length).toBeGreaterThan(5)
-    const documented = documentedVariables()
+    const documented = [...documentedVariables(), ...operationsVariables()]
     for (const name of names)
       expect({ name, documented: documented.includes(name) }).toEqual({ name, documented: true })
   })
