@@ -35,12 +35,22 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
             ORDER BY last_attempt_at LIMIT ${limit} ${lockRows(true)}`
     })
 
-    /** Up to `limit` attempts of the deliveries `ids`. */
+    /**
+     * Up to `limit` attempts of the deliveries `ids`. On PostgreSQL by row address: matched by key, `(delivery_id,
+     * number) IN (…)` was planned as a hash join over the whole attempts table, once per batch.
+     */
     const deleteAttempts = (ids: ReadonlyArray<string>, limit: number) =>
       Effect.map(
-        sql`DELETE FROM delivery_attempts WHERE (delivery_id, number) IN (
-              SELECT delivery_id, number FROM delivery_attempts WHERE delivery_id IN ${sql.in(ids)} LIMIT ${limit}
-            ) RETURNING delivery_id`,
+        sql.onDialectOrElse({
+          pg: () =>
+            sql`DELETE FROM delivery_attempts WHERE ctid = ANY (ARRAY(
+                  SELECT ctid FROM delivery_attempts WHERE delivery_id IN ${sql.in(ids)} LIMIT ${limit}
+                )) RETURNING delivery_id`,
+          orElse: () =>
+            sql`DELETE FROM delivery_attempts WHERE (delivery_id, number) IN (
+                  SELECT delivery_id, number FROM delivery_attempts WHERE delivery_id IN ${sql.in(ids)} LIMIT ${limit}
+                ) RETURNING delivery_id`
+        }),
         count
       )
 
@@ -80,12 +90,22 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
         count
       )
 
-    /** Up to `limit` rows of an OAuth table that expired before `before`. */
+    /**
+     * Up to `limit` rows of an OAuth table that expired before `before`. On PostgreSQL by row address: `id IN (…)`
+     * was planned as a hash join over the whole table.
+     */
     const deleteExpired = (table: OAuthTable, before: string, limit: number) =>
       Effect.map(
-        sql`DELETE FROM ${sql(table)} WHERE id IN (
-              SELECT id FROM ${sql(table)} WHERE expires_at < ${before} ORDER BY expires_at LIMIT ${limit}
-            ) RETURNING id`,
+        sql.onDialectOrElse({
+          pg: () =>
+            sql`DELETE FROM ${sql(table)} WHERE ctid = ANY (ARRAY(
+                  SELECT ctid FROM ${sql(table)} WHERE expires_at < ${before} ORDER BY expires_at LIMIT ${limit}
+                )) RETURNING id`,
+          orElse: () =>
+            sql`DELETE FROM ${sql(table)} WHERE id IN (
+                  SELECT id FROM ${sql(table)} WHERE expires_at < ${before} ORDER BY expires_at LIMIT ${limit}
+                ) RETURNING id`
+        }),
         count
       )
 
