@@ -13,6 +13,7 @@
 import { Database } from "bun:sqlite"
 import { join } from "node:path"
 import { SQL } from "bun"
+import { freePort } from "../test/support/helpers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 
 const arg = (name: string, fallback: number) => {
@@ -24,12 +25,13 @@ const HOOKS = 10
 const CONCURRENCY = arg("concurrency", 16)
 const BASELINE_SECONDS = arg("baseline", 10)
 const EXPLAIN_ONLY = process.argv.includes("--explain-only")
-const PORT = 3951
+const PORT = freePort()
 const ROOT = join(import.meta.dir, "..")
 Bun.spawnSync(["taskset", "-a", "-cp", "1", String(process.pid)], { stdout: "ignore" })
 
 const DATABASE_URL = await freshDatabaseUrl()
 const pg = DATABASE_URL.startsWith("postgres")
+console.log(`database: ${pg ? new URL(DATABASE_URL).pathname.slice(1) : DATABASE_URL}`)
 const env = { ...process.env, DATABASE_URL, LOG_LEVEL: "warn" }
 const cli = async (...args: Array<string>) => {
   const proc = Bun.spawn(["bun", "src/cli.ts", ...args], { cwd: ROOT, env, stdout: "pipe", stderr: "inherit" })
@@ -192,8 +194,10 @@ const server = Bun.spawn(["bun", "src/main.ts"], {
   stderr: "inherit"
 })
 Bun.spawnSync(["taskset", "-a", "-cp", "0", String(server.pid)], { stdout: "ignore" })
+// Whatever happens below, the server does not outlive this script.
+process.on("exit", () => server.kill("SIGKILL"))
 const base = `http://127.0.0.1:${PORT}`
-for (let i = 0; i < 200; i++) {
+for (let i = 0; i < 600; i++) {
   if (
     await fetch(`${base}/health/ready`).then(
       (r) => r.ok,
@@ -208,6 +212,7 @@ const project = await fetch(`${base}/v1/projects`, {
   headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
   body: JSON.stringify({ name: "sweep bench" })
 }).then((r) => r.json())
+if (project.data === undefined) throw new Error(`the server did not create a project: ${JSON.stringify(project)}`)
 
 /** CONCURRENCY clients in a loop until `until()` says stop; each request's latency (ms). */
 const load = async (until: () => boolean) => {
@@ -266,5 +271,11 @@ console.log(
 )
 server.kill("SIGTERM")
 await server.exited
-pgClient?.close()
+await pgClient?.close()
+if (pg) {
+  // The bench's database is large: dropped, not left beside the tests' small ones.
+  const admin = new SQL(process.env.DATABASE_URL ?? "")
+  await admin.unsafe(`DROP DATABASE IF EXISTS ${new URL(DATABASE_URL).pathname.slice(1)}`)
+  await admin.close()
+}
 process.exit(0)
