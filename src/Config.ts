@@ -309,7 +309,11 @@ export const IdempotencyConfig = Config.all({
   ttl: Config.string("IDEMPOTENCY_TTL").pipe(
     Config.withDefault("24h"),
     Config.mapOrFail(durationSetting("IDEMPOTENCY_TTL")),
-    Config.validate({ message: "IDEMPOTENCY_TTL must be more than 0", validation: (d) => Duration.toMillis(d) > 0 })
+    Config.mapOrFail((ttl) =>
+      Duration.toMillis(ttl) > 0
+        ? Either.right(ttl)
+        : Either.left(ConfigError.InvalidData(["IDEMPOTENCY_TTL"], "IDEMPOTENCY_TTL must be more than 0"))
+    )
   ),
   /**
    * Test only: the process kills itself (SIGKILL) with a keyed request's answer recorded, just before its

@@ -14,6 +14,7 @@ import { Data, Duration, Effect, Either, Option } from "effect"
 import { IdempotencyConfig } from "../Config.js"
 import { IdempotencyKeyInUse, IdempotencyKeyReused, ValidationFailed } from "../Domain/Errors.js"
 import { sha256Hex } from "../Domain/Secrets.js"
+import { Events } from "../Events/Events.js"
 import { IdempotencyRepo } from "./Repo.js"
 
 /** The header, as the server's request headers name it (lower case). */
@@ -77,10 +78,18 @@ export type Outcome<A> =
 class NotRecorded<A> extends Data.TaggedError("NotRecorded")<{ readonly value: A }> {}
 
 export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
-  dependencies: [IdempotencyRepo.Default],
+  dependencies: [IdempotencyRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* IdempotencyRepo
+    const events = yield* Events
+    /**
+     * The outbox nested in this transaction wakes the delivery worker before the commit. On SQLite the worker's
+     * claim waits for the one writer, so it runs after the commit and finds the deliveries; on PostgreSQL it runs
+     * on another connection at once and cannot see them yet, so the worker is woken again once a change (a 2xx) has
+     * committed.
+     */
+    const wakeAfterCommit = sql.onDialectOrElse({ pg: () => events.wake, orElse: () => Effect.void })
     const { fault, ttl } = yield* Effect.orDie(IdempotencyConfig)
     const ttlMillis = Duration.toMillis(ttl)
     /**
@@ -124,7 +133,8 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
             })
           }
           const { body, content_type, status } = found.value
-          return { _tag: "Replayed", answer: { status, contentType: content_type, body } } satisfies Outcome<A>
+          const replayed: Outcome<A> = { _tag: "Replayed", answer: { status, contentType: content_type, body } }
+          return { outcome: replayed, changed: false }
         }
         const value = yield* change
         const answer = yield* answerOf(value)
@@ -140,7 +150,9 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
           expires_at: new Date(now.getTime() + ttlMillis).toISOString()
         })
         if (fault === "kill-before-commit") yield* kill("before the commit")
-        return { _tag: "Ran", value } satisfies Outcome<A>
+        const ran: Outcome<A> = { _tag: "Ran", value }
+        // A 4xx answers a change that failed (and was rolled back to its savepoint): nothing to deliver.
+        return { outcome: ran, changed: answer.status < 300 }
       })
       const isNotRecorded = (error: unknown): error is NotRecorded<A> => error instanceof NotRecorded
       // The key is marked in progress and unmarked as one bracket, so an interruption cannot leave it marked.
@@ -152,9 +164,11 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
         }),
         () =>
           sql.withTransaction(inTransaction).pipe(
-            Effect.tap((outcome) =>
+            Effect.tap(({ changed }) => (changed ? wakeAfterCommit : Effect.void)),
+            Effect.tap(({ outcome }) =>
               fault === "kill-after-commit" && outcome._tag === "Ran" ? kill("after the commit") : Effect.void
             ),
+            Effect.map(({ outcome }) => outcome),
             Effect.catchIf(isNotRecorded, (unrecorded) =>
               Effect.succeed({ _tag: "Ran", value: unrecorded.value } satisfies Outcome<A>)
             )

@@ -220,7 +220,10 @@ describe("settings that cannot work stop start-up, naming the variable", () => {
     [{ BASE_URL: "localhost:3000" }, ["BASE_URL must be an http:// or https:// URL"]],
     [{ DATABASE_URL: "mysql://db/pcs" }, ["DATABASE_URL must be"]],
     [{ SHUTDOWN_TIMEOUT: "soon" }, ["SHUTDOWN_TIMEOUT must be a duration"]],
-    [{ HTTP_IDLE_TIMEOUT: "0s" }, ["HTTP_IDLE_TIMEOUT must be more than 0"]]
+    [{ HTTP_IDLE_TIMEOUT: "0s" }, ["HTTP_IDLE_TIMEOUT must be more than 0"]],
+    [{ IDEMPOTENCY_TTL: "soon" }, ["IDEMPOTENCY_TTL must be a duration"]],
+    [{ IDEMPOTENCY_TTL: "0s" }, ["IDEMPOTENCY_TTL must be more than 0"]],
+    [{ IDEMPOTENCY_FAULT: "explode" }, ["IDEMPOTENCY_FAULT"]]
   ]
   test("each is refused with its message", async () => {
     const outcomes = await bounded(

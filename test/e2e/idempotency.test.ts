@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { IdempotencyRepo } from "../../src/Idempotency/Repo.ts"
 import { eventually, stopWithin } from "../support/helpers.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { type Response, type Server, startServer, type TestUser } from "../support/server.ts"
+import { type Response, type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
 
 const ENV = {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
@@ -121,6 +121,33 @@ describe("a replayed POST", () => {
   })
 })
 
+describe("a keyed create's deliveries", () => {
+  test("are attempted once it commits, not at the worker's next poll", async () => {
+    // The poll is an hour away: only the wake after the commit can start the attempt.
+    const own = await startServer({ env: { ...ENV, WEBHOOK_POLL_INTERVAL: "1h" } })
+    try {
+      const user = await own.user()
+      const hook = await own.request("/v1/webhooks", {
+        method: "POST",
+        key: user.key,
+        body: { url: receiver.url("/woken"), events: ["project.created"] }
+      })
+      expect(hook.status).toBe(201)
+      const created = await own.request("/v1/projects", {
+        method: "POST",
+        key: user.key,
+        body: { name: "Woken" },
+        headers: { "idempotency-key": newKey() }
+      })
+      expect(created.status).toBe(201)
+      const [delivered] = await receiver.waitFor(1, { path: "/woken", timeoutMs: 20_000 })
+      expect(JSON.parse(delivered!.body).data.id).toBe(created.body.data.id)
+    } finally {
+      await stopWithin(own)
+    }
+  }, 60_000)
+})
+
 describe("a key reused for another request", () => {
   test("with another body or path is 422 idempotency_key_reused, and changes nothing", async () => {
     const user = await server.user({ scopes: "read,write,team:manage" })
@@ -168,6 +195,51 @@ describe("eight requests at once with one key", () => {
       fresh[0]!
     )
   })
+})
+
+describe("two replicas on one PostgreSQL", () => {
+  test.skipIf(!usingPostgres())(
+    "share keys: eight requests split between them make one project; a key first used on one replays on the other",
+    async () => {
+      const a = await startServer({ env: ENV })
+      const b = await startServer({ env: ENV, databaseUrl: a.databaseUrl })
+      try {
+        const user = await a.user()
+        const key = newKey("replicas")
+        const answers = await Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            (i % 2 === 0 ? a : b).request("/v1/projects", {
+              method: "POST",
+              key: user.key,
+              body: { name: "Replicated" },
+              headers: { "idempotency-key": key }
+            })
+          )
+        )
+        const fresh = answers.filter((res) => res.status === 201 && res.headers.get("idempotent-replayed") === null)
+        expect(fresh).toHaveLength(1)
+        for (const res of answers) {
+          if (res === fresh[0]) continue
+          if (res.status === 409) expect(res.headers.get("retry-after")).toBe("1")
+          else expectReplay(res, fresh[0]!)
+        }
+        for (const replica of [a, b]) {
+          const replayed = await replica.request("/v1/projects", {
+            method: "POST",
+            key: user.key,
+            body: { name: "Replicated" },
+            headers: { "idempotency-key": key }
+          })
+          expectReplay(replayed, fresh[0]!)
+        }
+        const list = await b.request("/v1/projects", { key: user.key })
+        expect(list.body.meta.total).toBe(1)
+      } finally {
+        await Promise.all([stopWithin(a), stopWithin(b)])
+      }
+    },
+    60_000
+  )
 })
 
 describe("a key that is not one", () => {
@@ -251,6 +323,7 @@ describe("which answers are recorded", () => {
     const first = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "" } })
     expect(first.status).toBe(400)
     expect(first.body.error.code).toBe("validation_failed")
+    expect(first.body.error.request_id).toBe(first.headers.get("x-request-id"))
     const again = await post("/v1/projects", { key: user.key, idempotencyKey: key, body: { name: "" } })
     expectReplay(again, first)
     expect(again.body.error.request_id).toBe(first.body.error.request_id)
@@ -357,4 +430,204 @@ describe("keys in the database", () => {
       await stopWithin(own)
     }
   }, 60_000)
+})
+
+/** What one POST operation needs to be sent once, and what shows whether it ran (read before and after a replay). */
+interface Case {
+  readonly path: string
+  readonly body?: unknown
+  /** The caller. */
+  readonly user: TestUser
+  /** What the operation changes, read once it has settled after the first request. */
+  readonly state: () => Promise<unknown>
+  /** Waits until the first request's effects are done (a delivery attempt, say). */
+  readonly settle?: () => Promise<void>
+}
+
+const get = async (user: TestUser, path: string) => {
+  const res = await server.request(path, { key: user.key })
+  expect(res.status).toBe(200)
+  return res.body
+}
+
+const manager = () => server.user({ scopes: "read,write,team:manage" })
+
+const invitationFor = async () => {
+  const owner = await manager()
+  const invitee = await server.user()
+  const team = await post("/v1/teams", { key: owner.key, body: { name: "Inviting" } })
+  const invitation = await post(`/v1/teams/${team.body.data.id}/invitations`, {
+    key: owner.key,
+    body: { email: invitee.email, role: "member" }
+  })
+  expect(invitation.status).toBe(201)
+  return { owner, invitee, teamId: team.body.data.id as string, invitationId: invitation.body.data.id as string }
+}
+
+/** Every POST operation of the OpenAPI document, by `POST {path}` as the document writes it. */
+const table: Record<string, () => Promise<Case>> = {
+  "POST /v1/projects": async () => {
+    const user = await server.user()
+    return { user, path: "/v1/projects", body: { name: "Table" }, state: () => total(user, "/v1/projects") }
+  },
+  "POST /v1/api-keys": async () => {
+    const user = await server.user()
+    return {
+      user,
+      path: "/v1/api-keys",
+      body: { name: "table", scopes: ["read"] },
+      state: () => total(user, "/v1/api-keys")
+    }
+  },
+  "POST /v1/projects/{id}/deployments": async () => {
+    const user = await server.user()
+    const project = await post("/v1/projects", { key: user.key, body: { name: "Deployed" } })
+    const path = `/v1/projects/${project.body.data.id}/deployments`
+    return { user, path, body: { ref: "main" }, state: () => total(user, path) }
+  },
+  "POST /v1/webhooks": async () => {
+    const user = await server.user()
+    return {
+      user,
+      path: "/v1/webhooks",
+      body: { url: receiver.url("/table-hook"), events: ["project.created"] },
+      state: () => total(user, "/v1/webhooks")
+    }
+  },
+  "POST /v1/webhooks/{id}/deliveries/{delivery_id}/retry": async () => {
+    const user = await server.user()
+    const target = `/table-retry-${++counter}`
+    const hook = await post("/v1/webhooks", {
+      key: user.key,
+      body: { url: receiver.url(target), events: ["project.created"] }
+    })
+    await post("/v1/projects", { key: user.key, body: { name: "Retried" } })
+    await receiver.waitFor(1, { path: target })
+    const deliveries = await get(user, `/v1/webhooks/${hook.body.data.id}/deliveries`)
+    const delivery = `/v1/webhooks/${hook.body.data.id}/deliveries/${deliveries.data[0].id}`
+    const state = async () => {
+      const { data } = await get(user, delivery)
+      return { status: data.status, attempt_count: data.attempt_count }
+    }
+    // The first attempt recorded before the retry (a retry while it is in flight is another test's subject).
+    await eventually(async () => ((await state()).status === "delivered" ? true : undefined), {
+      what: "the first attempt to be recorded"
+    })
+    return {
+      user,
+      path: `${delivery}/retry`,
+      state,
+      // The retry's attempt is made and recorded: the delivery is `delivered` after two attempts. Run again, the
+      // retry would make it `pending` at once (and a third attempt after).
+      settle: async () => {
+        await eventually(
+          async () => {
+            const now = await state()
+            return now.status === "delivered" && now.attempt_count === 2 ? now : undefined
+          },
+          { what: "the retried delivery's second attempt" }
+        )
+      }
+    }
+  },
+  "POST /v1/teams": async () => {
+    const user = await manager()
+    return { user, path: "/v1/teams", body: { name: "Table team" }, state: () => total(user, "/v1/teams") }
+  },
+  "POST /v1/teams/{team_id}/invitations": async () => {
+    const user = await manager()
+    const team = await post("/v1/teams", { key: user.key, body: { name: "Invites" } })
+    const path = `/v1/teams/${team.body.data.id}/invitations`
+    return {
+      user,
+      path,
+      body: { email: `invitee.${++counter}@example.com`, role: "member" },
+      state: () => total(user, path)
+    }
+  },
+  "POST /v1/invitations/{invitation_id}/accept": async () => {
+    const { invitationId, invitee, owner, teamId } = await invitationFor()
+    // Run twice, the second would be 409 (the invitation is no longer pending).
+    return {
+      user: invitee,
+      path: `/v1/invitations/${invitationId}/accept`,
+      state: () => total(owner, `/v1/teams/${teamId}/members`)
+    }
+  },
+  "POST /v1/invitations/{invitation_id}/decline": async () => {
+    const { invitationId, invitee, owner, teamId } = await invitationFor()
+    return {
+      user: invitee,
+      path: `/v1/invitations/${invitationId}/decline`,
+      state: async () =>
+        (await get(owner, `/v1/teams/${teamId}/invitations`)).data.map((i: { status: string }) => i.status)
+    }
+  }
+}
+
+/** The POST operations of the document served now. */
+const postOperations = async (): Promise<Array<{ readonly name: string; readonly operation: any }>> => {
+  const document = await server.request("/v1/openapi.json")
+  expect(document.status).toBe(200)
+  return Object.entries<any>(document.body.paths).flatMap(([path, item]) =>
+    path.startsWith("/v1/") && item.post !== undefined ? [{ name: `POST ${path}`, operation: item.post }] : []
+  )
+}
+
+describe("every POST operation of the OpenAPI document", () => {
+  test("is in this table, declares the header and its two errors, and replays without running again", async () => {
+    const operations = await postOperations()
+    expect(operations.length).toBeGreaterThan(0)
+    // A POST added to the contract fails here until it is added to the table.
+    expect(operations.map(({ name }) => name).sort()).toEqual(Object.keys(table).sort())
+    for (const { name, operation } of operations) {
+      const header = operation.parameters.find((parameter: any) => parameter.name === "Idempotency-Key")
+      expect({ name, in: header?.in, required: header?.required }).toEqual({ name, in: "header", required: false })
+      expect({ name, errors: JSON.stringify([operation.responses["409"], operation.responses["422"]]) }).toEqual({
+        name,
+        errors: expect.stringMatching(/IdempotencyKeyInUseError.*IdempotencyKeyReusedError/)
+      })
+
+      const sent = await table[name]!()
+      const key = newKey(name.replaceAll(" ", "_"))
+      const send = () =>
+        post(sent.path, {
+          key: sent.user.key,
+          idempotencyKey: key,
+          ...(sent.body !== undefined ? { body: sent.body } : {})
+        })
+      const first = await send()
+      expect({ name, status: first.status, replayed: first.headers.get("idempotent-replayed") }).toEqual({
+        name,
+        status: expect.any(Number),
+        replayed: null
+      })
+      expect({ name, ok: first.status >= 200 && first.status < 300, body: first.body }).toMatchObject({
+        name,
+        ok: true
+      })
+      await sent.settle?.()
+      const before = await sent.state()
+      const again = await send()
+      expect({ name, replayed: again.headers.get("idempotent-replayed"), status: again.status }).toEqual({
+        name,
+        replayed: "true",
+        status: first.status
+      })
+      expect(again.text).toBe(first.text)
+      expect({ name, state: await sent.state() }).toEqual({ name, state: before })
+    }
+  }, 60_000)
+
+  test("GET, PUT and DELETE operations document neither the header nor its errors", async () => {
+    const document = await server.request("/v1/openapi.json")
+    for (const [path, item] of Object.entries<any>(document.body.paths)) {
+      for (const method of ["get", "put", "delete"]) {
+        const operation = item[method]
+        if (operation === undefined) continue
+        const text = JSON.stringify(operation)
+        expect({ path, method, mentions: /Idempotency/.test(text) }).toEqual({ path, method, mentions: false })
+      }
+    }
+  })
 })

@@ -135,8 +135,10 @@ describe("API reference", () => {
       const hasBody = operation.requestBody !== undefined
       expect(statuses.includes("413"), `${method} ${path} 413`).toBe(hasBody)
       expect(statuses.includes("415"), `${method} ${path} 415`).toBe(hasBody)
-      const clash = CONFLICTS.has(`${method} ${path}`)
+      // Every POST may also answer 409 idempotency_key_in_use (docs/idempotency.md).
+      const clash = CONFLICTS.has(`${method} ${path}`) || method === "post"
       expect(statuses.includes("409"), `${method} ${path} 409`).toBe(clash)
+      expect(statuses.includes("422"), `${method} ${path} 422`).toBe(method === "post")
     }
     const me = doc.paths["/v1/users/me"].get.responses
     expect(Object.keys(me).sort()).toEqual(["200", "401", "403", "404", "405", "429", "500", "503"])

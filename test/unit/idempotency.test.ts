@@ -1,0 +1,46 @@
+/**
+ * The rules of `Idempotency-Key` that need no server: what a key may be, how a request is compared (parsed JSON,
+ * whatever the member order and whitespace), and which answers are recorded.
+ */
+import { describe, expect, test } from "bun:test"
+import { canonicalJson, isRecorded, keyProblem, requestHash } from "../../src/Idempotency/Idempotency.ts"
+
+describe("a key", () => {
+  test("is 1 to 255 characters of %x21-7E", () => {
+    for (const good of ["a", "~", "!", "k".repeat(255), "0d3c7a52-7f5e-4a5e-9d86-2b1b2f7a8c11", "a:b/c?d=e&f"]) {
+      expect(keyProblem(good)).toBeUndefined()
+    }
+    for (const bad of ["", "k".repeat(256), "a b", "a\tb", "\u007f", "caf\u00e9", "\u0000", "a\nb"]) {
+      const problem = keyProblem(bad)
+      expect(problem?.details[0]?.field).toBe("Idempotency-Key")
+    }
+  })
+})
+
+describe("a request's hash", () => {
+  test("compares bodies as parsed JSON: member order and whitespace do not matter, values do", () => {
+    const base = requestHash("POST", "/v1/projects", '{"name":"a","tags":{"x":1,"y":[1,2]}}')
+    expect(requestHash("POST", "/v1/projects", '{ "tags": { "y": [1, 2], "x": 1.0 },\n "name": "a" }')).toBe(base)
+    expect(requestHash("POST", "/v1/projects", '{"name":"a","tags":{"x":1,"y":[2,1]}}')).not.toBe(base)
+    expect(requestHash("POST", "/v1/projects", '{"name":"b","tags":{"x":1,"y":[1,2]}}')).not.toBe(base)
+    expect(requestHash("POST", "/v1/teams", '{"name":"a","tags":{"x":1,"y":[1,2]}}')).not.toBe(base)
+    expect(requestHash("PUT", "/v1/projects", '{"name":"a","tags":{"x":1,"y":[1,2]}}')).not.toBe(base)
+  })
+
+  test("takes a body that is not JSON as sent, and no body as empty", () => {
+    expect(requestHash("POST", "/v1/x", "not json")).toBe(requestHash("POST", "/v1/x", "not json"))
+    expect(requestHash("POST", "/v1/x", "not json")).not.toBe(requestHash("POST", "/v1/x", "not  json"))
+    expect(requestHash("POST", "/v1/x", "")).not.toBe(requestHash("POST", "/v1/x", "{}"))
+  })
+
+  test("canonical JSON sorts members at every depth and keeps array order", () => {
+    expect(canonicalJson({ b: [{ d: 1, c: "é" }], a: null })).toBe('{"a":null,"b":[{"c":"é","d":1}]}')
+  })
+})
+
+describe("recorded answers", () => {
+  test("are 2xx and 4xx except 401, 403 and 429", () => {
+    expect([200, 201, 202, 204, 400, 404, 409, 422].every(isRecorded)).toBe(true)
+    expect([401, 403, 429, 500, 502, 503, 301, 100].some(isRecorded)).toBe(false)
+  })
+})
