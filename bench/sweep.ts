@@ -6,7 +6,10 @@
  * GET /v1/projects/:id to CONCURRENCY clients in a loop; their p50/p99 during the sweep are set against the same load
  * for BASELINE_SECONDS before it. First, the plans of the sweep's statements on this database (`--explain-only`
  * prints them and stops).
+ * 100,000 OAuth codes and idempotency keys, half long expired, are there for the plans only: the server's own sweep
+ * at start-up removes the expired ones (their expiry does not depend on the retention settings).
  * The client runs on core 1 (taskset); the server, the CLI and PostgreSQL share the machine.
+ * BENCH_SERVER_LOG=<file>: the server's log there.
  * Usage: bun bench/sweep.ts [--events 100000] [--concurrency 16] [--baseline 10] [--explain-only]
  * Uses DATABASE_URL's engine: a postgres URL (a fresh database is made on it), else a temporary SQLite file.
  */
@@ -66,10 +69,13 @@ const series = (n: number, name: string) =>
   pg
     ? `generate_series(1, ${n}) AS ${name}(x)`
     : `(WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < ${n}) SELECT x FROM s) AS ${name}`
-const pad = (column: string) => (pg ? `lpad(CAST(${column} AS TEXT), 7, '0')` : `printf('%07d', ${column})`)
+const pad = (column: string, width = 7) =>
+  pg ? `lpad(CAST(${column} AS TEXT), ${width}, '0')` : `printf('%0${width}d', ${column})`
+/** A valid webhook id (the server decodes them): 24 zeros and the hook's number. */
+const hookId = (column: string) => `'whk_000000000000000000000000' || ${pad(column, 2)}`
 await run(
   `INSERT INTO webhooks (id, user_id, url, events, secret, status, created_at, updated_at, failed_at)
-   SELECT 'whk_sweep_' || h.x, ?, 'http://127.0.0.1:9/' || h.x, '["project.created"]', 'whsec_x', 'active', ?, ?, NULL
+   SELECT ${hookId("h.x")}, ?, 'http://127.0.0.1:9/' || h.x, '["project.created"]', 'whsec_x', 'active', ?, ?, NULL
    FROM ${series(HOOKS, "h")}`,
   [user.id, OLD, OLD]
 )
@@ -82,7 +88,7 @@ await run(
 await run(
   `INSERT INTO deliveries (id, webhook_id, event_id, event_type, status, attempt_count, manual, next_attempt_at,
      last_attempt_at, claimed_until, claim_token, created_at)
-   SELECT 'dlv_sweep_' || ${pad("e.x")} || '_' || h.x, 'whk_sweep_' || h.x, 'evt_sweep_' || ${pad("e.x")}, 'project.created',
+   SELECT 'dlv_sweep_' || ${pad("e.x")} || '_' || h.x, ${hookId("h.x")}, 'evt_sweep_' || ${pad("e.x")}, 'project.created',
      'delivered', 1, 0, NULL, CASE WHEN e.x <= ? THEN ? ELSE ? END, NULL, NULL, CASE WHEN e.x <= ? THEN ? ELSE ? END
    FROM ${series(EVENTS, "e")} CROSS JOIN ${series(HOOKS, "h")}`,
   [HALF, OLD, RECENT, HALF, OLD, RECENT]
@@ -190,7 +196,7 @@ const server = Bun.spawn(["bun", "src/main.ts"], {
     DELIVERY_RETENTION: "3650d",
     EVENT_RETENTION: "3650d"
   },
-  stdout: "ignore",
+  stdout: Bun.file(process.env.BENCH_SERVER_LOG ?? "/dev/null"),
   stderr: "inherit"
 })
 Bun.spawnSync(["taskset", "-a", "-cp", "0", String(server.pid)], { stdout: "ignore" })
