@@ -8,7 +8,7 @@
 # first create to the last delivery received (every delivery counted; the replicas share the work through the table).
 # wrk runs on core 1 (taskset); the replicas, nginx, PostgreSQL and the receiver share the machine.
 # BENCH_REDIS=1: a Redis on loopback counts the rate limits (a limit out of reach), as a replicated deployment does;
-# otherwise the limiter is off in every contender.
+# otherwise the limiter is off in every contender. BENCH_WARMUP (5s): unmeasured load on each set-up first.
 # Usage: flock /work/bench.lock bash bench/replicas.sh [duration=10s] [connections=64] [fan_seconds=5] [hooks=10]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ DURATION=${1:-10s}
 CONNECTIONS=${2:-64}
 FAN_SECONDS=${3:-5}
 HOOKS=${4:-10}
+WARMUP=${BENCH_WARMUP:-5s}
 PG_BASE=${PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 BASE_PORT=${BENCH_PORT:-3940}
 LB_PORT=$BASE_PORT
@@ -107,7 +108,10 @@ measure() {
     PROJECT_ID=$(curl -sf -X POST "$entry/v1/projects" -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
       -d '{"name":"bench"}' | json_field id)
   fi
-  echo "== $label ($DURATION, $CONNECTIONS connections, wrk on core 1)"
+  # Warm-up, unmeasured: each replica's JIT gets its share of the same requests first.
+  taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" -H "Authorization: Bearer $KEY" "$entry/v1/projects/$PROJECT_ID" >/dev/null
+  taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" -s bench/create.lua -H "Authorization: Bearer $KEY" "$entry/v1/projects" >/dev/null
+  echo "== $label ($DURATION, $CONNECTIONS connections, wrk on core 1, after $WARMUP of warm-up)"
   echo -n "GET  /v1/projects/:id   "
   taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $KEY" \
     "$entry/v1/projects/$PROJECT_ID" | awk '/Requests\/sec/ {r=$2} / 50%/ {p50=$2} / 99%/ {p99=$2} /Non-2xx/ {e=$NF}
