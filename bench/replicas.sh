@@ -144,7 +144,7 @@ for i in $(seq 1 "$HOOKS"); do
   curl -sf -X POST "http://127.0.0.1:$((BASE_PORT + 1))/v1/webhooks" -H "Authorization: Bearer $FAN_KEY" \
     -H 'content-type: application/json' -d "{\"url\":\"http://127.0.0.1:$RECEIVER_PORT/hook/$i\",\"events\":[\"project.created\"]}" >/dev/null
 done
-echo "database: PostgreSQL ($DB); rate limits: ${BENCH_REDIS:+Redis}${BENCH_REDIS:-off}; $(nproc) cores"
+echo "database: PostgreSQL ($DB); rate limits: $([ -n "${BENCH_REDIS:-}" ] && echo Redis || echo off); $(nproc) cores"
 measure "1 replica, direct" "http://127.0.0.1:$((BASE_PORT + 1))"
 nginx_for 1
 measure "1 replica behind nginx" "http://127.0.0.1:$LB_PORT"
