@@ -1,6 +1,7 @@
 /**
  * Every setting the service reads, in one place. Nothing else touches `process.env`.
  */
+import { isIP } from "node:net"
 import { Config, ConfigError, Duration, Either, LogLevel, Option, Redacted } from "effect"
 
 /** `500ms`, `10s`, `1m`, `2h`, `1d` (or Effect's long form, `10 seconds`). */
@@ -95,6 +96,34 @@ const httpUrl = (name: string, example: string) =>
 /** `BASE_URL`: the public address links and issued tokens name (src/Domain/BaseUrl.ts); unset → from the request. */
 export const BaseUrlConfig = Config.option(httpUrl("BASE_URL", "https://api.example.com"))
 
+/** An address, or a CIDR range (`address/prefix`), of a proxy in front of the server. */
+export interface TrustedProxy {
+  readonly address: string
+  readonly prefix: number | undefined
+}
+
+/** `TRUSTED_PROXIES`: comma-separated IPv4/IPv6 addresses or CIDR ranges; empty by default. */
+export const parseTrustedProxies = (raw: string): ReadonlyArray<TrustedProxy> | string => {
+  const entries: Array<TrustedProxy> = []
+  for (const part of raw.split(",")) {
+    const text = part.trim()
+    if (text === "") continue
+    const [address = "", prefixText, extra] = text.split("/")
+    const family = isIP(address)
+    const prefix = prefixText === undefined ? undefined : Number(prefixText)
+    const bits = family === 6 ? 128 : 32
+    if (
+      family === 0 ||
+      extra !== undefined ||
+      (prefix !== undefined && (!/^\d+$/.test(prefixText ?? "") || prefix > bits))
+    ) {
+      return `TRUSTED_PROXIES must be IP addresses or CIDR ranges separated by commas (e.g. 127.0.0.1,10.0.0.0/8); got ${JSON.stringify(text)}`
+    }
+    entries.push({ address, prefix })
+  }
+  return entries
+}
+
 export const ServerConfig = Config.all({
   /** 0 picks a free port (the tests use it). */
   port: Config.integer("PORT").pipe(
@@ -103,6 +132,19 @@ export const ServerConfig = Config.all({
   ),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
   baseUrl: BaseUrlConfig,
+  /**
+   * Proxies whose `X-Forwarded-For` names the client (src/Http/ClientAddress.ts), for the per-IP rate limits: the
+   * load balancer in front of the replicas. Empty: the socket's peer is the client.
+   */
+  trustedProxies: Config.string("TRUSTED_PROXIES").pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((raw) => {
+      const parsed = parseTrustedProxies(raw)
+      return typeof parsed === "string"
+        ? Either.left(ConfigError.InvalidData(["TRUSTED_PROXIES"], parsed))
+        : Either.right(parsed)
+    })
+  ),
   /** How long in-flight requests get to finish after SIGTERM. */
   shutdownTimeout: Config.string("SHUTDOWN_TIMEOUT").pipe(
     Config.withDefault("20s"),
@@ -238,6 +280,34 @@ export const TeamsConfig = Config.all({
     Config.withDefault("7d"),
     Config.mapOrFail(durationSetting("INVITATION_TTL")),
     Config.validate({ message: "INVITATION_TTL must be more than 0", validation: (d) => Duration.toMillis(d) > 0 })
+  )
+})
+
+/** A duration setting of more than 0. */
+const positiveDuration = (name: string, fallback: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(fallback),
+    Config.mapOrFail(durationSetting(name)),
+    Config.validate({ message: `${name} must be more than 0`, validation: (d) => Duration.toMillis(d) > 0 })
+  )
+
+/**
+ * Retention: what the background sweep deletes and how often it runs (one sweep at a time across replicas).
+ * Idempotency keys go after `IDEMPOTENCY_TTL`, OAuth codes and tokens a day after they expire.
+ */
+export const RetentionConfig = Config.all({
+  /** Deliveries that ended (delivered or failed) this long ago go, with their attempts. */
+  deliveryRetention: positiveDuration("DELIVERY_RETENTION", "30d"),
+  /** Events older than this go once none of their deliveries is pending. */
+  eventRetention: positiveDuration("EVENT_RETENTION", "30d"),
+  sweepInterval: positiveDuration("RETENTION_SWEEP_INTERVAL", "1h"),
+  /** Rows deleted by one statement at most: short statements, short locks. */
+  batchSize: Config.integer("RETENTION_BATCH_SIZE").pipe(
+    Config.validate({
+      message: "RETENTION_BATCH_SIZE must be from 1 to 1000",
+      validation: (n) => n >= 1 && n <= 1000
+    }),
+    Config.withDefault(1000)
   )
 })
 

@@ -38,6 +38,7 @@ import { requestIdFrom } from "./Domain/RequestId.js"
 import { EventsHttp } from "./Events/Http.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
 import { AuthenticationLive } from "./Http/Authentication.js"
+import { type TrustedProxies, trustedProxies } from "./Http/ClientAddress.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
 import { DocsRoutes } from "./Http/Docs.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
@@ -229,12 +230,31 @@ const perRequest = (lifecycle: Lifecycle, sampler: TraceSampler) => (app: HttpAp
     }
   )
 
+/**
+ * Behind trusted proxies (`TRUSTED_PROXIES`), the request's `remoteAddress` is the client's (from `X-Forwarded-For`)
+ * for everything the app does with it (the per-IP rate limits); nothing changes when none is configured.
+ */
+const behindProxies =
+  (proxies: TrustedProxies) =>
+  (app: HttpApp.Default): HttpApp.Default =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const peer = Option.getOrUndefined(request.remoteAddress)
+      const client = peer === undefined ? undefined : proxies.clientOf(peer, request.headers["x-forwarded-for"])
+      return client === undefined || client === peer
+        ? app
+        : Effect.provideService(app, HttpServerRequest.HttpServerRequest, request.modify({ remoteAddress: client }))
+    })
+
 /** The server with the per-request wrapper, and the one pre-response handler its requests inherit. */
 const ServeLive = Layer.unwrapEffect(
   Effect.gen(function* () {
     const lifecycle = yield* Lifecycle
     const sampler = yield* TraceSampler
-    return HttpApiBuilder.serve(perRequest(lifecycle, sampler)).pipe(
+    const { trustedProxies: proxies } = yield* Effect.orDie(ServerConfig)
+    const wrap = perRequest(lifecycle, sampler)
+    const wrapped =
+      proxies.length === 0 ? wrap : (app: HttpApp.Default) => wrap(behindProxies(trustedProxies(proxies))(app))
+    return HttpApiBuilder.serve(wrapped).pipe(
       Layer.locally(HttpApp.currentPreResponseHandlers, Option.some(withStateHeaders))
     )
   })

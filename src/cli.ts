@@ -14,6 +14,7 @@ import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
 import { Conflict, Forbidden, NotFound, ValidationFailed } from "./Domain/Errors.js"
 import { parseInstant } from "./Domain/Time.js"
 import { OAuthClients } from "./OAuth/Clients.js"
+import { Retention } from "./Retention/Retention.js"
 import { SqlClientLive, SqlLive } from "./Sql/Client.js"
 import { runMigrations } from "./Sql/Migrations.js"
 import { TeamRole } from "./Teams/Api.js"
@@ -336,6 +337,26 @@ const commands: ReadonlyArray<Command> = [
       effect: () =>
         Effect.flatMap(SigningKeys, (keys) => keys.rotate).pipe(
           Effect.provide(SigningKeys.Default.pipe(Layer.provide(SqlLive)))
+        )
+    }
+  },
+  {
+    words: "prune",
+    summary:
+      "Run one retention sweep now (after any sweep running in a server) and print what it deleted: ended " +
+      "deliveries, old events, expired idempotency keys and OAuth grants.",
+    flags: [],
+    run: {
+      _tag: "standalone",
+      effect: () =>
+        Effect.flatMap(Retention, (retention) => retention.sweep({ wait: true })).pipe(
+          Effect.flatMap(
+            Option.match({
+              onNone: () => Effect.dieMessage("the retention lock was not taken"),
+              onSome: (report) => Effect.succeed(report.counts)
+            })
+          ),
+          Effect.provide(Retention.Default.pipe(Layer.provideMerge(SqlLive)))
         )
     }
   },

@@ -18,6 +18,7 @@ import { LoggingLive } from "./Observability/Logging.js"
 import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
 import { Projects } from "./Projects/Projects.js"
 import { RateLimitLive } from "./RateLimit/RateLimit.js"
+import { Retention, RetentionSweeperLive } from "./Retention/Retention.js"
 import { WalCheckpointerLive } from "./Sql/Checkpointer.js"
 import { SqlLive } from "./Sql/Client.js"
 import { Invitations } from "./Teams/Invitations.js"
@@ -43,7 +44,8 @@ export const ServicesLive = Layer.mergeAll(
   SignIn.Default,
   Webhooks.Default,
   DeliveryWorker.pipe(Layer.provide([WebhooksRepo.Default, DeliveryInbox.Default])),
-  WalCheckpointerLive
+  WalCheckpointerLive,
+  RetentionSweeperLive.pipe(Layer.provide(Retention.Default))
 ).pipe(Layer.provideMerge(RateLimitLive), Layer.provideMerge(SqlLive))
 
 export const MainLive = HttpLive.pipe(Layer.provide(ServicesLive))

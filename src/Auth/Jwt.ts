@@ -12,6 +12,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { type Scope, scopeNames } from "../Domain/Scopes.js"
 import { nowIso } from "../Domain/Time.js"
 import { traced } from "../Observability/Traced.js"
+import { exclusively } from "../Sql/Locks.js"
 import type { Issuer } from "./Issuer.js"
 import { type KeyRow, SigningKeysRepo } from "./Repo.js"
 
@@ -86,14 +87,23 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
       onSome: (pem) => Effect.map(Effect.orDie(fromConfigured(Redacted.value(pem))), Option.some)
     })
 
-    /** On first start (no active key yet) a key is made. Two processes racing both insert; the newest signs. */
+    /**
+     * On first start (no active key yet) a key is made, by one process: replicas starting together take turns (a
+     * lock on PostgreSQL), and the later ones find the first one's key.
+     */
     if (Option.isNone(configured)) {
-      const active = yield* Effect.orDie(repo.activeCount)
-      if (active === 0) {
-        const row = yield* newKeyRow
-        yield* Effect.orDie(repo.insert(row))
-        yield* Effect.logDebug("made a JWT signing key", { kid: row.kid })
-      }
+      yield* Effect.orDie(
+        exclusively(
+          "signingKeys",
+          Effect.gen(function* () {
+            const active = yield* repo.activeCount
+            if (active > 0) return
+            const row = yield* newKeyRow
+            yield* repo.insert(row)
+            yield* Effect.logDebug("made a JWT signing key", { kid: row.kid })
+          })
+        )
+      )
     }
 
     const cache = new Map<string, CryptoKey>()

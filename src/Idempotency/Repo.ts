@@ -80,12 +80,23 @@ export class IdempotencyRepo extends Effect.Service<IdempotencyRepo>()("Idempote
      * Deletes at most `limit` keys expired at `now` (the oldest first, by the `expires_at` index); answers how
      * many. Call it until it answers less than `limit` to delete them all, each batch its own short statement.
      */
-    const pruneExpired = (limit: number, now: string = new Date().toISOString()) =>
-      sql<{ readonly user_id: string }>`
-        DELETE FROM idempotency_keys WHERE (user_id, idempotency_key) IN (
-          SELECT user_id, idempotency_key FROM idempotency_keys WHERE expires_at <= ${now}
-          ORDER BY expires_at LIMIT ${Math.max(0, Math.floor(limit))})
-        RETURNING user_id`.pipe(Effect.map((rows) => rows.length))
+    const pruneExpired = (limit: number, now: string = new Date().toISOString()) => {
+      const batch = Math.max(0, Math.floor(limit))
+      // PostgreSQL by row address: matched by key, the rows were found by a hash join over the whole table.
+      return sql
+        .onDialectOrElse({
+          pg: () => sql<{ readonly user_id: string }>`
+          DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
+            SELECT ctid FROM idempotency_keys WHERE expires_at <= ${now} ORDER BY expires_at LIMIT ${batch}))
+          RETURNING user_id`,
+          orElse: () => sql<{ readonly user_id: string }>`
+          DELETE FROM idempotency_keys WHERE (user_id, idempotency_key) IN (
+            SELECT user_id, idempotency_key FROM idempotency_keys WHERE expires_at <= ${now}
+            ORDER BY expires_at LIMIT ${batch})
+          RETURNING user_id`
+        })
+        .pipe(Effect.map((rows) => rows.length))
+    }
 
     return { lock, find, record, pruneExpired } as const
   })

@@ -1,5 +1,7 @@
 import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import { exclusively } from "./Locks.js"
 import m0001 from "./migrations/0001_foundation.js"
 import m0002 from "./migrations/0002_webhooks.js"
 import m0003 from "./migrations/0003_oauth.js"
@@ -11,6 +13,7 @@ import m0008 from "./migrations/0008_delivery_count_shards.js"
 import m0009 from "./migrations/0009_event_audience.js"
 import m0010 from "./migrations/0010_idempotency_keys.js"
 import m0011 from "./migrations/0011_webhook_signing.js"
+import m0012 from "./migrations/0012_retention.js"
 import m0013 from "./migrations/0013_oauth_apps.js"
 import m0014 from "./migrations/0014_list_order.js"
 
@@ -27,14 +30,38 @@ const migrations = {
   "0009_event_audience": m0009,
   "0010_idempotency_keys": m0010,
   "0011_webhook_signing": m0011,
+  "0012_retention": m0012,
   "0013_oauth_apps": m0013,
   "0014_list_order": m0014
 }
 
 const migrate = Migrator.make({})
 
-/** Applies what is missing; answers the `[id, name]` pairs it applied. */
-export const runMigrations = migrate({ loader: Migrator.fromRecord(migrations) }).pipe(Effect.withSpan("Sql.migrate"))
+/**
+ * The migrator's table, made here on PostgreSQL (as the migrator makes it) under the lock: the migrator probes for it
+ * with a statement that fails when it is missing, which would abort the transaction the lock is held in.
+ */
+const migrationsTable = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      sql`CREATE TABLE IF NOT EXISTS effect_sql_migrations (
+        migration_id integer primary key,
+        created_at timestamp with time zone not null default now(),
+        name text not null
+      )`.pipe(Effect.asVoid),
+    orElse: () => Effect.void
+  })
+)
+
+/**
+ * Applies what is missing; answers the `[id, name]` pairs it applied. One process at a time (replicas started
+ * together): on PostgreSQL the others wait for the lock, then find nothing left to apply. The migrator's own table
+ * lock comes too late for that: two sessions on an empty database both found no table and both made it (one failed).
+ */
+export const runMigrations = exclusively(
+  "migrations",
+  Effect.zipRight(migrationsTable, migrate({ loader: Migrator.fromRecord(migrations) }))
+).pipe(Effect.withSpan("Sql.migrate"))
 
 /**
  * Applies the migrations before `name` only: a database as it was before that migration, for testing what the

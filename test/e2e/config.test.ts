@@ -120,6 +120,11 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   RATE_LIMIT_WINDOW: ["1m", "2s"],
   REDIS_URL: [], // needs a Redis server: test/e2e/rate-limit.test.ts starts one
   RATE_LIMIT_ENABLED: ["true", "false"],
+  DELIVERY_RETENTION: ["30d", "1h"],
+  EVENT_RETENTION: ["30d", "2h"],
+  RETENTION_SWEEP_INTERVAL: ["1h", "10m"],
+  RETENTION_BATCH_SIZE: ["1000", "10"],
+  TRUSTED_PROXIES: ["", "127.0.0.1,10.0.0.0/8,fd00::/8"],
   OTEL_EXPORTER_OTLP_ENDPOINT: ["http://127.0.0.1:9", "http://127.0.0.1:9/"],
   OTEL_EXPORTER_OTLP_PROTOCOL: ["http/protobuf", "http/json"],
   OTEL_SERVICE_NAME: ["project-collaboration-service", "pcs-staging"],

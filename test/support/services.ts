@@ -34,6 +34,12 @@ const harnessOf = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient>, datab
 export const inMemory = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient>): ServiceHarness<R> =>
   harnessOf(services, "sqlite::memory:")
 
+/** The given service layers over the database at `databaseUrl` (from `freshDatabaseUrl`), migrated. */
+export const onDatabase = <R, E>(
+  services: Layer.Layer<R, E, SqlClient.SqlClient>,
+  databaseUrl: string
+): ServiceHarness<R> => harnessOf(services, databaseUrl)
+
 /**
  * The given service layers over a fresh database of the engine `DATABASE_URL` selects (SQLite in a temporary file
  * without it), migrated: for what differs by engine.

@@ -1,0 +1,122 @@
+/**
+ * The retention sweep's statements (src/Retention/Retention.ts). Each deletes at most `limit` rows and answers how
+ * many it deleted (the rows the database returned); each reads by an index of migration 0012. Deleting through
+ * these keeps every list total exact: the counters of migration 0006 are kept by triggers on delete.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Schema } from "effect"
+import * as Rows from "../Sql/Rows.js"
+
+const Id = Schema.Struct({ id: Schema.String })
+const DeliveryOfEvent = Schema.Struct({ id: Schema.String, event_id: Schema.String, status: Schema.String })
+
+/** OAuth tables whose rows carry an `expires_at` and are useless after it. */
+export const oauthTables = ["oauth_authorizations", "oauth_codes", "oauth_tokens"] as const
+export type OAuthTable = (typeof oauthTables)[number]
+
+export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    /** On PostgreSQL the rows read are locked until the batch's transaction ends; rows another holds are skipped. */
+    const lockRows = (skipLocked: boolean) =>
+      sql.onDialectOrElse({
+        pg: () => (skipLocked ? sql`FOR UPDATE SKIP LOCKED` : sql`FOR UPDATE`),
+        orElse: () => sql``
+      })
+    const count = (rows: ReadonlyArray<unknown>) => rows.length
+
+    /** Up to `limit` deliveries that ended (delivered or failed) before `before`, oldest first. */
+    const endedDeliveries = Rows.findAll({
+      Request: Schema.Struct({ before: Schema.String, limit: Schema.Int }),
+      Result: Id,
+      execute: ({ before, limit }) =>
+        sql`SELECT id FROM deliveries
+            WHERE status IN ('delivered', 'failed') AND last_attempt_at < ${before}
+            ORDER BY last_attempt_at LIMIT ${limit} ${lockRows(true)}`
+    })
+
+    /**
+     * Up to `limit` attempts of the deliveries `ids`. On PostgreSQL by row address: matched by key, `(delivery_id,
+     * number) IN (…)` was planned as a hash join over the whole attempts table, once per batch.
+     */
+    const deleteAttempts = (ids: ReadonlyArray<string>, limit: number) =>
+      Effect.map(
+        sql.onDialectOrElse({
+          pg: () =>
+            sql`DELETE FROM delivery_attempts WHERE ctid = ANY (ARRAY(
+                  SELECT ctid FROM delivery_attempts WHERE delivery_id IN ${sql.in(ids)} LIMIT ${limit}
+                )) RETURNING delivery_id`,
+          orElse: () =>
+            sql`DELETE FROM delivery_attempts WHERE (delivery_id, number) IN (
+                  SELECT delivery_id, number FROM delivery_attempts WHERE delivery_id IN ${sql.in(ids)} LIMIT ${limit}
+                ) RETURNING delivery_id`
+        }),
+        count
+      )
+
+    /** The deliveries `ids` (at most the batch's), unless one is pending again (retried since it was read). */
+    const deleteDeliveries = (ids: ReadonlyArray<string>) =>
+      Effect.map(
+        sql`DELETE FROM deliveries WHERE id IN ${sql.in(ids)} AND status IN ('delivered', 'failed') RETURNING id`,
+        count
+      )
+
+    /** Up to `limit` events created before `before` none of whose deliveries is pending, oldest first. */
+    const oldEvents = Rows.findAll({
+      Request: Schema.Struct({ before: Schema.String, limit: Schema.Int }),
+      Result: Id,
+      execute: ({ before, limit }) =>
+        sql`SELECT e.id FROM events e
+            WHERE e.created_at < ${before}
+              AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.status = 'pending')
+            ORDER BY e.created_at LIMIT ${limit} ${lockRows(true)}`
+    })
+
+    /** Up to `limit` deliveries of the events `ids`, with their status. */
+    const deliveriesOfEvents = Rows.findAll({
+      Request: Schema.Struct({ ids: Schema.Array(Schema.String), limit: Schema.Int }),
+      Result: DeliveryOfEvent,
+      execute: ({ ids, limit }) =>
+        sql`SELECT id, event_id, status FROM deliveries WHERE event_id IN ${sql.in(ids)}
+            LIMIT ${limit} ${lockRows(false)}`
+    })
+
+    /** The events `ids` that have no delivery left. */
+    const deleteEvents = (ids: ReadonlyArray<string>) =>
+      Effect.map(
+        sql`DELETE FROM events WHERE id IN ${sql.in(ids)}
+              AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = events.id)
+            RETURNING id`,
+        count
+      )
+
+    /**
+     * Up to `limit` rows of an OAuth table that expired before `before`. On PostgreSQL by row address: `id IN (…)`
+     * was planned as a hash join over the whole table.
+     */
+    const deleteExpired = (table: OAuthTable, before: string, limit: number) =>
+      Effect.map(
+        sql.onDialectOrElse({
+          pg: () =>
+            sql`DELETE FROM ${sql(table)} WHERE ctid = ANY (ARRAY(
+                  SELECT ctid FROM ${sql(table)} WHERE expires_at < ${before} ORDER BY expires_at LIMIT ${limit}
+                )) RETURNING id`,
+          orElse: () =>
+            sql`DELETE FROM ${sql(table)} WHERE id IN (
+                  SELECT id FROM ${sql(table)} WHERE expires_at < ${before} ORDER BY expires_at LIMIT ${limit}
+                ) RETURNING id`
+        }),
+        count
+      )
+
+    return {
+      endedDeliveries,
+      deleteAttempts,
+      deleteDeliveries,
+      oldEvents,
+      deliveriesOfEvents,
+      deleteEvents,
+      deleteExpired
+    } as const
+  })
+}) {}
