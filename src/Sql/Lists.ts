@@ -16,6 +16,11 @@ import { Count } from "./Rows.js"
 export interface ListSpec<Sort extends string> {
   /** `FROM …` and any joins. */
   readonly from: Fragment
+  /**
+   * The `FROM` the total is counted over, when the joins of `from` only add columns (each row has exactly one match):
+   * the count then reads the main table alone, not the joins too.
+   */
+  readonly countFrom?: Fragment
   readonly select: Fragment
   /** Conditions that always hold (whose rows these are, the status filter…). */
   readonly where: ReadonlyArray<Fragment>
@@ -90,7 +95,8 @@ const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sor
     const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
     const [counted, rows] = yield* Effect.all([
       sql<{ readonly total: unknown }>`${
-        counterTotal(sql, spec, query) ?? sql`SELECT CAST(count(*) AS INTEGER) AS total FROM ${spec.from} ${where}`
+        counterTotal(sql, spec, query) ??
+        sql`SELECT CAST(count(*) AS INTEGER) AS total FROM ${spec.countFrom ?? spec.from} ${where}`
       }`,
       sql`
         SELECT ${spec.select} FROM ${spec.from} ${where}
@@ -124,7 +130,9 @@ const runUnion = <Row extends object, Sort extends string>(spec: UnionListSpec<S
           `b${i}`
         )}`
     )
-    const counts = spec.branches.map((branch) => sql`(SELECT count(*) FROM ${spec.from} WHERE ${whereOf(branch)})`)
+    const counts = spec.branches.map(
+      (branch) => sql`(SELECT count(*) FROM ${spec.countFrom ?? spec.from} WHERE ${whereOf(branch)})`
+    )
     const [counted, rows] = yield* Effect.all([
       sql<{ readonly total: unknown }>`${
         counterTotal(sql, spec, query) ?? sql`SELECT CAST(${sql.join(" + ", false)(counts)} AS INTEGER) AS total`

@@ -298,6 +298,7 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
         {
           select: columns(now),
           from: joined,
+          countFrom: sql`invitations i`,
           where: [
             sql`i.team_id = ${teamId}`,
             ...(query.status !== undefined ? [sql`${status(now)} = ${query.status}`] : [])
@@ -327,6 +328,7 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
         {
           select: columns(now),
           from: joined,
+          countFrom: sql`invitations i`,
           where: [
             sql`i.email = ${email.toLowerCase()}`,
             ...(only === "all"

@@ -171,10 +171,18 @@ describe.skipIf(!POSTGRES)("three replicas on one PostgreSQL", () => {
     expect(page.status).toBe(200)
     const signIn = await page.text()
     const pending = field(signIn, "pending")
-    const consent = await fetch(action(signIn, 1), {
+    const signedIn = await fetch(action(signIn, 1), {
       method: "POST",
       redirect: "manual",
       body: new URLSearchParams({ pending, csrf_token: field(signIn, "csrf_token"), email, password })
+    })
+    // Post/Redirect/Get: the consent page, followed with the cookie the sign-in set, is asked of replica 0.
+    expect(signedIn.status).toBe(303)
+    const consentPage = new URL(signedIn.headers.get("location")!, BASE_URL)
+    const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!
+    const consent = await fetch(`${at(0).url}${consentPage.pathname}${consentPage.search}`, {
+      redirect: "manual",
+      headers: { cookie }
     })
     expect(consent.status).toBe(200)
     const consentHtml = await consent.text()

@@ -170,6 +170,20 @@ const seed = Effect.gen(function* () {
       }))
     )
   )
+  // One attempt per delivery: the list reads each page row's last status code by the attempts' primary key.
+  yield* insertAll(
+    "delivery_attempts",
+    range(2 * N).map((n) => ({
+      delivery_id: id("dlv", n),
+      number: 1,
+      attempted_at: iso(n % N),
+      duration_ms: 5,
+      status_code: 200,
+      error: null,
+      response_body: "",
+      outcome: "succeeded"
+    }))
+  )
   yield* insertAll(
     "deployments",
     [PROJECT, id("proj", 2)].flatMap((project, p) =>
