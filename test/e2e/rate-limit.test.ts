@@ -4,9 +4,9 @@
  * here on a loopback port; those tests are skipped with a message when the binary is absent).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import type { Subprocess } from "bun"
 import { freePort } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
+import { REDIS_SERVER, type RedisProcess, startRedis } from "../support/redis.ts"
 import { type Response, type Server, startServer } from "../support/server.ts"
 
 const expectHeaders = (res: Response, limit: number, remaining: number, windowSeconds: number) => {
@@ -151,36 +151,9 @@ describe("RATE_LIMIT_ENABLED=false", () => {
 // ---------------------------------------------------------------------------------------------------------------
 // Redis
 
-const REDIS = Bun.which("redis-server")
+const REDIS = REDIS_SERVER
 if (REDIS === null) {
   console.warn("rate-limit.test.ts: redis-server not found (apt-get install redis-server); skipping the Redis tests")
-}
-
-interface RedisProcess {
-  readonly url: string
-  readonly port: number
-  readonly process: Subprocess
-}
-
-const startRedis = async (): Promise<RedisProcess> => {
-  const port = freePort()
-  const proc = Bun.spawn([REDIS!, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
-    stdout: "pipe",
-    stderr: "pipe"
-  })
-  const reader = proc.stdout.getReader()
-  const decoder = new TextDecoder()
-  let seen = ""
-  const deadline = Date.now() + 10_000
-  while (!seen.includes("Ready to accept connections")) {
-    if (Date.now() > deadline) throw new Error(`redis-server did not start:\n${seen}`)
-    const { done, value } = await reader.read()
-    if (done) throw new Error(`redis-server exited:\n${seen}${await new Response(proc.stderr).text()}`)
-    seen += decoder.decode(value)
-  }
-  reader.releaseLock()
-  proc.stdout.cancel().catch(() => {})
-  return { url: `redis://127.0.0.1:${port}`, port, process: proc }
 }
 
 const redisCli = async (port: number, ...args: Array<string>) => {

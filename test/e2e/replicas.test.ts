@@ -4,10 +4,11 @@
  * speaks HTTP to the replicas in turn. Only on PostgreSQL: SQLite is one process's file.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { SQL, type Subprocess } from "bun"
+import { SQL } from "bun"
 import * as jose from "jose"
-import { eventually, freePort, stopWithin } from "../support/helpers.ts"
+import { eventually, stopWithin } from "../support/helpers.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
+import { REDIS_SERVER, type RedisProcess, startRedis } from "../support/redis.ts"
 import {
   freshDatabaseUrl,
   runCli,
@@ -19,7 +20,7 @@ import {
 } from "../support/server.ts"
 
 const POSTGRES = usingPostgres()
-const REDIS = Bun.which("redis-server")
+const REDIS = REDIS_SERVER
 if (!POSTGRES) {
   console.warn(
     "replicas.test.ts: skipped: DATABASE_URL is not a postgres:// URL (replicas share one PostgreSQL database)"
@@ -47,32 +48,6 @@ const ENV = {
   RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "100000",
   AUTH_IP_LIMIT_PER_MINUTE: "100000",
   SHUTDOWN_TIMEOUT: "2s"
-}
-
-interface RedisProcess {
-  readonly url: string
-  readonly process: Subprocess
-}
-
-const startRedis = async (): Promise<RedisProcess> => {
-  const port = freePort()
-  const proc = Bun.spawn([REDIS!, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
-    stdout: "pipe",
-    stderr: "pipe"
-  })
-  const reader = proc.stdout.getReader()
-  const decoder = new TextDecoder()
-  let seen = ""
-  const deadline = Date.now() + 10_000
-  while (!seen.includes("Ready to accept connections")) {
-    if (Date.now() > deadline) throw new Error(`redis-server did not start:\n${seen}`)
-    const { done, value } = await reader.read()
-    if (done) throw new Error(`redis-server exited:\n${seen}`)
-    seen += decoder.decode(value)
-  }
-  reader.releaseLock()
-  proc.stdout.cancel().catch(() => {})
-  return { url: `redis://127.0.0.1:${port}`, process: proc }
 }
 
 let databaseUrl = ""
