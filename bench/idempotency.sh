@@ -14,6 +14,10 @@ PORT=${BENCH_PORT:-$(bun -e 'const s = Bun.listen({ hostname: "127.0.0.1", port:
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 WORK=$(mktemp -d)
 export DATABASE_URL=${DATABASE_URL:-sqlite:$WORK/bench.sqlite}
+# On PostgreSQL a fresh database of that server, never the one named (it may hold another schema or data).
+if [[ $DATABASE_URL == postgres* ]]; then
+  DATABASE_URL=$(bun -e 'import { freshDatabaseUrl } from "./test/support/server.ts"; console.log(await freshDatabaseUrl())')
+fi
 cleanup() {
   [ -n "${SVC_PID:-}" ] && kill -INT "$SVC_PID" 2>/dev/null
   wait 2>/dev/null
