@@ -24,6 +24,7 @@ import { ProjectsRepo } from "../src/Projects/Repo.js"
 import { SqlLive } from "../src/Sql/Client.js"
 import { InvitationsRepo, TeamsRepo } from "../src/Teams/Repo.js"
 import { WebhooksRepo } from "../src/Webhooks/Repo.js"
+import { insertAll as insertRows } from "../test/support/seed.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -44,11 +45,7 @@ const team = (t: string) => id("team", who[t]!)
 const program = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const insertAll = (table: string, rows: ReadonlyArray<Record<string, string | number | null>>) =>
-    Effect.forEach(
-      Array.from({ length: Math.ceil(rows.length / 500) }, (_, i) => rows.slice(i * 500, i * 500 + 500)),
-      (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
-      { discard: true }
-    )
+    insertRows(sql, table, rows)
 
   // Users: small (1k visible), large (100k visible), and others whose rows surround theirs.
   yield* sql`INSERT INTO orgs ${sql.insert({ id: "org_bench", name: "Bench", created_at: iso(0) })}`

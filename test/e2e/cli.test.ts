@@ -3,7 +3,7 @@ import { Effect, Option } from "effect"
 import { Users } from "../../src/Users/Users.ts"
 import { type Fixtures, fixtures } from "../support/fixtures.ts"
 import { startInProcess } from "../support/in-process.ts"
-import { freshDatabaseUrl, runCli } from "../support/server.ts"
+import { type CliOptions, freshDatabaseUrl, runCli } from "../support/server.ts"
 
 const ROOT = new URL("../..", import.meta.url).pathname
 
@@ -31,21 +31,7 @@ const uniqueEmail = (tag: string) => `${tag}.${Math.random().toString(36).slice(
 const cli = (...args: Array<string>) => runCli(databaseUrl, args)
 
 /** A run with `stdin` piped in; `viaScript`: as a person types it, `bun run cli …` (the package script). */
-const cliWith = async (args: ReadonlyArray<string>, options: { stdin?: string; viaScript?: boolean } = {}) => {
-  const proc = Bun.spawn(options.viaScript ? ["bun", "run", "cli", ...args] : ["bun", "src/cli.ts", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" },
-    stdin: options.stdin === undefined ? "ignore" : new Blob([options.stdin]),
-    stdout: "pipe",
-    stderr: "pipe"
-  })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited
-  ])
-  return { stdout, stderr, code }
-}
+const cliWith = (args: ReadonlyArray<string>, options: CliOptions = {}) => runCli(databaseUrl, args, options)
 
 /** Whether `password` signs the user with this email in (the stored argon2id hash verifies it). */
 const passwordWorks = async (email: string, password: string) => {

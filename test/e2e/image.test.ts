@@ -9,6 +9,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSy
 import { tmpdir } from "node:os"
 import { dirname, join, relative } from "node:path"
 import type { Subprocess } from "bun"
+import { runCli } from "../support/server.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
 
@@ -219,21 +220,11 @@ test("the image's files serve /docs and the OpenAPI document", async () => {
 }, 60_000)
 
 test("the operator commands run from the image's files, with only their own output", async () => {
-  const proc = Bun.spawn(["bun", "run", "cli", "users", "list"], {
+  const { code, stderr, stdout } = await runCli(`sqlite:${join(folder, "data", "test.sqlite")}`, ["users", "list"], {
+    viaScript: true,
     cwd: folder,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "",
-      DATABASE_URL: `sqlite:${join(folder, "data", "test.sqlite")}`
-    },
-    stdout: "pipe",
-    stderr: "pipe"
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" }
   })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited
-  ])
   expect({ code, stderr }).toEqual({ code: 0, stderr: "" })
   expect(JSON.parse(stdout)).toEqual({ data: [] })
 }, 60_000)

@@ -29,6 +29,7 @@ import { DeliveryStatus, WebhookStatus } from "../../src/Domain/Webhook.ts"
 import { ProjectsRepo } from "../../src/Projects/Repo.ts"
 import { InvitationsRepo, TeamsRepo } from "../../src/Teams/Repo.ts"
 import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
+import { insertAll as insertRows } from "../support/seed.ts"
 import { usingPostgres } from "../support/server.ts"
 import { onSelectedEngine, type ServiceHarness } from "../support/services.ts"
 
@@ -59,11 +60,7 @@ const NOW = iso(N * 10)
 const seed = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const insertAll = (table: string, rows: ReadonlyArray<Record<string, string | number | null>>) =>
-    Effect.forEach(
-      Array.from({ length: Math.ceil(rows.length / 500) }, (_, i) => rows.slice(i * 500, i * 500 + 500)),
-      (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
-      { discard: true }
-    )
+    insertRows(sql, table, rows)
   const range = (count: number) => Array.from({ length: count }, (_, i) => i)
   yield* sql`INSERT INTO orgs ${sql.insert({ id: "org_plans", name: "Plans", created_at: iso(0) })}`
   // Users: me, another, the joiner, and the members of my team (the members list).

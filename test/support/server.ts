@@ -76,10 +76,22 @@ export interface TestUser {
   readonly keyId: string
 }
 
-export const runCli = async (databaseUrl: string, args: ReadonlyArray<string>) => {
-  const proc = Bun.spawn(["bun", "src/cli.ts", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" },
+export interface CliOptions {
+  /** Piped to the command's standard input; none by default. */
+  readonly stdin?: string
+  /** As a person types it, `bun run cli …` (the package script), instead of `bun src/cli.ts …`. */
+  readonly viaScript?: boolean
+  /** Another checkout to run it in (the image's file set), with exactly this environment. */
+  readonly cwd?: string
+  readonly env?: Record<string, string>
+}
+
+/** Runs an operator command on `databaseUrl`: what it printed on each stream, and its exit status. */
+export const runCli = async (databaseUrl: string, args: ReadonlyArray<string>, options: CliOptions = {}) => {
+  const proc = Bun.spawn(options.viaScript ? ["bun", "run", "cli", ...args] : ["bun", "src/cli.ts", ...args], {
+    cwd: options.cwd ?? ROOT,
+    env: { ...(options.env ?? { ...process.env, LOG_LEVEL: "warn" }), DATABASE_URL: databaseUrl },
+    stdin: options.stdin === undefined ? "ignore" : new Blob([options.stdin]),
     stdout: "pipe",
     stderr: "pipe"
   })
