@@ -334,6 +334,39 @@ export const IdempotencyConfig = Config.all({
   )("IDEMPOTENCY_FAULT").pipe(Config.withDefault("none" as const))
 })
 
+/**
+ * The measured fast paths (docs/fast-paths.md), each a second implementation of an interface whose idiomatic
+ * implementation sits beside it under the same tests. `all` (the default) uses every one; `none`, or a list that
+ * leaves one out, runs the idiomatic twin instead: to compare them in one build, or to rule a fast path out.
+ */
+export const FAST_PATH_NAMES = ["request-wrapper", "delivery-recorder", "outbox-statement"] as const
+export type FastPath = (typeof FAST_PATH_NAMES)[number]
+
+export const parseFastPaths = (raw: string): ReadonlySet<FastPath> | string => {
+  const text = raw.trim().toLowerCase()
+  if (text === "all") return new Set(FAST_PATH_NAMES)
+  if (text === "none" || text === "") return new Set()
+  const chosen = new Set<FastPath>()
+  for (const name of text.split(",").map((part) => part.trim())) {
+    const known = FAST_PATH_NAMES.find((fast) => fast === name)
+    if (known === undefined) {
+      return `FAST_PATHS must be all, none or a comma-separated list of ${FAST_PATH_NAMES.join(", ")} (got ${name})`
+    }
+    chosen.add(known)
+  }
+  return chosen
+}
+
+export const FastPathsConfig: Config.Config<ReadonlySet<FastPath>> = Config.string("FAST_PATHS").pipe(
+  Config.withDefault("all"),
+  Config.mapOrFail((raw) => {
+    const parsed = parseFastPaths(raw)
+    return typeof parsed === "string"
+      ? Either.left(ConfigError.InvalidData(["FAST_PATHS"], parsed))
+      : Either.right(parsed)
+  })
+)
+
 /** `otlp` (the default) or `none`, per signal. */
 const exporterSetting = (name: string) =>
   Config.literal(

@@ -125,6 +125,7 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   RETENTION_SWEEP_INTERVAL: ["1h", "10m"],
   RETENTION_BATCH_SIZE: ["1000", "10"],
   TRUSTED_PROXIES: ["", "127.0.0.1,10.0.0.0/8,fd00::/8"],
+  FAST_PATHS: ["all", "none", "request-wrapper,delivery-recorder"],
   OTEL_EXPORTER_OTLP_ENDPOINT: ["http://127.0.0.1:9", "http://127.0.0.1:9/"],
   OTEL_EXPORTER_OTLP_PROTOCOL: ["http/protobuf", "http/json"],
   OTEL_SERVICE_NAME: ["project-collaboration-service", "pcs-staging"],
