@@ -93,3 +93,16 @@ export const startInProcess = async (
 
   return { url, databaseUrl, logs, request: requestOn(url), cli: cliOn(databaseUrl), user, fixtures, stop }
 }
+
+/**
+ * As `startupFailure` (server.ts), in this process: the error its start-up failed with ("server stopped before
+ * listening", with the cause), or undefined (after stopping it) if it started after all.
+ */
+export const startupFailureInProcess = (env: Record<string, string>): Promise<unknown> =>
+  startInProcess({ env }).then(
+    async (unexpected) => {
+      await unexpected.stop()
+      return undefined
+    },
+    (error: unknown) => error
+  )
