@@ -7,7 +7,7 @@
  *
  * Adding a command is one entry in `commands`: its words, a summary, its flags and what it runs.
  */
-import { Cause, Effect, Exit, Layer, Option, Schema } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option, Schema } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
 import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
@@ -52,7 +52,7 @@ interface Flag {
 
 type Flags = ReadonlyMap<string, ReadonlyArray<string>>
 
-type Services = Users | Teams | ApiKeys | OAuthClients
+type Services = Users | Teams | ApiKeys | OAuthClients | CliInput
 
 interface Command {
   readonly words: string
@@ -93,10 +93,23 @@ const PASSWORD_FLAGS: ReadonlyArray<Flag> = [
   }
 ]
 
+/**
+ * What a command reads besides its flags: standard input, and a terminal to ask on. The process gives its own
+ * (`ProcessInput`); a test can give text and no terminal, and run `cli` in its own process.
+ */
+export class CliInput extends Context.Tag("CliInput")<
+  CliInput,
+  {
+    /** Standard input, whole. */
+    readonly stdin: Effect.Effect<string>
+    /** Asks without echoing what is typed; none when standard input is not a terminal. */
+    readonly askHidden: Option.Option<(question: string) => Effect.Effect<string, UsageError>>
+  }
+>() {}
+
 /** The first line of stdin, without its line ending. */
-const readStdinLine = Effect.map(
-  Effect.promise(() => Bun.stdin.text()),
-  (text) => text.split(/\r?\n/, 1)[0] ?? ""
+const readStdinLine = Effect.flatMap(CliInput, (input) =>
+  Effect.map(input.stdin, (text) => text.split(/\r?\n/, 1)[0] ?? "")
 )
 
 /**
@@ -142,13 +155,15 @@ const passwordOf = (flags: Flags, optional: boolean) =>
     if (flags.has("password-stdin")) return yield* readStdinLine
     const given = last(flags, "password")
     if (Option.isSome(given)) return given.value
-    if (!process.stdin.isTTY) {
+    const terminal = (yield* CliInput).askHidden
+    if (Option.isNone(terminal)) {
       if (optional) return undefined
       return yield* new UsageError({ message: "no password: pipe it in with --password-stdin, or run in a terminal" })
     }
-    const first = yield* promptHidden(optional ? "Password (empty: none, they cannot sign in): " : "Password: ")
+    const ask = terminal.value
+    const first = yield* ask(optional ? "Password (empty: none, they cannot sign in): " : "Password: ")
     if (optional && first === "") return undefined
-    const again = yield* promptHidden("The same password again: ")
+    const again = yield* ask("The same password again: ")
     if (again !== first) return yield* new UsageError({ message: "the two passwords differ" })
     return first
   })
@@ -483,7 +498,7 @@ const ServicesLive = Layer.mergeAll(Users.Default, Teams.Default, ApiKeys.Defaul
   Layer.provideMerge(SqlLive)
 )
 
-const execute = (command: Command, rest: ReadonlyArray<string>): Effect.Effect<unknown, unknown> =>
+const execute = (command: Command, rest: ReadonlyArray<string>): Effect.Effect<unknown, unknown, CliInput> =>
   Effect.flatMap(parseFlags(command, rest), (flags) =>
     command.run._tag === "services"
       ? Effect.provide(command.run.effect(flags), ServicesLive)
@@ -535,43 +550,53 @@ export const failureOf = (cause: Cause.Cause<unknown>): { readonly code: number;
   return { code: EXIT.failure, message: Cause.isInterruptedOnly(cause) ? "interrupted" : "unexpected failure" }
 }
 
+/** What a run printed on each stream (each line ends with a newline), and its exit status. */
+export interface CliOutcome {
+  readonly stdout: string
+  readonly stderr: string
+  readonly code: number
+}
+
+const printed = (stream: "stdout" | "stderr", text: string, code: number): CliOutcome =>
+  stream === "stdout" ? { stdout: `${text}\n`, stderr: "", code } : { stdout: "", stderr: `${text}\n`, code }
+
+/**
+ * One run of the command line `argv` (the words after `cli`): what it prints and its exit status. The database is
+ * the one `DATABASE_URL` names, read through `Config`. Never fails: a failure is its stderr line and exit status.
+ */
+export const cli = (argv: ReadonlyArray<string>): Effect.Effect<CliOutcome, never, CliInput> =>
+  Effect.suspend(() => {
+    if (argv.length === 0) return Effect.succeed(printed("stderr", USAGE, EXIT.usage))
+    const found = findCommand(argv)
+    if (found === undefined) {
+      if (argv[0] === "help" || isHelp(argv[0] ?? "")) return Effect.succeed(printed("stdout", USAGE, EXIT.ok))
+      // `users --help`: the commands of that area.
+      const area = commands.filter((command) => command.words.split(" ")[0] === argv[0])
+      if (area.length > 0 && argv.slice(1).some(isHelp)) {
+        const lines = area.map((command) => `  bun run cli ${usageLine(command)}`).join("\n")
+        return Effect.succeed(printed("stdout", `usage:\n${lines}\n\n${EXIT_CODES}`, EXIT.ok))
+      }
+      return Effect.succeed(printed("stderr", `error: unknown command: ${argv.join(" ")}\n\n${USAGE}`, EXIT.usage))
+    }
+    if (found.rest.some(isHelp)) return Effect.succeed(printed("stdout", commandHelp(found.command), EXIT.ok))
+    return Effect.map(Effect.exit(execute(found.command, found.rest)), (exit) => {
+      if (Exit.isSuccess(exit)) return printed("stdout", JSON.stringify({ data: exit.value }, null, 2), EXIT.ok)
+      const { code, message } = failureOf(exit.cause)
+      const usage = code === EXIT.usage ? `\n\n${commandHelp(found.command)}` : ""
+      return printed("stderr", `error: ${message}${usage}`, code)
+    })
+  })
+
 if (import.meta.main) {
-  const argv = process.argv.slice(2)
-  const found = findCommand(argv)
-  const print = (stream: NodeJS.WriteStream, text: string) =>
-    new Promise<void>((resolve) => stream.write(`${text}\n`, () => resolve()))
-  if (argv.length === 0) {
-    await print(process.stderr, USAGE)
-    process.exit(EXIT.usage)
-  }
-  if (found === undefined) {
-    if (argv[0] === "help" || isHelp(argv[0] ?? "")) {
-      await print(process.stdout, USAGE)
-      process.exit(EXIT.ok)
-    }
-    // `users --help`: the commands of that area.
-    const area = commands.filter((command) => command.words.split(" ")[0] === argv[0])
-    if (area.length > 0 && argv.slice(1).some(isHelp)) {
-      await print(
-        process.stdout,
-        `usage:\n${area.map((command) => `  bun run cli ${usageLine(command)}`).join("\n")}\n\n${EXIT_CODES}`
-      )
-      process.exit(EXIT.ok)
-    }
-    await print(process.stderr, `error: unknown command: ${argv.join(" ")}\n\n${USAGE}`)
-    process.exit(EXIT.usage)
-  }
-  if (found.rest.some(isHelp)) {
-    await print(process.stdout, commandHelp(found.command))
-    process.exit(EXIT.ok)
-  }
-  const exit = await Effect.runPromiseExit(execute(found.command, found.rest))
-  if (Exit.isSuccess(exit)) {
-    await print(process.stdout, JSON.stringify({ data: exit.value }, null, 2))
-    process.exit(EXIT.ok)
-  }
-  const { code, message } = failureOf(exit.cause)
-  await print(process.stderr, `error: ${message}`)
-  if (code === EXIT.usage) await print(process.stderr, `\n${commandHelp(found.command)}`)
-  process.exit(code)
+  // This process's standard input, and its terminal when it is one.
+  const input = CliInput.of({
+    stdin: Effect.promise(() => Bun.stdin.text()),
+    askHidden: process.stdin.isTTY ? Option.some(promptHidden) : Option.none()
+  })
+  const outcome = await Effect.runPromise(Effect.provideService(cli(process.argv.slice(2)), CliInput, input))
+  const write = (stream: NodeJS.WriteStream, text: string) =>
+    new Promise<void>((resolve) => (text === "" ? resolve() : stream.write(text, () => resolve())))
+  await write(process.stdout, outcome.stdout)
+  await write(process.stderr, outcome.stderr)
+  process.exit(outcome.code)
 }

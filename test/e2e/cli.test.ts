@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Option } from "effect"
 import { Users } from "../../src/Users/Users.ts"
+import { runCliInProcess } from "../support/cli.ts"
 import { type Fixtures, fixtures } from "../support/fixtures.ts"
 import { startInProcess } from "../support/in-process.ts"
 import { type CliOptions, freshDatabaseUrl, runCli } from "../support/server.ts"
@@ -17,7 +18,7 @@ let made: Fixtures
 
 beforeAll(async () => {
   databaseUrl = await freshDatabaseUrl()
-  const migrated = await runCli(databaseUrl, ["migrate"])
+  const migrated = await runCliInProcess(databaseUrl, ["migrate"])
   if (migrated.code !== 0) throw new Error(`migrate failed: ${migrated.stderr}`)
   made = fixtures(databaseUrl)
 }, 60_000)
@@ -28,10 +29,18 @@ afterAll(async () => {
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const uniqueEmail = (tag: string) => `${tag}.${Math.random().toString(36).slice(2, 10)}@example.com`
 
-const cli = (...args: Array<string>) => runCli(databaseUrl, args)
+/**
+ * The command's rules (flags, output, errors, exit statuses) run in this process: `cli(argv)` of src/cli.ts, the
+ * code the process runs, on the same database. `withStdin` gives it standard input, and no terminal.
+ */
+const cli = (...args: Array<string>) => runCliInProcess(databaseUrl, args)
+const withStdin = (args: ReadonlyArray<string>, stdin?: string) => runCliInProcess(databaseUrl, args, { stdin })
 
-/** A run with `stdin` piped in; `viaScript`: as a person types it, `bun run cli …` (the package script). */
-const cliWith = (args: ReadonlyArray<string>, options: CliOptions = {}) => runCli(databaseUrl, args, options)
+/**
+ * A process, `bun src/cli.ts …`, for what only a process shows: its own stdin read (`stdin` piped in), no terminal,
+ * the exit status a shell sees; `viaScript`: as a person types it, `bun run cli …` (the package script).
+ */
+const cliProcess = (args: ReadonlyArray<string>, options: CliOptions = {}) => runCli(databaseUrl, args, options)
 
 /** Whether `password` signs the user with this email in (the stored argon2id hash verifies it). */
 const passwordWorks = async (email: string, password: string) => {
@@ -64,7 +73,7 @@ const fails = async (...args: Array<string>) => {
 describe("migrate", () => {
   test("applies the migrations once; a second run applies none", async () => {
     const fresh = await freshDatabaseUrl()
-    const first = await runCli(fresh, ["migrate"])
+    const first = await runCliInProcess(fresh, ["migrate"])
     expect(first.code).toBe(0)
     const applied = JSON.parse(first.stdout).data
     expect(Array.isArray(applied)).toBe(true)
@@ -74,7 +83,7 @@ describe("migrate", () => {
       expect(typeof migration.name).toBe("string")
     }
     expect(applied[0]).toEqual({ id: 1, name: "foundation" })
-    const second = await runCli(fresh, ["migrate"])
+    const second = await runCliInProcess(fresh, ["migrate"])
     expect(second.code).toBe(0)
     expect(JSON.parse(second.stdout)).toEqual({ data: [] })
   }, 60_000)
@@ -95,7 +104,7 @@ describe("users create", () => {
 
   test("--password-stdin: the password's first line is stored (it signs in) and never printed", async () => {
     const email = uniqueEmail("pw")
-    const { stdout, stderr, code } = await cliWith(
+    const { stdout, stderr, code } = await cliProcess(
       ["users", "create", "--email", email, "--name", "Pw", "--password-stdin"],
       { stdin: "correct horse battery\nignored second line\n" }
     )
@@ -109,7 +118,7 @@ describe("users create", () => {
 
   test("without a password flag and no terminal, users create makes a user without a password", async () => {
     const email = uniqueEmail("nopw")
-    const run = await cliWith(["users", "create", "--email", email, "--name", "No Pw"])
+    const run = await withStdin(["users", "create", "--email", email, "--name", "No Pw"])
     expect(run.code).toBe(0)
     const credentials = await made.run(Effect.flatMap(Users, (users) => users.findCredentials(email)))
     expect(Option.map(credentials, (found) => found.password_hash)).toEqual(Option.some(null))
@@ -119,9 +128,9 @@ describe("users create", () => {
     const email = uniqueEmail("pwflag")
     await ok("users", "create", "--email", email, "--name", "Flag", "--password", "correct horse battery")
     expect(await passwordWorks(email, "correct horse battery")).toBe(true)
-    const both = await cliWith(
+    const both = await withStdin(
       ["users", "create", "--email", uniqueEmail("both"), "--name", "B", "--password-stdin", "--password", "x"],
-      { stdin: "correct horse battery\n" }
+      "correct horse battery\n"
     )
     expect(both.code).toBe(2)
     expect(both.stderr).toContain("error: give --password-stdin or --password, not both")
@@ -303,8 +312,8 @@ describe("help", () => {
     expect(area.stdout).toContain("oauth-clients rotate-secret --client CLIENT_ID")
   }, 60_000)
 
-  test("no command is a usage error (2) with the usage on stderr", async () => {
-    const run = await cli()
+  test("no command is a usage error (2) with the usage on stderr (a process: the exit status a shell sees)", async () => {
+    const run = await cliProcess([])
     expect(run.code).toBe(2)
     expect(run.stdout).toBe("")
     expect(run.stderr).toContain("usage")
@@ -345,6 +354,7 @@ describe("flags and exit codes", () => {
   }, 60_000)
 
   test("an unreachable database is one line on stderr and exit 1, no stack trace", async () => {
+    // A process: the exit status and the one line a shell sees.
     const runs = await Promise.all([
       runCli("postgres://nobody:secret@127.0.0.1:1/none", ["users", "list"]),
       runCli("postgres://nobody:secret@127.0.0.1:1/none", ["migrate"])
@@ -568,11 +578,9 @@ describe("--email names a user wherever --user does", () => {
       made.account({ email: uniqueEmail("bob.email"), name: "Bob" })
     ])
     // Any case and surrounding spaces, as users create stores it.
-    const set = await cliWith(
+    const set = await withStdin(
       ["users", "set-password", "--email", ` ${ann.email.toUpperCase()} `, "--password-stdin"],
-      {
-        stdin: "ann's new password\n"
-      }
+      "ann's new password\n"
     )
     expect({ code: set.code, stderr: set.stderr }).toEqual({ code: 0, stderr: "" })
     expect(JSON.parse(set.stdout).data.id).toBe(ann.id)
@@ -610,7 +618,7 @@ describe("--email names a user wherever --user does", () => {
 describe("passwords are never required on the command line", () => {
   test("users set-password without a terminal or --password-stdin is a usage error that says how", async () => {
     const user = await made.account({ email: uniqueEmail("notty"), name: "No TTY" })
-    const run = await cliWith(["users", "set-password", "--email", user.email])
+    const run = await cliProcess(["users", "set-password", "--email", user.email])
     expect(run.code).toBe(2)
     expect(run.stdout).toBe("")
     expect(run.stderr).toContain("--password-stdin")
@@ -658,9 +666,9 @@ describe("passwords are never required on the command line", () => {
 describe("bun run cli prints only the command's own output", () => {
   test("no runner line on stdout or stderr, on success, --help and failure", async () => {
     const [list, help, missing] = await Promise.all([
-      cliWith(["users", "list"], { viaScript: true }),
-      cliWith(["--help"], { viaScript: true }),
-      cliWith(["users", "delete", "--email", "nobody.there@example.com"], { viaScript: true })
+      cliProcess(["users", "list"], { viaScript: true }),
+      cliProcess(["--help"], { viaScript: true }),
+      cliProcess(["users", "delete", "--email", "nobody.there@example.com"], { viaScript: true })
     ])
     expect({ code: list.code, stderr: list.stderr }).toEqual({ code: 0, stderr: "" })
     expect(Array.isArray(JSON.parse(list.stdout).data)).toBe(true)

@@ -2,13 +2,18 @@
  * Every row of the configuration table (docs/configuration.md) is accepted as documented: each documented value
  * starts a server that answers `/health/ready`. Settings that cannot work stop start-up with a message naming the
  * variable.
+ * Each setting is tried on the server in this process (`programWith` under the settings, as `main` runs it); a
+ * few representative starts are processes, for what a process adds: its environment read, its exit and output.
  * Servers are started a few at a time (they are slow to start on a small machine).
  */
-import { describe, expect, test } from "bun:test"
+import { afterAll, describe, expect, test } from "bun:test"
 import { generateKeyPairSync } from "node:crypto"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Cause, Effect, Exit, Fiber } from "effect"
+import { programWith } from "../../src/main.ts"
+import { loggingTo, providerOf } from "../support/in-process.ts"
 import { freshDatabaseUrl } from "../support/server.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -64,6 +69,31 @@ const tryStart = async (env: Record<string, string>): Promise<Outcome> => {
   return { started, output: await output }
 }
 
+/**
+ * As `tryStart`, on the server in this process: `programWith` (what `main` runs) under `env` over this process's
+ * environment, its log lines kept; a start-up failure's output is its cause. Always stops it.
+ */
+const tryInProcess = async (env: Record<string, string>): Promise<Outcome> => {
+  const port = freePort()
+  const settings = { DATABASE_URL: await freshDatabaseUrl(), HOST: "127.0.0.1", PORT: String(port), ...env }
+  const logs: Array<string> = []
+  const fiber = Effect.runFork(
+    programWith(loggingTo((line) => logs.push(line))).pipe(Effect.withConfigProvider(providerOf(settings)))
+  )
+  let started = false
+  const deadline = Date.now() + 30_000
+  while (fiber.unsafePoll() === null && !started && Date.now() < deadline) {
+    started = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
+      (r) => r.status === 200,
+      () => false
+    )
+    if (!started) await Bun.sleep(100)
+  }
+  const exit = await Effect.runPromise(Fiber.interrupt(fiber))
+  const failure = Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) ? Cause.pretty(exit.cause) : ""
+  return { started, output: [...logs, failure].join("\n") }
+}
+
 /** Runs `tasks` at most `limit` at a time. */
 const bounded = async <T>(limit: number, tasks: ReadonlyArray<() => Promise<T>>): Promise<Array<T>> => {
   const results: Array<T> = new Array(tasks.length)
@@ -79,6 +109,14 @@ const bounded = async <T>(limit: number, tasks: ReadonlyArray<() => Promise<T>>)
   return results
 }
 
+/**
+ * Stands in for the collector: takes what is exported and answers 200, so a server's shutdown flush ends at once
+ * (on a closed port each exporter retries until its shutdown timeout).
+ */
+const collector = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
+const COLLECTOR = `http://127.0.0.1:${collector.port}`
+afterAll(() => collector.stop(true))
+
 const keys = generateKeyPairSync("ed25519")
 const pem = keys.privateKey.export({ type: "pkcs8", format: "pem" }).toString()
 const jwk = JSON.stringify(keys.privateKey.export({ format: "jwk" }))
@@ -86,7 +124,7 @@ const scratch = mkdtempSync(join(tmpdir(), "pcs-config-"))
 
 /**
  * The values each documented variable is said to take. Server `k` gets value `k mod n` of every variable, so each
- * value is tried at least once in as many servers as the longest list. A discard port stands in for the collector.
+ * value is tried at least once in as many servers as the longest list. `COLLECTOR` stands in for the collector.
  */
 const documentedValues: Record<string, ReadonlyArray<string>> = {
   PORT: [], // every server sets its own (0 is used by every other test)
@@ -126,7 +164,7 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   RETENTION_BATCH_SIZE: ["1000", "10"],
   TRUSTED_PROXIES: ["", "127.0.0.1,10.0.0.0/8,fd00::/8"],
   FAST_PATHS: ["all", "none", "request-wrapper,delivery-recorder"],
-  OTEL_EXPORTER_OTLP_ENDPOINT: ["http://127.0.0.1:9", "http://127.0.0.1:9/"],
+  OTEL_EXPORTER_OTLP_ENDPOINT: [COLLECTOR, `${COLLECTOR}/`],
   OTEL_EXPORTER_OTLP_PROTOCOL: ["http/protobuf", "http/json"],
   OTEL_SERVICE_NAME: ["project-collaboration-service", "pcs-staging"],
   OTEL_RESOURCE_ATTRIBUTES: ["", "deployment.environment=test,service.namespace=pcs"],
@@ -172,18 +210,19 @@ describe("the configuration table (docs/configuration.md)", () => {
       expect({ name, documented: documented.includes(name) }).toEqual({ name, documented: true })
   })
 
-  test("each documented value starts the server", async () => {
-    const count = Math.max(...Object.values(documentedValues).map((values) => values.length))
-    const envs = Array.from({ length: count }, (_, k) =>
-      Object.fromEntries(
-        Object.entries(documentedValues).flatMap(([name, values]) =>
-          values.length === 0 ? [] : [[name, values[k % values.length]!.replace("{k}", String(k))]]
-        )
+  const count = Math.max(...Object.values(documentedValues).map((values) => values.length))
+  const envs = Array.from({ length: count }, (_, k) =>
+    Object.fromEntries(
+      Object.entries(documentedValues).flatMap(([name, values]) =>
+        values.length === 0 ? [] : [[name, values[k % values.length]!.replace("{k}", String(k))]]
       )
     )
+  )
+
+  test("each documented value starts the server", async () => {
     const outcomes = await bounded(
       3,
-      envs.map((env) => () => tryStart(env))
+      envs.map((env) => () => tryInProcess(env))
     )
     for (const [k, outcome] of outcomes.entries()) {
       expect({ env: k, started: outcome.started, output: outcome.started ? "" : outcome.output }).toEqual({
@@ -193,6 +232,14 @@ describe("the configuration table (docs/configuration.md)", () => {
       })
     }
   }, 240_000)
+
+  test("a process started with documented values (the first of each) reads them from its environment", async () => {
+    const outcome = await tryStart(envs[0]!)
+    expect({ started: outcome.started, output: outcome.started ? "" : outcome.output }).toEqual({
+      started: true,
+      output: ""
+    })
+  }, 60_000)
 })
 
 describe("settings that cannot work stop start-up, naming the variable", () => {
@@ -222,26 +269,40 @@ describe("settings that cannot work stop start-up, naming the variable", () => {
     [{ IDEMPOTENCY_TTL: "0s" }, ["IDEMPOTENCY_TTL must be more than 0"]],
     [{ IDEMPOTENCY_FAULT: "explode" }, ["IDEMPOTENCY_FAULT"]]
   ]
+  const expectRefused = (outcomes: ReadonlyArray<Outcome>, cases: typeof refused) => {
+    for (const [k, outcome] of outcomes.entries()) {
+      const [env, messages] = cases[k]!
+      expect({ env, started: outcome.started }).toEqual({ env, started: false })
+      for (const message of messages) expect(outcome.output).toContain(message)
+      expect(outcome.output).not.toContain("Invalid data at :")
+    }
+  }
+
   test("each is refused with its message", async () => {
     const outcomes = await bounded(
       3,
       refused.map(
         ([env]) =>
           () =>
-            tryStart(env)
+            tryInProcess(env)
       )
     )
-    for (const [k, outcome] of outcomes.entries()) {
-      const [env, messages] = refused[k]!
-      expect({ env, started: outcome.started }).toEqual({ env, started: false })
-      for (const message of messages) expect(outcome.output).toContain(message)
-      expect(outcome.output).not.toContain("Invalid data at :")
-    }
+    expectRefused(outcomes, refused)
   }, 120_000)
+
+  // Before logging is set up (LOG_LEVEL) and after (the rest): the message is on the process's output.
+  const processCases = refused.filter(([env]) => "LOG_LEVEL" in env || "WEBHOOK_CLAIM_TIMEOUT" in env)
+  test("a process refuses them with its message on its output", async () => {
+    expect(processCases).toHaveLength(2)
+    expectRefused(await Promise.all(processCases.map(([env]) => tryStart(env))), processCases)
+  }, 60_000)
 })
 
 test("OTEL_BSP_MAX_QUEUE_SIZE alone below the default batch size starts (the batch size follows it)", async () => {
-  const outcome = await tryStart({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_BSP_MAX_QUEUE_SIZE: "100" })
+  const outcome = await tryInProcess({
+    OTEL_EXPORTER_OTLP_ENDPOINT: COLLECTOR,
+    OTEL_BSP_MAX_QUEUE_SIZE: "100"
+  })
   expect({ started: outcome.started, output: outcome.started ? "" : outcome.output }).toEqual({
     started: true,
     output: ""

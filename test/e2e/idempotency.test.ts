@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { IdempotencyRepo } from "../../src/Idempotency/Repo.ts"
 import { eventually, stopWithin } from "../support/helpers.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Response, type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
 
@@ -21,7 +22,7 @@ let server: Server
 let receiver: Receiver
 beforeAll(async () => {
   receiver = startReceiver()
-  server = await startServer({ env: ENV })
+  server = await startInProcess({ env: ENV })
 }, 30_000)
 afterAll(async () => {
   await stopWithin(server)
@@ -124,7 +125,7 @@ describe("a replayed POST", () => {
 describe("a keyed create's deliveries", () => {
   test("are attempted once it commits, not at the worker's next poll", async () => {
     // The poll is an hour away: only the wake after the commit can start the attempt.
-    const own = await startServer({ env: { ...ENV, WEBHOOK_POLL_INTERVAL: "1h" } })
+    const own = await startInProcess({ env: { ...ENV, WEBHOOK_POLL_INTERVAL: "1h" } })
     try {
       const user = await own.user()
       const hook = await own.request("/v1/webhooks", {
@@ -366,7 +367,7 @@ describe("which answers are recorded", () => {
 
 describe("keys in the database", () => {
   test("hold across a restart of the server", async () => {
-    const own = await startServer({ env: ENV })
+    const own = await startInProcess({ env: ENV })
     const user = await own.user()
     const key = newKey()
     const first = await own.request("/v1/projects", {
@@ -377,7 +378,7 @@ describe("keys in the database", () => {
     })
     expect(first.status).toBe(201)
     await stopWithin(own)
-    const again = await startServer({ env: ENV, databaseUrl: own.databaseUrl })
+    const again = await startInProcess({ env: ENV, databaseUrl: own.databaseUrl })
     try {
       const replayed = await again.request("/v1/projects", {
         method: "POST",
@@ -394,7 +395,7 @@ describe("keys in the database", () => {
   }, 60_000)
 
   test("expire after IDEMPOTENCY_TTL: the same request then runs again; pruneExpired deletes them in batches", async () => {
-    const own = await startServer({ env: { ...ENV, IDEMPOTENCY_TTL: "500ms" } })
+    const own = await startInProcess({ env: { ...ENV, IDEMPOTENCY_TTL: "500ms" } })
     try {
       const user = await own.user()
       const send = (key: string, name: string) =>

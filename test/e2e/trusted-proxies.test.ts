@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { trustedProxies } from "../../src/Http/ClientAddress.ts"
-import { type Server, startServer, startupFailure } from "../support/server.ts"
+import { startInProcess as startServer, startupFailureInProcess as startupFailure } from "../support/in-process.ts"
+import type { Server } from "../support/server.ts"
 
 describe("the client's address", () => {
   const proxies = trustedProxies([

@@ -197,7 +197,11 @@ describe("a process stopped with SIGTERM with attempts in flight", () => {
 describe("WEBHOOK_CONCURRENCY", () => {
   test("caps the attempts one process has in flight", async () => {
     const receiver = receive({ default: { status: 200, delayMs: 250 } })
-    const server = await startInside({ env: { WEBHOOK_CONCURRENCY: "3" } })
+    // Time-outs far above the receiver's 250 ms: on a loaded machine an attempt that ran past the file's 1 s would be
+    // retried, and sent twice; the cap, not the time-out, is this test's subject.
+    const server = await startInside({
+      env: { WEBHOOK_CONCURRENCY: "3", WEBHOOK_TIMEOUT: "10s", WEBHOOK_CLAIM_TIMEOUT: "20s" }
+    })
     const user = await server.user()
     const hook = await registerHook(server, user, receiver.url("/capped"))
     await createProjects(server, user, 12, "Capped")

@@ -1,8 +1,12 @@
-/** Telemetry settings that cannot work stop start-up with a message naming the setting. */
+/**
+ * Telemetry settings that cannot work stop start-up with a message naming the setting: each on the server in this
+ * process (the same start-up code `main` runs), and the first as a process too (it exits, saying why).
+ */
 import { expect, test } from "bun:test"
+import { startupFailureInProcess } from "../support/in-process.ts"
 import { startupFailure } from "../support/server.ts"
 
-test.each([
+const refused: ReadonlyArray<readonly [Record<string, string>, string]> = [
   [
     { OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "5000", OTEL_BSP_MAX_QUEUE_SIZE: "100" },
     "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE (they are 5000 and 100)"
@@ -18,13 +22,23 @@ test.each([
     { OTEL_EXPORTER_OTLP_ENDPOINT: "grpc://collector:4317" },
     "OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL"
   ]
-])(
+]
+
+test.each(refused)(
   "%o stops start-up with a message naming the setting",
   async (env, message) => {
-    const error = await startupFailure({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", ...env })
+    const error = await startupFailureInProcess({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", ...env })
     expect(error).toBeInstanceOf(Error)
-    expect(String(error)).toContain("exited")
+    expect(String(error)).toContain("stopped before listening")
     expect(String(error)).toContain(message)
   },
   25_000
 )
+
+test("a process given the first of them exits, naming the setting", async () => {
+  const [env, message] = refused[0]!
+  const error = await startupFailure({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", ...env })
+  expect(error).toBeInstanceOf(Error)
+  expect(String(error)).toContain("exited")
+  expect(String(error)).toContain(message)
+}, 25_000)

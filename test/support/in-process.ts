@@ -20,11 +20,11 @@ import { fixtures as fixturesOn } from "./fixtures.ts"
 import { cliOn, freshDatabaseUrl, requestOn, type Server, type TestUser } from "./server.ts"
 
 /** The settings a test gives, over this process's environment (a test run's `DATABASE_URL` among them). */
-const providerOf = (env: Record<string, string>) =>
+export const providerOf = (env: Record<string, string>) =>
   ConfigProvider.fromMap(new Map(Object.entries(env))).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
 
 /** `LoggingLive`, with the lines given to `write` instead of stdout. */
-const loggingTo = (write: (line: string) => void) =>
+export const loggingTo = (write: (line: string) => void) =>
   Layer.unwrapEffect(
     Effect.map(Effect.orDie(LogLevelConfig), (level) =>
       Layer.merge(Logger.replace(Logger.defaultLogger, jsonLoggerTo(write)), Logger.minimumLogLevel(level))
@@ -93,3 +93,16 @@ export const startInProcess = async (
 
   return { url, databaseUrl, logs, request: requestOn(url), cli: cliOn(databaseUrl), user, fixtures, stop }
 }
+
+/**
+ * As `startupFailure` (server.ts), in this process: the error its start-up failed with ("server stopped before
+ * listening", with the cause), or undefined (after stopping it) if it started after all.
+ */
+export const startupFailureInProcess = (env: Record<string, string>): Promise<unknown> =>
+  startInProcess({ env }).then(
+    async (unexpected) => {
+      await unexpected.stop()
+      return undefined
+    },
+    (error: unknown) => error
+  )

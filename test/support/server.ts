@@ -8,6 +8,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SQL, type Subprocess } from "bun"
+import { runCliInProcess } from "./cli.ts"
 import { type Fixtures, fixtures as fixturesOn } from "./fixtures.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -51,7 +52,7 @@ export interface Server {
   /** Every line the server printed on stdout so far. */
   readonly logs: Array<string>
   request<T = any>(path: string, options?: RequestOptions): Promise<Response<T>>
-  /** Runs `bun src/cli.ts …` on this server's database (a process: for what tests the CLI itself). */
+  /** Runs an operator command on this server's database, in this process (`runCliInProcess`); its `data`. */
   cli<T = any>(...args: Array<string>): Promise<T>
   /**
    * A new user with an API key (`read,write` unless other scopes are given), made in this process by the
@@ -130,7 +131,7 @@ export const requestOn =
 export const cliOn =
   (databaseUrl: string) =>
   async <T>(...args: Array<string>): Promise<T> => {
-    const { stdout, stderr, code } = await runCli(databaseUrl, args)
+    const { stdout, stderr, code } = await runCliInProcess(databaseUrl, args)
     if (code !== 0) throw new Error(`cli ${args.join(" ")} exited ${code}: ${stderr}`)
     return JSON.parse(stdout).data
   }
