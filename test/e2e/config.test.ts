@@ -267,7 +267,8 @@ describe("settings that cannot work stop start-up, naming the variable", () => {
     [{ HTTP_IDLE_TIMEOUT: "0s" }, ["HTTP_IDLE_TIMEOUT must be more than 0"]],
     [{ IDEMPOTENCY_TTL: "soon" }, ["IDEMPOTENCY_TTL must be a duration"]],
     [{ IDEMPOTENCY_TTL: "0s" }, ["IDEMPOTENCY_TTL must be more than 0"]],
-    [{ IDEMPOTENCY_FAULT: "explode" }, ["IDEMPOTENCY_FAULT"]]
+    [{ IDEMPOTENCY_FAULT: "explode" }, ["IDEMPOTENCY_FAULT"]],
+    [{ FAST_PATHS: "warp" }, ["FAST_PATHS must be all, none or a comma-separated list of request-wrapper"]]
   ]
   const expectRefused = (outcomes: ReadonlyArray<Outcome>, cases: typeof refused) => {
     for (const [k, outcome] of outcomes.entries()) {
