@@ -10,31 +10,13 @@ import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as SqlClient from "@effect/sql/SqlClient"
-import {
-  Cause,
-  Context,
-  Duration,
-  Effect,
-  type Fiber,
-  FiberRef,
-  FiberRefs,
-  HashMap,
-  HashSet,
-  Layer,
-  Logger,
-  LogLevel,
-  MetricLabel,
-  Option,
-  Tracer
-} from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
-import { ServerConfig } from "./Config.js"
+import { FastPathsConfig, ServerConfig } from "./Config.js"
 import { DeploymentsHttp } from "./Deployments/Http.js"
-import { requestIdFrom } from "./Domain/RequestId.js"
 import { EventsHttp } from "./Events/Http.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
 import { AuthenticationLive } from "./Http/Authentication.js"
@@ -43,12 +25,11 @@ import { DashboardRoutes } from "./Http/Dashboard.js"
 import { DocsRoutes } from "./Http/Docs.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { makeNodeServer } from "./Http/NodeServer.js"
-import { CurrentRequest, makeRequestState, withStateHeaders } from "./Http/RequestState.js"
-import { routeOf, StrictRouting } from "./Http/Routes.js"
+import { withStateHeaders } from "./Http/RequestState.js"
+import { makeRequestWrapper } from "./Http/RequestWrapper.js"
+import { StrictRouting } from "./Http/Routes.js"
 import { AuthorizationsHttp, OAuthClientsHttp } from "./OAuth/Apps/Http.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
-import { jsonLogger, writeJsonLine } from "./Observability/Logging.js"
-import { requestDuration, updateInPlace } from "./Observability/Metrics.js"
 import { TraceSampler } from "./Observability/Sampling.js"
 import { ProjectsHttp } from "./Projects/Http.js"
 import { InvitationsHttp, TeamsHttp } from "./Teams/Http.js"
@@ -61,174 +42,6 @@ import { WebhooksHttp } from "./Webhooks/Http.js"
  * chunked gets it once read; past this the read fails and the connection is cut (Bun.serve's own cap was the same).
  */
 const MAX_READ_BODY_BYTES = 16 * 1024 * 1024
-
-const isHealth = (path: string) => path.startsWith("/health/")
-
-/**
- * The request-duration labels for one method, route and status, built once: the histogram keeps its tagged
- * instruments by the identity of the label array, so a new array per request (as `Metric.tagged` makes) means a
- * new metric key, hashed and looked up, on every update. Methods come from clients, so the table stops growing at
- * a bound and anything past it is labelled afresh per request.
- */
-const durationLabels = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
-const labelsOf = (method: string, route: string, status: number): ReadonlyArray<MetricLabel.MetricLabel> => {
-  const key = `${method} ${route} ${status}`
-  const known = durationLabels.get(key)
-  if (known !== undefined) return known
-  const labels = [
-    MetricLabel.make("http.request.method", method),
-    MetricLabel.make("http.route", route),
-    MetricLabel.make("http.response.status_code", String(status))
-  ]
-  if (durationLabels.size < 1000) durationLabels.set(key, labels)
-  return labels
-}
-
-const annotate = (
-  annotations: HashMap.HashMap<string, unknown>,
-  fields: Readonly<Record<string, unknown>>
-): HashMap.HashMap<string, unknown> =>
-  // One mutable build, not a persistent map per field.
-  HashMap.mutate(annotations, (annotated) => {
-    for (const key in fields) HashMap.set(annotated, key, fields[key])
-  })
-
-const ACCESS_MESSAGE: ReadonlyArray<string> = ["request"]
-
-/**
- * The access line, at info, given to the fiber's loggers as `Effect.logInfo` would with these fields added to the
- * fiber's annotations, but without writing them to the fiber: that write copies the fiber's refs and hashes both
- * annotation maps (every character of the path and request id) to compare them, on every request. The JSON
- * logger (the default, and the only one unless logs are exported) takes the fields as they are; any other logger
- * gets them in a new annotation map, built once; the tracer's logger, which only adds an event to the current
- * span, is skipped when there is none (tracing off, or the request not sampled).
- */
-const accessLine = (fiber: Fiber.RuntimeFiber<unknown, unknown>, fields: Readonly<Record<string, unknown>>): void => {
-  if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return
-  const loggers = fiber.getFiberRef(FiberRef.currentLoggers)
-  if (HashSet.size(loggers) === 0) return
-  const record = {
-    fiberId: fiber.id(),
-    logLevel: LogLevel.Info,
-    message: ACCESS_MESSAGE,
-    cause: Cause.empty,
-    context: fiber.getFiberRefs(),
-    spans: fiber.getFiberRef(FiberRef.currentLogSpan),
-    annotations: fiber.getFiberRef(FiberRef.currentLogAnnotations),
-    date: new Date()
-  }
-  let annotated: typeof record | undefined
-  for (const logger of loggers) {
-    if (logger === jsonLogger) {
-      writeJsonLine(record, fields)
-    } else if (
-      logger !== Logger.tracerLogger ||
-      Option.isSome(Context.getOption(fiber.currentContext, Tracer.ParentSpan))
-    ) {
-      annotated ??= { ...record, annotations: annotate(record.annotations, fields) }
-      logger.log(annotated)
-    }
-  }
-}
-
-/**
- * Around everything the server answers, one wrapper per request with plain JS inside (each layer of
- * `Effect.gen`, `locally` and pre-response handler costs fiber steps and a copy of the fiber's refs): the request
- * state (id, path, contract route, response headers; src/Http/RequestState.ts), the request id for the envelopes
- * and the logs, the in-flight count for graceful shutdown, the duration metric, one access-log line, and the
- * server span when the request is traced. The response is sent inside `app`; its headers come from the state
- * through the one pre-response handler installed with the server (`withStateHeaders`).
- */
-const perRequest = (lifecycle: Lifecycle, sampler: TraceSampler) => (app: HttpApp.Default) =>
-  Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>(
-    (fiber) => {
-      const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
-      const state = makeRequestState(request, requestIdFrom(request.headers["x-request-id"]))
-      const { path } = state
-      lifecycle.unsafe.enter()
-      if (isHealth(path)) {
-        return Effect.zipRight(
-          FiberRef.set(CurrentRequest, state),
-          Effect.onExit(app, () => Effect.sync(lifecycle.unsafe.exit))
-        )
-      }
-      const started = performance.now()
-      const route = routeOf(state.match, path)
-      const served = Effect.matchCauseEffect(app, {
-        onFailure: (cause) => {
-          lifecycle.unsafe.exit()
-          return Effect.failCause(cause)
-        },
-        onSuccess: (response) => {
-          lifecycle.unsafe.exit()
-          const seconds = (performance.now() - started) / 1000
-          updateInPlace(
-            requestDuration,
-            seconds,
-            labelsOf(request.method, route ?? "unmatched", response.status),
-            fiber
-          )
-          // The fields as annotations: attributes of the OTLP log record (queryable), not a JSON string in its body.
-          accessLine(fiber, {
-            method: request.method,
-            path,
-            status: response.status,
-            duration_ms: Math.round(seconds * 100_000) / 100
-          })
-          return Effect.succeed(response)
-        }
-      })
-      // The request's state, its id for the envelopes and for the logs (and the tracer switched off for a request
-      // the sampler leaves out): one write of the fiber's refs, where each `FiberRef.set` is a fiber step and a
-      // copy of them. The fiber is the request's, so nothing is restored.
-      const setUp = (untraced: boolean) =>
-        Effect.updateFiberRefs((id, refs) => {
-          const set = FiberRefs.updateManyAs(refs, {
-            entries: [
-              [CurrentRequest, [[id, state]]],
-              [
-                FiberRef.currentLogAnnotations,
-                [[id, annotate(FiberRefs.getOrDefault(refs, FiberRef.currentLogAnnotations), { request_id: state.id })]]
-              ]
-            ]
-          })
-          return untraced
-            ? FiberRefs.updateAs(set, { fiberId: id, fiberRef: FiberRef.currentTracerEnabled, value: false })
-            : set
-        })
-      // With tracing off (the default) there is no span to make, sampled or not.
-      if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return Effect.zipRight(setUp(false), served)
-      const parent = HttpTraceContext.fromHeaders(request.headers)
-      // A request the sampler leaves out makes no spans at all.
-      if (!sampler.shouldSample(parent)) return Effect.zipRight(setUp(true), served)
-      // The server span, continuing an incoming `traceparent`; named by route (`GET /v1/projects/:id`).
-      return Effect.zipRight(
-        setUp(false),
-        Effect.useSpan(
-          route === undefined ? request.method : `${request.method} ${route}`,
-          {
-            kind: "server",
-            captureStackTrace: false,
-            ...Option.match(parent, { onNone: () => ({}), onSome: (parent) => ({ parent }) }),
-            attributes: {
-              "http.request.method": request.method,
-              "url.path": path,
-              "request.id": state.id,
-              ...(route !== undefined ? { "http.route": route } : {}),
-              ...(request.headers["user-agent"] !== undefined
-                ? { "user_agent.original": request.headers["user-agent"] }
-                : {})
-            }
-          },
-          (span) =>
-            served.pipe(
-              Effect.withParentSpan(span),
-              Effect.tap((response) => span.attribute("http.response.status_code", response.status))
-            )
-        )
-      )
-    }
-  )
 
 /**
  * Behind trusted proxies (`TRUSTED_PROXIES`), the request's `remoteAddress` is the client's (from `X-Forwarded-For`)
@@ -251,7 +64,7 @@ const ServeLive = Layer.unwrapEffect(
     const lifecycle = yield* Lifecycle
     const sampler = yield* TraceSampler
     const { trustedProxies: proxies } = yield* Effect.orDie(ServerConfig)
-    const wrap = perRequest(lifecycle, sampler)
+    const wrap = makeRequestWrapper(yield* Effect.orDie(FastPathsConfig), lifecycle, sampler)
     const wrapped =
       proxies.length === 0 ? wrap : (app: HttpApp.Default) => wrap(behindProxies(trustedProxies(proxies))(app))
     return HttpApiBuilder.serve(wrapped).pipe(

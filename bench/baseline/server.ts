@@ -10,10 +10,14 @@
  *
  *   BASELINE_DB=/tmp/baseline.sqlite BASELINE_KEYS=usr_a:tok_a,usr_b:tok_b PORT=3918 bun bench/baseline/server.ts
  *
+ * `BASELINE_HTTP=node` serves it on `node:http` instead of `Bun.serve` (below).
+ *
  * Visibility is the service's rule (own projects, and `team` projects of the user's teams) for a single project;
  * the list reads the user's own projects only, which is the same set for the benchmark's users (no teams) and the
  * query the issue names: `SELECT count(*)` plus `ORDER BY created_at DESC, id DESC LIMIT … OFFSET …`.
  */
+
+import { createServer } from "node:http"
 import {
   HttpApi,
   HttpApiBuilder,
@@ -25,6 +29,7 @@ import {
   HttpApiSecurity
 } from "@effect/platform"
 import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
+import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
@@ -287,14 +292,23 @@ const SqlLive = Layer.effectDiscard(
   })
 ).pipe(Layer.provideMerge(SqliteClient.layer({ filename: process.env.BASELINE_DB ?? "data/baseline.sqlite" })))
 
+/**
+ * `@effect/platform-bun` (`Bun.serve`) unless `BASELINE_HTTP=node`: then `@effect/platform-node` on `node:http`, the
+ * server the service must use (Bun.serve drops pipelined requests), to show what that choice costs by itself.
+ */
+const port = Number(process.env.PORT ?? 3918)
+const host = process.env.HOST ?? "127.0.0.1"
+const HttpLive =
+  process.env.BASELINE_HTTP === "node"
+    ? NodeHttpServer.layer(createServer, { port, host })
+    : BunHttpServer.layer({ port, hostname: host })
+
 const ServerLive = HttpApiBuilder.serve().pipe(
   Layer.provide(HttpApiBuilder.api(BaselineApi)),
   Layer.provide(ProjectsLive),
   Layer.provide(AuthorizationLive),
   Layer.provide(SqlLive),
-  Layer.provide(
-    BunHttpServer.layer({ port: Number(process.env.PORT ?? 3918), hostname: process.env.HOST ?? "127.0.0.1" })
-  )
+  Layer.provide(HttpLive)
 )
 
 BunRuntime.runMain(Layer.launch(ServerLive))
