@@ -13,7 +13,7 @@
  *   subscribers than that has the rest written by the idiomatic insert, in the same transaction.
  *
  * Both write the same rows and hand over the same claimed deliveries; test/projects/create-outbox.service.test.ts
- * and test/webhooks/inbox.service.test.ts run on both.
+ * runs on both.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
