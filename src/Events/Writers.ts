@@ -280,7 +280,7 @@ export const idiomaticWriter = (sql: SqlClient.SqlClient, inbox: DeliveryInbox) 
 }
 
 /** How many delivery ids the one statement carries: an event with more subscribers has the rest written after it. */
-export const CARRIED = 4
+export const CARRIED = 16
 
 /**
  * The fast path (PostgreSQL): the event, its audience, the subscribers' read and their deliveries in one statement,
