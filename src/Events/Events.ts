@@ -5,9 +5,6 @@
  * the audience subscribed to the type. Nothing is written unless the change commits, and nothing the change
  * commits lacks its event.
  *
- * How an event is written, two ways (an idiomatic one and a one-statement one for PostgreSQL), is
- * src/Events/Writers.ts; which one runs is chosen here, from FAST_PATHS.
- *
  * Deliveries this process has room for (the DeliveryInbox) are claimed as they are written and handed to the
  * inbox once the transaction has committed, so their first attempt starts at once, without a claim query; the
  * rest are written unclaimed and the worker is rung to claim them. A transaction that fails hands nothing over and
@@ -15,25 +12,74 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Exit, Option } from "effect"
-import { FastPathsConfig } from "../Config.js"
+import type { Fragment } from "@effect/sql/Statement"
+import { Context, Effect, Exit, Option, Schema } from "effect"
 import type { EventType } from "../Domain/EventTypes.js"
-import { EventId, makeId, type WebhookId } from "../Domain/Ids.js"
+import { DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
-import { TEST_EVENT } from "../Domain/Webhook.js"
+import { type ClaimedDelivery, TEST_EVENT, WebhookStatus } from "../Domain/Webhook.js"
 import { traceparentOf } from "../Observability/TraceContext.js"
 import { traced } from "../Observability/Traced.js"
 import { DeliveryInbox } from "./Inbox.js"
-import {
-  Claims,
-  type EventEnvelope,
-  idiomaticWriter,
-  oneStatementWriter,
-  type RecordedEvent,
-  type RecordedType
-} from "./Writers.js"
 
-export type { EventEnvelope, RecordedEvent, RecordedType } from "./Writers.js"
+/** What an event can be: one of the subscribable types, or a webhook's test event (delivered to that webhook only). */
+export type RecordedType = EventType | typeof TEST_EVENT
+
+export interface EventEnvelope {
+  readonly id: string
+  readonly type: RecordedType
+  readonly created_at: string
+  readonly data: unknown
+}
+
+/** An event as written: its envelope, the envelope's JSON (the bytes every delivery sends) and its trace. */
+export interface RecordedEvent {
+  readonly id: EventId
+  readonly type: RecordedType
+  readonly createdAt: string
+  readonly envelope: EventEnvelope
+  readonly payload: string
+  readonly traceContext: string | null
+}
+
+/** A webhook an event is delivered to. */
+export const Subscriber = Schema.Struct({
+  id: WebhookId,
+  url: Schema.String,
+  secret: Schema.String,
+  /** The secret rotated out, which signs too until `previous_secret_expires_at`. */
+  previous_secret: Schema.NullOr(Schema.String),
+  previous_secret_expires_at: Schema.NullOr(Schema.String),
+  status: WebhookStatus
+})
+export type Subscriber = typeof Subscriber.Type
+const decodeSubscribers = Schema.decodeUnknown(Schema.Array(Subscriber))
+
+/**
+ * What one `transaction` has claimed for this process. Room is counted as soon as it is reserved, so a statement
+ * that fails afterwards still gives it back with the transaction. A nested `transaction` (a savepoint) keeps its
+ * own claims and merges them into its parent's only when it succeeds, so a rolled-back savepoint hands nothing over.
+ */
+class Claims {
+  reserved = 0
+  readonly claimed: Array<ClaimedDelivery> = []
+  unclaimed = false
+  constructor(private readonly inbox: DeliveryInbox) {}
+
+  /** Room for up to `count` deliveries; those it cannot claim are left for the worker. */
+  reserve(count: number): number {
+    const granted = this.inbox.reserve(count)
+    this.reserved += granted
+    if (granted < count) this.unclaimed = true
+    return granted
+  }
+
+  mergeInto(parent: Claims): void {
+    parent.reserved += this.reserved
+    parent.claimed.push(...this.claimed)
+    parent.unclaimed ||= this.unclaimed
+  }
+}
 
 /** The claims of the `transaction` being run, when there is one. */
 class CurrentClaims extends Context.Tag("Events/CurrentClaims")<CurrentClaims, Claims>() {}
@@ -43,17 +89,29 @@ export class Events extends Effect.Service<Events>()("Events", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const inbox = yield* DeliveryInbox
-    const fastPaths = yield* Effect.orDie(FastPathsConfig)
-    // The one-statement write saves a round trip; SQLite has none to save (and no INSERT in WITH).
-    const writer = sql.onDialectOrElse({
-      pg: () =>
-        fastPaths.has("outbox-statement") ? oneStatementWriter(sql, inbox) : idiomaticWriter(sql, inbox).writer,
-      orElse: () => idiomaticWriter(sql, inbox).writer
-    })
+    /** What a delivery's attempt needs of its webhook (the `Subscriber` fields). */
+    const subscriberColumns = sql.literal("id, url, secret, previous_secret, previous_secret_expires_at, status")
+
+    /** A webhook's `events` (JSON text, a list of type names) holds `type`. */
+    const subscribesTo = (type: EventType) =>
+      sql.onDialectOrElse({
+        pg: () => sql`events::jsonb ? ${type}`,
+        orElse: () => sql`EXISTS (SELECT 1 FROM json_each(events) WHERE value = ${type})`
+      })
+
+    /** The webhooks of `audience` subscribed to `type`. */
+    const subscribersOf = (type: EventType, audience: ReadonlyArray<string>) =>
+      audience.length === 0
+        ? Effect.succeed([])
+        : Effect.flatMap(
+            sql`SELECT ${subscriberColumns} FROM webhooks
+                WHERE user_id IN ${sql.in(audience)} AND ${subscribesTo(type)}`,
+            (rows) => Effect.orDie(decodeSubscribers(rows))
+          )
 
     /** A new event: its envelope's JSON is the payload every delivery of it sends, byte for byte. */
-    const makeEvent = <T extends RecordedType>(type: T, data: unknown) =>
-      Effect.map(Effect.option(Effect.currentSpan), (span): RecordedEvent & { readonly type: T } => {
+    const makeEvent = (type: RecordedType, data: unknown) =>
+      Effect.map(Effect.option(Effect.currentSpan), (span): RecordedEvent => {
         const createdAt = nowIso()
         const id = EventId.make(makeId("event"))
         const envelope: EventEnvelope = { id, type, created_at: createdAt, data }
@@ -63,13 +121,114 @@ export class Events extends Effect.Service<Events>()("Events", {
       })
 
     /**
+     * A pending delivery of `event` to each of `hooks`, claimed for this process as far as the current
+     * transaction's claims have room (none outside `transaction`: there is no commit to hand them over after).
+     * Answers the rows to write and what the inbox needs for each claimed one, to hand over after the commit.
+     */
+    const deliveriesOf = (event: RecordedEvent, hooks: ReadonlyArray<Subscriber>, claims: Option.Option<Claims>) => {
+      const claiming = Option.isSome(claims) && hooks.length > 0 ? claims.value.reserve(hooks.length) : 0
+      const claimToken = crypto.randomUUID()
+      const claimedUntil = new Date(Date.parse(event.createdAt) + inbox.lease()).toISOString()
+      const handed: Array<ClaimedDelivery> = []
+      const rows = hooks.map((hook, i) => {
+        const id = DeliveryId.make(makeId("delivery"))
+        const claimed = i < claiming
+        if (claimed) {
+          handed.push({
+            id,
+            webhook_id: hook.id,
+            event_id: event.id,
+            event_type: event.type,
+            attempt_count: 0,
+            manual: 0,
+            next_attempt_at: event.createdAt,
+            url: hook.url,
+            secret: hook.secret,
+            previous_secret: hook.previous_secret,
+            previous_secret_expires_at: hook.previous_secret_expires_at,
+            webhook_status: hook.status,
+            payload: event.payload,
+            trace_context: event.traceContext,
+            claim_token: claimToken
+          })
+        }
+        return {
+          id,
+          webhook_id: hook.id,
+          event_id: event.id,
+          event_type: event.type,
+          status: "pending",
+          attempt_count: 0,
+          manual: 0,
+          next_attempt_at: event.createdAt,
+          last_attempt_at: null,
+          claimed_until: claimed ? claimedUntil : null,
+          claim_token: claimed ? claimToken : null,
+          created_at: event.createdAt
+        }
+      })
+      return { rows, handed }
+    }
+
+    /**
+     * Inserts that must land together, in order: on PostgreSQL one statement (the first ones as data-modifying
+     * CTEs; foreign keys between them are checked at the statement's end), one round trip for all; SQLite has no
+     * INSERT in WITH, and no round trip to save, so there they run one after the other.
+     */
+    const writeTogether = (inserts: ReadonlyArray<Fragment>) =>
+      sql.onDialectOrElse({
+        pg: () => {
+          const last = inserts[inserts.length - 1]
+          if (last === undefined) return Effect.void
+          const ctes = inserts.slice(0, -1).map((insert, i) => sql`${sql(`w${i}`)} AS (${insert})`)
+          return Effect.asVoid(ctes.length === 0 ? sql`${last}` : sql`WITH ${sql.csv(ctes)} ${last}`)
+        },
+        orElse: () => Effect.forEach(inserts, (insert) => sql`${insert}`, { discard: true })
+      })
+
+    /**
+     * Writes `event`, its audience (the feed's record of who heard about it: written now, never recomputed from
+     * later memberships) and a delivery to each of `hooks`, together; answers the deliveries' ids.
+     */
+    const write = (event: RecordedEvent, audience: ReadonlyArray<string>, hooks: ReadonlyArray<Subscriber>) =>
+      Effect.gen(function* () {
+        const claims = yield* Effect.serviceOption(CurrentClaims)
+        const { handed, rows } = deliveriesOf(event, hooks, claims)
+        yield* writeTogether([
+          sql`INSERT INTO events ${sql.insert({
+            id: event.id,
+            type: event.type,
+            payload: event.payload,
+            trace_context: event.traceContext,
+            created_at: event.createdAt
+          })}`,
+          ...(audience.length === 0
+            ? []
+            : [
+                sql`INSERT INTO event_audience ${sql.insert(
+                  audience.map((user_id) => ({
+                    user_id,
+                    event_id: event.id,
+                    type: event.type,
+                    created_at: event.createdAt
+                  }))
+                )}`
+              ]),
+          ...(rows.length === 0 ? [] : [sql`INSERT INTO deliveries ${sql.insert(rows)}`])
+        ])
+        if (Option.isSome(claims)) claims.value.claimed.push(...handed)
+        return rows.map((row) => row.id)
+      })
+
+    /**
      * Records `type` about a resource whose audience is `audience` (user ids: who hears about it, see
      * docs/events.md), stores that audience for the events feed and queues a delivery to each of their webhooks
      * subscribed to it. Must run inside the transaction of the change it describes (`transaction`).
      */
     const emit = traced("Events.emit")(function* (type: EventType, audience: ReadonlyArray<string>, data: unknown) {
       const event = yield* makeEvent(type, data)
-      yield* writer.write(event, Array.from(new Set(audience)), yield* Effect.serviceOption(CurrentClaims))
+      const users = Array.from(new Set(audience))
+      yield* write(event, users, yield* subscribersOf(type, users))
       return event.envelope
     })
 
@@ -103,8 +262,11 @@ export class Events extends Effect.Service<Events>()("Events", {
     const emitTest = (id: WebhookId) =>
       transaction(
         Effect.gen(function* () {
-          const event = yield* makeEvent(TEST_EVENT, { webhook_id: id })
-          return yield* writer.writeTo(event, id, yield* Effect.serviceOption(CurrentClaims))
+          const hooks = yield* Effect.flatMap(sql`SELECT ${subscriberColumns} FROM webhooks WHERE id = ${id}`, (rows) =>
+            Effect.orDie(decodeSubscribers(rows))
+          )
+          const [delivery] = yield* write(yield* makeEvent(TEST_EVENT, { webhook_id: id }), [], hooks)
+          return Option.fromNullable(delivery)
         })
       )
 
