@@ -94,7 +94,13 @@ const server = Bun.spawn(
     "-c",
     "0",
     "bun",
-    ...(process.env.BENCH_PROFILE ? ["--cpu-prof", "--cpu-prof-md", "--cpu-prof-dir=/tmp/prof"] : []),
+    ...(process.env.BENCH_PROFILE
+      ? [
+          "--cpu-prof",
+          "--cpu-prof-md",
+          `--cpu-prof-dir=${process.env.BENCH_PROFILE.startsWith("/") ? process.env.BENCH_PROFILE : "/tmp/prof"}`
+        ]
+      : []),
     ...(process.env.BENCH_PRELOAD ? ["--preload", process.env.BENCH_PRELOAD] : []),
     "src/main.ts"
   ],

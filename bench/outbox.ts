@@ -5,16 +5,16 @@
  * when the worker has room.
  * Usage: bun bench/outbox.ts [--creates 4000] [--hooks 10] [--concurrency 1] [--rounds 3]
  *        (`bun --cpu-prof --cpu-prof-dir=/tmp/prof bench/outbox.ts` for a profile, `bun bench/profile.ts` to read it)
- * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.
+ * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file;
+ * FAST_PATHS as the server reads it (`FAST_PATHS=none` for the idiomatic twins).
  */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Layer, ManagedRuntime } from "effect"
+import { ConfigProvider, Duration, Effect, Layer, ManagedRuntime } from "effect"
 import { makeId } from "../src/Domain/Ids.ts"
 import { DeliveryInbox } from "../src/Events/Inbox.ts"
 import { Projects } from "../src/Projects/Projects.ts"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
-import { withDatabaseUrl } from "../test/support/fixtures.ts"
 import { webhookRow } from "../test/support/helpers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 import { principalOf } from "../test/support/services.ts"
@@ -33,7 +33,16 @@ const databaseUrl = await freshDatabaseUrl()
 const runtime = ManagedRuntime.make(
   Layer.mergeAll(Projects.Default, Users.Default, DeliveryInbox.Default).pipe(
     Layer.provideMerge(SqlLive),
-    Layer.provide(withDatabaseUrl(databaseUrl))
+    Layer.provide(
+      Layer.setConfigProvider(
+        ConfigProvider.fromMap(
+          new Map([
+            ["DATABASE_URL", databaseUrl],
+            ["FAST_PATHS", process.env.FAST_PATHS ?? "all"]
+          ])
+        )
+      )
+    )
   )
 )
 
