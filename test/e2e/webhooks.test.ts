@@ -35,8 +35,10 @@ const PROJECT_EVENTS = ["project.created", "project.updated", "project.deleted"]
 
 /**
  * Private targets allowed (the receiver is on loopback): one server per delivery recorder, each with its own users.
- * `server`, `ann` and `bob` are those of the recorder whose tests run (the fast one outside its block).
+ * `server`, `ann` and `bob` are those of the recorder whose tests run (outside their blocks, the one the engine runs by
+ * default: the fast one on PostgreSQL, the idiomatic one on SQLite).
  */
+const DEFAULT_RECORDER = DELIVERY_RECORDERS[0]![0]
 const recorders = new Map<string, { readonly server: Server; readonly ann: TestUser; readonly bob: TestUser }>()
 let server: Server
 let strict: Server // private targets refused
@@ -65,7 +67,7 @@ beforeAll(async () => {
     startServer({ env: STRICT_ENV })
   ])
   for (const [kind, set] of started) recorders.set(kind, set)
-  use("fast")
+  use(DEFAULT_RECORDER)
   strict = strictServer
   sam = await strict.user({ name: "Sam" })
 }, 30_000)
@@ -610,7 +612,7 @@ describe("delivery: who gets which event", () => {
 // Everything that records an attempt's outcome, on each recorder.
 describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery recorder", (kind) => {
   beforeAll(() => use(kind))
-  afterAll(() => use("fast"))
+  afterAll(() => use(DEFAULT_RECORDER))
 
   test("the server's delivery worker runs it", () => {
     expect(deliveryRecorderOf(server)).toBe(kind)
