@@ -1,8 +1,7 @@
 /**
  * The delivery recorder below the worker, in-process: batches of outcomes (deliveries claimed, attempted and
  * succeeded, to `--hooks` webhooks) written by the fast recorder and by its idiomatic twin (src/Webhooks/Recorder.ts),
- * A B A B; on SQLite, which has no fast recorder, by the idiomatic one alone. Prints this process's CPU and the wall
- * time per batch (PostgreSQL's own CPU is not counted).
+ * A B A B. Prints this process's CPU and the wall time per batch (PostgreSQL's own CPU is not counted).
  * Usage: bun bench/recorder.ts [--batches 400] [--size 40] [--hooks 10] [--rounds 2]
  *        (`--size`: outcomes per batch; the worker writes what ends within 20 ms, up to 512)
  * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.

@@ -5,12 +5,12 @@
  *
  * - `idiomatic` (src/Webhooks/RecorderIdiomatic.ts): `sql` templates, the steps of a batch in one transaction, the
  *   same on both engines;
- * - `fast` (src/Webhooks/RecorderFast.ts), PostgreSQL only: the whole batch as one statement of fixed text.
+ * - `fast` (src/Webhooks/RecorderFast.ts): fixed statement text by batch size, on SQLite the same steps run on the
+ *   transaction's connection (src/Sql/Direct.ts), on PostgreSQL the whole batch as one statement.
  *
- * On PostgreSQL the fast one runs when `FAST_PATHS` (src/Config.ts) names `delivery-recorder` (the default, `all`
- * does); SQLite always runs the idiomatic one. docs/fast-paths.md says what the fast one saves.
+ * `FAST_PATHS` (src/Config.ts) names `delivery-recorder` to run the fast one (the default, `all`, does);
+ * docs/fast-paths.md says what it saves.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Layer } from "effect"
 import { FastPathsConfig } from "../Config.js"
@@ -60,13 +60,10 @@ export interface DeliveryRecorderService {
 export class DeliveryRecorder extends Context.Tag("DeliveryRecorder")<DeliveryRecorder, DeliveryRecorderService>() {
   static readonly fast = Layer.effect(DeliveryRecorder, makeFastRecorder)
   static readonly idiomatic = Layer.effect(DeliveryRecorder, makeIdiomaticRecorder)
-  /** The fast one where there is one (PostgreSQL) and `FAST_PATHS` names it; the idiomatic one otherwise. */
+  /** The one `FAST_PATHS` chooses. */
   static readonly layer = Layer.unwrapEffect(
-    Effect.gen(function* () {
-      const fast = yield* Effect.orDie(FastPathsConfig)
-      const sql = yield* SqlClient.SqlClient
-      const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-      return fast.has("delivery-recorder") && pg ? DeliveryRecorder.fast : DeliveryRecorder.idiomatic
-    })
+    Effect.map(Effect.orDie(FastPathsConfig), (fast) =>
+      fast.has("delivery-recorder") ? DeliveryRecorder.fast : DeliveryRecorder.idiomatic
+    )
   )
 }

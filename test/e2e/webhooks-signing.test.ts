@@ -30,7 +30,7 @@ const V1 = /^v1,[A-Za-z0-9+/]{43}=$/
 
 let server: Server
 let fast: Server
-/** The server of the idiomatic delivery recorder (`server` runs the fast one on PostgreSQL), with its own Ann and Bob. */
+/** The server of the idiomatic delivery recorder (`server` runs the fast one), with its own Ann and Bob. */
 let idiomatic: { readonly server: Server; readonly ann: TestUser; readonly bob: TestUser }
 let receiver: Receiver
 let ann: TestUser
@@ -478,7 +478,7 @@ describe("recover", () => {
   })
 })
 
-// Recorded by each delivery recorder of the engine: the fast one (`server`, PostgreSQL) and its idiomatic twin.
+// Recorded by each delivery recorder: the fast one (`server`) and its idiomatic twin.
 describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery recorder", (kind) => {
   let before = { server, ann, bob }
   beforeAll(() => {

@@ -35,8 +35,8 @@ const PROJECT_EVENTS = ["project.created", "project.updated", "project.deleted"]
 
 /**
  * Private targets allowed (the receiver is on loopback): one server per delivery recorder, each with its own users.
- * `server`, `ann` and `bob` are those of the recorder whose tests run (outside their blocks, the one the engine runs by
- * default: the fast one on PostgreSQL, the idiomatic one on SQLite).
+ * `server`, `ann` and `bob` are those of the recorder whose tests run (outside their blocks, the fast one: the
+ * default).
  */
 const DEFAULT_RECORDER = DELIVERY_RECORDERS[0]![0]
 const recorders = new Map<string, { readonly server: Server; readonly ann: TestUser; readonly bob: TestUser }>()

@@ -3,7 +3,7 @@
  * server process without ever leaking it, the server's JSON log lines, and the order every list promises.
  */
 import { FAST_PATH_NAMES } from "../../src/Config.ts"
-import { type Server, type ServerProcess, usingPostgres } from "./server.ts"
+import type { Server, ServerProcess } from "./server.ts"
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -74,12 +74,12 @@ export const parsedLogs = (server: Pick<Server, "logs">): Array<Record<string, u
   })
 
 /**
- * The delivery recorders (src/Webhooks/Recorder.ts) of the engine the tests run on, and the settings that choose
- * each: the fast path (PostgreSQL only) and its idiomatic twin (`delivery-recorder` left out of FAST_PATHS, every
- * other fast path on). The webhook tests that record outcomes run over each.
+ * The delivery recorders (src/Webhooks/Recorder.ts) and the settings that choose each: the fast path and its
+ * idiomatic twin (`delivery-recorder` left out of FAST_PATHS, every other fast path on). The webhook tests that
+ * record outcomes run over both.
  */
 export const DELIVERY_RECORDERS: ReadonlyArray<readonly ["fast" | "idiomatic", Readonly<Record<string, string>>]> = [
-  ...(usingPostgres() ? [["fast", { FAST_PATHS: "all" }] as const] : []),
+  ["fast", { FAST_PATHS: "all" }],
   ["idiomatic", { FAST_PATHS: FAST_PATH_NAMES.filter((name) => name !== "delivery-recorder").join(",") }]
 ]
 
