@@ -10,9 +10,11 @@
  * figures are the warm server's, not its JIT's first seconds.
  * Usage: bun bench/deliveries.ts [--events 2000] [--hooks 10] [--rate 500] [--seconds 10] [--warmup 200]
  *        BENCH_SERVER_DIR=<another checkout> measures that one (side by side, A B A B)
- * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.
+ * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file. On a
+ * PostgreSQL of this machine the CPU of the backends serving that database is printed beside the server's.
  */
 import { join } from "node:path"
+import { SQL } from "bun"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 
 const arg = (name: string, fallback: number) => {
@@ -150,10 +152,34 @@ const waitFor = async (count: number, limitMs: number) => {
   return received >= count
 }
 
-/** CPU seconds the server process has used so far (Linux: utime + stime from /proc). */
-const serverCpu = async () => {
-  const fields = (await Bun.file(`/proc/${server.pid}/stat`).text()).split(") ")[1]?.split(" ") ?? []
-  return (Number(fields[11]) + Number(fields[12])) / 100
+/** CPU seconds a process has used so far (Linux: utime + stime from /proc); 0 once it is gone. */
+const cpuOf = async (pid: number) => {
+  const stat = await Bun.file(`/proc/${pid}/stat`)
+    .text()
+    .catch(() => "")
+  const fields = stat.split(") ")[1]?.split(" ") ?? []
+  return stat === "" ? 0 : (Number(fields[11]) + Number(fields[12])) / 100
+}
+const serverCpu = () => cpuOf(server.pid)
+
+/**
+ * PostgreSQL on this machine: CPU seconds its backends serving the benchmark's database have used so far (the
+ * server's connections; this process's own is left out). A backend that started since counts from zero. Undefined
+ * on SQLite (the database's work is in the server's own CPU).
+ */
+const monitor = DATABASE_URL.startsWith("postgres") ? new SQL(DATABASE_URL, { max: 1 }) : undefined
+const databaseCpu = async (): Promise<Map<number, number> | undefined> => {
+  if (monitor === undefined) return undefined
+  const rows: Array<{ pid: number }> =
+    await monitor`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`
+  return new Map(await Promise.all(rows.map(async ({ pid }) => [pid, await cpuOf(pid)] as const)))
+}
+const databaseCpuSince = async (before: Map<number, number> | undefined) => {
+  const after = await databaseCpu()
+  if (before === undefined || after === undefined) return ""
+  let used = 0
+  for (const [pid, cpu] of after) used += cpu - (before.get(pid) ?? 0)
+  return `; database CPU ${used.toFixed(2)} s`
 }
 
 const createAll = async (count: number, label: string) => {
@@ -172,18 +198,20 @@ received = 0
 // 1. Throughput.
 const projects = Math.ceil(EVENTS / HOOKS)
 const cpuBefore = await serverCpu()
+const dbCpuBefore = await databaseCpu()
 const started = performance.now()
 await createAll(projects, "p")
 const created = performance.now()
 const complete = await waitFor(projects * HOOKS, 120_000)
 const elapsed = (performance.now() - started) / 1000
 const cpuUsed = (await serverCpu()) - cpuBefore
+const dbCpuUsed = await databaseCpuSince(dbCpuBefore)
 console.log(`database: ${DATABASE_URL.split(":")[0]}`)
 console.log(
   `throughput: ${projects * HOOKS} deliveries (${projects} events x ${HOOKS} webhooks) in ${elapsed.toFixed(2)} s` +
     ` = ${Math.round((projects * HOOKS) / elapsed)} deliveries/s` +
     ` (events created in ${((created - started) / 1000).toFixed(2)} s = ${Math.round(projects / ((created - started) / 1000))} creates/s)` +
-    `${complete ? "" : " — INCOMPLETE"}; server CPU ${cpuUsed.toFixed(2)} s of ${elapsed.toFixed(2)} s`
+    `${complete ? "" : " — INCOMPLETE"}; server CPU ${cpuUsed.toFixed(2)} s of ${elapsed.toFixed(2)} s${dbCpuUsed}`
 )
 
 /**
@@ -207,6 +235,7 @@ const lagHooks = 1
 const total = RATE * SECONDS
 const interval = 1000 / RATE
 const lagCpuBefore = await serverCpu()
+const lagDbCpuBefore = await databaseCpu()
 const t0 = performance.now()
 const inflight: Array<Promise<void>> = []
 for (let i = 0; i < total; i++) {
@@ -218,6 +247,7 @@ for (let i = 0; i < total; i++) {
 await Promise.all(inflight)
 await waitFor(total * lagHooks, 60_000)
 const lagCpu = (await serverCpu()) - lagCpuBefore
+const lagDbCpu = await databaseCpuSince(lagDbCpuBefore)
 const lagWall = (performance.now() - t0) / 1000
 if (lagLog && process.env.BENCH_LAG_FILE) await Bun.write(process.env.BENCH_LAG_FILE, `${lagLog.join("\n")}\n`)
 lags.sort((a, b) => a - b)
@@ -225,7 +255,8 @@ const pct = (p: number) => lags[Math.min(lags.length - 1, Math.floor((p / 100) *
 console.log(
   `first-attempt lag at ${RATE} events/s for ${SECONDS} s (one webhook, ${lags.length} deliveries): ` +
     `p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${lags[lags.length - 1]} ms;` +
-    ` server CPU ${lagCpu.toFixed(2)} s of ${lagWall.toFixed(2)} s = ${((1000 * lagCpu) / total).toFixed(2)} ms an event`
+    ` server CPU ${lagCpu.toFixed(2)} s of ${lagWall.toFixed(2)} s = ${((1000 * lagCpu) / total).toFixed(2)} ms an event` +
+    lagDbCpu
 )
 
 // 3. Retries when due: 200 events at 50/s, each failing once, retried 1 s later.

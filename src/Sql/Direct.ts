@@ -1,5 +1,5 @@
 /**
- * Statements of the delivery recorder's hot write path (src/Webhooks/Repo.ts) as fixed SQL text with their
+ * Statements of the delivery recorder's fast path (src/Webhooks/RecorderFast.ts) as fixed SQL text with their
  * parameters, run on the transaction's connection directly. Through `sql\`…\``, each statement compiles its
  * fragments to text (a batch insert walks every value to build the same string each time), opens a
  * span (a no-op one with tracing off), a `Scope` and a connection lease; inside a transaction the connection is

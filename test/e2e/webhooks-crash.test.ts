@@ -1,10 +1,11 @@
 /**
  * Crash safety of webhook delivery: nothing is lost when a process dies with attempts in flight (its claims
  * lapse and the next process takes them), a SIGTERM lets attempts in flight finish, and — on PostgreSQL — two
- * processes on one database never attempt the same delivery at the same time.
+ * processes on one database never attempt the same delivery at the same time. Each of these on both delivery
+ * recorders (the fast one and its idiomatic twin).
  */
 import { afterEach, describe, expect, test } from "bun:test"
-import { eventually, stopWithin } from "../support/helpers.ts"
+import { DELIVERY_RECORDERS, deliveryRecorderOf, eventually, stopWithin } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import { freshDatabaseUrl, type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
@@ -99,99 +100,164 @@ const allDelivered = (server: Server, user: TestUser, hookId: string, count: num
 const eventIdsOf = (receiver: Receiver, path?: string) =>
   new Set(receiver.requests(path).map((request) => request.headers["x-service-event-id"]!))
 
-describe("a process killed with attempts in flight", () => {
-  test("loses nothing: the next process on the same database delivers every event once the claims lapse", async () => {
-    const databaseUrl = await freshDatabaseUrl()
-    // Slow at first: every attempt is still in flight when the process is killed.
-    const receiver = receive({ default: { status: 200, delayMs: 700 } })
-    const first = await start({ databaseUrl })
-    const user = await first.user()
-    const hook = await registerHook(first, user, receiver.url("/crash"))
+// What the recorder guarantees across crashes and processes (all or nothing, only claims still held), on each one.
+describe.each(DELIVERY_RECORDERS)("with the %s delivery recorder", (kind, recorderEnv) => {
+  describe("a process killed with attempts in flight", () => {
+    test("loses nothing: the next process on the same database delivers every event once the claims lapse", async () => {
+      const databaseUrl = await freshDatabaseUrl()
+      // Slow at first: every attempt is still in flight when the process is killed.
+      const receiver = receive({ default: { status: 200, delayMs: 700 } })
+      const first = await start({ databaseUrl, env: recorderEnv })
+      expect(deliveryRecorderOf(first)).toBe(kind)
+      const user = await first.user()
+      const hook = await registerHook(first, user, receiver.url("/crash"))
 
-    const projectIds = await createProjects(first, user, 20, "Crash")
-    await receiver.waitFor(1, { timeoutMs: 5_000 })
-    await Bun.sleep(100)
-    const inFlightAtKill = receiver.requests().length
-    expect(inFlightAtKill).toBeGreaterThan(0)
-    // None has been answered yet, so none can have been recorded.
-    expect(receiver.requests().every((request) => request.status === undefined)).toBe(true)
-    expect(await first.stop("SIGKILL")).not.toBe(0)
-    const killedAt = Date.now()
+      const projectIds = await createProjects(first, user, 20, "Crash")
+      await receiver.waitFor(1, { timeoutMs: 5_000 })
+      await Bun.sleep(100)
+      const inFlightAtKill = receiver.requests().length
+      expect(inFlightAtKill).toBeGreaterThan(0)
+      // None has been answered yet, so none can have been recorded.
+      expect(receiver.requests().every((request) => request.status === undefined)).toBe(true)
+      expect(await first.stop("SIGKILL")).not.toBe(0)
+      const killedAt = Date.now()
 
-    // The receiver recovers; a new process starts on the same database.
-    receiver.setDefault({ status: 200, body: "ok" })
-    const second = await start({ databaseUrl })
-    const delivered = await allDelivered(second, user, hook.id, 20)
+      // The receiver recovers; a new process starts on the same database.
+      receiver.setDefault({ status: 200, body: "ok" })
+      const second = await start({ databaseUrl, env: recorderEnv })
+      const delivered = await allDelivered(second, user, hook.id, 20)
 
-    // Every event arrived at least once; redeliveries carry the same delivery id, event id and signed bytes.
-    const expectedEvents = new Set(delivered.map((row) => row.event_id))
-    expect(expectedEvents.size).toBe(20)
-    const received = eventIdsOf(receiver)
-    for (const eventId of expectedEvents) expect(received.has(eventId)).toBe(true)
-    const projectsReceived = new Set(receiver.requests().map((request) => JSON.parse(request.body).data.id as string))
-    for (const projectId of projectIds) expect(projectsReceived.has(projectId)).toBe(true)
-    const byDelivery = new Map<string, Array<ReceivedRequest>>()
-    for (const request of receiver.requests()) {
-      const id = request.headers["x-service-delivery"]!
-      byDelivery.set(id, [...(byDelivery.get(id) ?? []), request])
-    }
-    expect(new Set(byDelivery.keys())).toEqual(new Set(delivered.map((row) => row.id)))
-    for (const [, requests] of byDelivery) {
-      expect(new Set(requests.map((request) => request.body)).size).toBe(1)
-      expect(new Set(requests.map((request) => request.headers["x-service-signature"])).size).toBe(1)
-      expect(new Set(requests.map((request) => request.headers["x-service-event-id"])).size).toBe(1)
-    }
-    // An attempt cut off by the kill was never recorded: each delivery shows exactly the attempts that were.
-    for (const row of delivered) {
-      const detail = await second.request(`/v1/webhooks/${hook.id}/deliveries/${row.id}`, { key: user.key })
-      const attempts = detail.body.data.attempts as Array<{ number: number; outcome: string }>
-      expect(attempts.length).toBe(row.attempt_count)
-      expect(attempts.map((a) => a.number)).toEqual(attempts.map((_, i) => i + 1))
-      expect(attempts.at(-1)!.outcome).toBe("succeeded")
-    }
-    // The deliveries cut off by the kill were attempted again, by the new process, only once their claim
-    // (WEBHOOK_CLAIM_TIMEOUT = 2 s) had lapsed: claimed when the event was written (handed straight to the
-    // worker) or later (claimed from the table), so not before the event's created_at + 2 s.
-    let retaken = 0
-    for (const [, requests] of byDelivery) {
-      const before = requests.filter((request) => request.receivedAt <= killedAt)
-      const after = requests.filter((request) => request.receivedAt > killedAt)
-      if (before.length === 0) continue
-      expect(after.length).toBeGreaterThanOrEqual(1)
-      const createdAt = Date.parse(JSON.parse(before[0]!.body).created_at)
-      expect(after[0]!.receivedAt - createdAt).toBeGreaterThanOrEqual(1_990)
-      retaken++
-    }
-    expect(retaken).toBeGreaterThanOrEqual(inFlightAtKill)
-  }, 40_000)
-})
+      // Every event arrived at least once; redeliveries carry the same delivery id, event id and signed bytes.
+      const expectedEvents = new Set(delivered.map((row) => row.event_id))
+      expect(expectedEvents.size).toBe(20)
+      const received = eventIdsOf(receiver)
+      for (const eventId of expectedEvents) expect(received.has(eventId)).toBe(true)
+      const projectsReceived = new Set(receiver.requests().map((request) => JSON.parse(request.body).data.id as string))
+      for (const projectId of projectIds) expect(projectsReceived.has(projectId)).toBe(true)
+      const byDelivery = new Map<string, Array<ReceivedRequest>>()
+      for (const request of receiver.requests()) {
+        const id = request.headers["x-service-delivery"]!
+        byDelivery.set(id, [...(byDelivery.get(id) ?? []), request])
+      }
+      expect(new Set(byDelivery.keys())).toEqual(new Set(delivered.map((row) => row.id)))
+      for (const [, requests] of byDelivery) {
+        expect(new Set(requests.map((request) => request.body)).size).toBe(1)
+        expect(new Set(requests.map((request) => request.headers["x-service-signature"])).size).toBe(1)
+        expect(new Set(requests.map((request) => request.headers["x-service-event-id"])).size).toBe(1)
+      }
+      // An attempt cut off by the kill was never recorded: each delivery shows exactly the attempts that were.
+      for (const row of delivered) {
+        const detail = await second.request(`/v1/webhooks/${hook.id}/deliveries/${row.id}`, { key: user.key })
+        const attempts = detail.body.data.attempts as Array<{ number: number; outcome: string }>
+        expect(attempts.length).toBe(row.attempt_count)
+        expect(attempts.map((a) => a.number)).toEqual(attempts.map((_, i) => i + 1))
+        expect(attempts.at(-1)!.outcome).toBe("succeeded")
+      }
+      // The deliveries cut off by the kill were attempted again, by the new process, only once their claim
+      // (WEBHOOK_CLAIM_TIMEOUT = 2 s) had lapsed: claimed when the event was written (handed straight to the
+      // worker) or later (claimed from the table), so not before the event's created_at + 2 s.
+      let retaken = 0
+      for (const [, requests] of byDelivery) {
+        const before = requests.filter((request) => request.receivedAt <= killedAt)
+        const after = requests.filter((request) => request.receivedAt > killedAt)
+        if (before.length === 0) continue
+        expect(after.length).toBeGreaterThanOrEqual(1)
+        const createdAt = Date.parse(JSON.parse(before[0]!.body).created_at)
+        expect(after[0]!.receivedAt - createdAt).toBeGreaterThanOrEqual(1_990)
+        retaken++
+      }
+      expect(retaken).toBeGreaterThanOrEqual(inFlightAtKill)
+    }, 40_000)
+  })
 
-describe("a process stopped with SIGTERM with attempts in flight", () => {
-  test("exits within the delivery time-out plus a margin, after recording the attempts it had in flight", async () => {
-    const databaseUrl = await freshDatabaseUrl()
-    const receiver = receive({ default: { status: 200, delayMs: 600 } })
-    const first = await start({ databaseUrl })
-    const user = await first.user()
-    const hook = await registerHook(first, user, receiver.url("/term"))
-    // Enough attempts finishing together that their outcomes are recorded as a batch while the process stops.
-    await createProjects(first, user, 30, "Term")
-    await receiver.waitFor(30, { timeoutMs: 5_000 })
+  describe("a process stopped with SIGTERM with attempts in flight", () => {
+    test("exits within the delivery time-out plus a margin, after recording the attempts it had in flight", async () => {
+      const databaseUrl = await freshDatabaseUrl()
+      const receiver = receive({ default: { status: 200, delayMs: 600 } })
+      const first = await start({ databaseUrl, env: recorderEnv })
+      expect(deliveryRecorderOf(first)).toBe(kind)
+      const user = await first.user()
+      const hook = await registerHook(first, user, receiver.url("/term"))
+      // Enough attempts finishing together that their outcomes are recorded as a batch while the process stops.
+      await createProjects(first, user, 30, "Term")
+      await receiver.waitFor(30, { timeoutMs: 5_000 })
 
-    const signalled = performance.now()
-    const exitedCleanly = await stopWithin(first, 8_000)
-    const took = performance.now() - signalled
-    expect(exitedCleanly).toBe(true)
-    expect(took).toBeLessThan(5_000) // WEBHOOK_TIMEOUT 1s + 1s, SHUTDOWN_TIMEOUT 2s, plus start-up slack
-    expect(first.process.exitCode).toBe(0)
+      const signalled = performance.now()
+      const exitedCleanly = await stopWithin(first, 8_000)
+      const took = performance.now() - signalled
+      expect(exitedCleanly).toBe(true)
+      expect(took).toBeLessThan(5_000) // WEBHOOK_TIMEOUT 1s + 1s, SHUTDOWN_TIMEOUT 2s, plus start-up slack
+      expect(first.process.exitCode).toBe(0)
 
-    // The attempts that were in flight finished and were recorded: nothing is sent twice.
-    receiver.setDefault({ status: 200 })
-    const second = await start({ databaseUrl })
-    const delivered = await allDelivered(second, user, hook.id, 30)
-    await Bun.sleep(2_500) // longer than the claim time-out: a lapsed, unrecorded claim would be retried now
-    expect(receiver.requests()).toHaveLength(30)
-    for (const row of delivered) expect(row.attempt_count).toBe(1)
-  }, 40_000)
+      // The attempts that were in flight finished and were recorded: nothing is sent twice.
+      receiver.setDefault({ status: 200 })
+      const second = await start({ databaseUrl, env: recorderEnv })
+      const delivered = await allDelivered(second, user, hook.id, 30)
+      await Bun.sleep(2_500) // longer than the claim time-out: a lapsed, unrecorded claim would be retried now
+      expect(receiver.requests()).toHaveLength(30)
+      for (const row of delivered) expect(row.attempt_count).toBe(1)
+    }, 40_000)
+  })
+
+  describe("two processes on one PostgreSQL database", () => {
+    test.skipIf(!usingPostgres())(
+      "never attempt the same delivery at the same time, and deliver every event exactly once",
+      async () => {
+        const databaseUrl = await freshDatabaseUrl()
+        const receiver = receive({ default: { status: 200, delayMs: 50 } })
+        const env = {
+          WEBHOOK_POLL_INTERVAL: "20ms",
+          WEBHOOK_CONCURRENCY: "8",
+          WEBHOOK_CLAIM_TIMEOUT: "5s",
+          ...recorderEnv
+        }
+        const a = await start({ databaseUrl, env })
+        const b = await start({ databaseUrl, env })
+        expect([deliveryRecorderOf(a), deliveryRecorderOf(b)]).toEqual([kind, kind])
+        const [ann, bob] = await Promise.all([a.user({ name: "Ann" }), a.user({ name: "Bob" })])
+        // Two webhooks each: every project fans out to two deliveries.
+        const hooks = {
+          ann: [await registerHook(a, ann, receiver.url("/ann-1")), await registerHook(b, ann, receiver.url("/ann-2"))],
+          bob: [await registerHook(b, bob, receiver.url("/bob-1")), await registerHook(a, bob, receiver.url("/bob-2"))]
+        }
+        // 100 projects, through both processes at once.
+        const created = await Promise.all([
+          createProjects(a, ann, 25, "A-ann"),
+          createProjects(b, ann, 25, "B-ann"),
+          createProjects(a, bob, 25, "A-bob"),
+          createProjects(b, bob, 25, "B-bob")
+        ])
+        expect(created.flat()).toHaveLength(100)
+
+        const rows = {
+          ann: await Promise.all(hooks.ann.map((hook) => allDelivered(a, ann, hook.id, 50, 30_000))),
+          bob: await Promise.all(hooks.bob.map((hook) => allDelivered(b, bob, hook.id, 50, 30_000)))
+        }
+        const deliveryIds = [...rows.ann.flat(), ...rows.bob.flat()].map((row) => row.id)
+        expect(new Set(deliveryIds).size).toBe(200)
+
+        // No delivery was ever in flight twice at once.
+        expect([...receiver.overlapping]).toEqual([])
+        expect(Math.max(...receiver.maxInFlightByDelivery.values())).toBe(1)
+        // Every event arrived, at every webhook, exactly once.
+        for (const [path, eventIds] of [
+          ["/ann-1", rows.ann[0]!],
+          ["/ann-2", rows.ann[1]!],
+          ["/bob-1", rows.bob[0]!],
+          ["/bob-2", rows.bob[1]!]
+        ] as const) {
+          const expected = new Set(eventIds.map((row) => row.event_id))
+          expect(expected.size).toBe(50)
+          expect(eventIdsOf(receiver, path)).toEqual(expected)
+          expect(receiver.requests(path)).toHaveLength(50)
+        }
+        for (const row of [...rows.ann.flat(), ...rows.bob.flat()]) expect(row.attempt_count).toBe(1)
+        const projectNames = new Set(receiver.requests().map((request) => JSON.parse(request.body).data.name as string))
+        expect(projectNames.size).toBe(100)
+      },
+      60_000
+    )
+  })
 })
 
 describe("WEBHOOK_CONCURRENCY", () => {
@@ -209,60 +275,6 @@ describe("WEBHOOK_CONCURRENCY", () => {
     expect(receiver.requests()).toHaveLength(12)
     expect(receiver.load.maxInFlight).toBe(3)
   }, 30_000)
-})
-
-describe("two processes on one PostgreSQL database", () => {
-  test.skipIf(!usingPostgres())(
-    "never attempt the same delivery at the same time, and deliver every event exactly once",
-    async () => {
-      const databaseUrl = await freshDatabaseUrl()
-      const receiver = receive({ default: { status: 200, delayMs: 50 } })
-      const env = { WEBHOOK_POLL_INTERVAL: "20ms", WEBHOOK_CONCURRENCY: "8", WEBHOOK_CLAIM_TIMEOUT: "5s" }
-      const a = await start({ databaseUrl, env })
-      const b = await start({ databaseUrl, env })
-      const [ann, bob] = await Promise.all([a.user({ name: "Ann" }), a.user({ name: "Bob" })])
-      // Two webhooks each: every project fans out to two deliveries.
-      const hooks = {
-        ann: [await registerHook(a, ann, receiver.url("/ann-1")), await registerHook(b, ann, receiver.url("/ann-2"))],
-        bob: [await registerHook(b, bob, receiver.url("/bob-1")), await registerHook(a, bob, receiver.url("/bob-2"))]
-      }
-      // 100 projects, through both processes at once.
-      const created = await Promise.all([
-        createProjects(a, ann, 25, "A-ann"),
-        createProjects(b, ann, 25, "B-ann"),
-        createProjects(a, bob, 25, "A-bob"),
-        createProjects(b, bob, 25, "B-bob")
-      ])
-      expect(created.flat()).toHaveLength(100)
-
-      const rows = {
-        ann: await Promise.all(hooks.ann.map((hook) => allDelivered(a, ann, hook.id, 50, 30_000))),
-        bob: await Promise.all(hooks.bob.map((hook) => allDelivered(b, bob, hook.id, 50, 30_000)))
-      }
-      const deliveryIds = [...rows.ann.flat(), ...rows.bob.flat()].map((row) => row.id)
-      expect(new Set(deliveryIds).size).toBe(200)
-
-      // No delivery was ever in flight twice at once.
-      expect([...receiver.overlapping]).toEqual([])
-      expect(Math.max(...receiver.maxInFlightByDelivery.values())).toBe(1)
-      // Every event arrived, at every webhook, exactly once.
-      for (const [path, eventIds] of [
-        ["/ann-1", rows.ann[0]!],
-        ["/ann-2", rows.ann[1]!],
-        ["/bob-1", rows.bob[0]!],
-        ["/bob-2", rows.bob[1]!]
-      ] as const) {
-        const expected = new Set(eventIds.map((row) => row.event_id))
-        expect(expected.size).toBe(50)
-        expect(eventIdsOf(receiver, path)).toEqual(expected)
-        expect(receiver.requests(path)).toHaveLength(50)
-      }
-      for (const row of [...rows.ann.flat(), ...rows.bob.flat()]) expect(row.attempt_count).toBe(1)
-      const projectNames = new Set(receiver.requests().map((request) => JSON.parse(request.body).data.name as string))
-      expect(projectNames.size).toBe(100)
-    },
-    60_000
-  )
 })
 
 describe("the worker's inbox (deliveries handed over by the committing transaction)", () => {

@@ -2,13 +2,14 @@
  * Webhooks a receiver can trust and an owner can run, over real HTTP to a real receiver: the Standard Webhooks
  * headers on every attempt (verified by the `standardwebhooks` package, and by hand for a secret the user chose),
  * secret rotation with its overlap, `PUT` replacing a secret at once, the test event, recovering failed deliveries,
- * and the request recorded on the delivery (payload and headers) beside the response.
+ * and the request recorded on the delivery (payload and headers) beside the response, by both delivery recorders
+ * (the fast one and its idiomatic twin).
  */
 
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
 import { createHmac } from "node:crypto"
 import { Webhook } from "standardwebhooks"
-import { eventually, sleep, stopWithin } from "../support/helpers.ts"
+import { DELIVERY_RECORDERS, deliveryRecorderOf, eventually, sleep, stopWithin } from "../support/helpers.ts"
 import { startInProcess as startServer } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import type { Server, TestUser } from "../support/server.ts"
@@ -29,6 +30,8 @@ const V1 = /^v1,[A-Za-z0-9+/]{43}=$/
 
 let server: Server
 let fast: Server
+/** The server of the idiomatic delivery recorder (`server` runs the fast one), with its own Ann and Bob. */
+let idiomatic: { readonly server: Server; readonly ann: TestUser; readonly bob: TestUser }
 let receiver: Receiver
 let ann: TestUser
 let bob: TestUser
@@ -37,16 +40,27 @@ let fay: TestUser // on the fast server
 
 beforeAll(async () => {
   receiver = startReceiver()
-  ;[server, fast] = await Promise.all([startServer({ env: ENV }), startServer({ env: FAST_ENV })])
-  ;[ann, bob, reader, fay] = await Promise.all([
+  const idiomaticEnv = DELIVERY_RECORDERS.find(([kind]) => kind === "idiomatic")![1]
+  let other: Server
+  ;[server, fast, other] = await Promise.all([
+    startServer({ env: ENV }),
+    startServer({ env: FAST_ENV }),
+    startServer({ env: { ...ENV, ...idiomaticEnv } })
+  ])
+  let idiomaticAnn: TestUser
+  let idiomaticBob: TestUser
+  ;[ann, bob, reader, fay, idiomaticAnn, idiomaticBob] = await Promise.all([
     server.user({ name: "Ann" }),
     server.user({ name: "Bob" }),
     server.user({ name: "Reader", scopes: "read" }),
-    fast.user({ name: "Fay" })
+    fast.user({ name: "Fay" }),
+    other.user({ name: "Ann" }),
+    other.user({ name: "Bob" })
   ])
+  idiomatic = { server: other, ann: idiomaticAnn, bob: idiomaticBob }
 }, 30_000)
 afterAll(async () => {
-  await Promise.all([stopWithin(server), stopWithin(fast)])
+  await Promise.all([stopWithin(server), stopWithin(fast), stopWithin(idiomatic?.server)])
   await receiver?.stop()
 }, 20_000)
 
@@ -464,85 +478,101 @@ describe("recover", () => {
   })
 })
 
-describe("the request recorded on the delivery", () => {
-  test("payload (the exact bytes sent) and each attempt's request_headers and response_headers", async () => {
-    const h = await hook(ann)
-    receiver.enqueue(h.path, { status: 503, body: "busy", headers: { "retry-after": "1" } })
-    await createProject(ann)
-    const [first, second] = await receiver.waitFor(2, { path: h.path, timeoutMs: 20_000 })
-    const deliveryId = first!.headers["x-service-delivery"]!
-    const d = await deliveryWhen(ann, h.id, deliveryId, (x) => x.status === "delivered")
-    expect(d.payload).toBe(first!.body)
-    expect(d.payload).toBe(second!.body)
-    expect(d.attempts).toHaveLength(2)
-    d.attempts.forEach((attempt: any, i: number) => {
-      const sent = [first!, second!][i]!
-      for (const name of [
-        "content-type",
-        "user-agent",
-        "webhook-id",
-        "webhook-timestamp",
-        "webhook-signature",
-        "x-service-signature",
-        "x-service-event",
-        "x-service-event-id",
-        "x-service-delivery",
-        "traceparent"
-      ]) {
-        expect(attempt.request_headers[name]).toBe(sent.headers[name])
-      }
-      expect(attempt.request_headers.host).toBe(new URL(receiver.url(h.path)).host)
-    })
-    expect(d.attempts[0].request_headers["webhook-timestamp"]).not.toBe(
-      d.attempts[1].request_headers["webhook-timestamp"]
-    )
-    expect(d.attempts[0].status_code).toBe(503)
-    expect(d.attempts[0].response_headers["retry-after"]).toBe("1")
-    expect(d.attempts[1].response_headers["content-type"]).toBeString()
-    expect(d.last_status_code).toBe(200)
-    // The list carries the last status code too.
-    const list = await deliveriesOf(ann, h.id)
-    expect(list.data[0].last_status_code).toBe(200)
-    expect(list.data[0].payload).toBeUndefined()
-  }, 30_000)
-
-  test("no response: response_headers null, request_headers still what was to be sent", async () => {
-    const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-    const port = closed.port
-    closed.stop(true)
-    const res = await server.request("/v1/webhooks", {
-      method: "POST",
-      key: bob.key,
-      body: { url: `http://127.0.0.1:${port}/gone`, events: ["project.created"] }
-    })
-    registered.push({ key: bob.key, id: res.body.data.id, on: server })
-    const t = await post(bob, `/webhooks/${res.body.data.id}/test`)
-    const d = await deliveryWhen(bob, res.body.data.id, t.body.data.id, (x) => x.attempt_count >= 1)
-    expect(d.attempts[0].status_code).toBeNull()
-    expect(d.attempts[0].response_headers).toBeNull()
-    expect(d.attempts[0].request_headers["webhook-id"]).toBe(d.event_id)
-    expect(d.last_status_code).toBeNull()
-    expect(JSON.parse(d.payload).type).toBe("webhook.test")
+// Recorded by each delivery recorder: the fast one (`server`) and its idiomatic twin.
+describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery recorder", (kind) => {
+  let before = { server, ann, bob }
+  beforeAll(() => {
+    before = { server, ann, bob }
+    if (kind === "idiomatic") ({ server, ann, bob } = idiomatic)
+  })
+  afterAll(() => {
+    ;({ server, ann, bob } = before)
   })
 
-  test("the delivery list filters by event_type and creation time", async () => {
-    const h = await hook(ann)
-    await createProject(ann)
-    const t = await post(ann, `/webhooks/${h.id}/test`)
-    await receiver.waitFor(2, { path: h.path })
-    const tests = await deliveriesOf(ann, h.id, "?event_type=webhook.test")
-    expect(tests.meta.total).toBe(1)
-    expect(tests.data.map((d) => d.id)).toEqual([t.body.data.id])
-    const created = await deliveriesOf(ann, h.id, "?event_type=project.created&status=delivered")
-    expect(created.data.every((d) => d.event_type === "project.created")).toBe(true)
-    const after = await deliveriesOf(ann, h.id, `?created_after=${encodeURIComponent(t.body.data.created_at)}`)
-    expect(after.meta.total).toBe(0)
-    const before = await deliveriesOf(ann, h.id, `?created_before=${encodeURIComponent(t.body.data.created_at)}`)
-    expect(before.meta.total).toBe(1)
-    expect(before.data[0].event_type).toBe("project.created")
-    const bad = await server.request(`/v1/webhooks/${h.id}/deliveries?event_type=project.exploded`, { key: ann.key })
-    expect(bad.status).toBe(400)
-    expect(bad.body.error.code).toBe("validation_failed")
-    expect(bad.body.error.details[0].field).toBe("event_type")
+  test("the server's delivery worker runs it", () => {
+    expect(deliveryRecorderOf(server)).toBe(kind)
+  })
+
+  describe("the request recorded on the delivery", () => {
+    test("payload (the exact bytes sent) and each attempt's request_headers and response_headers", async () => {
+      const h = await hook(ann)
+      receiver.enqueue(h.path, { status: 503, body: "busy", headers: { "retry-after": "1" } })
+      await createProject(ann)
+      const [first, second] = await receiver.waitFor(2, { path: h.path, timeoutMs: 20_000 })
+      const deliveryId = first!.headers["x-service-delivery"]!
+      const d = await deliveryWhen(ann, h.id, deliveryId, (x) => x.status === "delivered")
+      expect(d.payload).toBe(first!.body)
+      expect(d.payload).toBe(second!.body)
+      expect(d.attempts).toHaveLength(2)
+      d.attempts.forEach((attempt: any, i: number) => {
+        const sent = [first!, second!][i]!
+        for (const name of [
+          "content-type",
+          "user-agent",
+          "webhook-id",
+          "webhook-timestamp",
+          "webhook-signature",
+          "x-service-signature",
+          "x-service-event",
+          "x-service-event-id",
+          "x-service-delivery",
+          "traceparent"
+        ]) {
+          expect(attempt.request_headers[name]).toBe(sent.headers[name])
+        }
+        expect(attempt.request_headers.host).toBe(new URL(receiver.url(h.path)).host)
+      })
+      expect(d.attempts[0].request_headers["webhook-timestamp"]).not.toBe(
+        d.attempts[1].request_headers["webhook-timestamp"]
+      )
+      expect(d.attempts[0].status_code).toBe(503)
+      expect(d.attempts[0].response_headers["retry-after"]).toBe("1")
+      expect(d.attempts[1].response_headers["content-type"]).toBeString()
+      expect(d.last_status_code).toBe(200)
+      // The list carries the last status code too.
+      const list = await deliveriesOf(ann, h.id)
+      expect(list.data[0].last_status_code).toBe(200)
+      expect(list.data[0].payload).toBeUndefined()
+    }, 30_000)
+
+    test("no response: response_headers null, request_headers still what was to be sent", async () => {
+      const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
+      const port = closed.port
+      closed.stop(true)
+      const res = await server.request("/v1/webhooks", {
+        method: "POST",
+        key: bob.key,
+        body: { url: `http://127.0.0.1:${port}/gone`, events: ["project.created"] }
+      })
+      registered.push({ key: bob.key, id: res.body.data.id, on: server })
+      const t = await post(bob, `/webhooks/${res.body.data.id}/test`)
+      const d = await deliveryWhen(bob, res.body.data.id, t.body.data.id, (x) => x.attempt_count >= 1)
+      expect(d.attempts[0].status_code).toBeNull()
+      expect(d.attempts[0].response_headers).toBeNull()
+      expect(d.attempts[0].request_headers["webhook-id"]).toBe(d.event_id)
+      expect(d.last_status_code).toBeNull()
+      expect(JSON.parse(d.payload).type).toBe("webhook.test")
+    })
+
+    test("the delivery list filters by event_type and creation time", async () => {
+      const h = await hook(ann)
+      await createProject(ann)
+      const t = await post(ann, `/webhooks/${h.id}/test`)
+      await receiver.waitFor(2, { path: h.path })
+      const tests = await deliveriesOf(ann, h.id, "?event_type=webhook.test")
+      expect(tests.meta.total).toBe(1)
+      expect(tests.data.map((d) => d.id)).toEqual([t.body.data.id])
+      const created = await deliveriesOf(ann, h.id, "?event_type=project.created&status=delivered")
+      expect(created.data.every((d) => d.event_type === "project.created")).toBe(true)
+      const after = await deliveriesOf(ann, h.id, `?created_after=${encodeURIComponent(t.body.data.created_at)}`)
+      expect(after.meta.total).toBe(0)
+      const before = await deliveriesOf(ann, h.id, `?created_before=${encodeURIComponent(t.body.data.created_at)}`)
+      expect(before.meta.total).toBe(1)
+      expect(before.data[0].event_type).toBe("project.created")
+      const bad = await server.request(`/v1/webhooks/${h.id}/deliveries?event_type=project.exploded`, { key: ann.key })
+      expect(bad.status).toBe(400)
+      expect(bad.body.error.code).toBe("validation_failed")
+      expect(bad.body.error.details[0].field).toBe("event_type")
+    })
   })
 })

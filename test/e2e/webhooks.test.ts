@@ -1,7 +1,8 @@
 /**
  * Webhooks end to end: registration, validation, signed deliveries to a real receiver on loopback, retries,
  * manual retry, time-outs and redirects as failures, the delivery log, and the SSRF guard at registration and at
- * connect time. Retry delays are shortened through WEBHOOK_RETRY_DELAYS.
+ * connect time. Retry delays are shortened through WEBHOOK_RETRY_DELAYS. What records an attempt's outcome
+ * (delivery, retries, failures, the delivery log) runs on both delivery recorders: the fast one and its idiomatic twin.
  */
 
 import { Database } from "bun:sqlite"
@@ -10,7 +11,7 @@ import { createHmac } from "node:crypto"
 import { verify } from "@octokit/webhooks-methods"
 import { SQL } from "bun"
 import { makeId } from "../../src/Domain/Ids.ts"
-import { eventually, stopWithin } from "../support/helpers.ts"
+import { DELIVERY_RECORDERS, deliveryRecorderOf, eventually, stopWithin } from "../support/helpers.ts"
 import { startInProcess as startServer } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startupFailure, type TestUser } from "../support/server.ts"
@@ -32,24 +33,46 @@ const DELIVERY_ID = /^dlv_[0-7][0-9a-hjkmnp-tv-z]{25}$/
 const SIGNATURE = /^sha256=[0-9a-f]{64}$/
 const PROJECT_EVENTS = ["project.created", "project.updated", "project.deleted"]
 
-let server: Server // private targets allowed (the receiver is on loopback)
+/**
+ * Private targets allowed (the receiver is on loopback): one server per delivery recorder, each with its own users.
+ * `server`, `ann` and `bob` are those of the recorder whose tests run (outside their blocks, the fast one: the
+ * default).
+ */
+const DEFAULT_RECORDER = DELIVERY_RECORDERS[0]![0]
+const recorders = new Map<string, { readonly server: Server; readonly ann: TestUser; readonly bob: TestUser }>()
+let server: Server
 let strict: Server // private targets refused
 let receiver: Receiver
 let ann: TestUser
 let bob: TestUser
 let sam: TestUser // on the strict server
 
+/** The tests that follow run on the server of the `kind` recorder. */
+const use = (kind: string) => {
+  const chosen = recorders.get(kind)
+  if (chosen === undefined) throw new Error(`no server for the ${kind} recorder`)
+  ;({ server, ann, bob } = chosen)
+}
+
 beforeAll(async () => {
   receiver = startReceiver()
-  ;[server, strict] = await Promise.all([startServer({ env: ENV }), startServer({ env: STRICT_ENV })])
-  ;[ann, bob, sam] = await Promise.all([
-    server.user({ name: "Ann" }),
-    server.user({ name: "Bob" }),
-    strict.user({ name: "Sam" })
+  const [started, strictServer] = await Promise.all([
+    Promise.all(
+      DELIVERY_RECORDERS.map(async ([kind, env]) => {
+        const on = await startServer({ env: { ...ENV, ...env } })
+        const [annOn, bobOn] = await Promise.all([on.user({ name: "Ann" }), on.user({ name: "Bob" })])
+        return [kind, { server: on, ann: annOn, bob: bobOn }] as const
+      })
+    ),
+    startServer({ env: STRICT_ENV })
   ])
+  for (const [kind, set] of started) recorders.set(kind, set)
+  use(DEFAULT_RECORDER)
+  strict = strictServer
+  sam = await strict.user({ name: "Sam" })
 }, 30_000)
 afterAll(async () => {
-  await Promise.all([stopWithin(server), stopWithin(strict)])
+  await Promise.all([...[...recorders.values()].map((set) => stopWithin(set.server)), stopWithin(strict)])
   await receiver?.stop()
 }, 20_000)
 
@@ -473,67 +496,7 @@ describe("validation", () => {
   })
 })
 
-describe("delivery", () => {
-  test("project.created: exactly one signed POST with the documented headers and the event envelope", async () => {
-    const created = await hook(ann, { events: ["project.created"] })
-    const project = await createProject(ann, "Signed delivery", { description: "with ünïcødé ✓" })
-    const [request] = await receiver.waitFor(1, { path: created.path })
-    const r = request!
-    expect(r.method).toBe("POST")
-    expect(r.headers["content-type"]).toMatch(/^application\/json/)
-    expect(r.headers["user-agent"]).toMatch(/\S/)
-    expect(r.headers["x-service-event"]).toBe("project.created")
-    expect(r.headers["x-service-event-id"]).toMatch(EVENT_ID)
-    expect(r.headers["x-service-delivery"]).toMatch(DELIVERY_ID)
-    const signatureHeader = r.headers["x-service-signature"]!
-    expect(signatureHeader).toMatch(SIGNATURE)
-
-    // The signature verifies over the raw body, with a standard verifier and by hand.
-    expect(await verify(created.secret, r.body, signatureHeader)).toBe(true)
-    expect(signatureHeader).toBe(`sha256=${hmacHex(created.secret, r.body)}`)
-    expect(await verify("whsec_someOtherSecret0000000000000000", r.body, signatureHeader)).toBe(false)
-
-    const event = eventOf(r)
-    expect(Object.keys(event).sort()).toEqual(["created_at", "data", "id", "type"])
-    expect(event.id).toBe(r.headers["x-service-event-id"])
-    expect(event.type).toBe("project.created")
-    expect(event.created_at).toMatch(TIMESTAMP)
-    expect(event.data).toEqual(project)
-    expect(event.data).toMatchObject({ id: project.id, name: "Signed delivery", status: "active" })
-
-    // Exactly one: no second request arrives, and the log shows one delivered attempt.
-    const delivery = await deliveryWhen(
-      ann,
-      created.id,
-      r.headers["x-service-delivery"]!,
-      (d) => d.status === "delivered"
-    )
-    await sleep(400)
-    expect(receiver.requests(created.path)).toHaveLength(1)
-    expect(delivery).toMatchObject({
-      id: r.headers["x-service-delivery"],
-      webhook_id: created.id,
-      event_id: event.id,
-      event_type: "project.created",
-      status: "delivered",
-      attempt_count: 1,
-      next_attempt_at: null
-    })
-    expect(delivery.created_at).toMatch(TIMESTAMP)
-    expect(delivery.last_attempt_at).toMatch(TIMESTAMP)
-    expect(delivery.attempts).toHaveLength(1)
-    expect(delivery.attempts[0]).toMatchObject({
-      number: 1,
-      status_code: 200,
-      error: null,
-      response_body: "ok",
-      outcome: "succeeded"
-    })
-    expect(delivery.attempts[0].attempted_at).toBe(delivery.last_attempt_at)
-    expect(Number.isInteger(delivery.attempts[0].duration_ms)).toBe(true)
-    expect(delivery.attempts[0].duration_ms).toBeGreaterThanOrEqual(0)
-  })
-
+describe("delivery: who gets which event", () => {
   test("project.updated and project.deleted carry the project record; each hook gets only the types it subscribes to", async () => {
     const deletedOnly = await hook(ann, { events: ["project.deleted"] })
     const all = await hook(ann, { events: PROJECT_EVENTS })
@@ -646,365 +609,446 @@ describe("delivery", () => {
   }, 30_000)
 })
 
-describe("retries", () => {
-  test("500 four times, then 200: delivered on the 5th attempt, same delivery id, waits respected, every attempt recorded", async () => {
-    const created = await hook(ann, { events: ["project.created"] })
-    receiver.enqueue(created.path, ...[1, 2, 3, 4].map((n) => ({ status: 500, body: `nope ${n}` })), {
-      status: 200,
-      body: "finally"
+// Everything that records an attempt's outcome, on each recorder.
+describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery recorder", (kind) => {
+  beforeAll(() => use(kind))
+  afterAll(() => use(DEFAULT_RECORDER))
+
+  test("the server's delivery worker runs it", () => {
+    expect(deliveryRecorderOf(server)).toBe(kind)
+  })
+
+  describe("delivery", () => {
+    test("project.created: exactly one signed POST with the documented headers and the event envelope", async () => {
+      const created = await hook(ann, { events: ["project.created"] })
+      const project = await createProject(ann, "Signed delivery", { description: "with ünïcødé ✓" })
+      const [request] = await receiver.waitFor(1, { path: created.path })
+      const r = request!
+      expect(r.method).toBe("POST")
+      expect(r.headers["content-type"]).toMatch(/^application\/json/)
+      expect(r.headers["user-agent"]).toMatch(/\S/)
+      expect(r.headers["x-service-event"]).toBe("project.created")
+      expect(r.headers["x-service-event-id"]).toMatch(EVENT_ID)
+      expect(r.headers["x-service-delivery"]).toMatch(DELIVERY_ID)
+      const signatureHeader = r.headers["x-service-signature"]!
+      expect(signatureHeader).toMatch(SIGNATURE)
+
+      // The signature verifies over the raw body, with a standard verifier and by hand.
+      expect(await verify(created.secret, r.body, signatureHeader)).toBe(true)
+      expect(signatureHeader).toBe(`sha256=${hmacHex(created.secret, r.body)}`)
+      expect(await verify("whsec_someOtherSecret0000000000000000", r.body, signatureHeader)).toBe(false)
+
+      const event = eventOf(r)
+      expect(Object.keys(event).sort()).toEqual(["created_at", "data", "id", "type"])
+      expect(event.id).toBe(r.headers["x-service-event-id"])
+      expect(event.type).toBe("project.created")
+      expect(event.created_at).toMatch(TIMESTAMP)
+      expect(event.data).toEqual(project)
+      expect(event.data).toMatchObject({ id: project.id, name: "Signed delivery", status: "active" })
+
+      // Exactly one: no second request arrives, and the log shows one delivered attempt.
+      const delivery = await deliveryWhen(
+        ann,
+        created.id,
+        r.headers["x-service-delivery"]!,
+        (d) => d.status === "delivered"
+      )
+      await sleep(400)
+      expect(receiver.requests(created.path)).toHaveLength(1)
+      expect(delivery).toMatchObject({
+        id: r.headers["x-service-delivery"],
+        webhook_id: created.id,
+        event_id: event.id,
+        event_type: "project.created",
+        status: "delivered",
+        attempt_count: 1,
+        next_attempt_at: null
+      })
+      expect(delivery.created_at).toMatch(TIMESTAMP)
+      expect(delivery.last_attempt_at).toMatch(TIMESTAMP)
+      expect(delivery.attempts).toHaveLength(1)
+      expect(delivery.attempts[0]).toMatchObject({
+        number: 1,
+        status_code: 200,
+        error: null,
+        response_body: "ok",
+        outcome: "succeeded"
+      })
+      expect(delivery.attempts[0].attempted_at).toBe(delivery.last_attempt_at)
+      expect(Number.isInteger(delivery.attempts[0].duration_ms)).toBe(true)
+      expect(delivery.attempts[0].duration_ms).toBeGreaterThanOrEqual(0)
     })
-    const project = await createProject(ann, "Flaky receiver")
-    const requests = await receiver.waitFor(5, { path: created.path, timeoutMs: 15_000 })
-    const deliveryId = requests[0]!.headers["x-service-delivery"]!
-    const delivery = await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "delivered")
+  })
 
-    // Same delivery, same event, same signed bytes on every attempt.
-    for (const request of requests) {
-      expect(request.headers["x-service-delivery"]).toBe(deliveryId)
-      expect(request.headers["x-service-event-id"]).toBe(delivery.event_id)
-      expect(request.body).toBe(requests[0]!.body)
-      expect(await verify(created.secret, request.body, request.headers["x-service-signature"]!)).toBe(true)
-    }
-    expect(eventOf(requests[0]!).data.id).toBe(project.id)
-    // Each retry waits at least the configured delay after the previous failure was answered.
-    for (let i = 1; i < requests.length; i++) {
-      expect(requests[i]!.receivedMono - requests[i - 1]!.answeredMono!).toBeGreaterThanOrEqual(DELAY_MS - 1)
-      expect(requests[i]!.receivedMono - requests[i - 1]!.receivedMono).toBeGreaterThanOrEqual(DELAY_MS)
-    }
+  describe("retries", () => {
+    test("500 four times, then 200: delivered on the 5th attempt, same delivery id, waits respected, every attempt recorded", async () => {
+      const created = await hook(ann, { events: ["project.created"] })
+      receiver.enqueue(created.path, ...[1, 2, 3, 4].map((n) => ({ status: 500, body: `nope ${n}` })), {
+        status: 200,
+        body: "finally"
+      })
+      const project = await createProject(ann, "Flaky receiver")
+      const requests = await receiver.waitFor(5, { path: created.path, timeoutMs: 15_000 })
+      const deliveryId = requests[0]!.headers["x-service-delivery"]!
+      const delivery = await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "delivered")
 
-    expect(delivery).toMatchObject({ status: "delivered", attempt_count: 5, next_attempt_at: null })
-    expect(delivery.attempts.map((a: any) => a.number)).toEqual([1, 2, 3, 4, 5])
-    expect(delivery.attempts.map((a: any) => a.status_code)).toEqual([500, 500, 500, 500, 200])
-    expect(delivery.attempts.map((a: any) => a.outcome)).toEqual(["failed", "failed", "failed", "failed", "succeeded"])
-    expect(delivery.attempts.map((a: any) => a.response_body)).toEqual([
-      "nope 1",
-      "nope 2",
-      "nope 3",
-      "nope 4",
-      "finally"
-    ])
-    for (const attempt of delivery.attempts.slice(0, 4)) {
-      expect(attempt.error).toMatch(/500/)
-    }
-    expect(delivery.attempts[4].error).toBeNull()
-    for (const attempt of delivery.attempts) {
-      expect(attempt.attempted_at).toMatch(TIMESTAMP)
-      expect(Number.isInteger(attempt.duration_ms)).toBe(true)
-      expect(Object.keys(attempt).sort()).toEqual([
-        "attempted_at",
-        "duration_ms",
-        "error",
-        "number",
-        "outcome",
-        "request_headers",
-        "response_body",
-        "response_headers",
-        "status_code"
+      // Same delivery, same event, same signed bytes on every attempt.
+      for (const request of requests) {
+        expect(request.headers["x-service-delivery"]).toBe(deliveryId)
+        expect(request.headers["x-service-event-id"]).toBe(delivery.event_id)
+        expect(request.body).toBe(requests[0]!.body)
+        expect(await verify(created.secret, request.body, request.headers["x-service-signature"]!)).toBe(true)
+      }
+      expect(eventOf(requests[0]!).data.id).toBe(project.id)
+      // Each retry waits at least the configured delay after the previous failure was answered.
+      for (let i = 1; i < requests.length; i++) {
+        expect(requests[i]!.receivedMono - requests[i - 1]!.answeredMono!).toBeGreaterThanOrEqual(DELAY_MS - 1)
+        expect(requests[i]!.receivedMono - requests[i - 1]!.receivedMono).toBeGreaterThanOrEqual(DELAY_MS)
+      }
+
+      expect(delivery).toMatchObject({ status: "delivered", attempt_count: 5, next_attempt_at: null })
+      expect(delivery.attempts.map((a: any) => a.number)).toEqual([1, 2, 3, 4, 5])
+      expect(delivery.attempts.map((a: any) => a.status_code)).toEqual([500, 500, 500, 500, 200])
+      expect(delivery.attempts.map((a: any) => a.outcome)).toEqual([
+        "failed",
+        "failed",
+        "failed",
+        "failed",
+        "succeeded"
       ])
-    }
-    for (let i = 1; i < 5; i++) {
-      const gap = Date.parse(delivery.attempts[i].attempted_at) - Date.parse(delivery.attempts[i - 1].attempted_at)
-      expect(gap).toBeGreaterThanOrEqual(DELAY_MS)
-    }
-    expect(delivery.last_attempt_at).toBe(delivery.attempts[4].attempted_at)
-    const webhook = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
-    expect(webhook.body.data).toMatchObject({ status: "active", failed_at: null })
-    await sleep(DELAY_MS + 200)
-    expect(receiver.requests(created.path)).toHaveLength(5)
-  }, 30_000)
-
-  test("500 five times: the delivery fails and the webhook is marked failed; a new event is still delivered and makes it active again", async () => {
-    const created = await hook(ann, { events: ["project.created"] })
-    receiver.enqueue(created.path, ...Array.from({ length: 5 }, () => ({ status: 500 })))
-    await createProject(ann, "Always failing")
-    const requests = await receiver.waitFor(5, { path: created.path, timeoutMs: 15_000 })
-    const deliveryId = requests[0]!.headers["x-service-delivery"]!
-    const failed = await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "failed")
-    expect(failed).toMatchObject({ status: "failed", attempt_count: 5, next_attempt_at: null })
-    expect(failed.attempts).toHaveLength(5)
-    expect(failed.attempts.every((a: any) => a.outcome === "failed" && a.status_code === 500)).toBe(true)
-
-    const webhook = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
-    expect(webhook.body.data.status).toBe("failed")
-    expect(webhook.body.data.failed_at).toMatch(TIMESTAMP)
-    expect(webhook.body.data.failed_at >= failed.last_attempt_at).toBe(true)
-    const failedHooks = await server.request("/v1/webhooks?status=failed&per_page=100", { key: ann.key })
-    expect(failedHooks.body.data.map((w: { id: string }) => w.id)).toContain(created.id)
-    const activeHooks = await server.request("/v1/webhooks?status=active&per_page=100", { key: ann.key })
-    expect(activeHooks.body.data.map((w: { id: string }) => w.id)).not.toContain(created.id)
-
-    // No sixth automatic attempt.
-    await sleep(DELAY_MS * 2 + 200)
-    expect(receiver.requests(created.path)).toHaveLength(5)
-
-    // A failed webhook still gets new events; a success makes it active again.
-    const next = await createProject(ann, "After the failure")
-    const all = await receiver.waitFor(6, { path: created.path })
-    expect(eventOf(all[5]!).data.id).toBe(next.id)
-    const recovered = await eventually(
-      async () => {
-        const res = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
-        return res.body.data.status === "active" ? res.body.data : undefined
-      },
-      { what: "the webhook to become active" }
-    )
-    expect(recovered.failed_at).toBeNull()
-    const stillFailed = await getDelivery(ann, created.id, deliveryId)
-    expect(stillFailed.body.data.status).toBe("failed")
-  }, 30_000)
-
-  test("manual retry: 202 with the delivery, one immediate attempt; a failure stays failed with no automatic retries, a success delivers", async () => {
-    const created = await hook(ann, { events: ["project.created"] })
-    receiver.enqueue(created.path, ...Array.from({ length: 6 }, () => ({ status: 503, body: "down" })))
-    await createProject(ann, "Manual retry")
-    const first = await receiver.waitFor(5, { path: created.path, timeoutMs: 15_000 })
-    const deliveryId = first[0]!.headers["x-service-delivery"]!
-    await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "failed")
-
-    // Retry #1: the receiver still answers 503.
-    const retriedAt = performance.now()
-    const retry = await server.request(`/v1/webhooks/${created.id}/deliveries/${deliveryId}/retry`, {
-      method: "POST",
-      key: ann.key
-    })
-    expect(retry.status).toBe(202)
-    expect(retry.body.data).toMatchObject({ id: deliveryId, webhook_id: created.id, event_type: "project.created" })
-    expect(retry.body.data).not.toHaveProperty("attempts")
-    expect(["pending", "failed"]).toContain(retry.body.data.status)
-    expect(retry.body.meta.request_id).toMatch(/^req_/)
-    const sixth = await receiver.waitFor(6, { path: created.path })
-    expect(sixth[5]!.receivedMono - retriedAt).toBeLessThan(1000)
-    expect(sixth[5]!.headers["x-service-delivery"]).toBe(deliveryId)
-    const afterFailedRetry = await deliveryWhen(
-      ann,
-      created.id,
-      deliveryId,
-      (d) => d.status === "failed" && d.attempt_count === 6
-    )
-    expect(afterFailedRetry.next_attempt_at).toBeNull()
-    expect(afterFailedRetry.attempts).toHaveLength(6)
-    expect(afterFailedRetry.attempts[5]).toMatchObject({ number: 6, status_code: 503, outcome: "failed" })
-    // No automatic attempts follow a failed manual retry.
-    await sleep(DELAY_MS * 3)
-    expect(receiver.requests(created.path)).toHaveLength(6)
-    const stillFailed = await getDelivery(ann, created.id, deliveryId)
-    expect(stillFailed.body.data).toMatchObject({ status: "failed", attempt_count: 6 })
-    const hookFailed = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
-    expect(hookFailed.body.data.status).toBe("failed")
-    // The owner may set a failed webhook active again by hand.
-    const reactivated = await server.request(`/v1/webhooks/${created.id}`, {
-      method: "PUT",
-      key: ann.key,
-      body: { status: "active" }
-    })
-    expect(reactivated.status).toBe(200)
-    expect(reactivated.body.data).toMatchObject({ status: "active", failed_at: null })
-
-    // Retry #2: the receiver is back (default 200).
-    const retry2 = await server.request(`/v1/webhooks/${created.id}/deliveries/${deliveryId}/retry`, {
-      method: "POST",
-      key: ann.key
-    })
-    expect(retry2.status).toBe(202)
-    const delivered = await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "delivered")
-    expect(delivered).toMatchObject({ attempt_count: 7, next_attempt_at: null })
-    expect(delivered.attempts[6]).toMatchObject({ number: 7, status_code: 200, outcome: "succeeded", error: null })
-    expect(receiver.requests(created.path)).toHaveLength(7)
-    const hookActive = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
-    expect(hookActive.body.data).toMatchObject({ status: "active", failed_at: null })
-    await sleep(DELAY_MS + 200)
-    expect(receiver.requests(created.path)).toHaveLength(7)
-  }, 30_000)
-})
-
-describe("failures that are not 5xx", () => {
-  test("a receiver slower than WEBHOOK_TIMEOUT: the attempt times out with no status code, and the retry succeeds", async () => {
-    const created = await hook(ann, { events: ["project.created"] })
-    receiver.enqueue(created.path, { status: 200, delayMs: 1_800, body: "too late" })
-    await createProject(ann, "Slow receiver")
-    const [first] = await receiver.waitFor(1, { path: created.path })
-    const delivery = await deliveryWhen(
-      ann,
-      created.id,
-      first!.headers["x-service-delivery"]!,
-      (d) => d.status === "delivered"
-    )
-    expect(delivery.attempt_count).toBe(2)
-    const [timedOut, succeeded] = delivery.attempts
-    expect(timedOut.outcome).toBe("failed")
-    expect(timedOut.status_code).toBeNull()
-    expect(timedOut.response_body).toBeNull()
-    expect(timedOut.error).toMatch(/time(d)?[ -]?out/i)
-    expect(timedOut.duration_ms).toBeGreaterThanOrEqual(900)
-    expect(timedOut.duration_ms).toBeLessThan(1_800)
-    expect(succeeded).toMatchObject({ number: 2, status_code: 200, outcome: "succeeded" })
-  }, 20_000)
-
-  test("3xx redirects are failures, recorded with their status, and their Location is never requested", async () => {
-    const created = await hook(ann, { events: ["project.created"] })
-    const elsewhere = newPath("elsewhere")
-    receiver.enqueue(
-      created.path,
-      { status: 302, headers: { location: receiver.url(elsewhere) } },
-      { status: 307, headers: { location: receiver.url(elsewhere) } },
-      { status: 308, headers: { location: receiver.url(elsewhere) } }
-    )
-    await createProject(ann, "Redirected")
-    const [first] = await receiver.waitFor(1, { path: created.path })
-    const delivery = await deliveryWhen(
-      ann,
-      created.id,
-      first!.headers["x-service-delivery"]!,
-      (d) => d.status === "delivered"
-    )
-    expect(delivery.attempt_count).toBe(4)
-    expect(delivery.attempts.map((a: any) => [a.status_code, a.outcome])).toEqual([
-      [302, "failed"],
-      [307, "failed"],
-      [308, "failed"],
-      [200, "succeeded"]
-    ])
-    for (const attempt of delivery.attempts.slice(0, 3)) expect(attempt.error).not.toBeNull()
-    await sleep(200)
-    expect(receiver.requests(elsewhere)).toHaveLength(0)
-    expect(receiver.requests(created.path)).toHaveLength(4)
-  }, 20_000)
-
-  test("a 4xx is a failure too, and only the first 4 KiB of the response body is recorded", async () => {
-    const created = await hook(ann, { events: ["project.created"] })
-    const big = "0123456789abcdef".repeat(1024) // 16 KiB
-    receiver.enqueue(created.path, { status: 410, body: big })
-    await createProject(ann, "Gone receiver")
-    const [first] = await receiver.waitFor(1, { path: created.path })
-    const delivery = await deliveryWhen(
-      ann,
-      created.id,
-      first!.headers["x-service-delivery"]!,
-      (d) => d.status === "delivered"
-    )
-    expect(delivery.attempts[0]).toMatchObject({ number: 1, status_code: 410, outcome: "failed" })
-    expect(delivery.attempts[0].response_body).toBe(big.slice(0, 4096))
-    expect(delivery.attempts[1]).toMatchObject({ number: 2, status_code: 200, outcome: "succeeded" })
-  })
-
-  test("any 2xx is a success (201, 202, 204, 299), on the first attempt", async () => {
-    const created = await hook(ann, { events: ["project.created"] })
-    const statuses: Record<string, number> = { s201: 201, s202: 202, s204: 204, s299: 299 }
-    receiver.setDefault((request) => ({ status: statuses[eventOf(request).data.name as string] ?? 200 }), created.path)
-    for (const name of Object.keys(statuses)) await createProject(ann, name)
-    await receiver.waitFor(4, { path: created.path })
-    const rows = await eventually(
-      async () => {
-        const res = await listDeliveries(ann, created.id, "?status=delivered")
-        return res.body.meta.total === 4 ? res.body.data : undefined
-      },
-      { what: "four delivered" }
-    )
-    for (const row of rows) expect(row.attempt_count).toBe(1)
-    const codes = await Promise.all(
-      rows.map(async (row: any) => (await getDelivery(ann, created.id, row.id)).body.data.attempts[0].status_code)
-    )
-    expect(codes.sort()).toEqual([201, 202, 204, 299])
-    await sleep(DELAY_MS + 200)
-    expect(receiver.requests(created.path)).toHaveLength(4)
-  })
-
-  test("a connection error is a failure with no status code and the error text", async () => {
-    const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") })
-    const port = closed.port
-    await closed.stop(true)
-    const res = await register(ann, { url: `http://127.0.0.1:${port}/nothing-here`, events: ["project.created"] })
-    expect(res.status).toBe(201)
-    registered.push({ key: ann.key, id: res.body.data.id, on: server })
-    await createProject(ann, "Nobody listening")
-    const delivery = await firstDeliveryWhen(ann, res.body.data.id, (d) => d.attempt_count >= 1)
-    const full = await getDelivery(ann, res.body.data.id, delivery.id)
-    expect(full.body.data.attempts[0]).toMatchObject({
-      number: 1,
-      status_code: null,
-      response_body: null,
-      outcome: "failed"
-    })
-    expect(full.body.data.attempts[0].error).toMatch(/^connection failed/)
-  })
-})
-
-describe("GET /v1/webhooks/:id/deliveries", () => {
-  test("list envelope, status filter pending | delivered | failed, unknown status is validation_failed", async () => {
-    const created = await hook(ann, { events: ["project.created"] })
-    receiver.setDefault((request) => {
-      const name = eventOf(request).data.name as string
-      if (name === "fails") return { status: 500 }
-      if (name === "slow") return { status: 200, delayMs: 800 }
-      return { status: 200 }
-    }, created.path)
-    const ok = await createProject(ann, "ok")
-    const fails = await createProject(ann, "fails")
-    await receiver.waitFor(6, { path: created.path, timeoutMs: 15_000 })
-    await firstDeliveryWhen(ann, created.id, (d) => d.status === "failed")
-    const slow = await createProject(ann, "slow")
-    await receiver.waitFor(7, { path: created.path })
-
-    // The slow one is in flight now: pending.
-    const pending = await listDeliveries(ann, created.id, "?status=pending")
-    const delivered = await listDeliveries(ann, created.id, "?status=delivered")
-    const failed = await listDeliveries(ann, created.id, "?status=failed")
-    const all = await listDeliveries(ann, created.id)
-    const eventIdOf = async (projectId: string) =>
-      eventOf(receiver.requests(created.path).find((r) => eventOf(r).data.id === projectId)!).id
-    expect(pending.status).toBe(200)
-    expect(pending.body.data.map((d: any) => d.event_id)).toEqual([await eventIdOf(slow.id)])
-    expect(delivered.body.data.map((d: any) => d.event_id)).toEqual([await eventIdOf(ok.id)])
-    expect(failed.body.data.map((d: any) => d.event_id)).toEqual([await eventIdOf(fails.id)])
-    expect(pending.body.data[0].status).toBe("pending")
-    expect(all.body.meta).toMatchObject({ total: 3, page: 1, per_page: 20 })
-    expect(all.body.meta.request_id).toMatch(/^req_/)
-    expect(all.body.data).toHaveLength(3)
-    for (const item of all.body.data) {
-      expect(Object.keys(item).sort()).toEqual([
-        "attempt_count",
-        "created_at",
-        "event_id",
-        "event_type",
-        "id",
-        "last_attempt_at",
-        "last_status_code",
-        "next_attempt_at",
-        "status",
-        "webhook_id"
+      expect(delivery.attempts.map((a: any) => a.response_body)).toEqual([
+        "nope 1",
+        "nope 2",
+        "nope 3",
+        "nope 4",
+        "finally"
       ])
-      expect(item.id).toMatch(DELIVERY_ID)
-      expect(item.webhook_id).toBe(created.id)
-    }
-    // Newest first by default.
-    expect(all.body.data.map((d: any) => d.event_id)).toEqual([
-      await eventIdOf(slow.id),
-      await eventIdOf(fails.id),
-      await eventIdOf(ok.id)
-    ])
-    const paged = await listDeliveries(ann, created.id, "?per_page=1&page=2&order=asc")
-    expect(paged.body.meta).toMatchObject({ total: 3, page: 2, per_page: 1 })
-    const link = paged.headers.get("link") ?? ""
-    for (const rel of ["next", "prev", "first", "last"]) expect(link).toContain(`rel="${rel}"`)
-    expect(link).toContain(`/v1/webhooks/${created.id}/deliveries?`)
-    expect(paged.body.data.map((d: any) => d.event_id)).toEqual([await eventIdOf(fails.id)])
+      for (const attempt of delivery.attempts.slice(0, 4)) {
+        expect(attempt.error).toMatch(/500/)
+      }
+      expect(delivery.attempts[4].error).toBeNull()
+      for (const attempt of delivery.attempts) {
+        expect(attempt.attempted_at).toMatch(TIMESTAMP)
+        expect(Number.isInteger(attempt.duration_ms)).toBe(true)
+        expect(Object.keys(attempt).sort()).toEqual([
+          "attempted_at",
+          "duration_ms",
+          "error",
+          "number",
+          "outcome",
+          "request_headers",
+          "response_body",
+          "response_headers",
+          "status_code"
+        ])
+      }
+      for (let i = 1; i < 5; i++) {
+        const gap = Date.parse(delivery.attempts[i].attempted_at) - Date.parse(delivery.attempts[i - 1].attempted_at)
+        expect(gap).toBeGreaterThanOrEqual(DELAY_MS)
+      }
+      expect(delivery.last_attempt_at).toBe(delivery.attempts[4].attempted_at)
+      const webhook = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
+      expect(webhook.body.data).toMatchObject({ status: "active", failed_at: null })
+      await sleep(DELAY_MS + 200)
+      expect(receiver.requests(created.path)).toHaveLength(5)
+    }, 30_000)
 
-    const bad = await listDeliveries(ann, created.id, "?status=bogus")
-    expect(bad.status).toBe(400)
-    expect(bad.body.error.code).toBe("validation_failed")
-    expect(bad.body.error.details[0].field).toBe("status")
-    const badStatusForDeliveries = await listDeliveries(ann, created.id, "?status=active")
-    expect(badStatusForDeliveries.status).toBe(400)
+    test("500 five times: the delivery fails and the webhook is marked failed; a new event is still delivered and makes it active again", async () => {
+      const created = await hook(ann, { events: ["project.created"] })
+      receiver.enqueue(created.path, ...Array.from({ length: 5 }, () => ({ status: 500 })))
+      await createProject(ann, "Always failing")
+      const requests = await receiver.waitFor(5, { path: created.path, timeoutMs: 15_000 })
+      const deliveryId = requests[0]!.headers["x-service-delivery"]!
+      const failed = await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "failed")
+      expect(failed).toMatchObject({ status: "failed", attempt_count: 5, next_attempt_at: null })
+      expect(failed.attempts).toHaveLength(5)
+      expect(failed.attempts.every((a: any) => a.outcome === "failed" && a.status_code === 500)).toBe(true)
 
-    // And the slow one ends delivered.
-    await eventually(
-      async () => {
-        const res = await listDeliveries(ann, created.id, "?status=delivered")
-        return res.body.meta.total === 2 ? true : undefined
-      },
-      { what: "the slow delivery to be delivered" }
-    )
-  }, 30_000)
+      const webhook = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
+      expect(webhook.body.data.status).toBe("failed")
+      expect(webhook.body.data.failed_at).toMatch(TIMESTAMP)
+      expect(webhook.body.data.failed_at >= failed.last_attempt_at).toBe(true)
+      const failedHooks = await server.request("/v1/webhooks?status=failed&per_page=100", { key: ann.key })
+      expect(failedHooks.body.data.map((w: { id: string }) => w.id)).toContain(created.id)
+      const activeHooks = await server.request("/v1/webhooks?status=active&per_page=100", { key: ann.key })
+      expect(activeHooks.body.data.map((w: { id: string }) => w.id)).not.toContain(created.id)
+
+      // No sixth automatic attempt.
+      await sleep(DELAY_MS * 2 + 200)
+      expect(receiver.requests(created.path)).toHaveLength(5)
+
+      // A failed webhook still gets new events; a success makes it active again.
+      const next = await createProject(ann, "After the failure")
+      const all = await receiver.waitFor(6, { path: created.path })
+      expect(eventOf(all[5]!).data.id).toBe(next.id)
+      const recovered = await eventually(
+        async () => {
+          const res = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
+          return res.body.data.status === "active" ? res.body.data : undefined
+        },
+        { what: "the webhook to become active" }
+      )
+      expect(recovered.failed_at).toBeNull()
+      const stillFailed = await getDelivery(ann, created.id, deliveryId)
+      expect(stillFailed.body.data.status).toBe("failed")
+    }, 30_000)
+
+    test("manual retry: 202 with the delivery, one immediate attempt; a failure stays failed with no automatic retries, a success delivers", async () => {
+      const created = await hook(ann, { events: ["project.created"] })
+      receiver.enqueue(created.path, ...Array.from({ length: 6 }, () => ({ status: 503, body: "down" })))
+      await createProject(ann, "Manual retry")
+      const first = await receiver.waitFor(5, { path: created.path, timeoutMs: 15_000 })
+      const deliveryId = first[0]!.headers["x-service-delivery"]!
+      await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "failed")
+
+      // Retry #1: the receiver still answers 503.
+      const retriedAt = performance.now()
+      const retry = await server.request(`/v1/webhooks/${created.id}/deliveries/${deliveryId}/retry`, {
+        method: "POST",
+        key: ann.key
+      })
+      expect(retry.status).toBe(202)
+      expect(retry.body.data).toMatchObject({ id: deliveryId, webhook_id: created.id, event_type: "project.created" })
+      expect(retry.body.data).not.toHaveProperty("attempts")
+      expect(["pending", "failed"]).toContain(retry.body.data.status)
+      expect(retry.body.meta.request_id).toMatch(/^req_/)
+      const sixth = await receiver.waitFor(6, { path: created.path })
+      expect(sixth[5]!.receivedMono - retriedAt).toBeLessThan(1000)
+      expect(sixth[5]!.headers["x-service-delivery"]).toBe(deliveryId)
+      const afterFailedRetry = await deliveryWhen(
+        ann,
+        created.id,
+        deliveryId,
+        (d) => d.status === "failed" && d.attempt_count === 6
+      )
+      expect(afterFailedRetry.next_attempt_at).toBeNull()
+      expect(afterFailedRetry.attempts).toHaveLength(6)
+      expect(afterFailedRetry.attempts[5]).toMatchObject({ number: 6, status_code: 503, outcome: "failed" })
+      // No automatic attempts follow a failed manual retry.
+      await sleep(DELAY_MS * 3)
+      expect(receiver.requests(created.path)).toHaveLength(6)
+      const stillFailed = await getDelivery(ann, created.id, deliveryId)
+      expect(stillFailed.body.data).toMatchObject({ status: "failed", attempt_count: 6 })
+      const hookFailed = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
+      expect(hookFailed.body.data.status).toBe("failed")
+      // The owner may set a failed webhook active again by hand.
+      const reactivated = await server.request(`/v1/webhooks/${created.id}`, {
+        method: "PUT",
+        key: ann.key,
+        body: { status: "active" }
+      })
+      expect(reactivated.status).toBe(200)
+      expect(reactivated.body.data).toMatchObject({ status: "active", failed_at: null })
+
+      // Retry #2: the receiver is back (default 200).
+      const retry2 = await server.request(`/v1/webhooks/${created.id}/deliveries/${deliveryId}/retry`, {
+        method: "POST",
+        key: ann.key
+      })
+      expect(retry2.status).toBe(202)
+      const delivered = await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "delivered")
+      expect(delivered).toMatchObject({ attempt_count: 7, next_attempt_at: null })
+      expect(delivered.attempts[6]).toMatchObject({ number: 7, status_code: 200, outcome: "succeeded", error: null })
+      expect(receiver.requests(created.path)).toHaveLength(7)
+      const hookActive = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
+      expect(hookActive.body.data).toMatchObject({ status: "active", failed_at: null })
+      await sleep(DELAY_MS + 200)
+      expect(receiver.requests(created.path)).toHaveLength(7)
+    }, 30_000)
+  })
+
+  describe("failures that are not 5xx", () => {
+    test("a receiver slower than WEBHOOK_TIMEOUT: the attempt times out with no status code, and the retry succeeds", async () => {
+      const created = await hook(ann, { events: ["project.created"] })
+      receiver.enqueue(created.path, { status: 200, delayMs: 1_800, body: "too late" })
+      await createProject(ann, "Slow receiver")
+      const [first] = await receiver.waitFor(1, { path: created.path })
+      const delivery = await deliveryWhen(
+        ann,
+        created.id,
+        first!.headers["x-service-delivery"]!,
+        (d) => d.status === "delivered"
+      )
+      expect(delivery.attempt_count).toBe(2)
+      const [timedOut, succeeded] = delivery.attempts
+      expect(timedOut.outcome).toBe("failed")
+      expect(timedOut.status_code).toBeNull()
+      expect(timedOut.response_body).toBeNull()
+      expect(timedOut.error).toMatch(/time(d)?[ -]?out/i)
+      expect(timedOut.duration_ms).toBeGreaterThanOrEqual(900)
+      expect(timedOut.duration_ms).toBeLessThan(1_800)
+      expect(succeeded).toMatchObject({ number: 2, status_code: 200, outcome: "succeeded" })
+    }, 20_000)
+
+    test("3xx redirects are failures, recorded with their status, and their Location is never requested", async () => {
+      const created = await hook(ann, { events: ["project.created"] })
+      const elsewhere = newPath("elsewhere")
+      receiver.enqueue(
+        created.path,
+        { status: 302, headers: { location: receiver.url(elsewhere) } },
+        { status: 307, headers: { location: receiver.url(elsewhere) } },
+        { status: 308, headers: { location: receiver.url(elsewhere) } }
+      )
+      await createProject(ann, "Redirected")
+      const [first] = await receiver.waitFor(1, { path: created.path })
+      const delivery = await deliveryWhen(
+        ann,
+        created.id,
+        first!.headers["x-service-delivery"]!,
+        (d) => d.status === "delivered"
+      )
+      expect(delivery.attempt_count).toBe(4)
+      expect(delivery.attempts.map((a: any) => [a.status_code, a.outcome])).toEqual([
+        [302, "failed"],
+        [307, "failed"],
+        [308, "failed"],
+        [200, "succeeded"]
+      ])
+      for (const attempt of delivery.attempts.slice(0, 3)) expect(attempt.error).not.toBeNull()
+      await sleep(200)
+      expect(receiver.requests(elsewhere)).toHaveLength(0)
+      expect(receiver.requests(created.path)).toHaveLength(4)
+    }, 20_000)
+
+    test("a 4xx is a failure too, and only the first 4 KiB of the response body is recorded", async () => {
+      const created = await hook(ann, { events: ["project.created"] })
+      const big = "0123456789abcdef".repeat(1024) // 16 KiB
+      receiver.enqueue(created.path, { status: 410, body: big })
+      await createProject(ann, "Gone receiver")
+      const [first] = await receiver.waitFor(1, { path: created.path })
+      const delivery = await deliveryWhen(
+        ann,
+        created.id,
+        first!.headers["x-service-delivery"]!,
+        (d) => d.status === "delivered"
+      )
+      expect(delivery.attempts[0]).toMatchObject({ number: 1, status_code: 410, outcome: "failed" })
+      expect(delivery.attempts[0].response_body).toBe(big.slice(0, 4096))
+      expect(delivery.attempts[1]).toMatchObject({ number: 2, status_code: 200, outcome: "succeeded" })
+    })
+
+    test("any 2xx is a success (201, 202, 204, 299), on the first attempt", async () => {
+      const created = await hook(ann, { events: ["project.created"] })
+      const statuses: Record<string, number> = { s201: 201, s202: 202, s204: 204, s299: 299 }
+      receiver.setDefault(
+        (request) => ({ status: statuses[eventOf(request).data.name as string] ?? 200 }),
+        created.path
+      )
+      for (const name of Object.keys(statuses)) await createProject(ann, name)
+      await receiver.waitFor(4, { path: created.path })
+      const rows = await eventually(
+        async () => {
+          const res = await listDeliveries(ann, created.id, "?status=delivered")
+          return res.body.meta.total === 4 ? res.body.data : undefined
+        },
+        { what: "four delivered" }
+      )
+      for (const row of rows) expect(row.attempt_count).toBe(1)
+      const codes = await Promise.all(
+        rows.map(async (row: any) => (await getDelivery(ann, created.id, row.id)).body.data.attempts[0].status_code)
+      )
+      expect(codes.sort()).toEqual([201, 202, 204, 299])
+      await sleep(DELAY_MS + 200)
+      expect(receiver.requests(created.path)).toHaveLength(4)
+    })
+
+    test("a connection error is a failure with no status code and the error text", async () => {
+      const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") })
+      const port = closed.port
+      await closed.stop(true)
+      const res = await register(ann, { url: `http://127.0.0.1:${port}/nothing-here`, events: ["project.created"] })
+      expect(res.status).toBe(201)
+      registered.push({ key: ann.key, id: res.body.data.id, on: server })
+      await createProject(ann, "Nobody listening")
+      const delivery = await firstDeliveryWhen(ann, res.body.data.id, (d) => d.attempt_count >= 1)
+      const full = await getDelivery(ann, res.body.data.id, delivery.id)
+      expect(full.body.data.attempts[0]).toMatchObject({
+        number: 1,
+        status_code: null,
+        response_body: null,
+        outcome: "failed"
+      })
+      expect(full.body.data.attempts[0].error).toMatch(/^connection failed/)
+    })
+  })
+
+  describe("GET /v1/webhooks/:id/deliveries", () => {
+    test("list envelope, status filter pending | delivered | failed, unknown status is validation_failed", async () => {
+      const created = await hook(ann, { events: ["project.created"] })
+      receiver.setDefault((request) => {
+        const name = eventOf(request).data.name as string
+        if (name === "fails") return { status: 500 }
+        if (name === "slow") return { status: 200, delayMs: 800 }
+        return { status: 200 }
+      }, created.path)
+      const ok = await createProject(ann, "ok")
+      const fails = await createProject(ann, "fails")
+      await receiver.waitFor(6, { path: created.path, timeoutMs: 15_000 })
+      await firstDeliveryWhen(ann, created.id, (d) => d.status === "failed")
+      const slow = await createProject(ann, "slow")
+      await receiver.waitFor(7, { path: created.path })
+
+      // The slow one is in flight now: pending.
+      const pending = await listDeliveries(ann, created.id, "?status=pending")
+      const delivered = await listDeliveries(ann, created.id, "?status=delivered")
+      const failed = await listDeliveries(ann, created.id, "?status=failed")
+      const all = await listDeliveries(ann, created.id)
+      const eventIdOf = async (projectId: string) =>
+        eventOf(receiver.requests(created.path).find((r) => eventOf(r).data.id === projectId)!).id
+      expect(pending.status).toBe(200)
+      expect(pending.body.data.map((d: any) => d.event_id)).toEqual([await eventIdOf(slow.id)])
+      expect(delivered.body.data.map((d: any) => d.event_id)).toEqual([await eventIdOf(ok.id)])
+      expect(failed.body.data.map((d: any) => d.event_id)).toEqual([await eventIdOf(fails.id)])
+      expect(pending.body.data[0].status).toBe("pending")
+      expect(all.body.meta).toMatchObject({ total: 3, page: 1, per_page: 20 })
+      expect(all.body.meta.request_id).toMatch(/^req_/)
+      expect(all.body.data).toHaveLength(3)
+      for (const item of all.body.data) {
+        expect(Object.keys(item).sort()).toEqual([
+          "attempt_count",
+          "created_at",
+          "event_id",
+          "event_type",
+          "id",
+          "last_attempt_at",
+          "last_status_code",
+          "next_attempt_at",
+          "status",
+          "webhook_id"
+        ])
+        expect(item.id).toMatch(DELIVERY_ID)
+        expect(item.webhook_id).toBe(created.id)
+      }
+      // Newest first by default.
+      expect(all.body.data.map((d: any) => d.event_id)).toEqual([
+        await eventIdOf(slow.id),
+        await eventIdOf(fails.id),
+        await eventIdOf(ok.id)
+      ])
+      const paged = await listDeliveries(ann, created.id, "?per_page=1&page=2&order=asc")
+      expect(paged.body.meta).toMatchObject({ total: 3, page: 2, per_page: 1 })
+      const link = paged.headers.get("link") ?? ""
+      for (const rel of ["next", "prev", "first", "last"]) expect(link).toContain(`rel="${rel}"`)
+      expect(link).toContain(`/v1/webhooks/${created.id}/deliveries?`)
+      expect(paged.body.data.map((d: any) => d.event_id)).toEqual([await eventIdOf(fails.id)])
+
+      const bad = await listDeliveries(ann, created.id, "?status=bogus")
+      expect(bad.status).toBe(400)
+      expect(bad.body.error.code).toBe("validation_failed")
+      expect(bad.body.error.details[0].field).toBe("status")
+      const badStatusForDeliveries = await listDeliveries(ann, created.id, "?status=active")
+      expect(badStatusForDeliveries.status).toBe(400)
+
+      // And the slow one ends delivered.
+      await eventually(
+        async () => {
+          const res = await listDeliveries(ann, created.id, "?status=delivered")
+          return res.body.meta.total === 2 ? true : undefined
+        },
+        { what: "the slow delivery to be delivered" }
+      )
+    }, 30_000)
+  })
 })
 
 describe("tracing", () => {

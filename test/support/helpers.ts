@@ -2,6 +2,7 @@
  * Small helpers every test file may need, in one place: waiting for a condition, a free loopback port, stopping a
  * server process without ever leaking it, the server's JSON log lines, and the order every list promises.
  */
+import { FAST_PATH_NAMES } from "../../src/Config.ts"
 import type { Server, ServerProcess } from "./server.ts"
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -71,6 +72,20 @@ export const parsedLogs = (server: Pick<Server, "logs">): Array<Record<string, u
       return []
     }
   })
+
+/**
+ * The delivery recorders (src/Webhooks/Recorder.ts) and the settings that choose each: the fast path and its
+ * idiomatic twin (`delivery-recorder` left out of FAST_PATHS, every other fast path on). The webhook tests that
+ * record outcomes run over both.
+ */
+export const DELIVERY_RECORDERS: ReadonlyArray<readonly ["fast" | "idiomatic", Readonly<Record<string, string>>]> = [
+  ["fast", { FAST_PATHS: "all" }],
+  ["idiomatic", { FAST_PATHS: FAST_PATH_NAMES.filter((name) => name !== "delivery-recorder").join(",") }]
+]
+
+/** The recorder a server's delivery worker said it runs, in its "delivery worker started" line. */
+export const deliveryRecorderOf = (server: Pick<Server, "logs">): unknown =>
+  parsedLogs(server).find((line) => line.message === "delivery worker started")?.recorder
 
 /** An ISO 8601 UTC timestamp with milliseconds, as the service writes them. */
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/

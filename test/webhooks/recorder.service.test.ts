@@ -1,23 +1,25 @@
 /**
- * The recorder's write (src/Webhooks/Repo.ts, `record`): a batch of outcomes, given in the order attempted. Only
+ * The recorder's write (src/Webhooks/Recorder.ts): a batch of outcomes, given in the order attempted. Only
  * claims still held are written, attempts are stored field by field, each webhook follows the latest decisive
  * outcome of the batch ("active" changes only failed webhooks), and a batch is written whole or not at all. On
- * the engine `DATABASE_URL` selects: SQLite writes it as statements in a transaction, PostgreSQL as one statement;
- * with tracing off (the server's default) and on (the `sql` path with its spans).
+ * the engine `DATABASE_URL` selects, for both implementations: the fast one (SQLite: fixed statements on the
+ * transaction's connection; PostgreSQL: one statement) and its idiomatic twin (`sql` templates in a transaction);
+ * each with tracing off (the server's default) and on (the fast one's statements then take the `sql` path).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { DeliveryId } from "../../src/Domain/Ids.ts"
 import type { AttemptRecord } from "../../src/Domain/Webhook.ts"
 import { Users } from "../../src/Users/Users.ts"
-import { type Recording, WebhooksRepo } from "../../src/Webhooks/Repo.ts"
+import { RECORD_BATCH } from "../../src/Webhooks/Delivery/Worker.ts"
+import { DeliveryRecorder, type Recording } from "../../src/Webhooks/Recorder.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
 import { webhookRow } from "../support/helpers.ts"
 import { onSelectedEngine, type ServiceHarness } from "../support/services.ts"
 
-let harness: ServiceHarness<WebhooksRepo | Users>
-const run = <A, E>(effect: Effect.Effect<A, E, WebhooksRepo | Users | SqlClient.SqlClient>) => harness.run(effect)
+let harness: ServiceHarness<Users>
+const run = <A, E>(effect: Effect.Effect<A, E, Users | SqlClient.SqlClient>) => harness.run(effect)
 const T0 = "2026-01-01T00:00:00.000Z"
 const T1 = "2026-01-01T00:00:05.000Z"
 const NOW = "2026-01-01T00:02:00.000Z"
@@ -28,7 +30,7 @@ const sqlRun = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =
 
 let userId = ""
 beforeAll(async () => {
-  harness = await onSelectedEngine(Layer.mergeAll(WebhooksRepo.Default, Users.Default))
+  harness = await onSelectedEngine(Users.Default)
   userId = (await run(Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail("rec"), name: "Rec" })))).id
   await sqlRun(
     (sql) =>
@@ -37,15 +39,18 @@ beforeAll(async () => {
 })
 afterAll(() => harness.dispose())
 
-/** Ids of one test's rows: `scope` keeps the tests (and the two tracing modes) apart in the one database. */
-const ids = (scope: number) => ({
-  hook: (n: number) => `whk_000000000000000000000000${scope}${n}`,
-  dlv: (n: number) => DeliveryId.make(`dlv_000000000000000000000000${scope}${n}`)
+/**
+ * Ids of one test's rows: `scope` (one character) keeps the tests, the implementations and the two tracing modes
+ * apart in the one database.
+ */
+const ids = (scope: string) => ({
+  hook: (n: number) => `whk_0${scope}${String(n).padStart(24, "0")}`,
+  dlv: (n: number) => DeliveryId.make(`dlv_0${scope}${String(n).padStart(24, "0")}`)
 })
 
 /** Webhooks (`failed` ones with a `failed_at`), and a pending delivery claimed with `token-<n>` for each `[n, hook]`. */
 const seed = (
-  scope: number,
+  scope: string,
   hooks: ReadonlyArray<readonly [number, "active" | "failed"]>,
   deliveries: ReadonlyArray<readonly [number, number]>
 ) => {
@@ -86,7 +91,7 @@ const seed = (
 
 /** An outcome of attempt 1 of delivery `n` (to webhook `h`), attempted `second` seconds past T0. */
 const outcome = (
-  scope: number,
+  scope: string,
   n: number,
   h: number,
   kind: "delivered" | "retry" | "gave up",
@@ -122,37 +127,45 @@ const outcome = (
   }
 }
 
-const deliveriesOf = (scope: number) =>
+const deliveriesOf = (scope: string) =>
   sqlRun(
     (sql) =>
       sql`SELECT id, status, attempt_count, next_attempt_at, last_attempt_at, claim_token, claimed_until
-        FROM deliveries WHERE id LIKE ${`dlv_000000000000000000000000${scope}%`} ORDER BY id`
+        FROM deliveries WHERE id LIKE ${`dlv_0${scope}%`} ORDER BY id`
   )
-const attemptsOf = (scope: number) =>
+const attemptsOf = (scope: string) =>
   sqlRun(
     (sql) =>
       sql`SELECT delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome,
         request_headers, response_headers
-        FROM delivery_attempts WHERE delivery_id LIKE ${`dlv_000000000000000000000000${scope}%`} ORDER BY delivery_id`
+        FROM delivery_attempts WHERE delivery_id LIKE ${`dlv_0${scope}%`} ORDER BY delivery_id`
   )
-const webhooksOf = (scope: number) =>
+const webhooksOf = (scope: string) =>
   sqlRun(
     (sql) =>
       sql`SELECT id, status, failed_at, updated_at FROM webhooks
-        WHERE id LIKE ${`whk_000000000000000000000000${scope}%`} ORDER BY id`
+        WHERE id LIKE ${`whk_0${scope}%`} ORDER BY id`
   )
 
 describe.each([
-  ["with tracing off (the server's default)", false, 1],
-  ["with tracing on (the `sql` path, with spans)", true, 5]
-] as const)("the recorder's write %s", (_, traced, base) => {
+  ["fast", "with tracing off (the server's default)", DeliveryRecorder.fast, false, "12345"],
+  ["fast", "with tracing on (the `sql` path, with spans)", DeliveryRecorder.fast, true, "6789a"],
+  ["idiomatic", "with tracing off (the server's default)", DeliveryRecorder.idiomatic, false, "bcdef"],
+  ["idiomatic", "with tracing on", DeliveryRecorder.idiomatic, true, "ghjkm"]
+] as const)("the %s recorder's write %s", (kind, _, recorder, traced, scopes) => {
+  /** The recorder's `record`, run as the worker runs it. */
+  const recording = (recordings: ReadonlyArray<Recording>) =>
+    Effect.flatMap(DeliveryRecorder, (it) =>
+      it.kind === kind ? it.record(recordings, NOW) : Effect.die(new Error(`the ${it.kind} recorder, not ${kind}`))
+    ).pipe(Effect.provide(recorder), Effect.withTracerEnabled(traced))
   const record = (recordings: ReadonlyArray<Recording>) =>
-    run(
-      Effect.flatMap(WebhooksRepo, (repo) => repo.record(recordings, NOW)).pipe(Effect.withTracerEnabled(traced))
-    ).then(({ kept, failedBy }) => ({ kept: [...kept].sort(), failedBy: [...failedBy].sort() }))
+    run(recording(recordings)).then(({ kept, failedBy }) => ({
+      kept: [...kept].sort(),
+      failedBy: [...failedBy].sort()
+    }))
 
   test("writes only the claims still held: the delivery's next state and its attempt, field by field", async () => {
-    const scope = base
+    const scope = scopes[0]!
     const { dlv } = ids(scope)
     await seed(
       scope,
@@ -201,7 +214,7 @@ describe.each([
   })
 
   test("each webhook follows the latest decisive outcome it holds; `failedBy` names only webhooks it turned failed", async () => {
-    const scope = base + 1
+    const scope = scopes[1]!
     const { dlv, hook } = ids(scope)
     await seed(
       scope,
@@ -246,7 +259,7 @@ describe.each([
   })
 
   test("a success leaves an active webhook untouched", async () => {
-    const scope = base + 2
+    const scope = scopes[2]!
     const { hook } = ids(scope)
     await seed(scope, [[1, "active"]], [[1, 1]])
     await record([outcome(scope, 1, 1, "delivered")])
@@ -254,7 +267,7 @@ describe.each([
   })
 
   test("a batch is written whole or not at all", async () => {
-    const scope = base + 3
+    const scope = scopes[3]!
     const { dlv, hook } = ids(scope)
     await seed(
       scope,
@@ -270,9 +283,7 @@ describe.each([
         sql`INSERT INTO delivery_attempts ${sql.insert({ ...outcome(scope, 2, 1, "retry").attempt, response_body: "before" })}`
     )
     const failed = await run(
-      Effect.flatMap(WebhooksRepo, (repo) =>
-        repo.record([outcome(scope, 1, 1, "gave up"), outcome(scope, 2, 1, "delivered")], NOW)
-      ).pipe(Effect.withTracerEnabled(traced), Effect.flip)
+      Effect.flip(recording([outcome(scope, 1, 1, "gave up"), outcome(scope, 2, 1, "delivered")]))
     )
     expect(failed._tag).toBe("SqlError")
     expect((await deliveriesOf(scope)).map((row) => [row.id, row.status, row.claim_token])).toEqual([
@@ -281,5 +292,53 @@ describe.each([
     ])
     expect((await attemptsOf(scope)).map((row) => row.response_body)).toEqual(["before"])
     expect(await webhooksOf(scope)).toEqual([{ id: hook(1), status: "active", failed_at: null, updated_at: T0 }])
+  })
+
+  test("a batch as large as the worker writes at once: each held claim settled with its attempt, each webhook decided", async () => {
+    const scope = scopes[4]!
+    const { dlv, hook } = ids(scope)
+    const hooks = Array.from({ length: 10 }, (_, i) => [i + 1, i % 2 === 0 ? "active" : "failed"] as const)
+    const deliveries = Array.from({ length: RECORD_BATCH }, (_, i) => [i + 1, (i % 10) + 1] as const)
+    await seed(scope, hooks, deliveries)
+    const kinds = ["retry", "delivered", "gave up"] as const
+    const batch = deliveries.map(([n, h]) =>
+      outcome(scope, n, h, kinds[n % 3]!, { second: Math.floor(n / 10), ...(n % 7 === 0 ? { token: "lapsed" } : {}) })
+    )
+    const held = batch.filter((r) => r.settlement.claim_token !== "lapsed")
+    // Each webhook's last decisive outcome among the held ones (the batch is in the order attempted).
+    const last = new Map<string, Recording>()
+    for (const r of held) if (r.decisive) last.set(r.webhook_id, r)
+    const wasActive = new Set(hooks.filter(([, status]) => status === "active").map(([h]) => hook(h)))
+    const turnedFailed = [...last.values()].filter((r) => r.attempt.outcome === "failed" && wasActive.has(r.webhook_id))
+
+    expect(await record(batch)).toEqual({
+      kept: held.map((r) => r.settlement.id).sort(),
+      failedBy: turnedFailed.map((r) => r.settlement.id).sort()
+    })
+    expect(turnedFailed.length).toBeGreaterThan(0)
+    const rows = await deliveriesOf(scope)
+    expect(rows).toHaveLength(RECORD_BATCH)
+    for (const [i, row] of rows.entries()) {
+      const r = batch[i]!
+      expect(row.id).toBe(dlv(i + 1))
+      if (r.settlement.claim_token === "lapsed") {
+        expect(row).toMatchObject({ status: "pending", attempt_count: 0, claim_token: `token-${i + 1}` })
+      } else {
+        const { claim_token: _, id: __, ...settled } = r.settlement
+        expect(row).toEqual({ id: dlv(i + 1), ...settled, claim_token: null, claimed_until: null })
+      }
+    }
+    expect(await attemptsOf(scope)).toEqual(held.map((r) => r.attempt))
+    expect(await webhooksOf(scope)).toEqual(
+      hooks.map(([h, before]) => {
+        const decided = last.get(hook(h))
+        if (decided === undefined) throw new Error(`webhook ${h} has no decisive outcome in the batch`)
+        if (decided.attempt.outcome === "failed")
+          return { id: hook(h), status: "failed", failed_at: NOW, updated_at: NOW }
+        return before === "active"
+          ? { id: hook(h), status: "active", failed_at: null, updated_at: T0 }
+          : { id: hook(h), status: "active", failed_at: null, updated_at: NOW }
+      })
+    )
   })
 })

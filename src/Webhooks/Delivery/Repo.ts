@@ -1,6 +1,6 @@
 /**
- * The worker's own read beside `WebhooksRepo`'s claims and settlements: when it should look next. Rows decoded with
- * `SqlSchema`.
+ * The worker's own read beside `WebhooksRepo`'s claims and the recorder's settlements (src/Webhooks/Recorder.ts):
+ * when it should look next. Rows decoded with `SqlSchema`.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"

@@ -36,6 +36,7 @@ import { capacityFor, DeliveryInbox } from "../../Events/Inbox.js"
 import { deliveryAttempts, deliveryLag, pendingDeliveries, updateInPlace } from "../../Observability/Metrics.js"
 import { tracingEnabled } from "../../Observability/Telemetry.js"
 import { parentOf, traceparentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
+import { DeliveryRecorder } from "../Recorder.js"
 import { WebhooksRepo } from "../Repo.js"
 import { type AttemptResult, attempt } from "./Attempt.js"
 import { DeliveryScheduleRepo } from "./Repo.js"
@@ -45,7 +46,7 @@ const iso = (ms: number) => new Date(ms).toISOString()
 
 /** How long the recorder lets outcomes gather before writing them, and the most it writes at once. */
 const RECORD_WINDOW = Duration.millis(20)
-const RECORD_BATCH = 512
+export const RECORD_BATCH = 512
 
 /** What the operator's warnings say about an attempt (README, "Webhooks"). */
 const attemptFields = (claimed: ClaimedDelivery, number: number, result: AttemptResult) => ({
@@ -84,6 +85,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
   Effect.gen(function* () {
     const config = yield* Effect.orDie(WebhookConfig)
     const repo = yield* WebhooksRepo
+    const deliveryRecorder = yield* DeliveryRecorder
     const schedule = yield* DeliveryScheduleRepo
     const inbox = yield* DeliveryInbox
     const policy = retryPolicy(config.retryDelays)
@@ -193,7 +195,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
     }
 
     /**
-     * Writes outcomes (src/Webhooks/Repo.ts, `record`): the attempt, the delivery's next state and, on a delivery's
+     * Writes outcomes (src/Webhooks/Recorder.ts): the attempt, the delivery's next state and, on a delivery's
      * last failure or the first success after one, the webhook's status. Only claims still held are written.
      * Answers what the operator should be told, once committed.
      */
@@ -201,7 +203,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
       Effect.gen(function* () {
         // In the order attempted: a webhook's status follows the latest decisive outcome.
         const ordered = [...batch].sort((a, b) => a.attemptedAt - b.attemptedAt)
-        const { kept, failedBy } = yield* repo.record(
+        const { kept, failedBy } = yield* deliveryRecorder.record(
           ordered.map(({ attemptedAt, claimed, number, result, status, nextAttemptAt }) => ({
             settlement: {
               id: claimed.id,
@@ -389,7 +391,8 @@ export const DeliveryWorker = Layer.scopedDiscard(
     )
     yield* Effect.logInfo("delivery worker started", {
       concurrency: config.concurrency,
-      inbox: capacityFor(config)
+      inbox: capacityFor(config),
+      recorder: deliveryRecorder.kind
     })
   })
-).pipe(Layer.provide(DeliveryScheduleRepo.Default))
+).pipe(Layer.provide([DeliveryScheduleRepo.Default, DeliveryRecorder.layer]))
