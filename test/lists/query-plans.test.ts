@@ -386,6 +386,19 @@ interface SqlitePlanRow {
   readonly detail: string
 }
 
+/** The text of each `IN (SELECT …)` subquery of `statement`, up to its matching parenthesis. */
+const inSubqueries = (statement: string): ReadonlyArray<string> =>
+  [...statement.matchAll(/\bIN \(\s*SELECT\b/gi)].map((match) => {
+    const start = match.index + match[0].indexOf("(") + 1
+    let depth = 1
+    let end = start
+    for (; end < statement.length && depth > 0; end++) {
+      if (statement[end] === "(") depth++
+      if (statement[end] === ")") depth--
+    }
+    return statement.slice(start, end - 1)
+  })
+
 /**
  * SQLite: the sorts over a table's rows. A temp B-tree's input is what its siblings (the rows with the same
  * parent) read; a `SCAN`/`SEARCH` of a subquery (a `CO-ROUTINE` or `MATERIALIZE` by that name) is a merge of
@@ -402,7 +415,7 @@ const sqliteWholeSorts = (rows: ReadonlyArray<SqlitePlanRow>, statement: string)
       return match?.[1] === undefined ? [] : [match[1]]
     })
   )
-  const limitedInLists = [...statement.matchAll(/ IN \(([^()]*)\)/g)].every(([, list]) => /\bLIMIT\b/.test(list ?? ""))
+  const limitedInLists = inSubqueries(statement).every((subquery) => /\bLIMIT\b/.test(subquery))
   return rows
     .filter((row) => /^USE TEMP B-TREE FOR .*ORDER BY/.test(row.detail))
     .flatMap((sort) => {
@@ -533,7 +546,7 @@ describe(`list query plans (${engine})`, () => {
           SELECT p.id, p.created_at FROM projects p WHERE p.team_id = g.team_id AND p.visibility = 'team') x
         WHERE g.user_id = '${JOINER}' ORDER BY x.created_at DESC, x.id DESC LIMIT 20`
       : `SELECT p.id FROM team_members g JOIN projects p ON p.id IN (
-          SELECT p.id FROM projects p WHERE p.team_id = g.team_id AND p.visibility = 'team')
+          SELECT p.id FROM projects p WHERE (p.team_id = g.team_id AND p.visibility = 'team'))
         WHERE g.user_id = '${JOINER}' ORDER BY p.created_at DESC, p.id DESC LIMIT 20`
   }
   for (const [name, sql] of Object.entries(wholeSorts)) {
