@@ -419,6 +419,11 @@ const program = Effect.gen(function* () {
     [
       "teams: rename a team of 1k / 100k members (write)",
       (u) => Effect.suspend(() => teamsRepo.rename({ teamId: crowd[u], name: `crowd ${++renames}`, at: iso(renames) }))
+    ],
+    // And of migration 0015's: renaming a user in 1,000 / 100,000 teams (their memberships carry the name).
+    [
+      "users: rename a user in 1k / 100k teams (write)",
+      (u) => Effect.suspend(() => sql`UPDATE users SET name = ${`joiner ${++renames}`} WHERE id = ${joiner[u]}`)
     ]
   ]
   const only = process.argv.indexOf("--only")
