@@ -304,22 +304,14 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
 
     /**
      * Counters hold the stored status; `pending` and `expired` depend on the clock (a pending invitation past its
-     * expiry reads as expired), so those two move the lapsed ones, counted from the rows: only the pending ones
-     * past their expiry, a range of the partial `(team_id, expires_at)` index over pending rows (migration 0015).
+     * expiry reads as expired), so those totals are counted from the rows.
      */
-    const teamTotal = (teamId: string, status: InvitationStatus | undefined, now: string) => {
-      const stored = (wanted: InvitationStatus) =>
-        counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`, sql`status = ${wanted}`])
-      const lapsed = sql`(SELECT count(*) FROM invitations
-        WHERE team_id = ${teamId} AND status = 'pending' AND expires_at <= ${now})`
-      return status === undefined
+    const teamTotal = (teamId: string, status: InvitationStatus | undefined) =>
+      status === undefined
         ? counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`])
-        : status === "pending"
-          ? sql`(${stored("pending")} - ${lapsed})`
-          : status === "expired"
-            ? sql`(${stored("expired")} + ${lapsed})`
-            : stored(status)
-    }
+        : status === "pending" || status === "expired"
+          ? undefined
+          : counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`, sql`status = ${status}`])
 
     const listForTeam = (teamId: string, query: ListQuery<InvitationSort, InvitationStatus>, now: string) =>
       listPage(
@@ -333,7 +325,7 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
           createdColumn: "i.created_at",
           idColumn: "i.id",
           searchColumns: ["i.email"],
-          total: teamTotal(teamId, query.status, now)
+          total: teamTotal(teamId, query.status)
         },
         query
       )

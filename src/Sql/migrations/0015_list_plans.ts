@@ -12,8 +12,7 @@
  *   row trigger updates the row just written; one writer at a time, so no race.
  * - Invitations by status: a status filter is a condition on the stored columns (src/Teams/Repo.ts), which these
  *   `(team or email, status, created_at, id)` indexes serve as a prefix, so a rare status costs no more than a
- *   common one. The team's `pending` and `expired` totals are its counters (0006) moved by the pending
- *   invitations past their expiry, counted on a partial `(team_id, expires_at)` index over the pending ones.
+ *   common one.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
@@ -63,5 +62,4 @@ export default Effect.gen(function* () {
   yield* sql`CREATE INDEX team_members_team_name ON team_members (team_id, user_name, user_id)`
   yield* sql`CREATE INDEX invitations_team_status ON invitations (team_id, status, created_at, id)`
   yield* sql`CREATE INDEX invitations_email_status ON invitations (email, status, created_at, id)`
-  yield* sql`CREATE INDEX invitations_team_lapsing ON invitations (team_id, expires_at) WHERE status = 'pending'`
 })
