@@ -1,6 +1,7 @@
 /**
  * List cost against data size: two users, one who can see 1,000 projects and one 100,000 (half their
- * own, half `team` projects of two teams they belong to, among other users' rows), and the same sizes of API keys,
+ * own, half `team` projects of two teams they belong to, among other users' rows), two members of 20 teams who see
+ * the team projects of those two teams (500 and 50,000), and the same sizes of API keys,
  * webhooks, deliveries of one webhook, deployments of one project, invitations of one team, members of one team
  * and teams of one user. Times each repository's list (page 1, page 10, page 100 of 20; the median of `--repeat`
  * runs, in ms) on a fresh database, and beside them: the totals alone (from the counters of migration 0006, and
@@ -38,7 +39,18 @@ const engine = process.env.DATABASE_URL.startsWith("postgres") ? "PostgreSQL" : 
 const iso = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 1000).toISOString()
 /** A well-formed id (`<prefix>_` and 26 base32 digits) numbered `n`. */
 const id = (prefix: string, n: number) => `${prefix}_${String(n).padStart(26, "0")}`
-const who: Record<string, number> = { small: 1, large: 2, other1: 3, other2: 4, s1: 1, s2: 2, l1: 3, l2: 4 }
+const who: Record<string, number> = {
+  small: 1,
+  large: 2,
+  other1: 3,
+  other2: 4,
+  wideSmall: 5,
+  wideLarge: 6,
+  s1: 1,
+  s2: 2,
+  l1: 3,
+  l2: 4
+}
 const user = (u: string) => id("usr", who[u]!)
 const team = (t: string) => id("team", who[t]!)
 
@@ -49,7 +61,9 @@ const program = Effect.gen(function* () {
 
   // Users: small (1k visible), large (100k visible), and others whose rows surround theirs.
   yield* sql`INSERT INTO orgs ${sql.insert({ id: "org_bench", name: "Bench", created_at: iso(0) })}`
-  const users = ["small", "large", "other1", "other2"]
+  // wideSmall and wideLarge: members of 20 teams, who see the team projects of s1 and s2 (500) or l1 and l2
+  // (50,000) among the empty projects lists of 18 more teams.
+  const users = ["small", "large", "other1", "other2", "wideSmall", "wideLarge"]
   yield* insertAll(
     "users",
     users.map((u) => ({
@@ -228,6 +242,17 @@ const program = Effect.gen(function* () {
       .slice(0, 1_000)
       .map((u, i) => ({ team_id: crowd.small, user_id: u, role: "member", joined_at: iso(i) })),
     ...bulkUsers.slice(1_000).map((u, i) => ({ team_id: crowd.large, user_id: u, role: "member", joined_at: iso(i) })),
+    ...bulkTeams
+      .slice(0, 18)
+      .flatMap((t) =>
+        ["wideSmall", "wideLarge"].map((u) => ({ team_id: t, user_id: user(u), role: "member", joined_at: iso(0) }))
+      ),
+    ...[
+      ["s1", "wideSmall"],
+      ["s2", "wideSmall"],
+      ["l1", "wideLarge"],
+      ["l2", "wideLarge"]
+    ].map(([t, u]) => ({ team_id: team(t!), user_id: user(u!), role: "member", joined_at: iso(0) })),
     // The joiners: in 1,000 and 100,000 teams.
     ...bulkTeams
       .slice(0, 1_000)
@@ -315,6 +340,15 @@ const program = Effect.gen(function* () {
       (u, page) => projects.list(user(u), { ...query(page), sort: "updated_at", order: "asc", status: "active" })
     ],
     ["projects, former OR query", (u, page) => orQuery(user(u), page)],
+    [
+      "projects, a member of 20 teams (500 / 50k visible)",
+      (u, page) => projects.list(user(u === "small" ? "wideSmall" : "wideLarge"), query(page))
+    ],
+    [
+      "projects, a member of 20 teams, name, status=archived",
+      (u, page) =>
+        projects.list(user(u === "small" ? "wideSmall" : "wideLarge"), { ...query(page, "name"), status: "archived" })
+    ],
     ["API keys, created_at", (u, page) => apiKeys.list(user(u), query(page), now)],
     ["API keys, name", (u, page) => apiKeys.list(user(u), query(page, "name"), now)],
     ["API keys, status=active", (u, page) => apiKeys.list(user(u), { ...query(page), status: "active" }, now)],
@@ -344,6 +378,25 @@ const program = Effect.gen(function* () {
         invitationsRepo.listForTeam(team(u === "small" ? "s1" : "l1"), { ...query(page), sort: "created_at" }, now)
     ],
     [
+      "invitations of one team, status=pending",
+      (u, page) =>
+        invitationsRepo.listForTeam(
+          team(u === "small" ? "s1" : "l1"),
+          { ...query(page), sort: "created_at", status: "pending" },
+          now
+        )
+    ],
+    [
+      "invitations of one team, status=accepted",
+      (u, page) =>
+        invitationsRepo.listForTeam(
+          team(u === "small" ? "s1" : "l1"),
+          { ...query(page), sort: "created_at", status: "accepted" },
+          now
+        )
+    ],
+    ["members of one team, name", (u, page) => teamsRepo.listMembers(crowd[u], { ...query(page), sort: "name" })],
+    [
       "members of one team, joined_at",
       (u, page) => teamsRepo.listMembers(crowd[u], { ...query(page), sort: "joined_at" })
     ],
@@ -366,6 +419,11 @@ const program = Effect.gen(function* () {
     [
       "teams: rename a team of 1k / 100k members (write)",
       (u) => Effect.suspend(() => teamsRepo.rename({ teamId: crowd[u], name: `crowd ${++renames}`, at: iso(renames) }))
+    ],
+    // And of migration 0015's: renaming a user in 1,000 / 100,000 teams (their memberships carry the name).
+    [
+      "users: rename a user in 1k / 100k teams (write)",
+      (u) => Effect.suspend(() => sql`UPDATE users SET name = ${`joiner ${++renames}`} WHERE id = ${joiner[u]}`)
     ]
   ]
   const only = process.argv.indexOf("--only")

@@ -7,7 +7,11 @@ import { Project, type ProjectSort, type ProjectStatus } from "../Domain/Project
 import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
-/** More teams than this and the team projects are read as one branch (one query, not one per team). */
+/**
+ * Up to this many teams, each team's projects are a branch of their own in the list's statement; past it, one
+ * grouped branch reads them team by team (src/Sql/Lists.ts `GroupedBranch`), so the statement does not grow with
+ * the teams (planning thousands of branches costs more than reading them).
+ */
 const MAX_TEAM_BRANCHES = 16
 
 export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo", {
@@ -76,7 +80,9 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
     /**
      * The same rows as `visibleTo`, as disjoint branches the list merges (src/Sql/Lists.ts `runUnion`): the
      * user's own projects, then per team the `team` projects of someone else, each walking its own index in sort
-     * order. Past `MAX_TEAM_BRANCHES` teams the team projects are one branch (an `IN`, read whole and sorted).
+     * order and stopping after `page × per_page` rows; past `MAX_TEAM_BRANCHES` teams, one grouped branch does the
+     * same team by team. Either way the merge sorts at most `page × per_page` rows per team, never the visible set
+     * (no index walks several teams' projects in one order: an `IN` of teams would read them all and sort them).
      * A status filter is a condition of every branch, served by the `(owner or team, status, column, id)` indexes
      * (migration 0006) as an index prefix, so rare statuses cost no more than common ones; without one, the
      * `(owner or team, column, id)` indexes (migration 0014) serve each branch. A user in no team is one branch:
@@ -86,20 +92,29 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
     const list = (userId: string, query: ListQuery<ProjectSort, ProjectStatus>) =>
       Effect.flatMap(teamsOf(userId), (memberships) => {
         const teamIds = memberships.map((m) => m.team_id)
-        const teamBranch = (teams: Fragment) => [sql`p.visibility = 'team'`, teams, sql`p.owner_id <> ${userId}`]
-        const teamBranches =
-          teamIds.length === 0
-            ? []
-            : teamIds.length <= MAX_TEAM_BRANCHES
-              ? teamIds.map((teamId) => teamBranch(sql`p.team_id = ${teamId}`))
-              : [teamBranch(sql`p.team_id IN ${sql.in(teamIds)}`)]
         const byStatus = query.status !== undefined ? [sql`p.status = ${query.status}`] : []
-        const branches = [[sql`p.owner_id = ${userId}`], ...teamBranches].map((branch) => [...branch, ...byStatus])
+        const own = [sql`p.owner_id = ${userId}`, ...byStatus]
+        const teamBranch = (teams: Fragment) => [
+          sql`p.visibility = 'team'`,
+          teams,
+          sql`p.owner_id <> ${userId}`,
+          ...byStatus
+        ]
+        const grouped = teamIds.length > MAX_TEAM_BRANCHES
+        const branches = grouped ? [own] : [own, ...teamIds.map((teamId) => teamBranch(sql`p.team_id = ${teamId}`))]
         return listProjects(
           {
             select: columns,
             from: sql`projects p`,
             branches,
+            grouped: grouped
+              ? {
+                  groups: sql`team_members g`,
+                  groupsWhere: [sql`g.user_id = ${userId}`],
+                  where: teamBranch(sql`p.team_id = g.team_id`),
+                  count: teamBranch(sql`p.team_id IN ${sql.in(teamIds)}`)
+                }
+              : undefined,
             where: [],
             columns: { created_at: "p.created_at", updated_at: "p.updated_at", name: "p.name" },
             createdColumn: "p.created_at",

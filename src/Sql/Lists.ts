@@ -36,9 +36,26 @@ export interface ListSpec<Sort extends string> {
   readonly total?: Fragment | undefined
 }
 
-/** A list over disjoint branches (each a list of conditions), merged in sort order; see `runUnion`. */
+/**
+ * A branch read group by group (e.g. the `team` projects of each team of the user), in one statement whatever the
+ * number of groups: each group's first `page × per_page` rows in sort order (one ordered walk of the group's index),
+ * then the first `page × per_page` of those. So it sorts at most groups × `page × per_page` rows, not the branch's
+ * rows.
+ */
+export interface GroupedBranch {
+  /** The groups: `FROM` (alias `g`) and conditions, e.g. `team_members g` where `g.user_id = $user`. */
+  readonly groups: Fragment
+  readonly groupsWhere: ReadonlyArray<Fragment>
+  /** A row of one group, with `g` in scope, e.g. `p.team_id = g.team_id`. */
+  readonly where: ReadonlyArray<Fragment>
+  /** The same rows without `g`, for the count (which needs no order), e.g. `p.team_id IN (…)`. */
+  readonly count: ReadonlyArray<Fragment>
+}
+
+/** A list over disjoint branches (each a list of conditions, and a grouped one), merged in sort order; see `runUnion`. */
 export interface UnionListSpec<Sort extends string> extends ListSpec<Sort> {
   readonly branches: ReadonlyArray<ReadonlyArray<Fragment>>
+  readonly grouped?: GroupedBranch | undefined
 }
 
 /**
@@ -111,8 +128,9 @@ const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sor
  * not owned by me"). An `OR` of such conditions makes both engines read every matching row and sort them; as
  * separate branches each one walks its own `(condition, sort column, id)` index in order and stops after
  * `page × per_page` rows, and only those are merged. So page 1 costs the same whatever the number of rows; page n
- * reads n pages from each branch. The total is a sum of per-branch counts, each an index-only range count: it
- * still grows with the number of rows (docs/lists.md), but reads no table rows and sorts nothing.
+ * reads n pages from each branch. A `grouped` branch stands for one such branch per group (see `GroupedBranch`).
+ * The total is a sum of per-branch counts, each an index-only range count: it still grows with the number of rows
+ * (docs/lists.md), but reads no table rows and sorts nothing.
  */
 const runUnion = <Row extends object, Sort extends string>(spec: UnionListSpec<Sort>, query: ListQuery<Sort>) =>
   Effect.gen(function* () {
@@ -122,15 +140,19 @@ const runUnion = <Row extends object, Sort extends string>(spec: UnionListSpec<S
     const sortColumn = spec.columns[query.sort]
     const reach = query.page * query.per_page
     const whereOf = (branch: ReadonlyArray<Fragment>) => sql.and([...branch, ...common])
-    const union = spec.branches.map(
-      (branch, i) =>
-        sql`SELECT * FROM (
-        SELECT ${spec.select} FROM ${spec.from} WHERE ${whereOf(branch)}
-        ORDER BY ${sql(sortColumn)} ${direction}, ${sql(spec.idColumn)} ${direction} LIMIT ${reach}) ${sql.literal(
-          `b${i}`
-        )}`
-    )
-    const counts = spec.branches.map(
+    const order = sql`${sql(sortColumn)} ${direction}, ${sql(spec.idColumn)} ${direction}`
+    const grouped = spec.grouped
+    const selects: ReadonlyArray<Fragment> = [
+      ...spec.branches.map(
+        (branch) =>
+          sql`SELECT ${spec.select} FROM ${spec.from} WHERE ${whereOf(branch)} ORDER BY ${order} LIMIT ${reach}`
+      ),
+      ...(grouped !== undefined
+        ? [groupedSelect(sql, spec, grouped, whereOf(grouped.where), sortColumn, direction, reach)]
+        : [])
+    ]
+    const union = selects.map((select, i) => sql`SELECT * FROM (${select}) ${sql.literal(`b${i}`)}`)
+    const counts = [...spec.branches, ...(grouped !== undefined ? [grouped.count] : [])].map(
       (branch) => sql`(SELECT count(*) FROM ${spec.countFrom ?? spec.from} WHERE ${whereOf(branch)})`
     )
     const [counted, rows] = yield* Effect.all([
@@ -144,6 +166,38 @@ const runUnion = <Row extends object, Sort extends string>(spec: UnionListSpec<S
     ])
     return { counted, rows }
   })
+
+/**
+ * A grouped branch's first `reach` rows: per group, its first `reach` rows in sort order (`where` over the row's
+ * table, `g` in scope), then the first `reach` of all those. PostgreSQL: a `LATERAL` subquery per group. SQLite has
+ * no `LATERAL`: the rows are looked up by id among each group's first `reach` ids (a correlated `IN` subquery, run
+ * once per group); the subquery's table has the outer table's alias, so `where` reads the subquery's row.
+ */
+const groupedSelect = (
+  sql: SqlClient.SqlClient,
+  spec: { readonly select: Fragment; readonly from: Fragment; readonly idColumn: string },
+  grouped: GroupedBranch,
+  where: Fragment,
+  sortColumn: string,
+  direction: Fragment,
+  reach: number
+): Fragment => {
+  const order = sql`${sql(sortColumn)} ${direction}, ${sql(spec.idColumn)} ${direction}`
+  const groupsWhere = sql.and(grouped.groupsWhere)
+  return sql.onDialectOrElse({
+    pg: () =>
+      sql`SELECT x.* FROM ${grouped.groups} CROSS JOIN LATERAL (
+        SELECT ${spec.select} FROM ${spec.from} WHERE ${where} ORDER BY ${order} LIMIT ${reach}) x
+      WHERE ${groupsWhere}
+      ORDER BY ${sql(`x.${bare(sortColumn)}`)} ${direction}, ${sql(`x.${bare(spec.idColumn)}`)} ${direction}
+      LIMIT ${reach}`,
+    orElse: () =>
+      sql`SELECT ${spec.select} FROM ${grouped.groups} JOIN ${spec.from} ON ${sql(spec.idColumn)} IN (
+        SELECT ${sql(spec.idColumn)} FROM ${spec.from} WHERE ${where} ORDER BY ${order} LIMIT ${reach})
+      WHERE ${groupsWhere}
+      ORDER BY ${order} LIMIT ${reach}`
+  })
+}
 
 const isUnion = <Sort extends string>(spec: ListSpec<Sort> | UnionListSpec<Sort>): spec is UnionListSpec<Sort> =>
   "branches" in spec
@@ -166,7 +220,7 @@ export const makeListPage = <A, I, R>(Row: Schema.Schema<A, I, R>) => {
       // A union of one branch is that branch as a plain list: one ordered walk, nothing to merge.
       const { counted, rows } = yield* !isUnion(spec)
         ? runList(spec, query)
-        : spec.branches.length === 1
+        : spec.branches.length === 1 && spec.grouped === undefined
           ? runList({ ...spec, where: [...spec.branches.flat(), ...spec.where] }, query)
           : runUnion<object, Sort>(spec, query)
       const [total, items] = yield* Effect.orDie(Effect.all([decodeTotal(counted), decodeRows(rows)]))

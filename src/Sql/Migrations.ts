@@ -16,6 +16,7 @@ import m0011 from "./migrations/0011_webhook_signing.js"
 import m0012 from "./migrations/0012_retention.js"
 import m0013 from "./migrations/0013_oauth_apps.js"
 import m0014 from "./migrations/0014_list_order.js"
+import m0015 from "./migrations/0015_list_plans.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -32,7 +33,8 @@ const migrations = {
   "0011_webhook_signing": m0011,
   "0012_retention": m0012,
   "0013_oauth_apps": m0013,
-  "0014_list_order": m0014
+  "0014_list_order": m0014,
+  "0015_list_plans": m0015
 }
 
 const migrate = Migrator.make({})
