@@ -5,8 +5,7 @@
  * when the worker has room.
  * Usage: bun bench/outbox.ts [--creates 4000] [--hooks 10] [--concurrency 1] [--rounds 3]
  *        (`bun --cpu-prof --cpu-prof-dir=/tmp/prof bench/outbox.ts` for a profile, `bun bench/profile.ts` to read it)
- * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file;
- * FAST_PATHS as the server reads it (`FAST_PATHS=none` for the idiomatic twins).
+ * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.
  */
 import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Duration, Effect, Layer, ManagedRuntime } from "effect"
@@ -33,16 +32,7 @@ const databaseUrl = await freshDatabaseUrl()
 const runtime = ManagedRuntime.make(
   Layer.mergeAll(Projects.Default, Users.Default, DeliveryInbox.Default).pipe(
     Layer.provideMerge(SqlLive),
-    Layer.provide(
-      Layer.setConfigProvider(
-        ConfigProvider.fromMap(
-          new Map([
-            ["DATABASE_URL", databaseUrl],
-            ["FAST_PATHS", process.env.FAST_PATHS ?? "all"]
-          ])
-        )
-      )
-    )
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", databaseUrl]]))))
   )
 )
 
