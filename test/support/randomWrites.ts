@@ -1,10 +1,14 @@
 /**
  * For tests that check what triggers keep (list counters, copied columns) against the rows after random writes
  * straight to SQL: a seeded generator, so a failing sequence can be replayed, well-formed ids, and the round's
- * write — one, or two in one transaction.
+ * write — one, or two in one transaction; and the check that a migration's backfill fills the copies.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
+import { runMigrationsBefore } from "../../src/Sql/Migrations.ts"
+import { withDatabaseUrl } from "./fixtures.ts"
+import { freshDatabaseUrl } from "./server.ts"
 
 /** A small deterministic generator (mulberry32). */
 export const random = (seed: number) => () => {
@@ -59,4 +63,32 @@ export const writeInRounds = async (
     }
   }
   return done
+}
+
+/**
+ * A copy kept by `migration`'s triggers is also filled for rows written before it: `seed` (with a fixed random pick)
+ * writes on a database migrated up to just before `migration`; the rest of the migrations then run, and `check`
+ * reads the copies with `services` (over the migrated database).
+ */
+export const checkBackfill = async <S>(options: {
+  readonly migration: Parameters<typeof runMigrationsBefore>[0]
+  readonly seed: (pick: Pick) => Effect.Effect<unknown, unknown, SqlClient.SqlClient>
+  readonly services: Layer.Layer<S, never, SqlClient.SqlClient>
+  readonly check: Effect.Effect<unknown, unknown, S | SqlClient.SqlClient>
+}): Promise<void> => {
+  const databaseUrl = await freshDatabaseUrl()
+  const rand = random(5)
+  const old = ManagedRuntime.make(SqlClientLive.pipe(Layer.provide(withDatabaseUrl(databaseUrl))))
+  await old.runPromise(
+    Effect.zipRight(
+      runMigrationsBefore(options.migration),
+      options.seed((xs) => xs[Math.floor(rand() * xs.length)]!)
+    )
+  )
+  await old.dispose()
+  const migrated = ManagedRuntime.make(
+    options.services.pipe(Layer.provideMerge(SqlLive), Layer.provide(withDatabaseUrl(databaseUrl)))
+  )
+  await migrated.runPromise(options.check)
+  await migrated.dispose()
 }

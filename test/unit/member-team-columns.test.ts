@@ -14,11 +14,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import type { ListQuery } from "../../src/Domain/Lists.ts"
-import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
-import { runMigrationsBefore } from "../../src/Sql/Migrations.ts"
+import { SqlLive } from "../../src/Sql/Client.ts"
 import { type TeamSort, TeamsRepo } from "../../src/Teams/Repo.ts"
 import { withDatabaseUrl } from "../support/fixtures.ts"
-import { idMaker, type Pick, random, randomWriteOf, writeInRounds } from "../support/randomWrites.ts"
+import { checkBackfill, idMaker, type Pick, random, randomWriteOf, writeInRounds } from "../support/randomWrites.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 
 const engine = usingPostgres() ? "PostgreSQL" : "SQLite"
@@ -335,29 +334,17 @@ describe(`team columns on memberships (${engine})`, () => {
 
 describe(`team columns filled from memberships already there (${engine})`, () => {
   test("migration 0007 copies each membership's team columns", async () => {
-    const databaseUrl = await freshDatabaseUrl()
-    const before = runMigrationsBefore("0007_member_team_columns")
-    const rand = random(5)
-    const old = ManagedRuntime.make(SqlClientLive.pipe(Layer.provide(withDatabaseUrl(databaseUrl))))
-    await old.runPromise(
-      Effect.zipRight(
-        before,
-        seed((xs) => xs[Math.floor(rand() * xs.length)]!)
-      )
-    )
-    await old.dispose()
-    const migrated = ManagedRuntime.make(
-      TeamsRepo.Default.pipe(Layer.provideMerge(SqlLive), Layer.provide(withDatabaseUrl(databaseUrl)))
-    )
-    await migrated.runPromise(
-      Effect.gen(function* () {
+    await checkBackfill({
+      migration: "0007_member_team_columns",
+      seed,
+      services: TeamsRepo.Default,
+      check: Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const [row] = yield* sql<{ n: unknown }>`SELECT count(*) AS n FROM team_members WHERE team_name <> ''`
         expect(Number(row?.n)).toBe(30)
         expect(yield* mismatches).toEqual([])
         expect(yield* checkLists).toBeGreaterThan(0)
       })
-    )
-    await migrated.dispose()
+    })
   }, 60_000)
 })
