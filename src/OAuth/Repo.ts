@@ -264,6 +264,12 @@ const ById = Schema.Struct({ id: Schema.String, now: Schema.String })
 export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    /**
+     * A row schema's stored columns, named rather than `*`: a column a later migration adds does not change
+     * what these statements answer (nor invalidate them where they are prepared, src/Sql/PgPrepared.ts).
+     */
+    const columnsOf = (row: { readonly from: { readonly fields: Readonly<Record<string, unknown>> } }) =>
+      sql.literal(Object.keys(row.from.fields).join(", "))
 
     /** `ownerId`: the user who registered it through the API; null for the operator's CLI clients. */
     const insertClient = SqlSchema.void({
@@ -311,7 +317,8 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
     const findPending = SqlSchema.findOne({
       Request: ById,
       Result: PendingRow,
-      execute: ({ id, now }) => sql`SELECT * FROM oauth_authorizations WHERE id = ${id} AND expires_at > ${now}`
+      execute: ({ id, now }) =>
+        sql`SELECT ${columnsOf(PendingRow)} FROM oauth_authorizations WHERE id = ${id} AND expires_at > ${now}`
     })
     /** After sign-in: bound to the user, with a new form token. */
     const toConsent = SqlSchema.void({
@@ -326,7 +333,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       Result: PendingRow,
       execute: ({ csrfHash, id, now }) =>
         sql`DELETE FROM oauth_authorizations
-          WHERE id = ${id} AND stage = 'consent' AND csrf_hash = ${csrfHash} AND expires_at > ${now} RETURNING *`
+          WHERE id = ${id} AND stage = 'consent' AND csrf_hash = ${csrfHash} AND expires_at > ${now} RETURNING ${columnsOf(PendingRow)}`
     })
     const deleteExpiredPending = SqlSchema.void({
       Request: Schema.String,
@@ -340,7 +347,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
     const findCode = SqlSchema.findOne({
       Request: Schema.String,
       Result: CodeRow,
-      execute: (hash) => sql`SELECT * FROM oauth_codes WHERE code_hash = ${hash}`
+      execute: (hash) => sql`SELECT ${columnsOf(CodeRow)} FROM oauth_codes WHERE code_hash = ${hash}`
     })
     const claimCode = (request: typeof ById.Type) =>
       Effect.map(
@@ -360,7 +367,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
     const findToken = SqlSchema.findOne({
       Request: Schema.String,
       Result: TokenRow,
-      execute: (hash) => sql`SELECT * FROM oauth_tokens WHERE token_hash = ${hash}`
+      execute: (hash) => sql`SELECT ${columnsOf(TokenRow)} FROM oauth_tokens WHERE token_hash = ${hash}`
     })
     const findAccessCredential = SqlSchema.findOne({
       Request: Schema.Struct({ hash: Schema.String, now: Schema.String }),

@@ -9,7 +9,7 @@ import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
-import { type DatabaseConfig, DatabaseUrl } from "../Config.js"
+import { type DatabaseConfig, DatabaseUrl, FastPathsConfig } from "../Config.js"
 import { runMigrations } from "./Migrations.js"
 
 const sqlite = (filename: string) =>
@@ -43,17 +43,20 @@ const sqlite = (filename: string) =>
     )
   )
 
+/**
+ * PostgreSQL through `@effect/sql-pg`. With the `prepared-statements` fast path (src/Sql/PgPrepared.ts) its pool
+ * prepares each parameterised statement once per connection; its twin is `PgClient.layer`'s own pool.
+ */
 const pg = (url: DatabaseConfig & { _tag: "pg" }) =>
   Layer.unwrapEffect(
-    Effect.map(
-      Effect.promise(() => import("@effect/sql-pg/PgClient")),
-      (PgClient) =>
-        PgClient.layer({
-          url: url.url,
-          maxConnections: 20,
-          applicationName: "project-collaboration-service"
-        })
-    )
+    Effect.gen(function* () {
+      const PgClient = yield* Effect.promise(() => import("@effect/sql-pg/PgClient"))
+      const options = { maxConnections: 20, applicationName: "project-collaboration-service" }
+      if (!(yield* Effect.orDie(FastPathsConfig)).has("prepared-statements"))
+        return PgClient.layer({ url: url.url, ...options })
+      const { preparedPool } = yield* Effect.promise(() => import("./PgPrepared.js"))
+      return PgClient.layerFromPool({ acquire: preparedPool({ url: url.url, ...options }) })
+    })
   )
 
 /** The SqlClient for `DATABASE_URL`, without migrations (the CLI's `migrate` runs them itself). */

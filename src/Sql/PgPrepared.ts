@@ -1,0 +1,105 @@
+/**
+ * The `prepared-statements` fast path (docs/fast-paths.md): the `pg` pool behind `@effect/sql-pg`'s client, with
+ * connections that prepare each parameterised statement once, under a name, and afterwards send only its
+ * parameters. PostgreSQL then parses and analyses a statement's text once per connection instead of at every run.
+ * Its twin is `PgClient.layer`'s own pool (src/Sql/Client.ts), which sends every statement unnamed.
+ *
+ * What must hold:
+ * - The plans are the twin's. Connections run with `plan_cache_mode = force_custom_plan`, so a prepared statement
+ *   is planned for its parameters at each run, as an unnamed one is; never a generic plan. The query-plan test
+ *   (test/lists/query-plans.test.ts) checks the plans the service runs either way.
+ * - Memory is bounded: a connection keeps at most `capacity` statements; past it the least recently run is closed
+ *   (`DEALLOCATE`, queued on the connection like any statement) before a new one is prepared.
+ * - Only statements with parameters are named. BEGIN, COMMIT, SAVEPOINT and the migrations' DDL (no parameters)
+ *   take the simple protocol, as with the twin; a statement `@effect/sql-pg` sends as a config object (streams,
+ *   array rows) is passed through unchanged.
+ * - A statement whose result columns changed under it (`SELECT *` after a column was added: PostgreSQL answers
+ *   "cached plan must not change result type") fails that once, as the twin would not; its name is then dropped,
+ *   so its next run prepares it again. The service's statements name their columns.
+ */
+import { SqlError } from "@effect/sql/SqlError"
+import { Effect, Redacted, type Scope } from "effect"
+import Pg from "pg"
+
+/** How many prepared statements a connection keeps at most. */
+export const DEFAULT_CAPACITY = 256
+
+/** The SQLSTATE of "cached plan must not change result type". */
+const RESULT_TYPE_CHANGED = "0A000"
+
+/** A `pg` connection that runs each parameterised statement as a named prepared statement (see above). */
+export const preparingClient = (capacity: number) =>
+  class PreparingClient extends Pg.Client {
+    /** Statement text → its name on this connection, least recently run first. */
+    private readonly names = new Map<string, string>()
+    private made = 0
+
+    private nameOf(text: string): string {
+      const known = this.names.get(text)
+      if (known !== undefined) {
+        this.names.delete(text)
+        this.names.set(text, known)
+        return known
+      }
+      if (this.names.size >= capacity) {
+        const [oldestText, oldest] = this.names.entries().next().value ?? []
+        if (oldestText !== undefined && oldest !== undefined) {
+          this.names.delete(oldestText)
+          super.query(`DEALLOCATE ${oldest}`, () => {})
+        }
+      }
+      this.made += 1
+      const name = `pcs_${this.made}`
+      this.names.set(text, name)
+      return name
+    }
+
+    /** `@effect/sql-pg` runs a statement as `query(text, parameters, callback)`; every other call is passed on. */
+    override query<T>(...args: ReadonlyArray<unknown>): T
+    override query(...args: ReadonlyArray<unknown>): unknown {
+      const [text, values, callback] = args
+      if (typeof text !== "string" || !Array.isArray(values) || values.length === 0 || typeof callback !== "function")
+        return Reflect.apply(Pg.Client.prototype.query, this, args)
+      const name = this.nameOf(text)
+      return super.query({ text, values, name }, (error: Error | null, result: Pg.QueryResult) => {
+        if (error !== null && "code" in error && error.code === RESULT_TYPE_CHANGED && this.names.get(text) === name) {
+          // Dropped rather than closed: names are never reused (`made` only grows), and the next run of this text
+          // prepares it afresh.
+          this.names.delete(text)
+        }
+        callback(error, result)
+      })
+    }
+  }
+
+export interface PreparedPoolOptions {
+  readonly url: Redacted.Redacted
+  readonly maxConnections: number
+  readonly applicationName: string
+  readonly capacity?: number
+}
+
+/**
+ * The pool, for `PgClient.fromPool`/`layerFromPool`: connected once to check the address (as `PgClient.make`
+ * does), ended with its scope.
+ */
+export const preparedPool = (options: PreparedPoolOptions): Effect.Effect<Pg.Pool, SqlError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: async () => {
+        const pool = new Pg.Pool({
+          connectionString: Redacted.value(options.url),
+          max: options.maxConnections,
+          application_name: options.applicationName,
+          options: "-c plan_cache_mode=force_custom_plan",
+          Client: preparingClient(options.capacity ?? DEFAULT_CAPACITY)
+        })
+        // An idle connection's error (the server restarted, say) is the pool's to handle: it drops the connection.
+        pool.on("error", () => {})
+        await pool.query("SELECT 1")
+        return pool
+      },
+      catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+    }),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+  )

@@ -1,0 +1,185 @@
+/**
+ * The PostgreSQL pools behind `@effect/sql-pg` (src/Sql/Client.ts): the `prepared-statements` fast path
+ * (src/Sql/PgPrepared.ts, each parameterised statement prepared once per connection) and its twin, `PgClient.layer`'s
+ * own pool. Both run the same statements here and must answer alike; then what only the fast one does: its
+ * statements are named, at most `capacity` a connection, always planned for their parameters, and one whose result
+ * columns changed is prepared again. Every other PostgreSQL test runs on the fast one (the default).
+ * One connection per pool, so `pg_prepared_statements` (a session's own) shows that connection's statements.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { preparedPool } from "../../src/Sql/PgPrepared.ts"
+import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
+
+const CAPACITY = 3
+
+const pools = {
+  fast: (url: string) =>
+    PgClient.layerFromPool({
+      acquire: preparedPool({
+        url: Redacted.make(url),
+        maxConnections: 1,
+        applicationName: "pg-prepared-test",
+        capacity: CAPACITY
+      })
+    }),
+  idiomatic: (url: string) =>
+    PgClient.layer({ url: Redacted.make(url), maxConnections: 1, applicationName: "pg-prepared-test" })
+} as const
+
+type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
+
+const withSql = <A, E>(runtime: Runtime, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
+  runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f))
+
+/** The SQLSTATE PostgreSQL gave a statement that must fail (the SqlError's cause). */
+const codeOf = async <A>(runtime: Runtime, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, SqlError>) => {
+  const error = await withSql(runtime, (sql) => Effect.flip(f(sql)))
+  const cause: unknown = error.cause
+  return cause !== null && typeof cause === "object" && "code" in cause ? cause.code : `no SQLSTATE: ${error.message}`
+}
+
+for (const [name, pool] of Object.entries(pools)) {
+  describe.skipIf(!usingPostgres())(`PostgreSQL pool: ${name}`, () => {
+    let runtime: Runtime
+    const sqlRun = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) => withSql(runtime, f)
+
+    beforeAll(async () => {
+      runtime = ManagedRuntime.make(Layer.orDie(pool(await freshDatabaseUrl())))
+      await sqlRun((sql) =>
+        sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT, data JSONB)`.pipe(
+          Effect.zipRight(sql`CREATE TABLE wide (id INTEGER PRIMARY KEY)`),
+          Effect.zipRight(sql`INSERT INTO wide (id) VALUES (1)`)
+        )
+      )
+    })
+    afterAll(() => runtime.dispose())
+
+    test("answers every statement's rows, run over and over past the connection's capacity, as written", async () => {
+      await sqlRun(
+        (sql) =>
+          sql`INSERT INTO things ${sql.insert(
+            Array.from({ length: 10 }, (_, i) => ({
+              id: i + 1,
+              name: `thing ${i + 1}`,
+              note: i % 2 === 0 ? null : `odd ${i}`,
+              data: JSON.stringify({ n: i })
+            }))
+          )}`
+      )
+      // Five distinct statements (more than CAPACITY), interleaved, each run with different parameters.
+      const shapes = [
+        (sql: SqlClient.SqlClient, i: number) => sql`SELECT id, name FROM things WHERE id = ${i}`,
+        (sql: SqlClient.SqlClient, i: number) => sql`SELECT count(*)::int AS n FROM things WHERE id <= ${i}`,
+        (sql: SqlClient.SqlClient, i: number) => sql`SELECT note FROM things WHERE id = ${i}`,
+        (sql: SqlClient.SqlClient, i: number) => sql`SELECT data->>'n' AS n FROM things WHERE name = ${`thing ${i}`}`,
+        (sql: SqlClient.SqlClient, i: number) =>
+          sql`SELECT id FROM things WHERE id IN ${sql.in([i, i + 1])} ORDER BY id`
+      ]
+      const answers: Array<unknown> = []
+      for (let round = 0; round < 4; round++) {
+        for (let i = 1; i <= 8; i++) {
+          for (const shape of shapes) answers.push(await sqlRun((sql) => shape(sql, i)))
+        }
+      }
+      const expected: Array<unknown> = []
+      for (let round = 0; round < 4; round++) {
+        for (let i = 1; i <= 8; i++) {
+          expected.push(
+            [{ id: i, name: `thing ${i}` }],
+            [{ n: i }],
+            [{ note: (i - 1) % 2 === 0 ? null : `odd ${i - 1}` }],
+            [{ n: String(i - 1) }],
+            [{ id: i }, { id: i + 1 }]
+          )
+        }
+      }
+      expect(answers).toEqual(expected)
+    })
+
+    test("a failure keeps its SQLSTATE, and the connection goes on", async () => {
+      expect(await codeOf(runtime, (sql) => sql`INSERT INTO things (id, name) VALUES (${100}, ${"thing 1"})`)).toBe(
+        "23505"
+      )
+      expect(await codeOf(runtime, (sql) => sql`INSERT INTO things (id, name) VALUES (${100}, ${"thing 1"})`)).toBe(
+        "23505"
+      )
+      expect(await sqlRun((sql) => sql`SELECT name FROM things WHERE id = ${1}`)).toEqual([{ name: "thing 1" }])
+    })
+
+    test("a transaction that fails writes nothing; a savepoint that fails only undoes its own part", async () => {
+      const insert = (sql: SqlClient.SqlClient, id: number) =>
+        sql`INSERT INTO things (id, name) VALUES (${id}, ${`tx ${id}`})`
+      await expect(
+        sqlRun((sql) =>
+          sql.withTransaction(
+            Effect.zipRight(insert(sql, 200), insert(sql, 201).pipe(Effect.zipRight(insert(sql, 200))))
+          )
+        )
+      ).rejects.toThrow()
+      await sqlRun((sql) =>
+        sql.withTransaction(
+          Effect.zipRight(
+            insert(sql, 300),
+            Effect.ignore(sql.withTransaction(Effect.zipRight(insert(sql, 301), insert(sql, 300))))
+          )
+        )
+      )
+      expect(await sqlRun((sql) => sql`SELECT id FROM things WHERE id >= ${200} ORDER BY id`)).toEqual([{ id: 300 }])
+    })
+
+    const preparedOnConnection = () =>
+      sqlRun(
+        (sql) =>
+          sql<{ statement: string; generic_plans: number; custom_plans: number }>`
+          SELECT statement, generic_plans::int AS generic_plans, custom_plans::int AS custom_plans
+          FROM pg_prepared_statements WHERE statement LIKE ${"%things%"}`.unprepared
+      )
+
+    if (name === "fast") {
+      test("names each parameterised statement, keeps at most its capacity, and plans each run for its parameters", async () => {
+        for (let i = 0; i < 12; i++)
+          await sqlRun((sql) => sql`SELECT name AS counted FROM things WHERE id = ${1 + (i % 5)}`)
+        const one = (await preparedOnConnection()).find((row) => row.statement.includes("counted"))
+        expect(one).toBeDefined()
+        // Twelve runs, every one planned for its parameters (plan_cache_mode = force_custom_plan).
+        expect(one?.custom_plans).toBe(12)
+        expect(one?.generic_plans).toBe(0)
+        // Six more statements, each its own text: the connection keeps the last CAPACITY of them.
+        for (let i = 0; i < 6; i++)
+          await sqlRun((sql) => sql`SELECT id AS ${sql(`column_${i}`)} FROM things WHERE id = ${1}`)
+        const kept = (await preparedOnConnection()).map((row) => row.statement)
+        expect(kept.filter((statement) => statement.includes("column_")).length).toBeGreaterThanOrEqual(CAPACITY - 1)
+        expect(
+          (await sqlRun((sql) => sql`SELECT count(*)::int AS n FROM pg_prepared_statements`.unprepared))[0]
+        ).toEqual({
+          n: CAPACITY
+        })
+      })
+
+      test("a statement whose result columns changed fails once, then is prepared afresh", async () => {
+        const select = (sql: SqlClient.SqlClient) => sql`SELECT * FROM wide WHERE id = ${1}`
+        const read = () => sqlRun(select)
+        expect(await read()).toEqual([{ id: 1 }])
+        await sqlRun((sql) => sql`ALTER TABLE wide ADD COLUMN extra TEXT`)
+        expect(await codeOf(runtime, select)).toBe("0A000")
+        expect(await read()).toEqual([{ id: 1, extra: null }])
+      })
+    } else {
+      test("sends every statement unnamed: nothing is prepared on the connection", async () => {
+        for (let i = 0; i < 3; i++) await sqlRun((sql) => sql`SELECT name FROM things WHERE id = ${1}`)
+        expect(await preparedOnConnection()).toEqual([])
+      })
+
+      test("reads a table's new columns at once", async () => {
+        const read = () => sqlRun((sql) => sql`SELECT * FROM wide WHERE id = ${1}`)
+        expect(await read()).toEqual([{ id: 1 }])
+        await sqlRun((sql) => sql`ALTER TABLE wide ADD COLUMN extra TEXT`)
+        expect(await read()).toEqual([{ id: 1, extra: null }])
+      })
+    }
+  })
+}
