@@ -4,6 +4,7 @@
  * The inbox is opened wide and drained between batches, so every delivery takes the claimed path, as in the server
  * when the worker has room.
  * Usage: bun bench/outbox.ts [--creates 4000] [--hooks 10] [--concurrency 1] [--rounds 3]
+ *        FAST_PATHS=… as the server reads it (on PostgreSQL, `prepared-statements` chooses the pool)
  *        (`bun --cpu-prof --cpu-prof-dir=/tmp/prof bench/outbox.ts` for a profile, `bun bench/profile.ts` to read it)
  * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.
  */
@@ -32,7 +33,16 @@ const databaseUrl = await freshDatabaseUrl()
 const runtime = ManagedRuntime.make(
   Layer.mergeAll(Projects.Default, Users.Default, DeliveryInbox.Default).pipe(
     Layer.provideMerge(SqlLive),
-    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", databaseUrl]]))))
+    Layer.provide(
+      Layer.setConfigProvider(
+        ConfigProvider.fromMap(
+          new Map([
+            ["DATABASE_URL", databaseUrl],
+            ["FAST_PATHS", process.env.FAST_PATHS ?? "all"]
+          ])
+        )
+      )
+    )
   )
 )
 
@@ -78,7 +88,9 @@ const run = async (count: number, label: string) => {
 }
 
 await run(Math.min(1000, CREATES), "warm")
-console.log(`database: ${databaseUrl.split(":")[0]}, ${HOOKS} webhooks, concurrency ${CONCURRENCY}`)
+console.log(
+  `database: ${databaseUrl.split(":")[0]}, ${HOOKS} webhooks, concurrency ${CONCURRENCY}, FAST_PATHS=${process.env.FAST_PATHS ?? "all"}`
+)
 for (let round = 1; round <= ROUNDS; round++) {
   const cpu = process.cpuUsage()
   const t0 = performance.now()

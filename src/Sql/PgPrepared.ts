@@ -1,13 +1,14 @@
 /**
  * The `prepared-statements` fast path (docs/fast-paths.md): the `pg` pool behind `@effect/sql-pg`'s client, with
  * connections that prepare each parameterised statement once, under a name, and afterwards send only its
- * parameters. PostgreSQL then parses and analyses a statement's text once per connection instead of at every run.
+ * parameters. PostgreSQL then parses and analyses a statement's text once per connection instead of at every run,
+ * and may keep its plan.
  * Its twin is `PgClient.layer`'s own pool (src/Sql/Client.ts), which sends every statement unnamed.
  *
  * What must hold:
- * - The plans are the twin's. Connections run with `plan_cache_mode = force_custom_plan`, so a prepared statement
- *   is planned for its parameters at each run, as an unnamed one is; never a generic plan. The query-plan test
- *   (test/lists/query-plans.test.ts) checks the plans the service runs either way.
+ * - Plans are PostgreSQL's choice for prepared statements (`plan_cache_mode = auto`): planned for their
+ *   parameters at the first runs, then a generic plan where it costs no more. Every list shape's generic plan reads
+ *   in index order as its custom plan does (test/lists/query-plans.test.ts checks both).
  * - Memory is bounded: a connection keeps at most `capacity` statements; past it the least recently run is closed
  *   (`DEALLOCATE`, queued on the connection like any statement) before a new one is prepared.
  * - Only statements with parameters are named. BEGIN, COMMIT, SAVEPOINT and the migrations' DDL (no parameters)
@@ -91,7 +92,6 @@ export const preparedPool = (options: PreparedPoolOptions): Effect.Effect<Pg.Poo
           connectionString: Redacted.value(options.url),
           max: options.maxConnections,
           application_name: options.applicationName,
-          options: "-c plan_cache_mode=force_custom_plan",
           Client: preparingClient(options.capacity ?? DEFAULT_CAPACITY)
         })
         // An idle connection's error (the server restarted, say) is the pool's to handle: it drops the connection.

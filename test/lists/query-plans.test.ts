@@ -13,6 +13,9 @@
  *   thousands of rows among several owners and ANALYZEd, so the planner weighs real statistics: with a
  *   `(owner, sort column, id)` index it walks the index and stops after the page; without one it can only sort.
  *
+ * On PostgreSQL each statement's generic plan is checked too (planned without its parameters' values, as a prepared
+ * statement may be after its first runs: src/Sql/PgPrepared.ts), so the plans hold whichever PostgreSQL picks.
+ *
  * Searches and creation bounds are left out: they filter while the same index is walked, so they add no shape.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
@@ -491,6 +494,26 @@ const explain = ([text, params]: readonly [string, ReadonlyArray<unknown>]) =>
     return { plan: rows.map((row) => row.detail), whole: sqliteWholeSorts(rows, text) }
   })
 
+/**
+ * PostgreSQL's generic plan of a statement (the one a prepared statement may settle on after its first runs,
+ * planned without its parameters' values: src/Sql/PgPrepared.ts), explained as `explain` explains the custom one.
+ */
+const explainGeneric = ([text, params]: readonly [string, ReadonlyArray<unknown>]) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.unsafe(`PREPARE plan_check AS ${text}`)
+    yield* sql.unsafe("SET LOCAL plan_cache_mode = force_generic_plan")
+    // EXECUTE takes its arguments as literals (a utility statement has no parameters of its own).
+    const literal = (value: unknown) =>
+      value === null ? "NULL" : typeof value === "number" ? String(value) : `'${String(value).replaceAll("'", "''")}'`
+    const [row] = yield* sql.unsafe<{ readonly "QUERY PLAN": ReadonlyArray<{ readonly Plan: PgPlanNode }> }>(
+      `EXPLAIN (FORMAT JSON) EXECUTE plan_check (${params.map(literal).join(", ")})`
+    )
+    yield* sql.unsafe("DEALLOCATE plan_check")
+    const plan = row?.["QUERY PLAN"][0]?.Plan
+    return { plan, whole: plan === undefined ? ["no plan"] : pgWholeSorts(plan) }
+  }).pipe((check) => Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(check)))
+
 interface Case {
   readonly label: string
   readonly shape: Shape
@@ -556,6 +579,14 @@ describe(`list query plans (${engine})`, () => {
     })
   }
 
+  test.skipIf(!usingPostgres())("the checks see a whole sort in a generic plan too", async () => {
+    const { plan, whole } = await harness.run(
+      explainGeneric([`SELECT id FROM projects WHERE owner_id = $1 ORDER BY description, id LIMIT 20`, [ME]])
+    )
+    expect(JSON.stringify(plan)).toContain("$1")
+    expect(whole.length).toBeGreaterThan(0)
+  })
+
   for (const c of cases) {
     test(`${c.label}: page 1 in index order`, async () => {
       const statements = await harness.run(captured(c.shape.run(c.query)))
@@ -563,6 +594,16 @@ describe(`list query plans (${engine})`, () => {
       for (const statement of statements) {
         const { plan, whole } = await harness.run(explain(statement))
         expect({ statement: statement[0], whole, plan }).toEqual({ statement: statement[0], whole: [], plan })
+        if (usingPostgres() && statement[1].length > 0) {
+          const generic = await harness.run(explainGeneric(statement))
+          // Planned without the values: the parameters stay `$n` in its conditions.
+          expect(JSON.stringify(generic.plan)).toMatch(/\$\d/)
+          expect({ statement: statement[0], generic: generic.whole, plan: generic.plan }).toEqual({
+            statement: statement[0],
+            generic: [],
+            plan: generic.plan
+          })
+        }
       }
     })
   }

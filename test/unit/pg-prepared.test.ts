@@ -2,8 +2,8 @@
  * The PostgreSQL pools behind `@effect/sql-pg` (src/Sql/Client.ts): the `prepared-statements` fast path
  * (src/Sql/PgPrepared.ts, each parameterised statement prepared once per connection) and its twin, `PgClient.layer`'s
  * own pool. Both run the same statements here and must answer alike; then what only the fast one does: its
- * statements are named, at most `capacity` a connection, always planned for their parameters, and one whose result
- * columns changed is prepared again. Every other PostgreSQL test runs on the fast one (the default).
+ * statements are prepared once and run many times, at most `capacity` a connection, and one whose result columns
+ * changed is prepared again. Every other PostgreSQL test runs on the fast one (the default).
  * One connection per pool, so `pg_prepared_statements` (a session's own) shows that connection's statements.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
@@ -140,14 +140,13 @@ for (const [name, pool] of Object.entries(pools)) {
       )
 
     if (name === "fast") {
-      test("names each parameterised statement, keeps at most its capacity, and plans each run for its parameters", async () => {
+      test("prepares each parameterised statement once and keeps at most its capacity", async () => {
         for (let i = 0; i < 12; i++)
           await sqlRun((sql) => sql`SELECT name AS counted FROM things WHERE id = ${1 + (i % 5)}`)
         const one = (await preparedOnConnection()).find((row) => row.statement.includes("counted"))
         expect(one).toBeDefined()
-        // Twelve runs, every one planned for its parameters (plan_cache_mode = force_custom_plan).
-        expect(one?.custom_plans).toBe(12)
-        expect(one?.generic_plans).toBe(0)
+        // Prepared once, run twelve times: PostgreSQL counts each run's plan, custom or generic.
+        expect((one?.custom_plans ?? 0) + (one?.generic_plans ?? 0)).toBe(12)
         // Six more statements, each its own text: the connection keeps the last CAPACITY of them.
         for (let i = 0; i < 6; i++)
           await sqlRun((sql) => sql`SELECT id AS ${sql(`column_${i}`)} FROM things WHERE id = ${1}`)
