@@ -305,8 +305,8 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
     /**
      * Counters hold the stored status; `pending` and `expired` depend on the clock (a pending invitation past its
      * expiry reads as expired). So those two are the counters corrected by the team's stored-pending invitations
-     * already past their expiry: a range of migration 0016's index that holds only those that lapsed since the
-     * retention sweep last marked them `expired`.
+     * already past their expiry, counted over migration 0016's index: a range that holds only those that lapsed
+     * (in any team) since the retention sweep last marked them `expired`.
      */
     const teamTotal = (teamId: string, status: InvitationStatus | undefined, now: string) => {
       const stored = (wanted: InvitationStatus) =>
