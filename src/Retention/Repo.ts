@@ -1,7 +1,6 @@
 /**
- * The retention sweep's statements (src/Retention/Retention.ts). Each deletes (or, for lapsed invitations, marks)
- * at most `limit` rows and answers how many (the rows the database returned); each reads by an index of migration
- * 0012 (0016 for invitations). Deleting through
+ * The retention sweep's statements (src/Retention/Retention.ts). Each deletes at most `limit` rows and answers how
+ * many it deleted (the rows the database returned); each reads by an index of migration 0012. Deleting through
  * these keeps every list total exact: the counters of migration 0006 are kept by triggers on delete.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -110,32 +109,7 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
         count
       )
 
-    /**
-     * Up to `limit` pending invitations past their expiry marked `expired`, what they already read as (the counters
-     * follow by trigger), by migration 0016's index; answers how many. Only `pending` ones change, so one accepted,
-     * declined or revoked meanwhile keeps its answer; a lapsed one can no longer be accepted.
-     */
-    const expireLapsedInvitations = (now: string, limit: number) =>
-      Effect.map(
-        sql.onDialectOrElse({
-          // By row address, as `deleteExpired`: matched by `id IN (… LIMIT …)`, PostgreSQL may run the subquery
-          // more than once and mark more than the batch.
-          pg: () =>
-            sql`UPDATE invitations SET status = 'expired' WHERE status = 'pending' AND ctid = ANY (ARRAY(
-                  SELECT ctid FROM invitations WHERE status = 'pending' AND expires_at <= ${now}
-                  ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-                )) RETURNING id`,
-          orElse: () =>
-            sql`UPDATE invitations SET status = 'expired' WHERE status = 'pending' AND id IN (
-                  SELECT id FROM invitations WHERE status = 'pending' AND expires_at <= ${now}
-                  ORDER BY expires_at LIMIT ${limit}
-                ) RETURNING id`
-        }),
-        count
-      )
-
     return {
-      expireLapsedInvitations,
       endedDeliveries,
       deleteAttempts,
       deleteDeliveries,

@@ -17,7 +17,6 @@ import m0012 from "./migrations/0012_retention.js"
 import m0013 from "./migrations/0013_oauth_apps.js"
 import m0014 from "./migrations/0014_list_order.js"
 import m0015 from "./migrations/0015_list_plans.js"
-import m0016 from "./migrations/0016_invitations_lapsed.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -35,8 +34,7 @@ const migrations = {
   "0012_retention": m0012,
   "0013_oauth_apps": m0013,
   "0014_list_order": m0014,
-  "0015_list_plans": m0015,
-  "0016_invitations_lapsed": m0016
+  "0015_list_plans": m0015
 }
 
 const migrate = Migrator.make({})
