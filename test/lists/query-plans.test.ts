@@ -608,3 +608,81 @@ describe(`list query plans (${engine})`, () => {
     })
   }
 })
+
+/**
+ * A database that is one team's invitations: a quarter pending, all open with one expiry, the rest answered. The
+ * planner's statistics then say a team holds every row (above, spread over thousands of teams, they say a team
+ * holds a handful), and an index of the pending invitations by expiry looked like the short way to the `pending`
+ * page: SQLite read all of them and sorted them. Each status's page must still walk the index in order.
+ */
+/** Enough that reading them all costs the planner more than walking an index (PostgreSQL reads a small table whole). */
+const ONE_TEAM_INVITATIONS = 30_000
+
+describe(`list query plans, one team's invitations (${engine})`, () => {
+  const team = id("team", 1)
+  let single: ServiceHarness<InvitationsRepo>
+
+  beforeAll(async () => {
+    single = await onSelectedEngine(InvitationsRepo.Default)
+    await single.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`INSERT INTO orgs ${sql.insert({ id: "org_one", name: "One", created_at: iso(0) })}`
+        yield* insertRows(sql, "users", [
+          {
+            id: ME,
+            org_id: "org_one",
+            email: "me@example.com",
+            name: "me",
+            avatar_url: null,
+            password_hash: null,
+            created_at: iso(0),
+            updated_at: iso(0)
+          }
+        ])
+        yield* insertRows(sql, "teams", [
+          { id: team, org_id: "org_one", name: "one", created_at: iso(0), updated_at: iso(0) }
+        ])
+        yield* insertRows(
+          sql,
+          "invitations",
+          Array.from({ length: ONE_TEAM_INVITATIONS }, (_, i) => ({
+            id: id("inv", i),
+            team_id: team,
+            email: `open${i}@example.com`,
+            role: "member",
+            status: i % 4 === 0 ? "pending" : "accepted",
+            invited_by: ME,
+            created_at: iso(i),
+            expires_at: iso(N * 20),
+            answered_at: null
+          }))
+        )
+        yield* usingPostgres() ? sql`VACUUM ANALYZE` : sql`ANALYZE`
+      })
+    )
+  }, 60_000)
+
+  afterAll(() => single.dispose())
+
+  for (const status of [undefined, ...invitationStatuses]) {
+    // Known gap (docs/known-gaps.md): PostgreSQL expects none of the team's pending invitations to have lapsed and
+    // reads the whole table for that branch of `expired`; an index of them by expiry is one SQLite then reads a
+    // team's `pending` page from, and sorts.
+    const known = usingPostgres() && status === "expired"
+    ;(known ? test.failing : test)(`status=${status ?? "none"}: page 1 in index order`, async () => {
+      const statements = await single.run(
+        captured(
+          Effect.flatMap(InvitationsRepo, (repo) =>
+            repo.listForTeam(team, { page: 1, per_page: 20, sort: "created_at", order: "desc", status }, NOW)
+          )
+        )
+      )
+      expect(statements.some(([text]) => /ORDER BY/i.test(text))).toBe(true)
+      for (const statement of statements) {
+        const { plan, whole } = await single.run(explain(statement))
+        expect({ statement: statement[0], whole, plan }).toEqual({ statement: statement[0], whole: [], plan })
+      }
+    })
+  }
+})
