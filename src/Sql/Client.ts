@@ -8,7 +8,7 @@
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { type DatabaseConfig, DatabaseUrl, FastPathsConfig } from "../Config.js"
 import { runMigrations } from "./Migrations.js"
 
@@ -55,7 +55,13 @@ const pg = (url: DatabaseConfig & { _tag: "pg" }) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const PgClient = yield* Effect.promise(() => import("@effect/sql-pg/PgClient"))
-      const options = { maxConnections: 20, applicationName: "project-collaboration-service" }
+      // A new connection to a server that does not answer fails after `connectTimeout` rather than waiting for
+      // ever (start-up included: `PgClient.make`'s own timeout cannot cut its first connection short).
+      const options = {
+        maxConnections: 20,
+        applicationName: "project-collaboration-service",
+        connectTimeout: Duration.seconds(5)
+      }
       if (!(yield* Effect.orDie(FastPathsConfig)).has("prepared-statements"))
         return PgClient.layer({ url: url.url, ...options })
       const { preparedPool } = yield* Effect.promise(() => import("./PgPrepared.js"))

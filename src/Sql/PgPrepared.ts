@@ -19,7 +19,7 @@
  *   so its next run prepares it again. The service's statements name their columns.
  */
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Redacted, type Scope } from "effect"
+import { Duration, Effect, Redacted, type Scope } from "effect"
 import Pg from "pg"
 
 /** How many prepared statements a connection keeps at most. */
@@ -77,29 +77,35 @@ export interface PreparedPoolOptions {
   readonly url: Redacted.Redacted
   readonly maxConnections: number
   readonly applicationName: string
+  /** How long a new connection may take to be ready (`pg` waits without end by default). */
+  readonly connectTimeout: Duration.Duration
   readonly capacity?: number
 }
 
 /**
- * The pool, for `PgClient.fromPool`/`layerFromPool`: connected once to check the address (as `PgClient.make`
- * does), ended with its scope.
+ * The pool, for `PgClient.fromPool`/`layerFromPool`, ended with its scope; connected once to check the address, as
+ * `PgClient.make` does.
  */
 export const preparedPool = (options: PreparedPoolOptions): Effect.Effect<Pg.Pool, SqlError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.tryPromise({
-      try: async () => {
+  Effect.gen(function* () {
+    const pool = yield* Effect.acquireRelease(
+      Effect.sync(() => {
         const pool = new Pg.Pool({
           connectionString: Redacted.value(options.url),
           max: options.maxConnections,
           application_name: options.applicationName,
+          connectionTimeoutMillis: Duration.toMillis(options.connectTimeout),
           Client: preparingClient(options.capacity ?? DEFAULT_CAPACITY)
         })
         // An idle connection's error (the server restarted, say) is the pool's to handle: it drops the connection.
         pool.on("error", () => {})
-        await pool.query("SELECT 1")
         return pool
-      },
+      }),
+      (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+    )
+    yield* Effect.tryPromise({
+      try: () => pool.query("SELECT 1"),
       catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
-    }),
-    (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
-  )
+    })
+    return pool
+  })

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { Duration, Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { preparedPool } from "../../src/Sql/PgPrepared.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 
@@ -23,11 +23,17 @@ const pools = {
         url: Redacted.make(url),
         maxConnections: 1,
         applicationName: "pg-prepared-test",
+        connectTimeout: Duration.seconds(2),
         capacity: CAPACITY
       })
     }),
   idiomatic: (url: string) =>
-    PgClient.layer({ url: Redacted.make(url), maxConnections: 1, applicationName: "pg-prepared-test" })
+    PgClient.layer({
+      url: Redacted.make(url),
+      maxConnections: 1,
+      applicationName: "pg-prepared-test",
+      connectTimeout: Duration.seconds(2)
+    })
 } as const
 
 type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
@@ -182,3 +188,27 @@ for (const [name, pool] of Object.entries(pools)) {
     }
   })
 }
+
+// No PostgreSQL needed: a server that takes the connection and never answers. Run once, in the SQLite run.
+test.skipIf(usingPostgres())(
+  "a server that never answers fails start-up after the connect timeout, from either pool",
+  async () => {
+    const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data: () => {} } })
+    try {
+      const url = `postgres://nobody@127.0.0.1:${silent.port}/none`
+      const outcomes = await Promise.all(
+        Object.values(pools).map((pool) =>
+          Effect.runPromise(
+            Effect.flip(Effect.scoped(Layer.build(pool(url)))).pipe(
+              Effect.map((error) => `${error.message}: ${String(error.cause)}`)
+            )
+          )
+        )
+      )
+      for (const outcome of outcomes) expect(outcome).toMatch(/^PgClient: .*(timeout|timed out)/i)
+    } finally {
+      silent.stop(true)
+    }
+  },
+  20_000
+)
