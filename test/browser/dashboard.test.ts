@@ -7,7 +7,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { brotliDecompressSync, gunzipSync } from "node:zlib"
 import { type Server, startServer } from "../support/server.ts"
-import { type BrowserSession, expectNoProblems, expectOnlyLoopback, openBrowser, userWithPassword } from "./browser.ts"
+import {
+  type BrowserSession,
+  expectNoProblems,
+  expectOnlyLoopback,
+  openBrowser,
+  reload,
+  userWithPassword
+} from "./browser.ts"
 
 let server: Server
 let session: BrowserSession
@@ -242,7 +249,7 @@ describe("in the browser", () => {
     expect(created.status).toBe(201)
 
     // After a reload the value is nowhere: not on the page, not in storage; only its prefix is listed.
-    await page.reload()
+    await reload(page)
     await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor()
     const row = page.locator("tr", { hasText: "Deploy bot" })
     await row.waitFor()

@@ -16,6 +16,7 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
+  reload,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -168,7 +169,7 @@ test("Bea runs its PKCE flow: sign-in (a wrong password first), consent, and the
   expect(await page.getByRole("button", { name: "Deny" }).getAttribute("class")).toBeNull()
   await session.shots("36-oauth-consent")
   // A reload shows the same page (no form is posted again).
-  await page.reload()
+  await reload(page)
   await page.getByRole("heading", { level: 1, name: "Allow access?" }).waitFor()
 
   await page.getByRole("button", { name: "Allow" }).click()

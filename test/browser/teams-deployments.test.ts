@@ -8,6 +8,7 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
+  reload,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -119,7 +120,7 @@ describe("teams and deployments", () => {
     // The redrawn page's invitations load after its members: the shot waits for them.
     await page.locator("tbody tr", { hasText: "carol@example.com" }).waitFor()
     await session.shots("31-team-role-changed")
-    await page.reload()
+    await reload(page)
     await expect(
       page
         .locator("tbody tr", { hasText: bob.email })

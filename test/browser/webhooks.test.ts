@@ -19,6 +19,7 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
+  reload,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -274,7 +275,7 @@ test("edit a webhook's events, rotate its secret (shown once, used to sign), del
   expect(new StandardWebhook(secret).verify(latest!.body, latest!.headers)).toBeTruthy()
   expect(new StandardWebhook(firstSecret).verify(latest!.body, latest!.headers)).toBeTruthy()
 
-  await page.reload()
+  await reload(page)
   await page.getByRole("heading", { level: 1, name: "Webhook" }).waitFor()
   expect(await page.content()).not.toContain(secret)
 
