@@ -1,7 +1,8 @@
 /**
- * The retention sweep's statements (src/Retention/Retention.ts). Each deletes at most `limit` rows and answers how
- * many it deleted (the rows the database returned); each reads by an index of migration 0012. Deleting through
- * these keeps every list total exact: the counters of migration 0006 are kept by triggers on delete.
+ * The retention sweep's statements (src/Retention/Retention.ts). Each deletes (or, for lapsed invitations, marks)
+ * at most `limit` rows and answers how many (the rows the database returned); each reads by an index of migration
+ * 0012 (0016 for invitations). Deleting through these keeps every list total exact: the counters of migration 0006
+ * are kept by triggers on delete.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
@@ -109,7 +110,32 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
         count
       )
 
+    /**
+     * Up to `limit` pending invitations past their expiry marked `expired`, what they already read as, found in
+     * migration 0016's table by expiry (the counters and that table follow by trigger); answers how many. Only
+     * `pending` ones change, so one answered meanwhile keeps its answer; a lapsed one can no longer be accepted.
+     */
+    const expireLapsedInvitations = (now: string, limit: number) =>
+      Effect.map(
+        sql.onDialectOrElse({
+          // The ids as an array, read once: matched by `id IN (… LIMIT …)`, PostgreSQL may run the subquery more
+          // than once and mark more than the batch.
+          pg: () =>
+            sql`UPDATE invitations SET status = 'expired' WHERE status = 'pending' AND id = ANY (ARRAY(
+                  SELECT invitation_id FROM invitation_expiries WHERE expires_at <= ${now}
+                  ORDER BY expires_at LIMIT ${limit}
+                )) RETURNING id`,
+          orElse: () =>
+            sql`UPDATE invitations SET status = 'expired' WHERE status = 'pending' AND id IN (
+                  SELECT invitation_id FROM invitation_expiries WHERE expires_at <= ${now}
+                  ORDER BY expires_at LIMIT ${limit}
+                ) RETURNING id`
+        }),
+        count
+      )
+
     return {
+      expireLapsedInvitations,
       endedDeliveries,
       deleteAttempts,
       deleteDeliveries,

@@ -8,6 +8,9 @@
  * - idempotency keys past `IDEMPOTENCY_TTL` (their `expires_at`);
  * - OAuth authorization requests, codes and tokens a day past their expiry.
  *
+ * It also marks pending invitations past their expiry `expired` (what they read as already), so a team's `pending`
+ * and `expired` totals need only the few that lapsed since (src/Teams/Repo.ts).
+ *
  * A batch of deliveries or events is one transaction (the rows read, then deleted): a delivery retried meanwhile
  * waits for it on PostgreSQL and then finds the delivery gone, or, read first, keeps it. Every server process runs a
  * sweep every `RETENTION_SWEEP_INTERVAL`, the first at start-up; across replicas one at a time (an advisory lock:
@@ -29,6 +32,8 @@ export interface SweepCounts {
   readonly events: number
   readonly idempotency_keys: number
   readonly oauth: number
+  /** Pending invitations past their expiry, marked `expired`. */
+  readonly invitations_expired: number
 }
 
 /** One delete statement of a sweep: its table and the rows it deleted. */
@@ -127,7 +132,20 @@ export class Retention extends Effect.Service<Retention>()("Retention", {
         }
       }
 
-      const counts: SweepCounts = { deliveries, events, idempotency_keys: idempotencyKeys, oauth }
+      let invitationsExpired = 0
+      for (;;) {
+        const marked = yield* Effect.tap(repo.expireLapsedInvitations(nowIso, limit), noted("invitations"))
+        invitationsExpired += marked
+        if (marked < limit) break
+      }
+
+      const counts: SweepCounts = {
+        deliveries,
+        events,
+        idempotency_keys: idempotencyKeys,
+        oauth,
+        invitations_expired: invitationsExpired
+      }
       return { counts, statements } satisfies SweepReport
     })
 

@@ -17,6 +17,7 @@ import m0012 from "./migrations/0012_retention.js"
 import m0013 from "./migrations/0013_oauth_apps.js"
 import m0014 from "./migrations/0014_list_order.js"
 import m0015 from "./migrations/0015_list_plans.js"
+import m0016 from "./migrations/0016_invitation_expiries.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -34,7 +35,8 @@ const migrations = {
   "0012_retention": m0012,
   "0013_oauth_apps": m0013,
   "0014_list_order": m0014,
-  "0015_list_plans": m0015
+  "0015_list_plans": m0015,
+  "0016_invitation_expiries": m0016
 }
 
 const migrate = Migrator.make({})

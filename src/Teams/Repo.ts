@@ -304,14 +304,19 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
 
     /**
      * Counters hold the stored status; `pending` and `expired` depend on the clock (a pending invitation past its
-     * expiry reads as expired), so those totals are counted from the rows.
+     * expiry reads as expired). So those two are the counters corrected by the team's stored-pending invitations
+     * already past their expiry, counted in migration 0016's table: a range that holds only those that lapsed since
+     * the retention sweep last marked them `expired`.
      */
-    const teamTotal = (teamId: string, status: InvitationStatus | undefined) =>
-      status === undefined
-        ? counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`])
-        : status === "pending" || status === "expired"
-          ? undefined
-          : counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`, sql`status = ${status}`])
+    const teamTotal = (teamId: string, status: InvitationStatus | undefined, now: string) => {
+      const stored = (wanted: InvitationStatus) =>
+        counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`, sql`status = ${wanted}`])
+      const lapsed = sql`(SELECT count(*) FROM invitation_expiries WHERE team_id = ${teamId} AND expires_at <= ${now})`
+      if (status === undefined) return counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`])
+      if (status === "pending") return sql`(${stored("pending")} - ${lapsed})`
+      if (status === "expired") return sql`(${stored("expired")} + ${lapsed})`
+      return stored(status)
+    }
 
     const listForTeam = (teamId: string, query: ListQuery<InvitationSort, InvitationStatus>, now: string) =>
       listPage(
@@ -325,7 +330,7 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
           createdColumn: "i.created_at",
           idColumn: "i.id",
           searchColumns: ["i.email"],
-          total: teamTotal(teamId, query.status)
+          total: teamTotal(teamId, query.status, now)
         },
         query
       )

@@ -1,7 +1,7 @@
 /**
  * The retention sweep (src/Retention/) on the engine `DATABASE_URL` selects: what goes (ended deliveries past
  * `DELIVERY_RETENTION` with their attempts, old events with nothing pending, expired idempotency keys, OAuth rows a
- * day past expiry), what stays (pending deliveries and their events, recent rows), list totals that stay exact (the
+ * day past expiry), lapsed pending invitations marked expired (with the team's totals right either way), what stays (pending deliveries and their events, recent rows), list totals that stay exact (the
  * counters of migration 0006 against the rows), statements that never delete more than the batch size, and (on
  * PostgreSQL) no sweep while another process holds the retention lock.
  */
@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { SQL } from "bun"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
+import { invitationStatuses } from "../../src/Domain/Invitation.ts"
 import { Retention, type SweepReport } from "../../src/Retention/Retention.ts"
+import { InvitationsRepo } from "../../src/Teams/Repo.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
 import { webhookRow } from "../support/helpers.ts"
@@ -175,7 +177,7 @@ describe("a sweep", () => {
 
     const report = await sweep({ RETENTION_BATCH_SIZE: "3" })
     // 10 ended (5 events × 2) + 1 ended beside the pending one + the late one.
-    expect(report.counts).toEqual({ deliveries: 12, events: 6, idempotency_keys: 0, oauth: 0 })
+    expect(report.counts).toEqual({ deliveries: 12, events: 6, idempotency_keys: 0, oauth: 0, invitations_expired: 0 })
 
     expect(await idsOf("events")).toEqual(["evt_ret_new_1", "evt_ret_new_2", "evt_ret_pending"])
     expect(await idsOf("deliveries")).toEqual([
@@ -216,7 +218,8 @@ describe("a sweep", () => {
       deliveries: 0,
       events: 0,
       idempotency_keys: 0,
-      oauth: 0
+      oauth: 0,
+      invitations_expired: 0
     })
   }, 60_000)
 
@@ -261,6 +264,79 @@ describe("a sweep", () => {
     expect(await idsOf("oauth_codes")).toEqual(["ocd_kept"])
     expect(await idsOf("oauth_tokens")).toEqual(["otk_access_kept", "otk_refresh_kept"])
     for (const statement of report.statements) expect(statement.rows).toBeLessThanOrEqual(1)
+  }, 30_000)
+
+  test("pending invitations past their expiry are marked expired; open and answered ones keep their status; the team's totals stay right before and after", async () => {
+    const team = `team_${"0".repeat(23)}ret`
+    const idOf = (n: number) => `inv_${String(n).padStart(26, "0")}`
+    // id, status, expiry; the first three lapsed while pending.
+    const invitations: ReadonlyArray<readonly [string, string, string]> = [
+      [idOf(1), "pending", ago(DAY)],
+      [idOf(2), "pending", ago(60_000)],
+      [idOf(3), "pending", ago(2 * DAY)],
+      [idOf(4), "pending", ago(-DAY)],
+      [idOf(5), "accepted", ago(DAY)],
+      [idOf(6), "expired", ago(3 * DAY)]
+    ]
+    await sqlRun((sql) =>
+      Effect.gen(function* () {
+        const [org] = yield* sql<{ org_id: string }>`SELECT org_id FROM users WHERE id = ${userId}`
+        yield* sql`INSERT INTO teams ${sql.insert({ id: team, org_id: org!.org_id, name: "Ret", created_at: OLD, updated_at: OLD })}`
+        yield* sql`INSERT INTO invitations ${sql.insert(
+          invitations.map(([id, status, expires], i) => ({
+            id,
+            team_id: team,
+            email: `ret${i}@example.com`,
+            role: "member",
+            status,
+            invited_by: userId,
+            created_at: OLD,
+            expires_at: expires,
+            answered_at: status === "accepted" ? OLD : null
+          }))
+        )}`
+      })
+    )
+    const totals = () =>
+      harness.run(
+        Effect.flatMap(InvitationsRepo, (repo) =>
+          Effect.forEach([undefined, ...invitationStatuses], (status) =>
+            Effect.map(
+              repo.listForTeam(team, { page: 1, per_page: 20, sort: "created_at", order: "desc", status }, ago(0)),
+              (page): ReadonlyArray<string | number> => [status ?? "all", page.total, page.items.length]
+            )
+          )
+        ).pipe(Effect.provide(InvitationsRepo.Default))
+      )
+    // The total from the counters (corrected by the lapsed ones) is the count of the rows the list reads.
+    const expected = [
+      ["all", 6, 6],
+      ["pending", 1, 1],
+      ["accepted", 1, 1],
+      ["declined", 0, 0],
+      ["revoked", 0, 0],
+      ["expired", 4, 4]
+    ]
+    expect(await totals()).toEqual(expected)
+
+    const report = await sweep({ RETENTION_BATCH_SIZE: "2" })
+    expect(report.counts.invitations_expired).toBe(3)
+    for (const statement of report.statements) expect(statement.rows).toBeLessThanOrEqual(2)
+    expect(
+      await sqlRun(
+        (sql) =>
+          sql<{ id: string; status: string }>`SELECT id, status FROM invitations WHERE team_id = ${team} ORDER BY id`
+      )
+    ).toEqual([
+      { id: idOf(1), status: "expired" },
+      { id: idOf(2), status: "expired" },
+      { id: idOf(3), status: "expired" },
+      { id: idOf(4), status: "pending" },
+      { id: idOf(5), status: "accepted" },
+      { id: idOf(6), status: "expired" }
+    ])
+    expect(await totals()).toEqual(expected)
+    expect((await sweep({})).counts.invitations_expired).toBe(0)
   }, 30_000)
 
   test.skipIf(!usingPostgres())(
