@@ -387,6 +387,15 @@ const program = Effect.gen(function* () {
         )
     ],
     [
+      "invitations of one team, status=expired",
+      (u, page) =>
+        invitationsRepo.listForTeam(
+          team(u === "small" ? "s1" : "l1"),
+          { ...query(page), sort: "created_at", status: "expired" },
+          now
+        )
+    ],
+    [
       "invitations of one team, status=accepted",
       (u, page) =>
         invitationsRepo.listForTeam(

@@ -240,13 +240,25 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
      * range of a `(team or email, status, created_at, id)` index (migration 0015) walked in order. An expression
      * over the columns (`status(now) = $wanted`) would give the same rows, but no index serves it, and PostgreSQL
      * estimates it at a fraction of a percent of the rows, so it reads them all and sorts them.
+     *
+     * `lapsed` is the branch of pending invitations past their expiry. For one email (a handful of invitations) it
+     * is a range of the email's index. For a team it is read from migration 0016's table by `(team_id, expires_at)`:
+     * a walk of the team's pending invitations reads every open one when few have lapsed, and PostgreSQL, which
+     * expects none to have lapsed, reads the whole table for it. That table's lapsed range holds only those that
+     * lapsed since the retention sweep last marked them `expired`, so the branch reads and sorts that short range.
      */
-    const statusBranches = (wanted: InvitationStatus, now: string): ReadonlyArray<ReadonlyArray<Statement.Fragment>> =>
+    const statusBranches = (
+      wanted: InvitationStatus,
+      now: string,
+      lapsed: Statement.Fragment = sql`i.expires_at <= ${now}`
+    ): ReadonlyArray<ReadonlyArray<Statement.Fragment>> =>
       wanted === "pending"
         ? [[sql`i.status = 'pending'`, sql`i.expires_at > ${now}`]]
         : wanted === "expired"
-          ? [[sql`i.status = 'expired'`], [sql`i.status = 'pending'`, sql`i.expires_at <= ${now}`]]
+          ? [[sql`i.status = 'expired'`], [sql`i.status = 'pending'`, lapsed]]
           : [[sql`i.status = ${wanted}`]]
+    const lapsedOfTeam = (teamId: string, now: string) =>
+      sql`i.id IN (SELECT invitation_id FROM invitation_expiries WHERE team_id = ${teamId} AND expires_at <= ${now})`
     /**
      * With the team's and the inviter's names (both cascade-delete their invitations, so each row has both), each
      * looked up by primary key for the rows read: the list's plan is the walk of an `invitations` index alone, which
@@ -325,7 +337,7 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
           select: columns(now),
           from: sql`invitations i`,
           where: [sql`i.team_id = ${teamId}`],
-          branches: query.status !== undefined ? statusBranches(query.status, now) : [[]],
+          branches: query.status !== undefined ? statusBranches(query.status, now, lapsedOfTeam(teamId, now)) : [[]],
           columns: { created_at: "i.created_at" },
           createdColumn: "i.created_at",
           idColumn: "i.id",

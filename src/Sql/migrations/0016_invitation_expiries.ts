@@ -10,8 +10,9 @@
  * A table of its own rather than an index on `invitations`: an index of the pending invitations by expiry is one
  * the planners read a team's `pending` or `expired` page from, then sort, instead of walking the team's
  * `(team_id, status, created_at)` index and stopping after the page (test/lists/query-plans.test.ts, one team's
- * invitations). No list reads this table. An invitation's team and expiry never change after it is written, and no
- * write returns an invitation to `pending`, so the triggers watch only those two moments.
+ * invitations). Of the lists, only a team's `expired` page reads this table, for its lapsed ones
+ * (src/Teams/Repo.ts). An invitation's team and expiry never change after it is written, and no write returns an
+ * invitation to `pending`, so the triggers watch only those two moments.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
