@@ -9,6 +9,7 @@
  * Before 1., `--warmup` events (200 by default, fanned out like 1.) are created and delivered unmeasured, so the
  * figures are the warm server's, not its JIT's first seconds.
  * Usage: bun bench/deliveries.ts [--events 2000] [--hooks 10] [--rate 500] [--seconds 10] [--warmup 200]
+ *        [--database-cores 1 | any] (PostgreSQL of this machine: the cores it runs on meanwhile, see `pinDatabase`)
  *        BENCH_SERVER_DIR=<another checkout> measures that one (side by side, A B A B)
  * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file. On a
  * PostgreSQL of this machine the CPU of the backends serving that database is printed beside the server's.
@@ -168,6 +169,44 @@ const serverCpu = () => cpuOf(server.pid)
  * on SQLite (the database's work is in the server's own CPU).
  */
 const monitor = DATABASE_URL.startsWith("postgres") ? new SQL(DATABASE_URL, { max: 1 }) : undefined
+
+/**
+ * PostgreSQL on this machine is moved to `--database-cores` (default core 1, beside this process) for the run, as a
+ * database host of its own would be: left on both cores, its backends take the server's core too, and the lag then
+ * measures the two sharing one core. `--database-cores any` leaves it where it is. The postmaster and every process
+ * it has are moved (backends forked later inherit it), and all are put back to the postmaster's mask at exit.
+ */
+const databaseCores = process.argv.includes("--database-cores")
+  ? (process.argv[process.argv.indexOf("--database-cores") + 1] ?? "1")
+  : "1"
+const taskset = (...args: Array<string>) => Bun.spawnSync(["taskset", ...args], { stdout: "pipe", stderr: "pipe" })
+const processesOf = (postmaster: number) => [
+  String(postmaster),
+  ...new TextDecoder()
+    .decode(Bun.spawnSync(["pgrep", "-P", String(postmaster)], { stdout: "pipe" }).stdout)
+    .split("\n")
+    .filter(Boolean)
+]
+const pinDatabase = async () => {
+  if (monitor === undefined || databaseCores === "any") return
+  const [own] = await monitor`SELECT pg_backend_pid() AS pid`
+  const stat = await Bun.file(`/proc/${own.pid}/stat`).text()
+  const postmaster = Number(stat.split(") ")[1]?.split(" ")[1])
+  const mask = new TextDecoder()
+    .decode(taskset("-p", String(postmaster)).stdout)
+    .split(": ")[1]
+    ?.trim()
+  if (mask === undefined) return console.log("PostgreSQL's cores are unknown: it is left where it is")
+  const unpin = () => {
+    for (const pid of processesOf(postmaster)) taskset("-a", "-p", mask, pid)
+  }
+  process.on("exit", unpin)
+  if (processesOf(postmaster).some((pid) => taskset("-a", "-cp", databaseCores, pid).exitCode !== 0)) {
+    return console.log(`PostgreSQL could not be moved to core(s) ${databaseCores}: it may share the server's core`)
+  }
+  console.log(`PostgreSQL (postmaster ${postmaster}) on core(s) ${databaseCores} for the run (mask ${mask} after)`)
+}
+await pinDatabase()
 const databaseCpu = async (): Promise<Map<number, number> | undefined> => {
   if (monitor === undefined) return undefined
   const rows: Array<{ pid: number }> =
