@@ -10,7 +10,9 @@
  *   parameters at the first runs, then a generic plan where it costs no more. Every list shape's generic plan reads
  *   in index order as its custom plan does (test/lists/query-plans.test.ts checks both).
  * - Memory is bounded: a connection keeps at most `capacity` statements; past it the least recently run is closed
- *   (`DEALLOCATE`, queued on the connection like any statement) before a new one is prepared.
+ *   (`DEALLOCATE`, queued on the connection like any statement) before a new one is prepared. A `DEALLOCATE` that
+ *   ran inside a failed transaction (which refuses every statement until its rollback) is sent again ahead of a
+ *   later statement run outside a transaction.
  * - Only statements with parameters are named. BEGIN, COMMIT, SAVEPOINT and the migrations' DDL (no parameters)
  *   take the simple protocol, as with the twin; a statement `@effect/sql-pg` sends as a config object (streams,
  *   array rows) is passed through unchanged.
@@ -28,12 +30,25 @@ export const DEFAULT_CAPACITY = 256
 /** The SQLSTATE of "cached plan must not change result type". */
 const RESULT_TYPE_CHANGED = "0A000"
 
+/** The SQLSTATE of "current transaction is aborted, commands ignored until end of transaction block". */
+const IN_FAILED_TRANSACTION = "25P02"
+
+const codeOf = (error: Error | null): unknown => (error !== null && "code" in error ? error.code : undefined)
+
 /** A `pg` connection that runs each parameterised statement as a named prepared statement (see above). */
 export const preparingClient = (capacity: number) =>
   class PreparingClient extends Pg.Client {
     /** Statement text → its name on this connection, least recently run first. */
     private readonly names = new Map<string, string>()
+    /** Names whose `DEALLOCATE` a failed transaction refused: closed again once outside a transaction. */
+    private readonly unclosed: Array<string> = []
     private made = 0
+
+    private close(name: string): void {
+      super.query(`DEALLOCATE ${name}`, (error: Error | null) => {
+        if (codeOf(error) === IN_FAILED_TRANSACTION) this.unclosed.push(name)
+      })
+    }
 
     private nameOf(text: string): string {
       const known = this.names.get(text)
@@ -46,7 +61,7 @@ export const preparingClient = (capacity: number) =>
         const [oldestText, oldest] = this.names.entries().next().value ?? []
         if (oldestText !== undefined && oldest !== undefined) {
           this.names.delete(oldestText)
-          super.query(`DEALLOCATE ${oldest}`, () => {})
+          this.close(oldest)
         }
       }
       this.made += 1
@@ -61,9 +76,20 @@ export const preparingClient = (capacity: number) =>
       const [text, values, callback] = args
       if (typeof text !== "string" || !Array.isArray(values) || values.length === 0 || typeof callback !== "function")
         return Reflect.apply(Pg.Client.prototype.query, this, args)
+      // Outside a transaction as of its last statement (a connection runs one caller's statements at a time). One
+      // `DEALLOCATE` at most ahead of a statement: `pg` deprecates queueing more than one query behind another.
+      const unclosed = this.unclosed[0]
+      if (
+        unclosed !== undefined &&
+        this.getTransactionStatus() === "I" &&
+        (this.names.has(text) || this.names.size < capacity)
+      ) {
+        this.unclosed.shift()
+        this.close(unclosed)
+      }
       const name = this.nameOf(text)
       return super.query({ text, values, name }, (error: Error | null, result: Pg.QueryResult) => {
-        if (error !== null && "code" in error && error.code === RESULT_TYPE_CHANGED && this.names.get(text) === name) {
+        if (codeOf(error) === RESULT_TYPE_CHANGED && this.names.get(text) === name) {
           // Dropped rather than closed: names are never reused (`made` only grows), and the next run of this text
           // prepares it afresh.
           this.names.delete(text)

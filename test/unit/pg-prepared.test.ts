@@ -166,6 +166,39 @@ for (const [name, pool] of Object.entries(pools)) {
         })
       })
 
+      test("a statement closed inside a failed transaction is closed once the transaction is over", async () => {
+        // Without parameters, so this read is not itself prepared (and does not take a place).
+        const onServer = async (column: string) =>
+          (
+            await sqlRun((sql) =>
+              sql.unsafe<{ n: number }>(
+                `SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%${column}%'`
+              )
+            )
+          )[0]
+        const insert = (sql: SqlClient.SqlClient, id: number) =>
+          sql`INSERT INTO things (id, name) VALUES (${id}, ${`refusal ${id}`})`
+        // The connection's places: two selects, then the insert that will fail.
+        for (let i = 0; i < CAPACITY - 1; i++) {
+          await sqlRun((sql) => sql`SELECT id AS ${sql(`full_${i}`)} FROM things WHERE id = ${1}`)
+        }
+        await sqlRun((sql) => insert(sql, 500))
+        expect(await onServer("full_0")).toEqual({ n: 1 })
+        // The insert fails (a taken id), then a new text needs a place: the DEALLOCATE of the least recently run,
+        // `full_0`, runs in the failed transaction, which refuses it.
+        await expect(
+          sqlRun((sql) =>
+            sql.withTransaction(
+              Effect.zipRight(Effect.ignore(insert(sql, 500)), sql`SELECT id AS refused FROM things WHERE id = ${1}`)
+            )
+          )
+        ).rejects.toThrow()
+        expect(await onServer("full_0")).toEqual({ n: 1 })
+        // A statement the connection still has, outside a transaction: the refused DEALLOCATE goes ahead of it.
+        await sqlRun((sql) => sql`SELECT id AS ${sql("full_1")} FROM things WHERE id = ${1}`)
+        expect(await onServer("full_0")).toEqual({ n: 0 })
+      })
+
       test("a statement whose result columns changed fails once, then is prepared afresh", async () => {
         const select = (sql: SqlClient.SqlClient) => sql`SELECT * FROM wide WHERE id = ${1}`
         const read = () => sqlRun(select)
