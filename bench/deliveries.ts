@@ -196,6 +196,14 @@ const processesOf = (postmaster: number) => [
 const pinDatabase = async () => {
   if (monitor === undefined || databaseCores === "any") return
   const [own] = await monitor`SELECT pg_backend_pid() AS pid`
+  // Only a PostgreSQL of this machine: the backend's pid must be a postgres process here.
+  const local = ["localhost", "127.0.0.1", "[::1]", ""].includes(new URL(DATABASE_URL).hostname)
+  const comm = local
+    ? await Bun.file(`/proc/${own.pid}/comm`)
+        .text()
+        .catch(() => "")
+    : ""
+  if (!comm.startsWith("postgres")) return console.log("PostgreSQL is not on this machine: it is left where it is")
   const stat = await Bun.file(`/proc/${own.pid}/stat`).text()
   const postmaster = Number(stat.split(") ")[1]?.split(" ")[1])
   const mask = new TextDecoder()
