@@ -316,9 +316,8 @@ const program = Effect.gen(function* () {
     })
 
   let renames = 0
-  const cases: Array<
-    [string, (size: "small" | "large", page: number) => Effect.Effect<unknown, unknown, SqlClient.SqlClient>]
-  > = [
+  type Case = [string, (size: "small" | "large", page: number) => Effect.Effect<unknown, unknown, SqlClient.SqlClient>]
+  const cases: Array<Case> = [
     ["projects, created_at", (u, page) => projects.list(user(u), query(page))],
     ["projects: its total alone, counters", (u) => counterOnly(u)],
     ["projects: its total alone, range count", (u) => countOnly(u)],
@@ -372,38 +371,17 @@ const program = Effect.gen(function* () {
       "deployments of one project",
       (u, page) => deploymentsRepo.list(firstProject(u), { ...query(page), sort: "created_at" })
     ],
-    [
-      "invitations of one team",
-      (u, page) =>
-        invitationsRepo.listForTeam(team(u === "small" ? "s1" : "l1"), { ...query(page), sort: "created_at" }, now)
-    ],
-    [
-      "invitations of one team, status=pending",
-      (u, page) =>
-        invitationsRepo.listForTeam(
-          team(u === "small" ? "s1" : "l1"),
-          { ...query(page), sort: "created_at", status: "pending" },
-          now
-        )
-    ],
-    [
-      "invitations of one team, status=expired",
-      (u, page) =>
-        invitationsRepo.listForTeam(
-          team(u === "small" ? "s1" : "l1"),
-          { ...query(page), sort: "created_at", status: "expired" },
-          now
-        )
-    ],
-    [
-      "invitations of one team, status=accepted",
-      (u, page) =>
-        invitationsRepo.listForTeam(
-          team(u === "small" ? "s1" : "l1"),
-          { ...query(page), sort: "created_at", status: "accepted" },
-          now
-        )
-    ],
+    ...([undefined, "pending", "expired", "accepted"] as const).map(
+      (status): Case => [
+        `invitations of one team${status === undefined ? "" : `, status=${status}`}`,
+        (u, page) =>
+          invitationsRepo.listForTeam(
+            team(u === "small" ? "s1" : "l1"),
+            { ...query(page), sort: "created_at", status },
+            now
+          )
+      ]
+    ),
     ["members of one team, name", (u, page) => teamsRepo.listMembers(crowd[u], { ...query(page), sort: "name" })],
     [
       "members of one team, joined_at",
