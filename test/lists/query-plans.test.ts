@@ -16,8 +16,9 @@
  * On PostgreSQL each statement's generic plan is checked too (planned without its parameters' values, as a prepared
  * statement may be after its first runs: src/Sql/PgPrepared.ts), so the plans hold whichever PostgreSQL picks.
  *
- * On both, a sort of rows that are all looked up by id from a range of a table in `SHORT_TABLES` passes (the lapsed
- * pending invitations of a team's `expired` page): that range is kept short by something other than the list.
+ * On both, a sort of rows that are all looked up by id from a range of a table in `SHORT_TABLES` on its column
+ * passes (the lapsed pending invitations of a team's `expired` page): that range is kept short by something other
+ * than the list.
  *
  * Searches and creation bounds are left out: they filter while the same index is walked, so they add no shape.
  */
@@ -406,11 +407,19 @@ const inSubqueries = (statement: string): ReadonlyArray<string> =>
   })
 
 /**
- * Tables a list may read a range of and sort: each range is kept short by something other than the list, whatever
- * the number of rows the list shows. `invitation_expiries` (migration 0016): a team's rows past their expiry are its
- * invitations that lapsed since the retention sweep last marked them `expired` (src/Retention/).
+ * Tables a list may read a range of and sort, each with the column of that range: the range is kept short by
+ * something other than the list, whatever the number of rows the list shows. `invitation_expiries` (migration
+ * 0016): a team's rows past their expiry are its invitations that lapsed since the retention sweep last marked them
+ * `expired` (src/Retention/). Read any other way (the whole table, or a range of another column), it is not short.
  */
-const SHORT_TABLES: ReadonlySet<string> = new Set(["invitation_expiries"])
+const SHORT_TABLES: ReadonlyMap<string, string> = new Map([["invitation_expiries", "expires_at"]])
+
+/** SQLite: a plan row that searches a `SHORT_TABLES` table by a range of its column. */
+const searchesShortRange = (detail: string): boolean => {
+  const [, table, condition] = /^SEARCH (\S+) USING .*\((.*)\)$/.exec(detail) ?? []
+  const column = SHORT_TABLES.get(table ?? "")
+  return column !== undefined && new RegExp(`\\b${column}[<>]`).test(condition ?? "")
+}
 
 /**
  * SQLite: the sorts over a table's rows. A temp B-tree's input is what its siblings (the rows with the same
@@ -420,7 +429,7 @@ const SHORT_TABLES: ReadonlySet<string> = new Set(["invitation_expiries"])
  * group, beside the search of the groups; it sorts at most groups × `page × per_page` rows. EXPLAIN QUERY PLAN
  * does not show that `LIMIT`, so `statement` must hold one in each `IN (…)` subquery (and PostgreSQL's plan of the
  * same statement shows its `Limit`). And rows looked up by id from a list subquery (the sort's sibling, or under
- * one) that searches a `SHORT_TABLES` range.
+ * one) that searches a `SHORT_TABLES` range (`searchesShortRange`).
  */
 const sqliteWholeSorts = (rows: ReadonlyArray<SqlitePlanRow>, statement: string): ReadonlyArray<string> => {
   const subqueries = new Set(
@@ -449,7 +458,7 @@ const sqliteWholeSorts = (rows: ReadonlyArray<SqlitePlanRow>, statement: string)
           (list) =>
             /^LIST SUBQUERY/.test(list.detail) &&
             (list.parent === sort.parent || siblings.some((sibling) => sibling.id === list.parent)) &&
-            rows.some((row) => row.parent === list.id && SHORT_TABLES.has(/^SEARCH (\S+)/.exec(row.detail)?.[1] ?? ""))
+            rows.some((row) => row.parent === list.id && searchesShortRange(row.detail))
         )
       return perGroup || fromShortRange ? [] : tables.map((row) => `${sort.detail} over ${row.detail}`)
     })
@@ -505,10 +514,16 @@ const fromShortRange = (node: PgPlanNode): boolean => {
     /Index( Only)? Scan/.test(scan["Node Type"]) &&
     /_pkey$/.test(scan["Index Name"] ?? "") &&
     /^\(id = /.test(scan["Index Cond"] ?? "")
-  return (
-    read.some((scan) => SHORT_TABLES.has(scan["Relation Name"] ?? "")) &&
-    read.every((scan) => SHORT_TABLES.has(scan["Relation Name"] ?? "") || isKeyLookup(scan))
-  )
+  // An index scan whose condition bounds the table's column (`expires_at <= …`), not a read of the whole table.
+  const isShortRange = (scan: PgPlanNode) => {
+    const column = SHORT_TABLES.get(scan["Relation Name"] ?? "")
+    return (
+      column !== undefined &&
+      /Index( Only)? Scan/.test(scan["Node Type"]) &&
+      new RegExp(`\\b${column} [<>]`).test(scan["Index Cond"] ?? "")
+    )
+  }
+  return read.some(isShortRange) && read.every((scan) => isShortRange(scan) || isKeyLookup(scan))
 }
 
 /** PostgreSQL: the sorts with a table scan under them that no `Limit` bounds. */
@@ -598,7 +613,9 @@ describe(`list query plans (${engine})`, () => {
 
   // Whole sorts the checks must see: no index in the sort order, the team projects of several teams as one `IN`,
   // members sorted by a column of the joined users, the grouped shape without its per-group `LIMIT`, and the
-  // shape `SHORT_TABLES` lets pass, on a table that is not one of them.
+  // shape `SHORT_TABLES` lets pass on a table that is not one of them, and on one of them read by another range
+  // (a team's stored-pending invitations, not only its lapsed ones; a team with none, so each engine looks them up
+  // by id rather than reading `invitations` whole).
   const wholeSorts = {
     "no index in the sort order": `SELECT id FROM projects WHERE owner_id = '${ME}' ORDER BY description, id LIMIT 20`,
     "several teams' projects as one IN": `SELECT p.id FROM projects p WHERE p.visibility = 'team' AND p.team_id IN (
@@ -613,7 +630,10 @@ describe(`list query plans (${engine})`, () => {
           SELECT p.id FROM projects p WHERE (p.team_id = g.team_id AND p.visibility = 'team'))
         WHERE g.user_id = '${JOINER}' ORDER BY p.created_at DESC, p.id DESC LIMIT 20`,
     "rows by id from a range of a table that is not kept short": `SELECT p.id FROM projects p WHERE p.id IN (
-      SELECT id FROM projects WHERE owner_id = '${ME}') ORDER BY p.created_at DESC, p.id DESC LIMIT 20`
+      SELECT id FROM projects WHERE owner_id = '${ME}') ORDER BY p.created_at DESC, p.id DESC LIMIT 20`,
+    "rows by id from the short table, not its short range": `SELECT i.id FROM invitations i WHERE i.id IN (
+      SELECT invitation_id FROM invitation_expiries WHERE team_id = '${id("team", 999_999)}')
+      ORDER BY i.created_at DESC, i.id DESC LIMIT 20`
   }
   for (const [name, sql] of Object.entries(wholeSorts)) {
     test(`the checks see a sort of the whole set when there is one: ${name}`, async () => {
