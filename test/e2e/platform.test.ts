@@ -2,8 +2,7 @@ import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createConnection } from "node:net"
 import { SQL } from "bun"
-import { FAST_PATH_NAMES } from "../../src/Config.ts"
-import { eventually, parsedLogs, stopWithin } from "../support/helpers.ts"
+import { eventually, parsedLogs, stopWithin, twinsOf } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
 import { type Server, startServer, usingPostgres } from "../support/server.ts"
 
@@ -227,13 +226,16 @@ describe("a crash", () => {
   }, 20_000)
 })
 
-/** Each implementation of the per-request wrapper (src/Http/RequestWrapper.ts), which counts requests in flight. */
-const WRAPPERS = [
-  ["fast", "all"],
-  ["idiomatic", FAST_PATH_NAMES.filter((name) => name !== "request-wrapper").join(",")]
-] as const
+/**
+ * Each implementation of the per-request wrapper (src/Http/RequestWrapper.ts), which counts requests in flight, and
+ * of the server adapter (src/Http/NodeServerFast.ts), which says when a request is done.
+ */
+const SHUTDOWN_TWINS = [
+  ...twinsOf("request-wrapper").map(([kind, fastPaths]) => [`request wrapper ${kind}`, fastPaths] as const),
+  ["server adapter idiomatic", twinsOf("server-adapter")[1]![1]] as const
+]
 
-describe.each(WRAPPERS)("graceful shutdown, request wrapper: %s", (_wrapper, fastPaths) => {
+describe.each(SHUTDOWN_TWINS)("graceful shutdown, %s", (_wrapper, fastPaths) => {
   test("SIGTERM: the request in flight completes, new /v1 work gets 503, the process exits 0", async () => {
     const draining = await startServer({ env: { FAST_PATHS: fastPaths } })
     let exited = false

@@ -5,17 +5,10 @@
  * Both implementations of the per-request wrapper run these tests.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { FAST_PATH_NAMES } from "../../src/Config.ts"
-import { eventually } from "../support/helpers.ts"
+import { eventually, twinsOf } from "../support/helpers.ts"
 import { type Server, startServer, type TestUser } from "../support/server.ts"
 
-/** Each implementation of the per-request wrapper (src/Http/RequestWrapper.ts), the others' fast paths as they are. */
-const WRAPPERS = [
-  ["fast", "all"],
-  ["idiomatic", FAST_PATH_NAMES.filter((name) => name !== "request-wrapper").join(",")]
-] as const
-
-describe.each(WRAPPERS)("request wrapper: %s", (_wrapper, fastPaths) => {
+describe.each(twinsOf("request-wrapper"))("request wrapper: %s", (_wrapper, fastPaths) => {
   let server: Server
   let user: TestUser
   beforeAll(async () => {

@@ -6,8 +6,7 @@
  * Both implementations of the per-request wrapper (src/Http/RequestWrapper.ts) run these tests.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { FAST_PATH_NAMES } from "../../src/Config.ts"
-import { eventually } from "../support/helpers.ts"
+import { eventually, twinsOf } from "../support/helpers.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer, type TestUser } from "../support/server.ts"
 
@@ -72,13 +71,7 @@ const collector = () => {
   return { url: `http://127.0.0.1:${server.port}`, spans, metricNames, bodies, stop: () => server.stop(true) }
 }
 
-/** Each implementation of the per-request wrapper (src/Http/RequestWrapper.ts), the others' fast paths as they are. */
-const WRAPPERS = [
-  ["fast", "all"],
-  ["idiomatic", FAST_PATH_NAMES.filter((name) => name !== "request-wrapper").join(",")]
-] as const
-
-describe.each(WRAPPERS)("request wrapper: %s", (_wrapper, fastPaths) => {
+describe.each(twinsOf("request-wrapper"))("request wrapper: %s", (_wrapper, fastPaths) => {
   let otlp: ReturnType<typeof collector>
   let receiver: Receiver
   let server: Server

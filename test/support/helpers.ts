@@ -2,7 +2,7 @@
  * Small helpers every test file may need, in one place: waiting for a condition, a free loopback port, stopping a
  * server process without ever leaking it, the server's JSON log lines, and the order every list promises.
  */
-import { FAST_PATH_NAMES } from "../../src/Config.ts"
+import { FAST_PATH_NAMES, type FastPath } from "../../src/Config.ts"
 import type { Server, ServerProcess } from "./server.ts"
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -74,14 +74,21 @@ export const parsedLogs = (server: Pick<Server, "logs">): Array<Record<string, u
   })
 
 /**
+ * A fast path and its idiomatic twin (docs/fast-paths.md), each with the `FAST_PATHS` value that runs it: `all`, and
+ * every fast path but this one.
+ */
+export const twinsOf = (fastPath: FastPath): ReadonlyArray<readonly ["fast" | "idiomatic", string]> => [
+  ["fast", "all"],
+  ["idiomatic", FAST_PATH_NAMES.filter((name) => name !== fastPath).join(",")]
+]
+
+/**
  * The delivery recorders (src/Webhooks/Recorder.ts) and the settings that choose each: the fast path and its
  * idiomatic twin (`delivery-recorder` left out of FAST_PATHS, every other fast path on). The webhook tests that
  * record outcomes run over both.
  */
-export const DELIVERY_RECORDERS: ReadonlyArray<readonly ["fast" | "idiomatic", Readonly<Record<string, string>>]> = [
-  ["fast", { FAST_PATHS: "all" }],
-  ["idiomatic", { FAST_PATHS: FAST_PATH_NAMES.filter((name) => name !== "delivery-recorder").join(",") }]
-]
+export const DELIVERY_RECORDERS: ReadonlyArray<readonly ["fast" | "idiomatic", Readonly<Record<string, string>>]> =
+  twinsOf("delivery-recorder").map(([kind, fastPaths]) => [kind, { FAST_PATHS: fastPaths }] as const)
 
 /** The recorder a server's delivery worker said it runs, in its "delivery worker started" line. */
 export const deliveryRecorderOf = (server: Pick<Server, "logs">): unknown =>
