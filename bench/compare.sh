@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The service against the idiomatic Effect 3 baseline (bench/baseline/server.ts, its own schema and SQLite file),
 # in one sitting: both servers on core 0 (taskset), wrk on core 1, rounds A B A B per endpoint; medians of req/s and
-# p99, the spread of the rounds (noise), the ratios, server CPU per request and RSS after load.
+# p99, the spread of the rounds (noise), the ratios, server CPU per request and RSS after load
+# (the most each held right after one of its runs).
 # Data, the same on both: a reading user with $PROJECTS projects (default 1000), created over HTTP; a second user
 # who creates under load, so the reading user's list does not grow during the run.
 #   get:    GET /v1/projects/:id, a random id of the reading user's projects each request (bench/ids.lua)
@@ -130,6 +131,10 @@ load() {
   bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
   echo "$rps ${p99:-?} ${bad:-0} ${cpu:-?}"
 }
+# Resident memory (MiB) now; each contender's figure is the most it held right after one of its own runs, so the
+# order of the contenders (the last one's run just ended, the others have had time to collect) does not count.
+rss() { ps -o rss= -p "$1" | awk '{printf "%.0f", $1/1024}'; }
+declare -A RSS
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 # The rounds' spread as ± half the range, in % of the median: the noise of one figure in this sitting.
 spread() { sort -g | awk '{a[NR]=$1} END {m=(NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2); printf "±%.0f%%", (a[NR]-a[1])/2/m*100}'; }
@@ -146,12 +151,11 @@ for what in $ENDPOINTS; do
       RPS[$who.$what]+="$rps "
       P99[$who.$what]+="$p99 "
       CPU[$who.$what]+="$cpu "
+      held=$(rss "$(pid_of "$who")")
+      if [ "$held" -gt "${RSS[$who]:-0}" ]; then RSS[$who]=$held; fi
     done
   done
 done
-rss() { ps -o rss= -p "$1" | awk '{printf "%.0f", $1/1024}'; }
-declare -A RSS
-for who in $WHO; do RSS[$who]=$(rss "$(pid_of $who)"); done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 declare -A TITLE=([get]="GET by id" [list]="list, pages 1–40" [create]="create")
 head="| req/s (noise), p99 ms"; rule="|---"; for what in $ENDPOINTS; do head+=" | ${TITLE[$what]}"; rule+="|---"; done
