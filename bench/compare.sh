@@ -12,7 +12,8 @@
 # on the service's database (e.g. `git worktree add /tmp/before <commit>`), for before/after in one sitting;
 # BEFORE_ENV="LOG_LEVEL=warn RATE_LIMIT_ENABLED=false" runs that contender with those settings.
 # BASELINE_HTTP=node serves the baseline on node:http (@effect/platform-node) rather than Bun.serve: the server the
-# service uses, to separate what that choice costs from the rest.
+# service uses, to separate what that choice costs from the rest; BASELINE_HTTP=fast, on node:http through the
+# service's fast adapter (src/Http/NodeServerFast.ts).
 # The service runs at its defaults (rate limiter on, with a limit out of reach; access log at the default level, to
 # a file; nothing exported); LOG_LEVEL, RATE_LIMIT_ENABLED etc. pass through the environment.
 # BENCH_PROFILE=/some/dir: after seeding, every contender is restarted under `bun --cpu-prof`, so each profile (in

@@ -144,6 +144,13 @@ const deliveryWhen = (
     { timeoutMs: options.timeoutMs ?? 10_000, what: `delivery ${deliveryId}` }
   )
 
+/** Creates a project as `user`, then follows the delivery that reached `created` first until it is delivered. */
+const deliveredAfterCreate = async (user: TestUser, created: { id: string; path: string }, name: string) => {
+  await createProject(user, name)
+  const [first] = await receiver.waitFor(1, { path: created.path })
+  return deliveryWhen(user, created.id, first!.headers["x-service-delivery"]!, (d) => d.status === "delivered")
+}
+
 /** Polls a webhook's delivery log until it holds a delivery `until` accepts. */
 const firstDeliveryWhen = (
   user: TestUser,
@@ -861,14 +868,7 @@ describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery re
     test("a receiver slower than WEBHOOK_TIMEOUT: the attempt times out with no status code, and the retry succeeds", async () => {
       const created = await hook(ann, { events: ["project.created"] })
       receiver.enqueue(created.path, { status: 200, delayMs: 1_800, body: "too late" })
-      await createProject(ann, "Slow receiver")
-      const [first] = await receiver.waitFor(1, { path: created.path })
-      const delivery = await deliveryWhen(
-        ann,
-        created.id,
-        first!.headers["x-service-delivery"]!,
-        (d) => d.status === "delivered"
-      )
+      const delivery = await deliveredAfterCreate(ann, created, "Slow receiver")
       expect(delivery.attempt_count).toBe(2)
       const [timedOut, succeeded] = delivery.attempts
       expect(timedOut.outcome).toBe("failed")
@@ -889,14 +889,7 @@ describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery re
         { status: 307, headers: { location: receiver.url(elsewhere) } },
         { status: 308, headers: { location: receiver.url(elsewhere) } }
       )
-      await createProject(ann, "Redirected")
-      const [first] = await receiver.waitFor(1, { path: created.path })
-      const delivery = await deliveryWhen(
-        ann,
-        created.id,
-        first!.headers["x-service-delivery"]!,
-        (d) => d.status === "delivered"
-      )
+      const delivery = await deliveredAfterCreate(ann, created, "Redirected")
       expect(delivery.attempt_count).toBe(4)
       expect(delivery.attempts.map((a: any) => [a.status_code, a.outcome])).toEqual([
         [302, "failed"],
@@ -914,14 +907,7 @@ describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery re
       const created = await hook(ann, { events: ["project.created"] })
       const big = "0123456789abcdef".repeat(1024) // 16 KiB
       receiver.enqueue(created.path, { status: 410, body: big })
-      await createProject(ann, "Gone receiver")
-      const [first] = await receiver.waitFor(1, { path: created.path })
-      const delivery = await deliveryWhen(
-        ann,
-        created.id,
-        first!.headers["x-service-delivery"]!,
-        (d) => d.status === "delivered"
-      )
+      const delivery = await deliveredAfterCreate(ann, created, "Gone receiver")
       expect(delivery.attempts[0]).toMatchObject({ number: 1, status_code: 410, outcome: "failed" })
       expect(delivery.attempts[0].response_body).toBe(big.slice(0, 4096))
       expect(delivery.attempts[1]).toMatchObject({ number: 2, status_code: 200, outcome: "succeeded" })
