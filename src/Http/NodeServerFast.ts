@@ -8,7 +8,8 @@
  *   handed to the socket) before the fiber ends: a suspension and a resumption on every request. Nothing the
  *   service does after the response needs it written: the access line, the metric and the in-flight count are
  *   settled before it is sent, and the server's close waits for open connections itself.
- * - A streamed body (`Stream`, a piped `Raw`) is written as the platform writes it, waiting for the socket.
+ * - A streamed body (`Stream`, a piped `Raw`) is written as the platform writes it, waiting for the socket; form
+ *   data is encoded whole first.
  * - A client that goes away before its answer interrupts the request, as with the platform's adapter.
  *
  * Everything else (the request object's body readers, time-outs, duplicate headers, `SettlingResponse`) is the
@@ -179,6 +180,18 @@ const failStreamed =
       return Effect.failCause(headersSent ? Cause.sequential(cause, Cause.die(original)) : mapped)
     })
 
+/** A body streamed from `source`, waiting for the socket, ending the response when it ends. */
+const piped = (
+  request: HttpServerRequest.HttpServerRequest,
+  response: HttpServerResponse.HttpServerResponse,
+  nodeResponse: Http.ServerResponse,
+  source: NodeJS.ReadableStream
+) =>
+  Effect.tryPromise({
+    try: (signal) => pipeline(source, nodeResponse, { signal, end: true }),
+    catch: (cause) => new HttpServerError.ResponseError({ request, response, reason: "Decode", cause })
+  }).pipe(Effect.interruptible, Effect.tapErrorCause(failStreamed(nodeResponse, response)))
+
 const send = (
   request: HttpServerRequest.HttpServerRequest,
   response: HttpServerResponse.HttpServerResponse
@@ -201,10 +214,7 @@ const send = (
       const raw = body.body
       nodeResponse.writeHead(response.status, headersOf(response))
       if (typeof raw === "object" && raw !== null && "pipe" in raw && typeof raw.pipe === "function") {
-        return Effect.tryPromise({
-          try: (signal) => pipeline(raw as NodeJS.ReadableStream, nodeResponse, { signal, end: true }),
-          catch: (cause) => new HttpServerError.ResponseError({ request, response, reason: "Decode", cause })
-        }).pipe(Effect.interruptible, Effect.tapErrorCause(failStreamed(nodeResponse, response)))
+        return piped(request, response, nodeResponse, raw as NodeJS.ReadableStream)
       }
       nodeResponse.end(raw)
       return Effect.void
@@ -229,8 +239,25 @@ const send = (
         })
       )
     }
-    case "FormData":
-      return Effect.die(new Error("the server sends no form data"))
+    case "FormData": {
+      // Encoded by the runtime's `Response`, whose `content-type` carries the multipart boundary (Bun forgets it
+      // once the body is read, so it is read first).
+      const encoded = new Response(body.formData)
+      const type = encoded.headers.get("content-type")
+      return Effect.tryPromise({
+        try: () => encoded.arrayBuffer(),
+        catch: (cause) => new HttpServerError.ResponseError({ request, response, reason: "Decode", cause })
+      }).pipe(
+        Effect.flatMap((bytes) => {
+          nodeResponse.writeHead(response.status, {
+            ...headersOf(response),
+            ...(type === null ? {} : { "content-type": type })
+          })
+          nodeResponse.end(new Uint8Array(bytes))
+          return Effect.void
+        })
+      )
+    }
   }
 }
 
