@@ -304,8 +304,9 @@ describe("concurrent writes", () => {
 })
 
 /**
- * What the HTTP server itself does (pipelining, the parser, bodies, slow clients, clients that go away), on each
- * adapter the service can be served through (src/Http/NodeServerFast.ts and `@effect/platform-node`'s).
+ * What depends on the adapter the service is served through (src/Http/NodeServerFast.ts or `@effect/platform-node`'s):
+ * answers to pipelined requests in order, bodies read up to a bound, requests whose client went away. What
+ * `node:http` does by itself (the parser, duplicate headers, time-outs) is tested once, below.
  */
 describe.each(twinsOf("server-adapter"))("the server adapter: %s", (_adapter, fastPaths) => {
   let served: Server
@@ -374,62 +375,6 @@ describe.each(twinsOf("server-adapter"))("the server adapter: %s", (_adapter, fa
     })
   })
 
-  describe("what the HTTP parser refuses, and duplicate headers", () => {
-    test("Transfer-Encoding with Content-Length is 400 from the parser, and nothing after it is served", async () => {
-      const smuggled = `GET /v1/users/me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\n\r\n`
-      const text = await send(
-        `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\n` +
-          `Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${smuggled}`
-      )
-      expect(statuses(text)).toEqual([400])
-    })
-
-    test("two different Content-Lengths are 400 from the parser", async () => {
-      const text = await send(
-        `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\n` +
-          'Content-Length: 13\r\nContent-Length: 14\r\n\r\n{"name":"cl"} '
-      )
-      expect(statuses(text)).toEqual([400])
-    })
-
-    test("two Authorization headers are no credential (401), not the first of them", async () => {
-      const text = await send(
-        `GET /v1/users/me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\n` +
-          "Authorization: Bearer pcs_someone_else\r\nConnection: close\r\n\r\n"
-      )
-      expect(statuses(text)).toEqual([401])
-      expect(text).toContain('"code":"unauthorized"')
-    })
-
-    test("two Content-Types are not JSON (415)", async () => {
-      const body = JSON.stringify({ name: "two types" })
-      const text = await send(
-        `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\n` +
-          `Content-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`
-      )
-      expect(statuses(text)).toEqual([415])
-    })
-
-    test.each(["FOO /v1/users/me", "get /v1/users/me", "GET v1/users/me", "OPTIONS *"])(
-      "%p is 400 from the parser, never a 500",
-      async (line) => {
-        const text = await send(`${line} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\n\r\n`)
-        expect(statuses(text)).toEqual([400])
-      }
-    )
-
-    test.each(["/v1/../v1/users/me", "http://api.example.com/v1/users/me"])(
-      "%s (a dot segment, the absolute form) is an unknown path: 404 in the envelope",
-      async (target) => {
-        const text = await send(
-          `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nConnection: close\r\n\r\n`
-        )
-        expect(statuses(text)).toEqual([404])
-        expect(text).toContain('"code":"not_found"')
-      }
-    )
-  })
-
   describe("bodies too large to read", () => {
     const MIB = 1024 * KIB
     /** One chunk of a chunked body. */
@@ -495,61 +440,6 @@ describe.each(twinsOf("server-adapter"))("the server adapter: %s", (_adapter, fa
     }, 30_000)
   })
 
-  describe("slow clients (HTTP_IDLE_TIMEOUT=1s)", () => {
-    let slow: Server
-    beforeAll(async () => {
-      slow = await startInProcess({ env: { HTTP_IDLE_TIMEOUT: "1s", FAST_PATHS: fastPaths } })
-    }, 60_000)
-    afterAll(async () => {
-      await slow?.stop()
-    })
-
-    /** Writes `lines` one at a time, `gap` ms apart, on a new connection: what came back, and whether the server closed it first. */
-    const dribble = (lines: ReadonlyArray<string>, gap: number) => {
-      const { hostname, port } = new URL(slow.url)
-      return new Promise<{ text: string; cutOff: boolean }>((resolve) => {
-        const received: Array<Buffer> = []
-        let written = 0
-        const socket = connect(Number(port), hostname)
-        const timer = setInterval(() => {
-          if (written < lines.length) socket.write(lines[written++]!)
-          else if (written++ > lines.length + 20) socket.destroy()
-        }, gap)
-        socket.on("data", (data) => received.push(Buffer.from(data)))
-        socket.on("error", () => {})
-        socket.on("close", () => {
-          clearInterval(timer)
-          resolve({ text: Buffer.concat(received).toString("utf8"), cutOff: written <= lines.length })
-        })
-      })
-    }
-
-    test("a client sending its headers slowly (slowloris) is cut off, unanswered", async () => {
-      const lines = [
-        "GET /health/live HTTP/1.1\r\n",
-        "Host: x\r\n",
-        ...Array.from({ length: 40 }, (_, i) => `X-Slow-${i}: y\r\n`),
-        "\r\n"
-      ]
-      const { text, cutOff } = await dribble(lines, 200)
-      expect(cutOff).toBe(true)
-      expect(text).toBe("")
-    }, 20_000)
-
-    test("an idle keep-alive connection is closed after its answer", async () => {
-      const { text } = await dribble(["GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n"], 200)
-      expect(statuses(text)).toEqual([200])
-    }, 20_000)
-
-    test("a body arriving slowly but steadily is read and answered", async () => {
-      const user = await slow.user()
-      const body = JSON.stringify({ name: "slow body" })
-      const head = `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
-      const { text } = await dribble([head, ...body.match(/.{1,3}/g)!], 200)
-      expect(statuses(text)).toEqual([201])
-    }, 20_000)
-  })
-
   describe("clients that go away", () => {
     test("requests whose connection is gone before their answer do not hold the shutdown", async () => {
       // A minute's grace: a request left waiting would hold the shutdown far past this test's time-out.
@@ -583,6 +473,117 @@ describe.each(twinsOf("server-adapter"))("the server adapter: %s", (_adapter, fa
       }
     }, 40_000)
   })
+})
+
+describe("what the HTTP parser refuses, and duplicate headers", () => {
+  test("Transfer-Encoding with Content-Length is 400 from the parser, and nothing after it is served", async () => {
+    const smuggled = `GET /v1/users/me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.key}\r\n\r\n`
+    const text = await raw(
+      `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.key}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${smuggled}`
+    )
+    expect(statuses(text)).toEqual([400])
+  })
+
+  test("two different Content-Lengths are 400 from the parser", async () => {
+    const text = await raw(
+      `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.key}\r\nContent-Type: application/json\r\n` +
+        'Content-Length: 13\r\nContent-Length: 14\r\n\r\n{"name":"cl"} '
+    )
+    expect(statuses(text)).toEqual([400])
+  })
+
+  test("two Authorization headers are no credential (401), not the first of them", async () => {
+    const text = await raw(
+      `GET /v1/users/me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.key}\r\n` +
+        "Authorization: Bearer pcs_someone_else\r\nConnection: close\r\n\r\n"
+    )
+    expect(statuses(text)).toEqual([401])
+    expect(text).toContain('"code":"unauthorized"')
+  })
+
+  test("two Content-Types are not JSON (415)", async () => {
+    const body = JSON.stringify({ name: "two types" })
+    const text = await raw(
+      `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.key}\r\nContent-Type: application/json\r\n` +
+        `Content-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`
+    )
+    expect(statuses(text)).toEqual([415])
+  })
+
+  test.each(["FOO /v1/users/me", "get /v1/users/me", "GET v1/users/me", "OPTIONS *"])(
+    "%p is 400 from the parser, never a 500",
+    async (line) => {
+      const text = await raw(`${line} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.key}\r\n\r\n`)
+      expect(statuses(text)).toEqual([400])
+    }
+  )
+
+  test.each(["/v1/../v1/users/me", "http://api.example.com/v1/users/me"])(
+    "%s (a dot segment, the absolute form) is an unknown path: 404 in the envelope",
+    async (target) => {
+      const text = await raw(
+        `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.key}\r\nConnection: close\r\n\r\n`
+      )
+      expect(statuses(text)).toEqual([404])
+      expect(text).toContain('"code":"not_found"')
+    }
+  )
+})
+
+describe("slow clients (HTTP_IDLE_TIMEOUT=1s)", () => {
+  let slow: Server
+  beforeAll(async () => {
+    slow = await startInProcess({ env: { HTTP_IDLE_TIMEOUT: "1s" } })
+  }, 60_000)
+  afterAll(async () => {
+    await slow?.stop()
+  })
+
+  /** Writes `lines` one at a time, `gap` ms apart, on a new connection: what came back, and whether the server closed it first. */
+  const dribble = (lines: ReadonlyArray<string>, gap: number) => {
+    const { hostname, port } = new URL(slow.url)
+    return new Promise<{ text: string; cutOff: boolean }>((resolve) => {
+      const received: Array<Buffer> = []
+      let written = 0
+      const socket = connect(Number(port), hostname)
+      const timer = setInterval(() => {
+        if (written < lines.length) socket.write(lines[written++]!)
+        else if (written++ > lines.length + 20) socket.destroy()
+      }, gap)
+      socket.on("data", (data) => received.push(Buffer.from(data)))
+      socket.on("error", () => {})
+      socket.on("close", () => {
+        clearInterval(timer)
+        resolve({ text: Buffer.concat(received).toString("utf8"), cutOff: written <= lines.length })
+      })
+    })
+  }
+
+  test("a client sending its headers slowly (slowloris) is cut off, unanswered", async () => {
+    const lines = [
+      "GET /health/live HTTP/1.1\r\n",
+      "Host: x\r\n",
+      ...Array.from({ length: 40 }, (_, i) => `X-Slow-${i}: y\r\n`),
+      "\r\n"
+    ]
+    const { text, cutOff } = await dribble(lines, 200)
+    expect(cutOff).toBe(true)
+    expect(text).toBe("")
+  }, 20_000)
+
+  test("an idle keep-alive connection is closed after its answer", async () => {
+    const { text } = await dribble(["GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n"], 200)
+    expect(statuses(text)).toEqual([200])
+  }, 20_000)
+
+  test("a body arriving slowly but steadily is read and answered", async () => {
+    const user = await slow.user()
+    const body = JSON.stringify({ name: "slow body" })
+    const head = `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
+    const { text } = await dribble([head, ...body.match(/.{1,3}/g)!], 200)
+    expect(statuses(text)).toEqual([201])
+  }, 20_000)
 })
 
 describe("SSRF at registration", () => {
