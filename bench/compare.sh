@@ -12,8 +12,7 @@
 # on the service's database (e.g. `git worktree add /tmp/before <commit>`), for before/after in one sitting;
 # BEFORE_ENV="LOG_LEVEL=warn RATE_LIMIT_ENABLED=false" runs that contender with those settings.
 # BASELINE_HTTP=node serves the baseline on node:http (@effect/platform-node) rather than Bun.serve: the server the
-# service uses, to separate what that choice costs from the rest; BASELINE_HTTP=fast, on node:http through the
-# service's fast adapter (src/Http/NodeServerFast.ts).
+# service uses, to separate what that choice costs from the rest.
 # The service runs at its defaults (rate limiter on, with a limit out of reach; access log at the default level, to
 # a file; nothing exported); LOG_LEVEL, RATE_LIMIT_ENABLED etc. pass through the environment.
 # BENCH_PROFILE=/some/dir: after seeding, every contender is restarted under `bun --cpu-prof`, so each profile (in
@@ -141,11 +140,17 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 spread() { sort -g | awk '{a[NR]=$1} END {m=(NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2); printf "±%.0f%%", (a[NR]-a[1])/2/m*100}'; }
 values() { tr ' ' '\n' <<<"$1" | grep .; }
 
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $PROJECTS projects; $CONNECTIONS connections; $DURATION × $ROUNDS rounds (A B A B)"
+# The contenders' order is reversed every other round (A B C, C B A, …): a contender's place in a round moves its
+# figures (of three, the third paid more for its creates in the first rounds, whichever contender it was), so with
+# an even number of rounds each contender takes each place equally often.
+REVERSED=$(tr ' ' '\n' <<<"$WHO" | tac | tr '\n' ' ')
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $PROJECTS projects; $CONNECTIONS connections; $DURATION × $ROUNDS rounds (A B C, C B A)"
 declare -A RPS P99 CPU
 for what in $ENDPOINTS; do
   for round in $(seq 1 "$ROUNDS"); do
-    for who in $WHO; do
+    order=$WHO
+    if [ $((round % 2)) = 0 ]; then order=$REVERSED; fi
+    for who in $order; do
       read -r rps p99 bad cpu < <(load "$who" "$what")
       echo "  $what round $round $who: $rps req/s, p99 $p99 ms, CPU $cpu µs/request"
       [ "$bad" = 0 ] || echo "  ^ $bad answers were not 2xx: this figure does not count" >&2

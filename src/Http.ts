@@ -25,7 +25,6 @@ import { DashboardRoutes } from "./Http/Dashboard.js"
 import { DocsRoutes } from "./Http/Docs.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { makeNodeServer } from "./Http/NodeServer.js"
-import { makeFastNodeServer } from "./Http/NodeServerFast.js"
 import { withStateHeaders } from "./Http/RequestState.js"
 import { makeRequestWrapper } from "./Http/RequestWrapper.js"
 import { StrictRouting } from "./Http/Routes.js"
@@ -111,22 +110,11 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide(AuthenticationLive)
 )
 
-/**
- * The `node:http` server (src/Http/NodeServer.ts: why, its time-outs and headers), served through the fast adapter
- * (src/Http/NodeServerFast.ts) or `@effect/platform-node`'s, by `FAST_PATHS` (`server-adapter`).
- */
+/** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs and headers). */
 const HttpServerLive = Layer.unwrapEffect(
-  Effect.gen(function* () {
-    const { host, port, idleTimeout } = yield* Effect.orDie(ServerConfig)
-    const fastPaths = yield* Effect.orDie(FastPathsConfig)
-    const evaluate = makeNodeServer(idleTimeout)
-    return fastPaths.has("server-adapter")
-      ? Layer.merge(
-          Layer.scoped(HttpServer.HttpServer, makeFastNodeServer(evaluate, { port, host })),
-          NodeHttpServer.layerContext
-        )
-      : NodeHttpServer.layer(evaluate, { port, host })
-  })
+  Effect.map(Effect.orDie(ServerConfig), ({ host, port, idleTimeout }) =>
+    NodeHttpServer.layer(makeNodeServer(idleTimeout), { port, host })
+  )
 )
 
 /** The body backstop, for every request the server serves (the platform reads without a bound otherwise). */

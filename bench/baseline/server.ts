@@ -10,8 +10,7 @@
  *
  *   BASELINE_DB=/tmp/baseline.sqlite BASELINE_KEYS=usr_a:tok_a,usr_b:tok_b PORT=3918 bun bench/baseline/server.ts
  *
- * `BASELINE_HTTP=node` serves it on `node:http` instead of `Bun.serve` (below); `BASELINE_HTTP=fast`, on `node:http`
- * through the service's fast adapter.
+ * `BASELINE_HTTP=node` serves it on `node:http` instead of `Bun.serve` (below).
  *
  * Visibility is the service's rule (own projects, and `team` projects of the user's teams) for a single project;
  * the list reads the user's own projects only, which is the same set for the benchmark's users (no teams) and the
@@ -27,15 +26,13 @@ import {
   HttpApiGroup,
   HttpApiMiddleware,
   HttpApiSchema,
-  HttpApiSecurity,
-  HttpServer
+  HttpApiSecurity
 } from "@effect/platform"
 import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
-import { makeFastNodeServer } from "../../src/Http/NodeServerFast.ts"
 
 // --- Domain -------------------------------------------------------------------------------------------------
 
@@ -296,21 +293,15 @@ const SqlLive = Layer.effectDiscard(
 ).pipe(Layer.provideMerge(SqliteClient.layer({ filename: process.env.BASELINE_DB ?? "data/baseline.sqlite" })))
 
 /**
- * `@effect/platform-bun` (`Bun.serve`) unless `BASELINE_HTTP` says otherwise, to show what the server costs by
- * itself: `node` is `@effect/platform-node` on `node:http`, the server the service must use (Bun.serve drops
- * pipelined requests); `fast` is the service's own adapter on `node:http` (src/Http/NodeServerFast.ts).
+ * `@effect/platform-bun` (`Bun.serve`) unless `BASELINE_HTTP=node`: then `@effect/platform-node` on `node:http`, the
+ * server the service must use (Bun.serve drops pipelined requests), to show what that choice costs by itself.
  */
 const port = Number(process.env.PORT ?? 3918)
 const host = process.env.HOST ?? "127.0.0.1"
 const HttpLive =
   process.env.BASELINE_HTTP === "node"
     ? NodeHttpServer.layer(createServer, { port, host })
-    : process.env.BASELINE_HTTP === "fast"
-      ? Layer.merge(
-          Layer.scoped(HttpServer.HttpServer, makeFastNodeServer(createServer, { port, host })),
-          NodeHttpServer.layerContext
-        )
-      : BunHttpServer.layer({ port, hostname: host })
+    : BunHttpServer.layer({ port, hostname: host })
 
 const ServerLive = HttpApiBuilder.serve().pipe(
   Layer.provide(HttpApiBuilder.api(BaselineApi)),

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { connect } from "node:net"
 import { SQL } from "bun"
-import { eventually, parsedLogs, stopWithin, twinsOf } from "../support/helpers.ts"
+import { eventually, parsedLogs, stopWithin } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
 import { type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
 
@@ -303,175 +303,56 @@ describe("concurrent writes", () => {
   })
 })
 
-/**
- * What depends on the adapter the service is served through (src/Http/NodeServerFast.ts or `@effect/platform-node`'s):
- * answers to pipelined requests in order, bodies read up to a bound, requests whose client went away. What
- * `node:http` does by itself (the parser, duplicate headers, time-outs) is tested once, below.
- */
-describe.each(twinsOf("server-adapter"))("the server adapter: %s", (_adapter, fastPaths) => {
-  let served: Server
-  let user: TestUser
-  beforeAll(async () => {
-    served = await startInProcess({ env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "100000", FAST_PATHS: fastPaths } })
-    user = await served.user()
-  }, 60_000)
-  afterAll(async () => {
-    await served?.stop()
+describe("HTTP/1.1 pipelining", () => {
+  test("requests answered without waiting on I/O are answered in order through the whole stack", async () => {
+    const body = JSON.stringify({ name: "p" })
+    const text = await raw(
+      "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n" +
+        "GET /v1/nowhere HTTP/1.1\r\nHost: x\r\n\r\n" +
+        "PATCH /v1/projects HTTP/1.1\r\nHost: x\r\n\r\n" +
+        `POST /v1/projects HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        "GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    expect(statuses(text)).toEqual([200, 404, 405, 415, 200])
   })
 
-  /** `raw` on this adapter's server. */
-  const send = (payload: string | Uint8Array, ms = 5000) => raw(payload, ms, served)
-
-  describe("HTTP/1.1 pipelining", () => {
-    test("requests answered without waiting on I/O are answered in order through the whole stack", async () => {
-      const body = JSON.stringify({ name: "p" })
-      const text = await send(
-        "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n" +
-          "GET /v1/nowhere HTTP/1.1\r\nHost: x\r\n\r\n" +
-          "PATCH /v1/projects HTTP/1.1\r\nHost: x\r\n\r\n" +
-          `POST /v1/projects HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
-          "GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-      )
-      expect(statuses(text)).toEqual([200, 404, 405, 415, 200])
-    })
-
-    // Bun 1.4.5's `Bun.serve` closes a connection, without writing the response in flight, when it parses the next
-    // request while a response is still pending (scripts/bun-pipelining-repro.ts); the service is served by Bun's
-    // `node:http` instead (src/Http.ts), which answers in order. This test fails with `BunHttpServer`.
-    test("a pipelined request behind one that waits (a password check; the database too on PostgreSQL) is answered in order", async () => {
-      // A wrong password is still checked (argon2id, off the event loop): the first handler awaits on every engine.
-      const login = JSON.stringify({ email: "nobody-pipelined@example.com", password: "not-the-password-at-all" })
-      const body = JSON.stringify({ name: "pipelined" })
-      const auth = `Authorization: Bearer ${user.key}\r\n`
-      const text = await send(
-        `POST /oauth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${login.length}\r\n\r\n${login}` +
-          `POST /v1/projects HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
-          `GET /v1/users/me HTTP/1.1\r\nHost: x\r\n${auth}\r\n` +
-          "GET /v1/nowhere HTTP/1.1\r\nHost: x\r\n\r\n" +
-          `GET /v1/projects?per_page=1 HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`
-      )
-      expect(statuses(text)).toEqual([401, 201, 200, 404, 200])
-      // Each answer is the one its request asked for, in the order asked.
-      const bodies = Array.from(text.matchAll(/\r\n\r\n(\{.*?\})(?=HTTP\/1\.1 |$)/gs), (match) => JSON.parse(match[1]!))
-      expect(bodies.length).toBe(5)
-      expect(bodies[0].error).toBe("invalid_grant")
-      expect(bodies[1].data.name).toBe("pipelined")
-      expect(bodies[2].data.id).toBe(user.id)
-      expectEnvelope(bodies[3], "not_found", 404)
-      expect(Array.isArray(bodies[4].data)).toBe(true)
-    })
-
-    test("eight pipelined creates on one connection come back in order (each waits on the database on PostgreSQL)", async () => {
-      const names = Array.from({ length: 8 }, (_, i) => `pipe ${i}`)
-      const auth = `Authorization: Bearer ${user.key}\r\n`
-      const requests = names.map((name, i) => {
-        const body = JSON.stringify({ name })
-        const close = i === names.length - 1 ? "Connection: close\r\n" : ""
-        return `POST /v1/projects HTTP/1.1\r\nHost: x\r\n${auth}${close}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
-      })
-      const text = await send(requests.join(""))
-      expect(statuses(text)).toEqual(names.map(() => 201))
-      expect(Array.from(text.matchAll(/"name":"(pipe \d)"/g), (match) => match[1])).toEqual(names)
-    })
+  // Bun 1.4.5's `Bun.serve` closes a connection, without writing the response in flight, when it parses the next
+  // request while a response is still pending (scripts/bun-pipelining-repro.ts); the service is served by Bun's
+  // `node:http` instead (src/Http.ts), which answers in order. This test fails with `BunHttpServer`.
+  test("a pipelined request behind one that waits (a password check; the database too on PostgreSQL) is answered in order", async () => {
+    // A wrong password is still checked (argon2id, off the event loop): the first handler awaits on every engine.
+    const login = JSON.stringify({ email: "nobody-pipelined@example.com", password: "not-the-password-at-all" })
+    const body = JSON.stringify({ name: "pipelined" })
+    const auth = `Authorization: Bearer ${alice.key}\r\n`
+    const text = await raw(
+      `POST /oauth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${login.length}\r\n\r\n${login}` +
+        `POST /v1/projects HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        `GET /v1/users/me HTTP/1.1\r\nHost: x\r\n${auth}\r\n` +
+        "GET /v1/nowhere HTTP/1.1\r\nHost: x\r\n\r\n" +
+        `GET /v1/projects?per_page=1 HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`
+    )
+    expect(statuses(text)).toEqual([401, 201, 200, 404, 200])
+    // Each answer is the one its request asked for, in the order asked.
+    const bodies = Array.from(text.matchAll(/\r\n\r\n(\{.*?\})(?=HTTP\/1\.1 |$)/gs), (match) => JSON.parse(match[1]!))
+    expect(bodies.length).toBe(5)
+    expect(bodies[0].error).toBe("invalid_grant")
+    expect(bodies[1].data.name).toBe("pipelined")
+    expect(bodies[2].data.id).toBe(alice.id)
+    expectEnvelope(bodies[3], "not_found", 404)
+    expect(Array.isArray(bodies[4].data)).toBe(true)
   })
 
-  describe("bodies too large to read", () => {
-    const MIB = 1024 * KIB
-    /** One chunk of a chunked body. */
-    const chunkOf = (data: Buffer) =>
-      Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from("\r\n")])
-    const chunk = (size: number) => chunkOf(Buffer.alloc(size, "x"))
-
-    test("a body declared over 1 MiB is 413 in the envelope without being sent", async () => {
-      // Headers only: the answer cannot wait for the 64 MiB the request announces.
-      const text = await send(
-        `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${64 * MIB}\r\nConnection: close\r\n\r\n{"name":`
-      )
-      expect(statuses(text)[0]).toBe(413)
-      expect(text).toContain('"code":"payload_too_large"')
+  test("eight pipelined creates on one connection come back in order (each waits on the database on PostgreSQL)", async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `pipe ${i}`)
+    const auth = `Authorization: Bearer ${alice.key}\r\n`
+    const requests = names.map((name, i) => {
+      const body = JSON.stringify({ name })
+      const close = i === names.length - 1 ? "Connection: close\r\n" : ""
+      return `POST /v1/projects HTTP/1.1\r\nHost: x\r\n${auth}${close}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
     })
-
-    test("a chunked body over 1 MiB is 413 in the envelope, and nothing is written", async () => {
-      const before = await served.request("/v1/projects?per_page=1", { key: user.key })
-      const head = `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`
-      const payload = Buffer.concat([
-        Buffer.from(head),
-        chunkOf(Buffer.from('{"name":"')),
-        ...Array.from({ length: 32 }, () => chunk(64 * KIB)),
-        chunkOf(Buffer.from('"}')),
-        Buffer.from("0\r\n\r\n")
-      ])
-      const text = await send(payload)
-      expect(statuses(text)).toEqual([413])
-      expect(text).toContain('"code":"payload_too_large"')
-      const after = await served.request("/v1/projects?per_page=1", { key: user.key })
-      expect(after.body.meta.total).toBe(before.body.meta.total)
-    })
-
-    test("an endless chunked body is cut off after 16 MiB, not buffered; the server answers on", async () => {
-      const { hostname, port } = new URL(served.url)
-      const piece = chunk(256 * KIB)
-      const limit = 256 * MIB
-      const outcome = await new Promise<{ sent: number; text: string }>((resolve) => {
-        let sent = 0
-        const received: Array<Buffer> = []
-        const socket = connect(Number(port), hostname, () => {
-          socket.write(
-            `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`
-          )
-          const pump = () => {
-            while (!socket.destroyed && sent < limit) {
-              sent += piece.length
-              if (!socket.write(piece)) return void socket.once("drain", pump)
-            }
-          }
-          pump()
-        })
-        socket.on("data", (data) => received.push(Buffer.from(data)))
-        socket.on("error", () => {})
-        socket.on("close", () => resolve({ sent, text: Buffer.concat(received).toString("utf8") }))
-      })
-      // The server closed the connection long before the client ran out of body to send.
-      expect(outcome.sent).toBeLessThan(limit)
-      expect(statuses(outcome.text).filter((status) => status !== 400 && status !== 413)).toEqual([])
-      const live = await served.request("/health/live")
-      expect(live.status).toBe(200)
-    }, 30_000)
-  })
-
-  describe("clients that go away", () => {
-    test("requests whose connection is gone before their answer do not hold the shutdown", async () => {
-      // A minute's grace: a request left waiting would hold the shutdown far past this test's time-out.
-      const leaving = await startServer({ env: { SHUTDOWN_TIMEOUT: "60s", FAST_PATHS: fastPaths } })
-      let exited = false
-      try {
-        const user = await leaving.user()
-        const auth = `Authorization: Bearer ${user.key}\r\nContent-Type: application/json\r\n`
-        const login = JSON.stringify({ email: "nobody-leaving@example.com", password: "not-the-password-at-all" })
-        const requests = [
-          // The parser refuses the body after the headers were handed on: it closes the connection.
-          `POST /v1/projects HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
-          // Half a body, then the client goes.
-          `POST /v1/projects HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 100\r\n\r\n{"name":`,
-          // A whole request whose answer takes a while (a password check); the client goes before it.
-          `POST /oauth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${login.length}\r\n\r\n${login}`
-        ]
-        await Promise.all(requests.map((request) => raw(request, 50, leaving)))
-        // A request left waiting for its answer to be written would hold the shutdown for the minute.
-        leaving.process.kill("SIGTERM")
-        await eventually(() => parsedLogs(leaving).find((line) => line.message === "draining"), {
-          what: "the draining log line"
-        })
-        const code = await Promise.race([leaving.process.exited, Bun.sleep(10_000).then(() => "still running")])
-        exited = typeof code === "number"
-        expect(code).toBe(0)
-        expect(parsedLogs(leaving).filter((line) => line.level === "warning" || line.level === "error")).toEqual([])
-      } finally {
-        if (!exited) await stopWithin(leaving, 1000)
-        else await leaving.fixtures.dispose()
-      }
-    }, 40_000)
+    const text = await raw(requests.join(""))
+    expect(statuses(text)).toEqual(names.map(() => 201))
+    expect(Array.from(text.matchAll(/"name":"(pipe \d)"/g), (match) => match[1])).toEqual(names)
   })
 })
 
@@ -531,6 +412,71 @@ describe("what the HTTP parser refuses, and duplicate headers", () => {
   )
 })
 
+describe("bodies too large to read", () => {
+  const MIB = 1024 * KIB
+  /** One chunk of a chunked body. */
+  const chunkOf = (data: Buffer) =>
+    Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from("\r\n")])
+  const chunk = (size: number) => chunkOf(Buffer.alloc(size, "x"))
+
+  test("a body declared over 1 MiB is 413 in the envelope without being sent", async () => {
+    // Headers only: the answer cannot wait for the 64 MiB the request announces.
+    const text = await raw(
+      `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.key}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${64 * MIB}\r\nConnection: close\r\n\r\n{"name":`
+    )
+    expect(statuses(text)[0]).toBe(413)
+    expect(text).toContain('"code":"payload_too_large"')
+  })
+
+  test("a chunked body over 1 MiB is 413 in the envelope, and nothing is written", async () => {
+    const before = await server.request("/v1/projects?per_page=1", { key: alice.key })
+    const head = `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`
+    const payload = Buffer.concat([
+      Buffer.from(head),
+      chunkOf(Buffer.from('{"name":"')),
+      ...Array.from({ length: 32 }, () => chunk(64 * KIB)),
+      chunkOf(Buffer.from('"}')),
+      Buffer.from("0\r\n\r\n")
+    ])
+    const text = await raw(payload)
+    expect(statuses(text)).toEqual([413])
+    expect(text).toContain('"code":"payload_too_large"')
+    const after = await server.request("/v1/projects?per_page=1", { key: alice.key })
+    expect(after.body.meta.total).toBe(before.body.meta.total)
+  })
+
+  test("an endless chunked body is cut off after 16 MiB, not buffered; the server answers on", async () => {
+    const { hostname, port } = new URL(server.url)
+    const piece = chunk(256 * KIB)
+    const limit = 256 * MIB
+    const outcome = await new Promise<{ sent: number; text: string }>((resolve) => {
+      let sent = 0
+      const received: Array<Buffer> = []
+      const socket = connect(Number(port), hostname, () => {
+        socket.write(
+          `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`
+        )
+        const pump = () => {
+          while (!socket.destroyed && sent < limit) {
+            sent += piece.length
+            if (!socket.write(piece)) return void socket.once("drain", pump)
+          }
+        }
+        pump()
+      })
+      socket.on("data", (data) => received.push(Buffer.from(data)))
+      socket.on("error", () => {})
+      socket.on("close", () => resolve({ sent, text: Buffer.concat(received).toString("utf8") }))
+    })
+    // The server closed the connection long before the client ran out of body to send.
+    expect(outcome.sent).toBeLessThan(limit)
+    expect(statuses(outcome.text).filter((status) => status !== 400 && status !== 413)).toEqual([])
+    const live = await server.request("/health/live")
+    expect(live.status).toBe(200)
+  }, 30_000)
+})
+
 describe("slow clients (HTTP_IDLE_TIMEOUT=1s)", () => {
   let slow: Server
   beforeAll(async () => {
@@ -584,6 +530,40 @@ describe("slow clients (HTTP_IDLE_TIMEOUT=1s)", () => {
     const { text } = await dribble([head, ...body.match(/.{1,3}/g)!], 200)
     expect(statuses(text)).toEqual([201])
   }, 20_000)
+})
+
+describe("clients that go away", () => {
+  test("requests whose connection is gone before their answer do not hold the shutdown", async () => {
+    // A minute's grace: a request left waiting would hold the shutdown far past this test's time-out.
+    const leaving = await startServer({ env: { SHUTDOWN_TIMEOUT: "60s" } })
+    let exited = false
+    try {
+      const user = await leaving.user()
+      const auth = `Authorization: Bearer ${user.key}\r\nContent-Type: application/json\r\n`
+      const login = JSON.stringify({ email: "nobody-leaving@example.com", password: "not-the-password-at-all" })
+      const requests = [
+        // The parser refuses the body after the headers were handed on: it closes the connection.
+        `POST /v1/projects HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+        // Half a body, then the client goes.
+        `POST /v1/projects HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 100\r\n\r\n{"name":`,
+        // A whole request whose answer takes a while (a password check); the client goes before it.
+        `POST /oauth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${login.length}\r\n\r\n${login}`
+      ]
+      await Promise.all(requests.map((request) => raw(request, 50, leaving)))
+      // A request left waiting for its answer to be written would hold the shutdown for the minute.
+      leaving.process.kill("SIGTERM")
+      await eventually(() => parsedLogs(leaving).find((line) => line.message === "draining"), {
+        what: "the draining log line"
+      })
+      const code = await Promise.race([leaving.process.exited, Bun.sleep(10_000).then(() => "still running")])
+      exited = typeof code === "number"
+      expect(code).toBe(0)
+      expect(parsedLogs(leaving).filter((line) => line.level === "warning" || line.level === "error")).toEqual([])
+    } finally {
+      if (!exited) await stopWithin(leaving, 1000)
+      else await leaving.fixtures.dispose()
+    }
+  }, 40_000)
 })
 
 describe("SSRF at registration", () => {
