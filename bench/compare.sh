@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The service against the idiomatic Effect 3 baseline (bench/baseline/server.ts, its own schema and SQLite file),
-# in one sitting: both servers on core 0 (taskset), wrk on core 1, rounds A B A B per endpoint; medians of req/s and
-# p99, the spread of the rounds (noise), the ratios, server CPU per request and RSS after load
-# (the most each held right after one of its runs).
+# in one sitting: both servers on core 0 (taskset), wrk on core 1, rounds A B C, C B A per endpoint; medians of req/s
+# and p99, the spread of the rounds (noise), the ratios, server CPU per request and RSS after load (the most each held
+# right after one of its runs).
 # Data, the same on both: a reading user with $PROJECTS projects (default 1000), created over HTTP; a second user
 # who creates under load, so the reading user's list does not grow during the run.
 #   get:    GET /v1/projects/:id, a random id of the reading user's projects each request (bench/ids.lua)

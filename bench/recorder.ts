@@ -157,7 +157,7 @@ for (const recorder of recorders.values()) {
     )
   }
 }
-// A B, B A, …: which runs first in a round may move its figure (it did in compare.sh), so each takes each place in turn.
+// A B, B A, …: which runs first may move its figure (it did in compare.sh), so each takes each place in turn.
 for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? [...recorders] : [...recorders].reverse()
   for (const [kind, recorder] of order) await measure(kind, recorder)
