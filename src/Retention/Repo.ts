@@ -115,24 +115,22 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
      * migration 0016's table by expiry (the counters and that table follow by trigger); answers how many. Only
      * `pending` ones change, so one answered meanwhile keeps its answer; a lapsed one can no longer be accepted.
      */
-    const expireLapsedInvitations = (now: string, limit: number) =>
-      Effect.map(
+    const expireLapsedInvitations = (now: string, limit: number) => {
+      const lapsed = sql`SELECT invitation_id FROM invitation_expiries WHERE expires_at <= ${now}
+        ORDER BY expires_at LIMIT ${limit}`
+      return Effect.map(
         sql.onDialectOrElse({
           // The ids as an array, read once: matched by `id IN (… LIMIT …)`, PostgreSQL may run the subquery more
           // than once and mark more than the batch.
           pg: () =>
-            sql`UPDATE invitations SET status = 'expired' WHERE status = 'pending' AND id = ANY (ARRAY(
-                  SELECT invitation_id FROM invitation_expiries WHERE expires_at <= ${now}
-                  ORDER BY expires_at LIMIT ${limit}
-                )) RETURNING id`,
+            sql`UPDATE invitations SET status = 'expired'
+              WHERE status = 'pending' AND id = ANY (ARRAY(${lapsed})) RETURNING id`,
           orElse: () =>
-            sql`UPDATE invitations SET status = 'expired' WHERE status = 'pending' AND id IN (
-                  SELECT invitation_id FROM invitation_expiries WHERE expires_at <= ${now}
-                  ORDER BY expires_at LIMIT ${limit}
-                ) RETURNING id`
+            sql`UPDATE invitations SET status = 'expired' WHERE status = 'pending' AND id IN (${lapsed}) RETURNING id`
         }),
         count
       )
+    }
 
     return {
       expireLapsedInvitations,

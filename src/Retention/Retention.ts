@@ -63,13 +63,21 @@ export class Retention extends Effect.Service<Retention>()("Retention", {
       const statements: Array<SweepStatement> = []
       const noted = (table: string) => (rows: number) => Effect.sync(() => statements.push({ table, rows }))
 
+      /** Runs `batch` (at most `limit` rows, answering how many) until a run touches fewer; answers the sum. */
+      const untilShort = <E, R>(batch: Effect.Effect<number, E, R>) =>
+        Effect.gen(function* () {
+          let total = 0
+          for (;;) {
+            const rows = yield* batch
+            total += rows
+            if (rows < limit) return total
+          }
+        })
+
       /** The deliveries `ids` (at most `limit`) with their attempts, `limit` attempts a statement; answers how many went. */
       const removeDeliveries = (ids: ReadonlyArray<string>) =>
         Effect.gen(function* () {
-          for (;;) {
-            const attempts = yield* Effect.tap(repo.deleteAttempts(ids, limit), noted("delivery_attempts"))
-            if (attempts < limit) break
-          }
+          yield* untilShort(Effect.tap(repo.deleteAttempts(ids, limit), noted("delivery_attempts")))
           return yield* Effect.tap(repo.deleteDeliveries(ids), noted("deliveries"))
         })
 
@@ -114,30 +122,20 @@ export class Retention extends Effect.Service<Retention>()("Retention", {
         if (batch.read < limit || batch.deleted === 0) break
       }
 
-      let idempotencyKeys = 0
       const nowIso = new Date(now).toISOString()
-      for (;;) {
-        const deleted = yield* Effect.tap(idempotency.pruneExpired(limit, nowIso), noted("idempotency_keys"))
-        idempotencyKeys += deleted
-        if (deleted < limit) break
-      }
+      const idempotencyKeys = yield* untilShort(
+        Effect.tap(idempotency.pruneExpired(limit, nowIso), noted("idempotency_keys"))
+      )
 
       let oauth = 0
       const oauthBefore = before(OAUTH_GRACE)
       for (const table of oauthTables) {
-        for (;;) {
-          const deleted = yield* Effect.tap(repo.deleteExpired(table, oauthBefore, limit), noted(table))
-          oauth += deleted
-          if (deleted < limit) break
-        }
+        oauth += yield* untilShort(Effect.tap(repo.deleteExpired(table, oauthBefore, limit), noted(table)))
       }
 
-      let invitationsExpired = 0
-      for (;;) {
-        const marked = yield* Effect.tap(repo.expireLapsedInvitations(nowIso, limit), noted("invitations"))
-        invitationsExpired += marked
-        if (marked < limit) break
-      }
+      const invitationsExpired = yield* untilShort(
+        Effect.tap(repo.expireLapsedInvitations(nowIso, limit), noted("invitations"))
+      )
 
       const counts: SweepCounts = {
         deliveries,

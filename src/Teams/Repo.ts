@@ -257,8 +257,9 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
         : wanted === "expired"
           ? [[sql`i.status = 'expired'`], [sql`i.status = 'pending'`, lapsed]]
           : [[sql`i.status = ${wanted}`]]
+    /** A team's stored-pending invitations past their expiry, in migration 0016's table. */
     const lapsedOfTeam = (teamId: string, now: string) =>
-      sql`i.id IN (SELECT invitation_id FROM invitation_expiries WHERE team_id = ${teamId} AND expires_at <= ${now})`
+      sql`invitation_expiries WHERE team_id = ${teamId} AND expires_at <= ${now}`
     /**
      * With the team's and the inviter's names (both cascade-delete their invitations, so each row has both), each
      * looked up by primary key for the rows read: the list's plan is the walk of an `invitations` index alone, which
@@ -323,7 +324,7 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
     const teamTotal = (teamId: string, status: InvitationStatus | undefined, now: string) => {
       const stored = (wanted: InvitationStatus) =>
         counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`, sql`status = ${wanted}`])
-      const lapsed = sql`(SELECT count(*) FROM invitation_expiries WHERE team_id = ${teamId} AND expires_at <= ${now})`
+      const lapsed = sql`(SELECT count(*) FROM ${lapsedOfTeam(teamId, now)})`
       if (status === undefined) return counterSum(sql, "counts_invitations", [sql`team_id = ${teamId}`])
       if (status === "pending") return sql`(${stored("pending")} - ${lapsed})`
       if (status === "expired") return sql`(${stored("expired")} + ${lapsed})`
@@ -337,7 +338,10 @@ export class InvitationsRepo extends Effect.Service<InvitationsRepo>()("Invitati
           select: columns(now),
           from: sql`invitations i`,
           where: [sql`i.team_id = ${teamId}`],
-          branches: query.status !== undefined ? statusBranches(query.status, now, lapsedOfTeam(teamId, now)) : [[]],
+          branches:
+            query.status !== undefined
+              ? statusBranches(query.status, now, sql`i.id IN (SELECT invitation_id FROM ${lapsedOfTeam(teamId, now)})`)
+              : [[]],
           columns: { created_at: "i.created_at" },
           createdColumn: "i.created_at",
           idColumn: "i.id",

@@ -1,9 +1,10 @@
 /**
  * The retention sweep (src/Retention/) on the engine `DATABASE_URL` selects: what goes (ended deliveries past
  * `DELIVERY_RETENTION` with their attempts, old events with nothing pending, expired idempotency keys, OAuth rows a
- * day past expiry), lapsed pending invitations marked expired (with the team's totals right either way), what stays (pending deliveries and their events, recent rows), list totals that stay exact (the
- * counters of migration 0006 against the rows), statements that never delete more than the batch size, and (on
- * PostgreSQL) no sweep while another process holds the retention lock.
+ * day past expiry), lapsed pending invitations marked expired (with the team's totals right either way), what stays
+ * (pending deliveries and their events, recent rows), list totals that stay exact (the counters of migration 0006
+ * against the rows), statements that never delete more than the batch size, and (on PostgreSQL) no sweep while another
+ * process holds the retention lock.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
