@@ -10,13 +10,14 @@
 #   create: POST /v1/projects by the second user (bench/create.lua)
 # BEFORE_DIR=/path/to/an/older/checkout (with node_modules) adds that version of the service as a third contender
 # on the service's database (e.g. `git worktree add /tmp/before <commit>`), for before/after in one sitting;
-# BEFORE_ENV="LOG_LEVEL=warn RATE_LIMIT_ENABLED=false" runs that contender with those settings.
+# BEFORE_ENV="LOG_LEVEL=warn RATE_LIMIT_ENABLED=false" runs that contender with those settings; BASELINE_ENV is the
+# same for the baseline.
 # BASELINE_HTTP=node serves the baseline on node:http (@effect/platform-node) rather than Bun.serve: the server the
 # service uses, to separate what that choice costs from the rest.
 # The service runs at its defaults (rate limiter on, with a limit out of reach; access log at the default level, to
 # a file; nothing exported); LOG_LEVEL, RATE_LIMIT_ENABLED etc. pass through the environment.
-# BENCH_PROFILE=/some/dir: after seeding, every contender is restarted under `bun --cpu-prof`, so each profile (in
-# /some/dir/<contender>/) holds the measured load only; `bun bench/profile.ts <file> --requests N` summarises one.
+# BENCH_PROFILE=/some/dir: the contenders' restart after seeding (below) is under `bun --cpu-prof`, so each profile
+# (in /some/dir/<contender>/) holds the measured load only; `bun bench/profile.ts <file> --requests N` summarises one.
 # Profiled figures are slower than unprofiled ones: quote ratios from runs without it.
 # Usage: bash bench/compare.sh [duration=5s] [rounds=2] [connections=64]
 set -euo pipefail
@@ -63,7 +64,7 @@ start_service() {
 start_baseline() {
   # shellcheck disable=SC2046
   BASELINE_DB=$WORK/baseline.sqlite BASELINE_KEYS="$READ_USER:$READ_KEY,$WRITE_USER:$WRITE_KEY" PORT=$BASE_PORT \
-    taskset -c 0 bun $(profiled baseline) bench/baseline/server.ts >>"$WORK/baseline.log" 2>&1 &
+    env ${BASELINE_ENV:-} taskset -c 0 bun $(profiled baseline) bench/baseline/server.ts >>"$WORK/baseline.log" 2>&1 &
   BASE_PID=$!
   wait_up $BASE_PORT
 }
@@ -94,14 +95,14 @@ for who in service baseline; do
   done >"$WORK/ids.$who"
   [ "$(wc -l <"$WORK/ids.$who")" -eq "$PROJECTS" ] || { echo "$who: expected $PROJECTS ids" >&2; exit 1; }
 done
-if [ -n "${BENCH_PROFILE:-}" ]; then
-  SEEDED=1
-  for pid in $SVC_PID $BASE_PID ${BEFORE_PID:-}; do kill -INT "$pid"; wait "$pid" 2>/dev/null || true; done
-  mkdir -p "$BENCH_PROFILE"
-  start_service
-  start_baseline
-  [ -n "${BEFORE_DIR:-}" ] && start_before
-fi
+# Every contender starts again once seeding is done, so all of them come to the first round alike: the seeding's
+# requests (served by the service and the baseline, not by `before`) would otherwise have shaped their JIT and heap.
+SEEDED=1
+for pid in $SVC_PID $BASE_PID ${BEFORE_PID:-}; do kill -INT "$pid"; wait "$pid" 2>/dev/null || true; done
+[ -n "${BENCH_PROFILE:-}" ] && mkdir -p "$BENCH_PROFILE"
+start_service
+start_baseline
+[ -n "${BEFORE_DIR:-}" ] && start_before
 for who in $WHO; do
   port=$(port_of $who)
   for path in "/v1/projects/$(head -1 "$WORK/ids.$(db_of $who)")" "/v1/projects?per_page=20&page=40"; do

@@ -36,14 +36,13 @@ export const linkHeader = (
 }
 
 /** Adds the `Link` header for a page to the response being built, and answers the page. */
-export const withLinks = <A>(page: Page<A>) =>
-  Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    // The one setting links need, read as the request is answered (not the server's other settings with it).
-    const baseUrl = yield* Effect.orDie(BaseUrlConfig)
-    const link = linkHeader(request.url, publicBaseUrl(baseUrl, request.headers), page)
-    yield* HttpApp.appendPreResponseHandler((_request, response) =>
-      Effect.succeed(HttpServerResponse.setHeader(response, "link", link))
-    )
-    return page
-  })
+export const withLinks = Effect.fnUntraced(function* <A>(page: Page<A>) {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  // The one setting links need, read as the request is answered (not the server's other settings with it).
+  const baseUrl = yield* Effect.orDie(BaseUrlConfig)
+  const link = linkHeader(request.url, publicBaseUrl(baseUrl, request.headers), page)
+  yield* HttpApp.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeader(response, "link", link))
+  )
+  return page
+})

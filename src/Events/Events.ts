@@ -11,7 +11,6 @@
  * gives its room back.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { Context, Effect, Exit, Option, Schema } from "effect"
 import type { EventType } from "../Domain/EventTypes.js"
@@ -190,35 +189,38 @@ export class Events extends Effect.Service<Events>()("Events", {
      * Writes `event`, its audience (the feed's record of who heard about it: written now, never recomputed from
      * later memberships) and a delivery to each of `hooks`, together; answers the deliveries' ids.
      */
-    const write = (event: RecordedEvent, audience: ReadonlyArray<string>, hooks: ReadonlyArray<Subscriber>) =>
-      Effect.gen(function* () {
-        const claims = yield* Effect.serviceOption(CurrentClaims)
-        const { handed, rows } = deliveriesOf(event, hooks, claims)
-        yield* writeTogether([
-          sql`INSERT INTO events ${sql.insert({
-            id: event.id,
-            type: event.type,
-            payload: event.payload,
-            trace_context: event.traceContext,
-            created_at: event.createdAt
-          })}`,
-          ...(audience.length === 0
-            ? []
-            : [
-                sql`INSERT INTO event_audience ${sql.insert(
-                  audience.map((user_id) => ({
-                    user_id,
-                    event_id: event.id,
-                    type: event.type,
-                    created_at: event.createdAt
-                  }))
-                )}`
-              ]),
-          ...(rows.length === 0 ? [] : [sql`INSERT INTO deliveries ${sql.insert(rows)}`])
-        ])
-        if (Option.isSome(claims)) claims.value.claimed.push(...handed)
-        return rows.map((row) => row.id)
-      })
+    const write = Effect.fnUntraced(function* (
+      event: RecordedEvent,
+      audience: ReadonlyArray<string>,
+      hooks: ReadonlyArray<Subscriber>
+    ) {
+      const claims = yield* Effect.serviceOption(CurrentClaims)
+      const { handed, rows } = deliveriesOf(event, hooks, claims)
+      yield* writeTogether([
+        sql`INSERT INTO events ${sql.insert({
+          id: event.id,
+          type: event.type,
+          payload: event.payload,
+          trace_context: event.traceContext,
+          created_at: event.createdAt
+        })}`,
+        ...(audience.length === 0
+          ? []
+          : [
+              sql`INSERT INTO event_audience ${sql.insert(
+                audience.map((user_id) => ({
+                  user_id,
+                  event_id: event.id,
+                  type: event.type,
+                  created_at: event.createdAt
+                }))
+              )}`
+            ]),
+        ...(rows.length === 0 ? [] : [sql`INSERT INTO deliveries ${sql.insert(rows)}`])
+      ])
+      if (Option.isSome(claims)) claims.value.claimed.push(...handed)
+      return rows.map((row) => row.id)
+    })
 
     /**
      * Records `type` about a resource whose audience is `audience` (user ids: who hears about it, see
@@ -238,21 +240,20 @@ export class Events extends Effect.Service<Events>()("Events", {
      * rows were rolled back with it). Nested in another `transaction`, its claims join the outer one's when it
      * succeeds; nested in a transaction not made here, it claims nothing and rings the worker.
      */
-    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-      Effect.gen(function* () {
-        const outer = yield* Effect.serviceOption(CurrentClaims)
-        const inForeign =
-          Option.isNone(outer) && Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
-        if (inForeign) return yield* Effect.zipLeft(sql.withTransaction(change), inbox.ring)
-        const claims = new Claims(inbox)
-        return yield* sql.withTransaction(Effect.provideService(change, CurrentClaims, claims)).pipe(
-          Effect.onExit((exit) => {
-            if (Exit.isFailure(exit)) return inbox.release(claims.reserved)
-            if (Option.isSome(outer)) return Effect.sync(() => claims.mergeInto(outer.value))
-            return Effect.zipRight(inbox.hand(claims.claimed), claims.unclaimed ? inbox.ring : Effect.void)
-          })
-        )
-      })
+    const transaction = Effect.fnUntraced(function* <A, E, R>(change: Effect.Effect<A, E, R>) {
+      const outer = yield* Effect.serviceOption(CurrentClaims)
+      const inForeign =
+        Option.isNone(outer) && Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
+      if (inForeign) return yield* Effect.zipLeft(sql.withTransaction(change), inbox.ring)
+      const claims = new Claims(inbox)
+      return yield* sql.withTransaction(Effect.provideService(change, CurrentClaims, claims)).pipe(
+        Effect.onExit((exit) => {
+          if (Exit.isFailure(exit)) return inbox.release(claims.reserved)
+          if (Option.isSome(outer)) return Effect.sync(() => claims.mergeInto(outer.value))
+          return Effect.zipRight(inbox.hand(claims.claimed), claims.unclaimed ? inbox.ring : Effect.void)
+        })
+      )
+    })
 
     /**
      * A `webhook.test` event for the webhook `id` alone, whatever its `events` (the type cannot be subscribed to),

@@ -112,10 +112,10 @@ const tooLarge = () => new PayloadTooLarge({ message: `The body is over ${MAX_BO
  * object, for the payload check that follows. The body text is cached by the request, so the handler reads it
  * again without touching the socket.
  */
-export const readJsonBody = (
+export const readJsonBody: (
   request: HttpServerRequest.HttpServerRequest
-): Effect.Effect<unknown, BadRequest | PayloadTooLarge | UnsupportedMediaType | ValidationFailed> =>
-  Effect.gen(function* () {
+) => Effect.Effect<unknown, BadRequest | PayloadTooLarge | UnsupportedMediaType | ValidationFailed> = Effect.fnUntraced(
+  function* (request: HttpServerRequest.HttpServerRequest) {
     const length = request.headers["content-length"]
     const declared = length === undefined ? undefined : Number(length)
     const hasBody = request.headers["transfer-encoding"] !== undefined || (declared !== undefined && declared > 0)
@@ -137,7 +137,8 @@ export const readJsonBody = (
     }
     yield* checkShape(parsed)
     return parsed
-  })
+  }
+)
 
 /**
  * A form or JSON body outside `/v1` (the OAuth endpoints), checked for unstorable text only: whatever else is

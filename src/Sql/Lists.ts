@@ -104,24 +104,23 @@ export const counterSum = (sql: SqlClient.SqlClient, table: string, where: Reado
 /** `p.created_at` → `created_at`: the name a qualified column has in a derived table. */
 const bare = (column: string) => column.slice(column.lastIndexOf(".") + 1)
 
-const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sort>) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const conditions: Array<Fragment> = [...spec.where, ...filters(sql, spec, query)]
-    const where = conditions.length > 0 ? sql`WHERE ${sql.and(conditions)}` : sql``
-    const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
-    const [counted, rows] = yield* Effect.all([
-      sql<{ readonly total: unknown }>`${
-        counterTotal(sql, spec, query) ??
-        sql`SELECT CAST(count(*) AS INTEGER) AS total FROM ${spec.countFrom ?? spec.from} ${where}`
-      }`,
-      sql`
+const runList = Effect.fnUntraced(function* <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sort>) {
+  const sql = yield* SqlClient.SqlClient
+  const conditions: Array<Fragment> = [...spec.where, ...filters(sql, spec, query)]
+  const where = conditions.length > 0 ? sql`WHERE ${sql.and(conditions)}` : sql``
+  const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
+  const [counted, rows] = yield* Effect.all([
+    sql<{ readonly total: unknown }>`${
+      counterTotal(sql, spec, query) ??
+      sql`SELECT CAST(count(*) AS INTEGER) AS total FROM ${spec.countFrom ?? spec.from} ${where}`
+    }`,
+    sql`
         SELECT ${spec.select} FROM ${spec.from} ${where}
         ORDER BY ${sql(spec.columns[query.sort])} ${direction}, ${sql(spec.idColumn)} ${direction}
         LIMIT ${query.per_page} OFFSET ${(query.page - 1) * query.per_page}`
-    ])
-    return { counted, rows }
-  })
+  ])
+  return { counted, rows }
+})
 
 /**
  * A list whose rows are the union of disjoint `branches` (e.g. "projects I own" and "team projects of team T
@@ -132,40 +131,41 @@ const runList = <Sort extends string>(spec: ListSpec<Sort>, query: ListQuery<Sor
  * The total is a sum of per-branch counts, each an index-only range count: it still grows with the number of rows
  * (docs/lists.md), but reads no table rows and sorts nothing.
  */
-const runUnion = <Row extends object, Sort extends string>(spec: UnionListSpec<Sort>, query: ListQuery<Sort>) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const common = [...spec.where, ...filters(sql, spec, query)]
-    const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
-    const sortColumn = spec.columns[query.sort]
-    const reach = query.page * query.per_page
-    const whereOf = (branch: ReadonlyArray<Fragment>) => sql.and([...branch, ...common])
-    const order = sql`${sql(sortColumn)} ${direction}, ${sql(spec.idColumn)} ${direction}`
-    const grouped = spec.grouped
-    const selects: ReadonlyArray<Fragment> = [
-      ...spec.branches.map(
-        (branch) =>
-          sql`SELECT ${spec.select} FROM ${spec.from} WHERE ${whereOf(branch)} ORDER BY ${order} LIMIT ${reach}`
-      ),
-      ...(grouped !== undefined
-        ? [groupedSelect(sql, spec, grouped, whereOf(grouped.where), sortColumn, direction, reach)]
-        : [])
-    ]
-    const union = selects.map((select, i) => sql`SELECT * FROM (${select}) ${sql.literal(`b${i}`)}`)
-    const counts = [...spec.branches, ...(grouped !== undefined ? [grouped.count] : [])].map(
-      (branch) => sql`(SELECT count(*) FROM ${spec.countFrom ?? spec.from} WHERE ${whereOf(branch)})`
-    )
-    const [counted, rows] = yield* Effect.all([
-      sql<{ readonly total: unknown }>`${
-        counterTotal(sql, spec, query) ?? sql`SELECT CAST(${sql.join(" + ", false)(counts)} AS INTEGER) AS total`
-      }`,
-      sql<Row>`
+const runUnion = Effect.fnUntraced(function* <Row extends object, Sort extends string>(
+  spec: UnionListSpec<Sort>,
+  query: ListQuery<Sort>
+) {
+  const sql = yield* SqlClient.SqlClient
+  const common = [...spec.where, ...filters(sql, spec, query)]
+  const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
+  const sortColumn = spec.columns[query.sort]
+  const reach = query.page * query.per_page
+  const whereOf = (branch: ReadonlyArray<Fragment>) => sql.and([...branch, ...common])
+  const order = sql`${sql(sortColumn)} ${direction}, ${sql(spec.idColumn)} ${direction}`
+  const grouped = spec.grouped
+  const selects: ReadonlyArray<Fragment> = [
+    ...spec.branches.map(
+      (branch) => sql`SELECT ${spec.select} FROM ${spec.from} WHERE ${whereOf(branch)} ORDER BY ${order} LIMIT ${reach}`
+    ),
+    ...(grouped !== undefined
+      ? [groupedSelect(sql, spec, grouped, whereOf(grouped.where), sortColumn, direction, reach)]
+      : [])
+  ]
+  const union = selects.map((select, i) => sql`SELECT * FROM (${select}) ${sql.literal(`b${i}`)}`)
+  const counts = [...spec.branches, ...(grouped !== undefined ? [grouped.count] : [])].map(
+    (branch) => sql`(SELECT count(*) FROM ${spec.countFrom ?? spec.from} WHERE ${whereOf(branch)})`
+  )
+  const [counted, rows] = yield* Effect.all([
+    sql<{ readonly total: unknown }>`${
+      counterTotal(sql, spec, query) ?? sql`SELECT CAST(${sql.join(" + ", false)(counts)} AS INTEGER) AS total`
+    }`,
+    sql<Row>`
         SELECT * FROM (${sql.join(" UNION ALL ", false)(union)}) u
         ORDER BY ${sql(bare(sortColumn))} ${direction}, ${sql(bare(spec.idColumn))} ${direction}
         LIMIT ${query.per_page} OFFSET ${(query.page - 1) * query.per_page}`
-    ])
-    return { counted, rows }
-  })
+  ])
+  return { counted, rows }
+})
 
 /**
  * A grouped branch's first `reach` rows: per group, its first `reach` rows in sort order (`where` over the row's
@@ -212,20 +212,19 @@ const Total = Schema.Array(Schema.Struct({ total: Count }))
 export const makeListPage = <A, I, R>(Row: Schema.Schema<A, I, R>) => {
   const decodeTotal = Schema.decodeUnknown(Total)
   const decodeRows = Schema.decodeUnknown(Schema.Array(Row))
-  return <Sort extends string>(
+  return Effect.fnUntraced(function* <Sort extends string>(
     spec: ListSpec<Sort> | UnionListSpec<Sort>,
     query: ListQuery<Sort>
-  ): Effect.Effect<Page<A>, SqlError, SqlClient.SqlClient | R> =>
-    Effect.gen(function* () {
-      // A union of one branch is that branch as a plain list: one ordered walk, nothing to merge.
-      const { counted, rows } = yield* !isUnion(spec)
-        ? runList(spec, query)
-        : spec.branches.length === 1 && spec.grouped === undefined
-          ? runList({ ...spec, where: [...spec.branches.flat(), ...spec.where] }, query)
-          : runUnion<object, Sort>(spec, query)
-      const [total, items] = yield* Effect.orDie(Effect.all([decodeTotal(counted), decodeRows(rows)]))
-      return { items, total: total[0]?.total ?? 0, page: query.page, per_page: query.per_page }
-    })
+  ) {
+    // A union of one branch is that branch as a plain list: one ordered walk, nothing to merge.
+    const { counted, rows } = yield* !isUnion(spec)
+      ? runList(spec, query)
+      : spec.branches.length === 1 && spec.grouped === undefined
+        ? runList({ ...spec, where: [...spec.branches.flat(), ...spec.where] }, query)
+        : runUnion<object, Sort>(spec, query)
+    const [total, items] = yield* Effect.orDie(Effect.all([decodeTotal(counted), decodeRows(rows)]))
+    return { items, total: total[0]?.total ?? 0, page: query.page, per_page: query.per_page }
+  })
 }
 
 /** One page (see `makeListPage`; prefer it where the same schema lists again and again). */
