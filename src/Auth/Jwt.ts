@@ -125,15 +125,14 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
       return { kid: row.value.kid, key: yield* cached(`private:${row.value.kid}`, row.value.private_jwk) }
     })
 
-    const verificationKey = (kid: string) =>
-      Effect.gen(function* () {
-        if (Option.isSome(configured)) {
-          return configured.value.kid === kid ? Option.some(configured.value.publicKey) : Option.none()
-        }
-        const row = yield* Effect.orDie(repo.findVerifying(kid, oldestStillValid()))
-        if (Option.isNone(row)) return Option.none()
-        return Option.some(yield* cached(`public:${row.value.kid}`, row.value.public_jwk))
-      })
+    const verificationKey = Effect.fnUntraced(function* (kid: string) {
+      if (Option.isSome(configured)) {
+        return configured.value.kid === kid ? Option.some(configured.value.publicKey) : Option.none()
+      }
+      const row = yield* Effect.orDie(repo.findVerifying(kid, oldestStillValid()))
+      if (Option.isNone(row)) return Option.none()
+      return Option.some(yield* cached(`public:${row.value.kid}`, row.value.public_jwk))
+    })
 
     /** `GET {auth_url}/jwks.json` */
     const jwks = Effect.gen(function* () {

@@ -144,16 +144,17 @@ export const readJsonBody: (
  * A form or JSON body outside `/v1` (the OAuth endpoints), checked for unstorable text only: whatever else is
  * wrong with it, the endpoint answers in its own form. The text is cached, so the endpoint reads it again.
  */
-export const checkFormBody = (
+export const checkFormBody: (
   request: HttpServerRequest.HttpServerRequest
-): Effect.Effect<void, BadRequest | ValidationFailed> =>
-  Effect.gen(function* () {
-    const type = mediaType(request.headers["content-type"])
-    const declared = Number(request.headers["content-length"] ?? "0")
-    if (type === "" || declared > MAX_BODY_BYTES) return
-    const text = yield* Effect.orElseSucceed(request.text, () => "")
-    if (type === "application/x-www-form-urlencoded") return yield* checkQuery(text)
-    if (type !== "application/json") return
-    const parsed = yield* Effect.option(Effect.try((): unknown => JSON.parse(text)))
-    if (parsed._tag === "Some") yield* checkShape(parsed.value)
-  })
+) => Effect.Effect<void, BadRequest | ValidationFailed> = Effect.fnUntraced(function* (
+  request: HttpServerRequest.HttpServerRequest
+) {
+  const type = mediaType(request.headers["content-type"])
+  const declared = Number(request.headers["content-length"] ?? "0")
+  if (type === "" || declared > MAX_BODY_BYTES) return
+  const text = yield* Effect.orElseSucceed(request.text, () => "")
+  if (type === "application/x-www-form-urlencoded") return yield* checkQuery(text)
+  if (type !== "application/json") return
+  const parsed = yield* Effect.option(Effect.try((): unknown => JSON.parse(text)))
+  if (parsed._tag === "Some") yield* checkShape(parsed.value)
+})

@@ -41,13 +41,12 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
       )
 
     /** An invitation addressed to the caller; someone else's is 404. */
-    const findMine = (principal: Principal, id: string) =>
-      Effect.gen(function* () {
-        const me = yield* users.get(principal.userId)
-        const invitation = yield* find(id)
-        if (invitation.email !== me.email.toLowerCase()) return yield* NotFound.resource("invitation", id)
-        return { me, invitation }
-      })
+    const findMine = Effect.fnUntraced(function* (principal: Principal, id: string) {
+      const me = yield* users.get(principal.userId)
+      const invitation = yield* find(id)
+      if (invitation.email !== me.email.toLowerCase()) return yield* NotFound.resource("invitation", id)
+      return { me, invitation }
+    })
 
     const create = traced("Invitations.create")(function* (
       principal: Principal,
