@@ -39,12 +39,8 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         Option.match({ onNone: () => Effect.fail(NotFound.resource("deployment", id)), onSome: Effect.succeed })
       )
 
-    const create = traced("Deployments.create")(function* (
-      principal: Principal,
-      projectId: ProjectId,
-      input: StartDeployment
-    ) {
-      return yield* Effect.gen(function* () {
+    const create = traced("Deployments.create")(
+      function* (principal: Principal, projectId: ProjectId, input: StartDeployment) {
         const project = yield* projects.changeable(principal, projectId)
         if (project.status === "archived") {
           return yield* new Conflict({ message: `Project ${project.name} is archived; unarchive it to deploy` })
@@ -65,8 +61,10 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         yield* repo.insert(deployment)
         yield* events.emit("deployment.started", yield* projects.audience(project), deployment)
         return deployment
-      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-    })
+      },
+      events.transaction,
+      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    )
 
     const list = traced("Deployments.list")(function* (
       principal: Principal,
@@ -83,13 +81,8 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
     })
 
     /** Only `running` moves, once, to `succeeded` or `failed`; anything else is 409. */
-    const finish = traced("Deployments.finish")(function* (
-      principal: Principal,
-      projectId: ProjectId,
-      id: string,
-      input: FinishDeployment
-    ) {
-      return yield* Effect.gen(function* () {
+    const finish = traced("Deployments.finish")(
+      function* (principal: Principal, projectId: ProjectId, id: string, input: FinishDeployment) {
         const project = yield* projects.changeable(principal, projectId)
         const current = yield* find(projectId, id)
         const to = input.status
@@ -116,8 +109,10 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
           finished.value
         )
         return finished.value
-      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-    })
+      },
+      events.transaction,
+      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    )
 
     return { create, list, get, finish } as const
   })

@@ -8,7 +8,6 @@
  * `captureStackTrace: false`), a no-op span, a write of the fiber's context for the parent span, and an exit hook.
  */
 import { Effect, FiberRef } from "effect"
-import type { YieldWrap } from "effect/Utils"
 
 const spanOptions = { captureStackTrace: false } as const
 
@@ -20,24 +19,24 @@ export const inSpan =
       fiber.getFiberRef(FiberRef.currentTracerEnabled) ? Effect.withSpan(effect, name, spanOptions) : effect
     )
 
-type ErrorOf<Eff> = [Eff] extends [never]
-  ? never
-  : [Eff] extends [YieldWrap<Effect.Effect<infer _A, infer E, infer _R>>]
-    ? E
-    : never
-type ContextOf<Eff> = [Eff] extends [never]
-  ? never
-  : [Eff] extends [YieldWrap<Effect.Effect<infer _A, infer _E, infer R>>]
-    ? R
-    : never
-
-/** A generator function as a method whose every call is a span named `name` when tracing is on (see above). */
-export const traced =
-  (name: string) =>
-  <Eff extends YieldWrap<Effect.Effect<unknown, unknown, unknown>>, AEff, Args extends Array<unknown>>(
-    body: (...args: Args) => Generator<Eff, AEff, never>
-  ): ((...args: Args) => Effect.Effect<AEff, ErrorOf<Eff>, ContextOf<Eff>>) => {
-    const run = Effect.fnUntraced(body)
-    const span = inSpan(name)
+/**
+ * A generator function as a method whose every call is a span named `name` when tracing is on (see above). Typed
+ * as `Effect.fn(name)`: any functions after the body wrap each call's effect, as with `Effect.fn` (e.g.
+ * `traced("Projects.update")(function* (…) {…}, events.transaction)`), so a method that runs in a transaction still
+ * has its generator function made once, not one per call.
+ */
+export const traced = (name: string): Effect.fn.Gen => {
+  const span = inSpan(name)
+  const make: Untyped = (...definition) => {
+    const run = (Effect.fnUntraced as unknown as Untyped)(...definition)
     return (...args) => span(run(...args))
   }
+  // `Effect.fn.Gen` is a list of overloads (by the number of functions after the body); one implementation serves
+  // them all, as `Effect.fnUntraced`'s own does.
+  return make as unknown as Effect.fn.Gen
+}
+
+/** `Effect.fnUntraced` with its overloads erased: the body and the functions after it, to a method. */
+type Untyped = (
+  ...definition: ReadonlyArray<unknown>
+) => (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown, unknown>

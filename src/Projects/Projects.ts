@@ -77,8 +77,8 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       return yield* findVisible(principal, id)
     })
 
-    const update = traced("Projects.update")(function* (principal: Principal, id: ProjectId, patch: ProjectPatch) {
-      return yield* Effect.gen(function* () {
+    const update = traced("Projects.update")(
+      function* (principal: Principal, id: ProjectId, patch: ProjectPatch) {
         const current = yield* findVisible(principal, id)
         const next: Project = {
           ...current,
@@ -94,16 +94,20 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         yield* Effect.orDie(repo.update(next))
         yield* announce("project.updated", next)
         return next
-      }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
-    })
+      },
+      events.transaction,
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
-    const remove = traced("Projects.remove")(function* (principal: Principal, id: ProjectId) {
-      yield* Effect.gen(function* () {
+    const remove = traced("Projects.remove")(
+      function* (principal: Principal, id: ProjectId) {
         const current = yield* findVisible(principal, id)
         yield* Effect.orDie(repo.remove(current.id))
         yield* announce("project.deleted", current)
-      }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
-    })
+      },
+      events.transaction,
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
     /**
      * A project the caller may change (and so deploy), for other services; 404 otherwise. Today everyone who can

@@ -48,12 +48,8 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
       return { me, invitation }
     })
 
-    const create = traced("Invitations.create")(function* (
-      principal: Principal,
-      teamId: string,
-      input: { readonly email: string; readonly role: TeamRole }
-    ) {
-      return yield* Effect.gen(function* () {
+    const create = traced("Invitations.create")(
+      function* (principal: Principal, teamId: string, input: { readonly email: string; readonly role: TeamRole }) {
         yield* teamsRepo.lock({ teamId })
         const mine = yield* teams.roleIn(teamId, principal.userId)
         if (!manages(mine)) return yield* needsRole("Inviting someone", "owner or admin", mine)
@@ -101,8 +97,10 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
           role: input.role
         })
         return yield* find(invitation.id)
-      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-    })
+      },
+      events.transaction,
+      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    )
 
     const listForTeam = traced("Invitations.listForTeam")(function* (
       principal: Principal,
@@ -114,8 +112,8 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
     })
 
     /** Revoking a pending invitation; one already answered (or expired) is 409. */
-    const revoke = traced("Invitations.revoke")(function* (principal: Principal, teamId: string, invitationId: string) {
-      yield* Effect.gen(function* () {
+    const revoke = traced("Invitations.revoke")(
+      function* (principal: Principal, teamId: string, invitationId: string) {
         const mine = yield* teams.roleIn(teamId, principal.userId)
         const invitation = yield* find(invitationId)
         if (invitation.team_id !== teamId) return yield* NotFound.resource("invitation", invitationId)
@@ -124,8 +122,10 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
         const at = nowIso()
         const closed = yield* repo.close({ id: invitationId, to: "revoked", answeredAt: at, now: at })
         if (Option.isNone(closed)) return yield* notAnswerable(yield* find(invitationId))
-      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-    })
+      },
+      events.transaction,
+      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    )
 
     /** The invitations addressed to the caller's email: the pending ones unless another status (or `all`) is asked. */
     const listMine = traced("Invitations.listMine")(function* (
@@ -137,8 +137,8 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
     })
 
     /** The invitee becomes a member with the invitation's role (`member.joined`); answers the member record. */
-    const accept = traced("Invitations.accept")(function* (principal: Principal, invitationId: string) {
-      return yield* Effect.gen(function* () {
+    const accept = traced("Invitations.accept")(
+      function* (principal: Principal, invitationId: string) {
         const { invitation } = yield* findMine(principal, invitationId)
         if (invitation.status !== "pending") return yield* notAnswerable(invitation)
         yield* teamsRepo.lock({ teamId: invitation.team_id })
@@ -146,11 +146,13 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
         const closed = yield* repo.close({ id: invitationId, to: "accepted", answeredAt: at, now: at })
         if (Option.isNone(closed)) return yield* notAnswerable(yield* find(invitationId))
         return yield* teams.join(invitation.team_id, principal.userId, invitation.role)
-      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-    })
+      },
+      events.transaction,
+      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    )
 
-    const decline = traced("Invitations.decline")(function* (principal: Principal, invitationId: string) {
-      return yield* Effect.gen(function* () {
+    const decline = traced("Invitations.decline")(
+      function* (principal: Principal, invitationId: string) {
         const { invitation } = yield* findMine(principal, invitationId)
         if (invitation.status !== "pending") return yield* notAnswerable(invitation)
         const at = nowIso()
@@ -159,8 +161,10 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
           onNone: () => Effect.flatMap(find(invitationId), (now) => Effect.fail(notAnswerable(now))),
           onSome: () => find(invitationId)
         })
-      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-    })
+      },
+      events.transaction,
+      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    )
 
     return { create, listForTeam, revoke, listMine, accept, decline } as const
   })

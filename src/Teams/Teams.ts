@@ -109,8 +109,8 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       return yield* teamFor(teamId, principal.userId)
     })
 
-    const remove = traced("Teams.remove")(function* (principal: Principal, teamId: string) {
-      yield* Effect.gen(function* () {
+    const remove = traced("Teams.remove")(
+      function* (principal: Principal, teamId: string) {
         const role = yield* roleIn(teamId, principal.userId)
         if (role !== "owner") return yield* needsRole("Deleting a team", "owner", role)
         yield* repo.lock({ teamId })
@@ -123,8 +123,10 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
           })
         }
         yield* repo.remove({ teamId })
-      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-    })
+      },
+      events.transaction,
+      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    )
 
     const listMine = traced("Teams.listMine")(function* (principal: Principal, query: ListQuery<TeamSort>) {
       return yield* Effect.orDie(repo.listFor(principal.userId, query))
@@ -140,13 +142,8 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
     })
 
     /** Owners change any role; admins only move people between `member` and `admin`. */
-    const setRole = traced("Teams.setRole")(function* (
-      principal: Principal,
-      teamId: string,
-      userId: string,
-      role: TeamRole
-    ) {
-      return yield* Effect.gen(function* () {
+    const setRole = traced("Teams.setRole")(
+      function* (principal: Principal, teamId: string, userId: string, role: TeamRole) {
         yield* repo.lock({ teamId })
         const mine = yield* roleIn(teamId, principal.userId)
         if (!manages(mine)) return yield* needsRole("Changing a member's role", "owner or admin", mine)
@@ -158,12 +155,14 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
         yield* repo.setRole({ teamId, userId, role })
         if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
         return yield* memberOf(teamId, userId)
-      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-    })
+      },
+      events.transaction,
+      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    )
 
     /** Removing someone (owners: anyone; admins: not an owner), or leaving (anyone, for themself). */
-    const removeMember = traced("Teams.removeMember")(function* (principal: Principal, teamId: string, userId: string) {
-      yield* Effect.gen(function* () {
+    const removeMember = traced("Teams.removeMember")(
+      function* (principal: Principal, teamId: string, userId: string) {
         yield* repo.lock({ teamId })
         const mine = yield* roleIn(teamId, principal.userId)
         const leaving = userId === principal.userId
@@ -179,8 +178,10 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
           { team_id: teamId, user_id: userId, email: current.email, role: current.role },
           [userId]
         )
-      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
-    })
+      },
+      events.transaction,
+      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    )
 
     /**
      * Makes a user a member and announces `member.joined`, inside the caller's transaction (an accepted invitation,

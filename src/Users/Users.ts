@@ -105,8 +105,8 @@ export class Users extends Effect.Service<Users>()("Users", {
      * is still on record: deleting them would delete those (or change a team) without the events the spec
      * promises. Their keys, webhooks and OAuth grants go with them.
      */
-    const remove = traced("Users.remove")(function* (id: string) {
-      return yield* Effect.gen(function* () {
+    const remove = traced("Users.remove")(
+      function* (id: string) {
         const user = yield* get(id)
         const { projects, teams, deployments } = yield* repo.holdings(id)
         const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
@@ -119,8 +119,10 @@ export class Users extends Effect.Service<Users>()("Users", {
           return yield* new Conflict({ message: `User ${user.name} (${user.email}) still ${held.join(", ")}` })
         if (!(yield* repo.remove(id))) return yield* NotFound.resource("user", id)
         return { id, deleted: true } as const
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
-    })
+      },
+      sql.withTransaction,
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
     return { create, get, getByEmail, updateMe, setPassword, findCredentials, listAll, remove } as const
   })
