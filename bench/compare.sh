@@ -147,6 +147,9 @@ values() { tr ' ' '\n' <<<"$1" | grep .; }
 REVERSED=$(tr ' ' '\n' <<<"$WHO" | tac | tr '\n' ' ')
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $PROJECTS projects; $CONNECTIONS connections; $DURATION × $ROUNDS rounds (A B C, C B A)"
 declare -A RPS P99 CPU
+# Each contender, just restarted, first serves every endpoint unmeasured for $WARMUP (default 3s), so no round
+# pays for its JIT's first seconds.
+for who in $WHO; do for what in $ENDPOINTS; do DURATION=${WARMUP:-3s} load "$who" "$what" >/dev/null; done; done
 for what in $ENDPOINTS; do
   for round in $(seq 1 "$ROUNDS"); do
     order=$WHO
