@@ -96,44 +96,60 @@ const spanOptions = (
 
 // --- idiomatic ------------------------------------------------------------------------------------------------
 
-/** The wrapper as a middleware written the way the Effect docs write one. */
+/**
+ * The wrapper as a middleware written the way the Effect docs write one. Its steps are generator functions made
+ * once per app, not per request (see the README's layout: the JIT drops code tied to a generator function that died).
+ */
 export const idiomaticRequestWrapper =
   (lifecycle: Lifecycle, sampler: TraceSampler): RequestWrapper =>
-  (app) =>
-    Effect.gen(function* () {
+  (app) => {
+    /** The app's answer, then its duration in the metric and its access line. */
+    const serve = Effect.fnUntraced(function* (
+      request: HttpServerRequest.HttpServerRequest,
+      state: RequestState,
+      route: string | undefined
+    ) {
+      const started = performance.now()
+      const response = yield* app
+      yield* Metric.update(
+        Metric.taggedWithLabels(requestDuration, labelsOf(request.method, route ?? "unmatched", response.status)),
+        (performance.now() - started) / 1000
+      )
+      yield* Effect.logInfo("request").pipe(
+        Effect.annotateLogs(accessFields(request, state.path, response.status, started))
+      )
+      return response
+    })
+    /** `served` in the request's server span when tracing is on and the sampler keeps it. */
+    const traceOf = Effect.fnUntraced(function* (
+      request: HttpServerRequest.HttpServerRequest,
+      state: RequestState,
+      route: string | undefined,
+      served: HttpApp.Default
+    ) {
+      if (!(yield* FiberRef.get(FiberRef.currentTracerEnabled))) return served
+      const parent = HttpTraceContext.fromHeaders(request.headers)
+      // A request the sampler leaves out makes no spans at all.
+      if (!sampler.shouldSample(parent)) return Effect.withTracerEnabled(served, false)
+      const { name, options } = spanOptions(request, state, route, parent)
+      return served.pipe(
+        Effect.tap((response) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
+        Effect.withSpan(name, options)
+      )
+    })
+    return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const state = makeRequestState(request, requestIdFrom(request.headers["x-request-id"]))
       if (isHealth(state.path)) return yield* lifecycle.track(Effect.locally(app, CurrentRequest, state))
       const route = routeOf(state.match, state.path)
-      const started = performance.now()
-      const served = Effect.gen(function* () {
-        const response = yield* app
-        yield* Metric.update(
-          Metric.taggedWithLabels(requestDuration, labelsOf(request.method, route ?? "unmatched", response.status)),
-          (performance.now() - started) / 1000
-        )
-        yield* Effect.logInfo("request").pipe(
-          Effect.annotateLogs(accessFields(request, state.path, response.status, started))
-        )
-        return response
-      })
-      const traced = yield* Effect.gen(function* () {
-        if (!(yield* FiberRef.get(FiberRef.currentTracerEnabled))) return served
-        const parent = HttpTraceContext.fromHeaders(request.headers)
-        // A request the sampler leaves out makes no spans at all.
-        if (!sampler.shouldSample(parent)) return Effect.withTracerEnabled(served, false)
-        const { name, options } = spanOptions(request, state, route, parent)
-        return served.pipe(
-          Effect.tap((response) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
-          Effect.withSpan(name, options)
-        )
-      })
+      const traced = yield* traceOf(request, state, route, serve(request, state, route))
       return yield* traced.pipe(
         Effect.annotateLogs({ request_id: state.id }),
         Effect.locally(CurrentRequest, state),
         lifecycle.track
       )
     })
+  }
 
 // --- fast -----------------------------------------------------------------------------------------------------
 
