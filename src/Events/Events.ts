@@ -260,16 +260,13 @@ export class Events extends Effect.Service<Events>()("Events", {
      * with its one delivery, in a transaction of its own. It has no audience, so it is in no one's events feed.
      * Answers the delivery's id (none when the webhook is gone).
      */
-    const emitTest = (id: WebhookId) =>
-      transaction(
-        Effect.gen(function* () {
-          const hooks = yield* Effect.flatMap(sql`SELECT ${subscriberColumns} FROM webhooks WHERE id = ${id}`, (rows) =>
-            Effect.orDie(decodeSubscribers(rows))
-          )
-          const [delivery] = yield* write(yield* makeEvent(TEST_EVENT, { webhook_id: id }), [], hooks)
-          return Option.fromNullable(delivery)
-        })
+    const emitTest = Effect.fnUntraced(function* (id: WebhookId) {
+      const hooks = yield* Effect.flatMap(sql`SELECT ${subscriberColumns} FROM webhooks WHERE id = ${id}`, (rows) =>
+        Effect.orDie(decodeSubscribers(rows))
       )
+      const [delivery] = yield* write(yield* makeEvent(TEST_EVENT, { webhook_id: id }), [], hooks)
+      return Option.fromNullable(delivery)
+    }, transaction)
 
     return { emit, emitTest, transaction, wake: inbox.ring } as const
   })

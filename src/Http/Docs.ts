@@ -85,21 +85,20 @@ const identityOnly = (raw: Uint8Array<ArrayBuffer>): Variants => ({
   body: () => Effect.succeed(raw)
 })
 
-const respond = (made: Variants, contentType: string, headers: Record<string, string>) =>
-  Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const common = { ...headers, etag: made.etag, vary: "Accept-Encoding" }
-    const ifNoneMatch = request.headers["if-none-match"]
-    const bare = (tag: string) => tag.trim().replace(/^W\//, "")
-    if (ifNoneMatch?.split(",").some((tag) => bare(tag) === bare(made.etag))) {
-      return HttpServerResponse.empty({ status: 304, headers: common })
-    }
-    const encoding = made.compressed ? negotiate(request.headers["accept-encoding"]) : "identity"
-    return HttpServerResponse.uint8Array(yield* made.body(encoding), {
-      contentType,
-      headers: encoding === "identity" ? common : { ...common, "content-encoding": encoding }
-    })
+const respond = Effect.fnUntraced(function* (made: Variants, contentType: string, headers: Record<string, string>) {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const common = { ...headers, etag: made.etag, vary: "Accept-Encoding" }
+  const ifNoneMatch = request.headers["if-none-match"]
+  const bare = (tag: string) => tag.trim().replace(/^W\//, "")
+  if (ifNoneMatch?.split(",").some((tag) => bare(tag) === bare(made.etag))) {
+    return HttpServerResponse.empty({ status: 304, headers: common })
+  }
+  const encoding = made.compressed ? negotiate(request.headers["accept-encoding"]) : "identity"
+  return HttpServerResponse.uint8Array(yield* made.body(encoding), {
+    contentType,
+    headers: encoding === "identity" ? common : { ...common, "content-encoding": encoding }
   })
+})
 
 /** Scalar's standalone bundle, from the `@effect/platform` package this service already depends on. */
 const loadScalarBundle = Effect.gen(function* () {

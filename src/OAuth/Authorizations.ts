@@ -168,6 +168,31 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       return csrf
     })
 
+    /** The grant `pending` asks for (made or widened) and an authorization code `code` under it. */
+    const grantWithCode = Effect.fnUntraced(function* (
+      pending: PendingAuthorization,
+      userId: string,
+      code: string,
+      now: string
+    ) {
+      const grantId = yield* repo.grantFor({ userId, clientId: pending.clientId, scope: pending.scope, now })
+      yield* repo.insertCode(
+        new AuthorizationCode({
+          id: `code_${randomBase62(26)}`,
+          codeHash: sha256Hex(code),
+          clientId: pending.clientId,
+          userId,
+          redirectUri: pending.redirectUri,
+          scope: pending.scope,
+          codeChallenge: pending.codeChallenge,
+          createdAt: now,
+          expiresAt: later(CODE_TTL_SECONDS),
+          usedAt: null,
+          grantId
+        })
+      )
+    })
+
     /**
      * The consent form's answer, taken once: on approval an authorization code (10 minutes, single use, bound to
      * the redirect URI and the PKCE challenge). None when the form has expired or was already answered.
@@ -191,24 +216,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       const code = newCode()
       const now = nowIso()
       // The grant (made or widened) and the code under it commit together.
-      yield* Effect.gen(function* () {
-        const grantId = yield* repo.grantFor({ userId, clientId: pending.clientId, scope: pending.scope, now })
-        yield* repo.insertCode(
-          new AuthorizationCode({
-            id: `code_${randomBase62(26)}`,
-            codeHash: sha256Hex(code),
-            clientId: pending.clientId,
-            userId,
-            redirectUri: pending.redirectUri,
-            scope: pending.scope,
-            codeChallenge: pending.codeChallenge,
-            createdAt: now,
-            expiresAt: later(CODE_TTL_SECONDS),
-            usedAt: null,
-            grantId
-          })
-        )
-      }).pipe(sql.withTransaction, Effect.orDie)
+      yield* grantWithCode(pending, userId, code, now).pipe(sql.withTransaction, Effect.orDie)
       return Option.some<Decision>({
         redirectUri: pending.redirectUri,
         state: pending.state,

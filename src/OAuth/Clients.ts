@@ -72,21 +72,20 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
     })
 
     /** Makes the client (the API's body is already checked by its schema; the CLI's flags are checked here). */
-    const insert = (input: NewClient, ownerId: string | null) =>
-      Effect.gen(function* () {
-        const redirectUris = Array.from(new Set(input.redirectUris))
-        const secret = input.isPublic ? Option.none() : Option.some(newClientSecret())
-        const client = new OAuthClient({
-          id: makeId("client"),
-          name: input.name,
-          secretHash: Option.getOrNull(Option.map(secret, sha256Hex)),
-          redirectUris,
-          isPublic: input.isPublic
-        })
-        const createdAt = nowIso()
-        yield* Effect.orDie(repo.insertClient({ client, createdAt, ownerId }))
-        return { client, secret, createdAt }
+    const insert = Effect.fnUntraced(function* (input: NewClient, ownerId: string | null) {
+      const redirectUris = Array.from(new Set(input.redirectUris))
+      const secret = input.isPublic ? Option.none() : Option.some(newClientSecret())
+      const client = new OAuthClient({
+        id: makeId("client"),
+        name: input.name,
+        secretHash: Option.getOrNull(Option.map(secret, sha256Hex)),
+        redirectUris,
+        isPublic: input.isPublic
       })
+      const createdAt = nowIso()
+      yield* Effect.orDie(repo.insertClient({ client, createdAt, ownerId }))
+      return { client, secret, createdAt }
+    })
 
     /** `bun run cli oauth-clients create`: the same rules as the API's, on the CLI's flags. */
     const create = traced("OAuthClients.create")(function* (input: NewClient) {

@@ -94,62 +94,60 @@ const contentType = (request: HttpServerRequest.HttpServerRequest) =>
   (request.headers["content-type"] ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? ""
 
 /** The body's parameters, from `application/x-www-form-urlencoded` or a JSON object of strings; a key once. */
-const readParams = (request: HttpServerRequest.HttpServerRequest, allowForm = true) =>
-  Effect.gen(function* () {
-    const type = contentType(request)
-    const invalid = (description: string) => OAuthError.of("invalid_request", description)
-    const declared = Number(request.headers["content-length"] ?? "0")
-    if (declared > MAX_BODY_BYTES) return yield* invalid("The body is too large")
-    const text = yield* Effect.mapError(request.text, () => invalid("The body could not be read"))
-    if (Buffer.byteLength(text) > MAX_BODY_BYTES) return yield* invalid("The body is too large")
-    const params: Record<string, string | undefined> = {}
-    if (type === "application/x-www-form-urlencoded" && allowForm) {
-      for (const [key, value] of new URLSearchParams(text)) {
-        if (key in params) return yield* invalid(`${key} is repeated`)
-        params[key] = value
-      }
-      return params
+const readParams = Effect.fnUntraced(function* (request: HttpServerRequest.HttpServerRequest, allowForm = true) {
+  const type = contentType(request)
+  const invalid = (description: string) => OAuthError.of("invalid_request", description)
+  const declared = Number(request.headers["content-length"] ?? "0")
+  if (declared > MAX_BODY_BYTES) return yield* invalid("The body is too large")
+  const text = yield* Effect.mapError(request.text, () => invalid("The body could not be read"))
+  if (Buffer.byteLength(text) > MAX_BODY_BYTES) return yield* invalid("The body is too large")
+  const params: Record<string, string | undefined> = {}
+  if (type === "application/x-www-form-urlencoded" && allowForm) {
+    for (const [key, value] of new URLSearchParams(text)) {
+      if (key in params) return yield* invalid(`${key} is repeated`)
+      params[key] = value
     }
-    if (type === "application/json") {
-      const parsed = yield* Effect.try({
-        try: (): unknown => JSON.parse(text),
-        catch: () => invalid("The body is not valid JSON")
-      })
-      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-        return yield* invalid("The body must be a JSON object")
-      }
-      for (const [key, value] of Object.entries(parsed)) {
-        if (typeof value !== "string") return yield* invalid(`${key} must be a string`)
-        params[key] = value
-      }
-      return params
+    return params
+  }
+  if (type === "application/json") {
+    const parsed = yield* Effect.try({
+      try: (): unknown => JSON.parse(text),
+      catch: () => invalid("The body is not valid JSON")
+    })
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+      return yield* invalid("The body must be a JSON object")
     }
-    return yield* invalid(
-      allowForm
-        ? "Send the body as application/x-www-form-urlencoded or application/json"
-        : "Send the body as application/json"
-    )
-  })
+    for (const [key, value] of Object.entries(parsed)) {
+      if (typeof value !== "string") return yield* invalid(`${key} must be a string`)
+      params[key] = value
+    }
+    return params
+  }
+  return yield* invalid(
+    allowForm
+      ? "Send the body as application/x-www-form-urlencoded or application/json"
+      : "Send the body as application/json"
+  )
+})
 
 /** `Authorization: Basic` client credentials (RFC 6749 §2.3.1: each part form-urlencoded before base64). */
-const basicCredentials = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function* () {
-    const header = request.headers.authorization
-    if (header === undefined) return Option.none()
-    const encoded = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header)?.[1]
-    const invalid = OAuthError.of("invalid_client", "Malformed Basic credentials")
-    if (encoded === undefined) return yield* invalid
-    const decoded = Buffer.from(encoded, "base64").toString("utf8")
-    const colon = decoded.indexOf(":")
-    if (colon < 0) return yield* invalid
-    // Text no engine can store (a NUL byte, a lone surrogate) is no client's: refused here, before any query.
-    const part = (text: string) =>
-      Effect.flatMap(
-        Effect.try({ try: () => decodeURIComponent(text.replace(/\+/g, " ")), catch: () => invalid }),
-        (value) => (storable(value) ? Effect.succeed(value) : Effect.fail(invalid))
-      )
-    return Option.some({ id: yield* part(decoded.slice(0, colon)), secret: yield* part(decoded.slice(colon + 1)) })
-  })
+const basicCredentials = Effect.fnUntraced(function* (request: HttpServerRequest.HttpServerRequest) {
+  const header = request.headers.authorization
+  if (header === undefined) return Option.none()
+  const encoded = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header)?.[1]
+  const invalid = OAuthError.of("invalid_client", "Malformed Basic credentials")
+  if (encoded === undefined) return yield* invalid
+  const decoded = Buffer.from(encoded, "base64").toString("utf8")
+  const colon = decoded.indexOf(":")
+  if (colon < 0) return yield* invalid
+  // Text no engine can store (a NUL byte, a lone surrogate) is no client's: refused here, before any query.
+  const part = (text: string) =>
+    Effect.flatMap(
+      Effect.try({ try: () => decodeURIComponent(text.replace(/\+/g, " ")), catch: () => invalid }),
+      (value) => (storable(value) ? Effect.succeed(value) : Effect.fail(invalid))
+    )
+  return Option.some({ id: yield* part(decoded.slice(0, colon)), secret: yield* part(decoded.slice(colon + 1)) })
+})
 
 const clientIp = (request: HttpServerRequest.HttpServerRequest) =>
   Option.getOrElse(request.remoteAddress, () => "unknown")
@@ -226,27 +224,26 @@ const decodeParams =
     )
 
 /** Who the client says it is: HTTP Basic or `client_id`/`client_secret` in the body, never both. */
-const clientCredentials = (
+const clientCredentials = Effect.fnUntraced(function* (
   basic: Option.Option<{ readonly id: string; readonly secret: string }>,
   params: Record<string, string | undefined>
-) =>
-  Effect.gen(function* () {
-    const { client_id: clientId, client_secret: clientSecret } = yield* decodeParams(ClientParams)(params)
-    if (Option.isSome(basic)) {
-      if (Option.isSome(clientSecret))
-        return yield* OAuthError.of("invalid_request", "Use one client authentication method, not two")
-      if (Option.isSome(clientId) && clientId.value !== basic.value.id) {
-        return yield* OAuthError.of("invalid_request", "client_id does not match the Basic credentials")
-      }
-      const credentials: ClientCredentials = { id: basic.value.id, secret: Option.some(basic.value.secret) }
-      return credentials
+) {
+  const { client_id: clientId, client_secret: clientSecret } = yield* decodeParams(ClientParams)(params)
+  if (Option.isSome(basic)) {
+    if (Option.isSome(clientSecret))
+      return yield* OAuthError.of("invalid_request", "Use one client authentication method, not two")
+    if (Option.isSome(clientId) && clientId.value !== basic.value.id) {
+      return yield* OAuthError.of("invalid_request", "client_id does not match the Basic credentials")
     }
-    if (Option.isNone(clientId) || clientId.value === "") {
-      return yield* OAuthError.of("invalid_client", "Client authentication failed")
-    }
-    const credentials: ClientCredentials = { id: clientId.value, secret: clientSecret }
+    const credentials: ClientCredentials = { id: basic.value.id, secret: Option.some(basic.value.secret) }
     return credentials
-  })
+  }
+  if (Option.isNone(clientId) || clientId.value === "") {
+    return yield* OAuthError.of("invalid_client", "Client authentication failed")
+  }
+  const credentials: ClientCredentials = { id: clientId.value, secret: clientSecret }
+  return credentials
+})
 
 /** The token endpoint's answer (§5.1). */
 const tokenResponse = (issued: IssuedTokens) => ({

@@ -397,29 +397,28 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
      * The user's grant to the client, made on first consent; a later consent adds its scopes (the grant's scopes
      * are the union of what the user approved). Answers the grant's id. Run inside the consent's transaction.
      */
-    const grantFor = (request: {
+    const grantFor = Effect.fnUntraced(function* (request: {
       readonly userId: string
       readonly clientId: string
       readonly scope: string
       readonly now: string
-    }) =>
-      Effect.gen(function* () {
-        yield* sql`INSERT INTO oauth_grants ${sql.insert({
-          id: makeId("grant"),
-          user_id: request.userId,
-          client_id: request.clientId,
-          scope: request.scope,
-          created_at: request.now,
-          last_used_at: null
-        })} ON CONFLICT (user_id, client_id) DO NOTHING`
-        const rows = yield* sql<{ readonly id: string; readonly scope: string }>`
+    }) {
+      yield* sql`INSERT INTO oauth_grants ${sql.insert({
+        id: makeId("grant"),
+        user_id: request.userId,
+        client_id: request.clientId,
+        scope: request.scope,
+        created_at: request.now,
+        last_used_at: null
+      })} ON CONFLICT (user_id, client_id) DO NOTHING`
+      const rows = yield* sql<{ readonly id: string; readonly scope: string }>`
           SELECT id, scope FROM oauth_grants WHERE user_id = ${request.userId} AND client_id = ${request.clientId}`
-        const grant = rows[0]
-        if (grant === undefined) return yield* Effect.dieMessage("the grant just written is not there")
-        const union = scopeText(storedScopes(`${grant.scope} ${request.scope}`))
-        if (union !== grant.scope) yield* sql`UPDATE oauth_grants SET scope = ${union} WHERE id = ${grant.id}`
-        return grant.id
-      })
+      const grant = rows[0]
+      if (grant === undefined) return yield* Effect.dieMessage("the grant just written is not there")
+      const union = scopeText(storedScopes(`${grant.scope} ${request.scope}`))
+      if (union !== grant.scope) yield* sql`UPDATE oauth_grants SET scope = ${union} WHERE id = ${grant.id}`
+      return grant.id
+    })
     /** Tokens were issued or used under the grant: at most one write a minute per grant, whichever process serves. */
     const touchGrant = (request: { readonly id: string; readonly now: string; readonly notBefore: string }) =>
       Effect.asVoid(

@@ -52,44 +52,43 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
     const repo = yield* OAuthRepo
 
     /** An access token and a refresh token in one family (the code's id, kept down the refresh chain). */
-    const issue = (grant: {
+    const issue = Effect.fnUntraced(function* (grant: {
       readonly clientId: string
       readonly userId: string
       readonly grantedScope: string
       readonly accessScope: string
       readonly familyId: string
       readonly grantId: string | null
-    }) =>
-      Effect.gen(function* () {
-        const accessToken = newAccessToken()
-        const refreshToken = newRefreshToken()
-        const now = nowIso()
-        const token = (kind: OAuthToken["kind"], secret: string, scope: string, ttl: number) =>
-          new OAuthToken({
-            id: `tok_${randomBase62(26)}`,
-            tokenHash: sha256Hex(secret),
-            kind,
-            clientId: grant.clientId,
-            userId: grant.userId,
-            scope,
-            familyId: grant.familyId,
-            createdAt: now,
-            expiresAt: later(ttl),
-            usedAt: null,
-            revokedAt: null,
-            grantId: grant.grantId
-          })
-        yield* repo.insertToken(token("access", accessToken, grant.accessScope, ACCESS_TTL_SECONDS))
-        yield* repo.insertToken(token("refresh", refreshToken, grant.grantedScope, REFRESH_TTL_SECONDS))
-        if (grant.grantId !== null) yield* repo.touchGrant({ id: grant.grantId, now, notBefore: now })
-        const issued: IssuedTokens = {
-          accessToken,
-          refreshToken,
-          expiresIn: ACCESS_TTL_SECONDS,
-          scope: grant.accessScope
-        }
-        return issued
-      })
+    }) {
+      const accessToken = newAccessToken()
+      const refreshToken = newRefreshToken()
+      const now = nowIso()
+      const token = (kind: OAuthToken["kind"], secret: string, scope: string, ttl: number) =>
+        new OAuthToken({
+          id: `tok_${randomBase62(26)}`,
+          tokenHash: sha256Hex(secret),
+          kind,
+          clientId: grant.clientId,
+          userId: grant.userId,
+          scope,
+          familyId: grant.familyId,
+          createdAt: now,
+          expiresAt: later(ttl),
+          usedAt: null,
+          revokedAt: null,
+          grantId: grant.grantId
+        })
+      yield* repo.insertToken(token("access", accessToken, grant.accessScope, ACCESS_TTL_SECONDS))
+      yield* repo.insertToken(token("refresh", refreshToken, grant.grantedScope, REFRESH_TTL_SECONDS))
+      if (grant.grantId !== null) yield* repo.touchGrant({ id: grant.grantId, now, notBefore: now })
+      const issued: IssuedTokens = {
+        accessToken,
+        refreshToken,
+        expiresIn: ACCESS_TTL_SECONDS,
+        scope: grant.accessScope
+      }
+      return issued
+    })
 
     const revokeFamily = (familyId: string) => Effect.orDie(repo.revokeFamily({ familyId, now: nowIso() }))
 
@@ -97,18 +96,27 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
      * Spends a code or refresh token and issues the next tokens in one transaction. Losing the race to spend it
      * means it was used twice: the whole family is revoked.
      */
-    const spendAndIssue = <E>(spend: Effect.Effect<boolean, E>, grant: Parameters<typeof issue>[0], reused: string) =>
-      Effect.gen(function* () {
-        const issued = yield* Effect.gen(function* () {
-          if (!(yield* spend)) return Option.none()
-          return Option.some(yield* issue(grant))
-        }).pipe(sql.withTransaction, Effect.orDie)
-        if (Option.isNone(issued)) {
-          yield* revokeFamily(grant.familyId)
-          return yield* OAuthError.of("invalid_grant", reused)
-        }
-        return issued.value
-      })
+    /** The next tokens when `spend` spends the code or refresh token; none when it was spent already. */
+    const issueIfSpent = Effect.fnUntraced(function* <E>(
+      spend: Effect.Effect<boolean, E>,
+      grant: Parameters<typeof issue>[0]
+    ) {
+      if (!(yield* spend)) return Option.none()
+      return Option.some(yield* issue(grant))
+    })
+
+    const spendAndIssue = Effect.fnUntraced(function* <E>(
+      spend: Effect.Effect<boolean, E>,
+      grant: Parameters<typeof issue>[0],
+      reused: string
+    ) {
+      const issued = yield* issueIfSpent(spend, grant).pipe(sql.withTransaction, Effect.orDie)
+      if (Option.isNone(issued)) {
+        yield* revokeFamily(grant.familyId)
+        return yield* OAuthError.of("invalid_grant", reused)
+      }
+      return issued.value
+    })
 
     /** `grant_type=authorization_code` for an authenticated client. */
     const exchangeCode = traced("OAuthTokens.exchangeCode")(function* (client: OAuthClient, request: CodeExchange) {
