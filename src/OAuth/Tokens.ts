@@ -92,10 +92,6 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
 
     const revokeFamily = (familyId: string) => Effect.orDie(repo.revokeFamily({ familyId, now: nowIso() }))
 
-    /**
-     * Spends a code or refresh token and issues the next tokens in one transaction. Losing the race to spend it
-     * means it was used twice: the whole family is revoked.
-     */
     /** The next tokens when `spend` spends the code or refresh token; none when it was spent already. */
     const issueIfSpent = Effect.fnUntraced(function* <E>(
       spend: Effect.Effect<boolean, E>,
@@ -105,6 +101,10 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       return Option.some(yield* issue(grant))
     })
 
+    /**
+     * Spends a code or refresh token and issues the next tokens in one transaction. Losing the race to spend it
+     * means it was used twice: the whole family is revoked.
+     */
     const spendAndIssue = Effect.fnUntraced(function* <E>(
       spend: Effect.Effect<boolean, E>,
       grant: Parameters<typeof issue>[0],
