@@ -16,8 +16,9 @@
 # service uses, to separate what that choice costs from the rest.
 # The service runs at its defaults (rate limiter on, with a limit out of reach; access log at the default level, to
 # a file; nothing exported); LOG_LEVEL, RATE_LIMIT_ENABLED etc. pass through the environment.
-# BENCH_PROFILE=/some/dir: the contenders' restart after seeding (below) is under `bun --cpu-prof`, so each profile
-# (in /some/dir/<contender>/) holds the measured load only; `bun bench/profile.ts <file> --requests N` summarises one.
+# Once seeded, every contender is restarted and serves each endpoint unmeasured for WARMUP (default 3s) first.
+# BENCH_PROFILE=/some/dir: that restart is under `bun --cpu-prof`, so each profile (in /some/dir/<contender>/) holds
+# the warm-up and the measured load, no seeding; `bun bench/profile.ts <file> --requests N` summarises one.
 # Profiled figures are slower than unprofiled ones: quote ratios from runs without it.
 # Usage: bash bench/compare.sh [duration=5s] [rounds=2] [connections=64]
 set -euo pipefail
