@@ -1,6 +1,7 @@
 /**
  * `traced("Area.method")`: a span of that name, the child of the caller's, with the tracer on; no span at all (not
- * even a no-op one) with it off; the method's result and typed failure unchanged either way.
+ * even a no-op one) with it off; the method's result and typed failure unchanged either way. Functions after the
+ * body wrap each call's effect, in order, given the call's arguments too, inside the span (as with `Effect.fn`).
  */
 import { describe, expect, test } from "bun:test"
 import { Effect, Exit, Layer, Option } from "effect"
@@ -54,6 +55,30 @@ describe("traced", () => {
     expect(ended).toEqual([])
     // `Effect.fn` would have put a no-op span named after the method in the context.
     expect(exit).toEqual(Exit.succeed({ value: 42, spanName: Option.some("caller") }))
+  })
+
+  test("functions after the body wrap each call's effect, in order, with the call's arguments, inside the span", () => {
+    const seen: Array<string> = []
+    const wrapped = traced("Area.wrapped")(
+      function* (n: number) {
+        seen.push(`body ${n}`)
+        const inner = yield* Effect.option(Effect.currentSpan)
+        return { value: n + 1, spanName: Option.map(inner, (span) => span.name) }
+      },
+      (effect, n) => Effect.tap(effect, () => Effect.sync(() => seen.push(`first ${n}`))),
+      (effect) => Effect.map(effect, (result) => ({ ...result, value: result.value * 10 }))
+    )
+    const { exit, ended } = run(wrapped(4), true)
+    expect(exit).toEqual(Exit.succeed({ value: 50, spanName: Option.some("Area.wrapped") }))
+    expect(seen).toEqual(["body 4", "first 4"])
+    expect(ended.map((span) => span.name)).toEqual(["Area.wrapped", "caller"])
+    const recovered = traced("Area.recovered")(
+      function* (n: number) {
+        return n < 0 ? yield* Effect.fail(new Refused("negative")) : n
+      },
+      Effect.catchTag("Refused", () => Effect.succeed(0))
+    )
+    expect(run(recovered(-3), false).exit).toEqual(Exit.succeed(0))
   })
 
   test("each call runs the body afresh", () => {
