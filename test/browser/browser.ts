@@ -137,21 +137,6 @@ export const openBrowser = async (options: { readonly origin?: string } = {}): P
 }
 
 /** Every request the session made went to 127.0.0.1 (or stayed inside the page: `data:`). */
-/**
- * Reloads the page, as its reader would, and waits for the new document's load event. Not `page.reload()`: its
- * answer carries the navigation's response object, and playwright-core under Bun now and then fails such an answer
- * with "Object with guid response@… was not bound in the connection" (microsoft/playwright#22210), after which the
- * session's later calls fail too.
- */
-export const reload = async (page: Page): Promise<void> => {
-  await Promise.all([
-    page.waitForEvent("load"),
-    page.evaluate(() => {
-      setTimeout(() => location.reload(), 0)
-    })
-  ])
-}
-
 export const expectOnlyLoopback = (session: BrowserSession): void => {
   expect(session.requests.length).toBeGreaterThan(0)
   const elsewhere = session.requests.filter((url) => {

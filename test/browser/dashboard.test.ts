@@ -7,14 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { brotliDecompressSync, gunzipSync } from "node:zlib"
 import { type Server, startServer } from "../support/server.ts"
-import {
-  type BrowserSession,
-  expectNoProblems,
-  expectOnlyLoopback,
-  openBrowser,
-  reload,
-  userWithPassword
-} from "./browser.ts"
+import { type BrowserSession, expectNoProblems, expectOnlyLoopback, openBrowser, userWithPassword } from "./browser.ts"
 
 let server: Server
 let session: BrowserSession
@@ -95,7 +88,7 @@ describe("in the browser", () => {
     await page.getByLabel("Email").fill(ann.email)
     await page.getByLabel("Password").fill("not the password")
     await page.getByRole("button", { name: "Sign in" }).click()
-    await expect(page.getByRole("alert").textContent()).resolves.toContain("The email or password is wrong")
+    expect(await page.getByRole("alert").textContent()).toContain("The email or password is wrong")
     await session.shots("02-sign-in-wrong-password")
 
     // By keyboard only: Tab from the email field to the password, Enter submits.
@@ -249,7 +242,7 @@ describe("in the browser", () => {
     expect(created.status).toBe(201)
 
     // After a reload the value is nowhere: not on the page, not in storage; only its prefix is listed.
-    await reload(page)
+    await page.reload()
     await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor()
     const row = page.locator("tr", { hasText: "Deploy bot" })
     await row.waitFor()

@@ -16,7 +16,6 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
-  reload,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -169,7 +168,7 @@ test("Bea runs its PKCE flow: sign-in (a wrong password first), consent, and the
   expect(await page.getByRole("button", { name: "Deny" }).getAttribute("class")).toBeNull()
   await session.shots("36-oauth-consent")
   // A reload shows the same page (no form is posted again).
-  await reload(page)
+  await page.reload()
   await page.getByRole("heading", { level: 1, name: "Allow access?" }).waitFor()
 
   await page.getByRole("button", { name: "Allow" }).click()

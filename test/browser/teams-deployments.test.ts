@@ -8,7 +8,6 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
-  reload,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -120,14 +119,14 @@ describe("teams and deployments", () => {
     // The redrawn page's invitations load after its members: the shot waits for them.
     await page.locator("tbody tr", { hasText: "carol@example.com" }).waitFor()
     await session.shots("31-team-role-changed")
-    await reload(page)
-    await expect(
-      page
+    await page.reload()
+    expect(
+      await page
         .locator("tbody tr", { hasText: bob.email })
         .first()
         .getByLabel(`Role of ${bob.name}`, { exact: true })
         .inputValue()
-    ).resolves.toBe("member")
+    ).toBe("member")
     // The last owner cannot be demoted: the API's message shows.
     const self = page.locator("tbody tr", { hasText: ann.email }).first()
     await self.getByLabel(`Role of ${ann.name}`, { exact: true }).selectOption("member")

@@ -19,7 +19,6 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
-  reload,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -119,7 +118,7 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   await row.getByRole("link", { name: /^Attempts of delivery/ }).click()
   await page.getByRole("heading", { level: 1, name: "Delivery of project.created" }).waitFor()
   const attemptRows = page.locator("tbody tr")
-  await expect(attemptRows.count()).resolves.toBe(5)
+  expect(await attemptRows.count()).toBe(5)
   for (let i = 0; i < 5; i++) {
     const cells = attemptRows.nth(i)
     expect(await cells.locator('td[data-label="#"]').textContent()).toBe(String(i + 1))
@@ -132,7 +131,7 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   // Each attempt's request beside its response: the latest open, the headers as sent (signatures included), the
   // payload pretty-printed, the response's status, headers and body.
   const exchanges = page.locator("details.exchange")
-  await expect(exchanges.count()).resolves.toBe(5)
+  expect(await exchanges.count()).toBe(5)
   const latest = exchanges.first()
   expect(await latest.getAttribute("open")).not.toBeNull()
   expect(await latest.locator("summary").textContent()).toContain("Attempt 5: HTTP 500")
@@ -158,7 +157,7 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   await page.getByRole("button", { name: "Redeliver" }).click()
   await page.getByText("Delivered on attempt 6.").waitFor({ timeout: 15_000 })
   await page.locator(".page-head .badge", { hasText: "delivered" }).waitFor()
-  await expect(attemptRows.count()).resolves.toBe(6)
+  expect(await attemptRows.count()).toBe(6)
   expect(await attemptRows.nth(5).locator('td[data-label="Status code"]').textContent()).toBe("200")
   expect(await attemptRows.nth(5).locator('td[data-label="Outcome"]').textContent()).toBe("succeeded")
   expect(await exchanges.first().locator("summary").textContent()).toContain("Attempt 6: HTTP 200")
@@ -226,7 +225,7 @@ test("send a test event: the log filtered by event type, and the delivery's requ
   await page.waitForURL(/event_type=webhook\.test/)
   await page.locator("tbody tr", { hasText: "webhook.test" }).first().waitFor()
   const rows = page.locator("tbody tr")
-  await expect(rows.count()).resolves.toBe(1)
+  expect(await rows.count()).toBe(1)
   await page.locator("tbody .badge", { hasText: "delivered" }).waitFor({ timeout: 15_000 })
   await session.shots("18-webhook-test-filtered")
 
@@ -275,7 +274,7 @@ test("edit a webhook's events, rotate its secret (shown once, used to sign), del
   expect(new StandardWebhook(secret).verify(latest!.body, latest!.headers)).toBeTruthy()
   expect(new StandardWebhook(firstSecret).verify(latest!.body, latest!.headers)).toBeTruthy()
 
-  await reload(page)
+  await page.reload()
   await page.getByRole("heading", { level: 1, name: "Webhook" }).waitFor()
   expect(await page.content()).not.toContain(secret)
 
@@ -341,7 +340,7 @@ test("a delivery retrying says so (attempt 1 of 5 failed, next at HH:MM with the
   await page.locator(".page-head .badge", { hasText: "delivered" }).waitFor({ timeout: 15_000 })
   expect(await page.locator(".delivery-progress").textContent()).toBe("delivered")
   expect(await page.evaluate(() => document.body.getAttribute("data-not-reloaded"))).toBe("yes")
-  await expect(page.locator("details.exchange").count()).resolves.toBe(2)
+  expect(await page.locator("details.exchange").count()).toBe(2)
 }, 60_000)
 
 test("nothing left 127.0.0.1 from the page, and no CSP violation or error reached the console", () => {

@@ -120,13 +120,14 @@ for (const [name, pool] of Object.entries(pools)) {
     test("a transaction that fails writes nothing; a savepoint that fails only undoes its own part", async () => {
       const insert = (sql: SqlClient.SqlClient, id: number) =>
         sql`INSERT INTO things (id, name) VALUES (${id}, ${`tx ${id}`})`
-      await expect(
-        sqlRun((sql) =>
+      const failed = await sqlRun((sql) =>
+        Effect.flip(
           sql.withTransaction(
             Effect.zipRight(insert(sql, 200), insert(sql, 201).pipe(Effect.zipRight(insert(sql, 200))))
           )
         )
-      ).rejects.toThrow()
+      )
+      expect(failed._tag).toBe("SqlError")
       await sqlRun((sql) =>
         sql.withTransaction(
           Effect.zipRight(
@@ -186,13 +187,14 @@ for (const [name, pool] of Object.entries(pools)) {
         expect(await onServer("full_0")).toEqual({ n: 1 })
         // The insert fails (a taken id), then a new text needs a place: the DEALLOCATE of the least recently run,
         // `full_0`, runs in the failed transaction, which refuses it.
-        await expect(
-          sqlRun((sql) =>
+        const refused = await sqlRun((sql) =>
+          Effect.flip(
             sql.withTransaction(
               Effect.zipRight(Effect.ignore(insert(sql, 500)), sql`SELECT id AS refused FROM things WHERE id = ${1}`)
             )
           )
-        ).rejects.toThrow()
+        )
+        expect(refused._tag).toBe("SqlError")
         expect(await onServer("full_0")).toEqual({ n: 1 })
         // A statement the connection still has, outside a transaction: the refused DEALLOCATE goes ahead of it.
         await sqlRun((sql) => sql`SELECT id AS ${sql("full_1")} FROM things WHERE id = ${1}`)
