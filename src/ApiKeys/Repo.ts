@@ -1,9 +1,9 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Predicate, Schema } from "effect"
-import { ApiKey, type ApiKeySort, ApiKeyStatus, KeyCredential, OwnedApiKey } from "../Domain/ApiKey.js"
-import { ApiKeyId, idPattern, UserId } from "../Domain/Ids.js"
+import { Effect, Schema } from "effect"
+import { ApiKey, type ApiKeySort, type ApiKeyStatus, KeyCredential, OwnedApiKey } from "../Domain/ApiKey.js"
+import { ApiKeyId, UserId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
-import { Scope, scopeNames } from "../Domain/Scopes.js"
+import { Scope } from "../Domain/Scopes.js"
 import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
@@ -14,70 +14,10 @@ const KeyCredentialRow = Schema.Struct({ ...KeyCredential.fields, scopes: Scopes
 const OwnedApiKeyRow = Schema.Struct({ ...OwnedApiKey.fields, scopes: Scopes })
 
 const decodeCredentials = Schema.decodeUnknown(Schema.Array(KeyCredentialRow))
-// The ids' own patterns, tested directly: `Schema.is` runs the schema's parser, the cost this avoids.
-const API_KEY_ID = idPattern("apiKey")
-const USER_ID = idPattern("user")
-const ORG_ID = idPattern("org")
-const isId = (pattern: RegExp, value: unknown): value is string => typeof value === "string" && pattern.test(value)
-const statuses: ReadonlySet<string> = new Set(ApiKeyStatus.literals)
-const isApiKeyStatus = (value: unknown): value is ApiKeyStatus => typeof value === "string" && statuses.has(value)
-const knownScopes: ReadonlySet<string> = new Set(scopeNames)
-const isScope = (value: unknown): value is Scope => typeof value === "string" && knownScopes.has(value)
 
-/** The JSON text of a scopes column, when it is an array of known scopes. */
-const scopesOf = (text: unknown): ReadonlyArray<Scope> | undefined => {
-  if (typeof text !== "string") return undefined
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    return undefined
-  }
-  return Array.isArray(parsed) && parsed.every(isScope) ? parsed : undefined
-}
-
-/** One row as `KeyCredentialRow` decodes it, or `undefined` where the schema would not accept it. */
-const credentialOf = (row: unknown): KeyCredential | undefined => {
-  if (!Predicate.isRecord(row)) return undefined
-  const { id, user_id, org_id, key_hash, scopes, status, last_used_at } = row
-  const decodedScopes = scopesOf(scopes)
-  if (
-    !isId(API_KEY_ID, id) ||
-    !isId(USER_ID, user_id) ||
-    !isId(ORG_ID, org_id) ||
-    typeof key_hash !== "string" ||
-    decodedScopes === undefined ||
-    !isApiKeyStatus(status) ||
-    (last_used_at !== null && typeof last_used_at !== "string")
-  ) {
-    return undefined
-  }
-  // The pattern is the brand's only check, tested above.
-  return {
-    id: ApiKeyId.make(id, { disableValidation: true }),
-    user_id,
-    org_id,
-    key_hash,
-    scopes: decodedScopes,
-    status,
-    last_used_at
-  }
-}
-
-/**
- * The credential rows of the key lookup, which every authenticated request runs: each checked field by field as
- * `KeyCredentialRow` would, without the schema's general parser on this path; if any row is off, the schema
- * decodes them all, and its error is a defect as everywhere else.
- */
-export const decodeCredentialRows = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<KeyCredential>> => {
-  const credentials: Array<KeyCredential> = []
-  for (const row of rows) {
-    const credential = credentialOf(row)
-    if (credential === undefined) return Effect.orDie(decodeCredentials(rows))
-    credentials.push(credential)
-  }
-  return Effect.succeed(credentials)
-}
+/** The credential rows of the key lookup, which every authenticated request runs; a row that is off is a defect. */
+export const decodeCredentialRows = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<KeyCredential>> =>
+  Effect.orDie(decodeCredentials(rows))
 
 const NewKeyRow = Schema.Struct({
   id: ApiKeyId,
@@ -162,8 +102,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
      * Keys are looked up by their non-secret prefix; the hash is then compared in constant time by the caller.
      * Every authenticated request runs this, so its two strings go in as they are (no request schema to encode),
      * and the owner's organisation is read by a subquery on the user's primary key rather than a join (the same
-     * row: `user_id` is a cascading foreign key; SQLite plans the subquery as one primary-key probe). The rows are decoded by
-     * `decodeCredentialRows` (checked field by field, the schema's answer when anything is off).
+     * row: `user_id` is a cascading foreign key; SQLite plans the subquery as one primary-key probe).
      */
     const findByPrefix = (prefix: string, now: string) =>
       Effect.flatMap(

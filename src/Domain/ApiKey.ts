@@ -1,6 +1,6 @@
 /** An API key: the public record, the one-time created form, what authentication reads, and the field rules. */
 import { Schema } from "effect"
-import { ApiKeyId, OrgId, UserId } from "./Ids.js"
+import { Stored } from "./Ids.js"
 import { optional, TrimmedName } from "./Payload.js"
 import { Scope } from "./Scopes.js"
 import { InstantFromString, Timestamp } from "./Time.js"
@@ -9,7 +9,7 @@ export const ApiKeyStatus = Schema.Literal("active", "expired", "revoked")
 export type ApiKeyStatus = typeof ApiKeyStatus.Type
 
 export const ApiKey = Schema.Struct({
-  id: ApiKeyId,
+  id: Stored.ApiKeyId,
   name: Schema.String,
   scopes: Schema.Array(Scope),
   prefix: Schema.String.annotations({ description: "The first 12 characters of the key, to recognise it by" }),
@@ -23,8 +23,8 @@ export type ApiKey = typeof ApiKey.Type
 
 /** A key with its owner, as the operator's `cli api-keys list` shows it (never the key itself). */
 export const OwnedApiKey = Schema.Struct({
-  id: ApiKeyId,
-  user_id: UserId,
+  id: Stored.ApiKeyId,
+  user_id: Stored.UserId,
   name: ApiKey.fields.name,
   scopes: ApiKey.fields.scopes,
   prefix: ApiKey.fields.prefix,
@@ -44,9 +44,9 @@ export type CreatedApiKey = typeof CreatedApiKey.Type
 
 /** A key found by its prefix, with what authentication needs. */
 export const KeyCredential = Schema.Struct({
-  id: ApiKeyId,
-  user_id: UserId,
-  org_id: OrgId,
+  id: Stored.ApiKeyId,
+  user_id: Stored.UserId,
+  org_id: Stored.OrgId,
   key_hash: Schema.String,
   scopes: Schema.Array(Scope),
   status: ApiKeyStatus,

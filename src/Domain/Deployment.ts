@@ -2,7 +2,7 @@
  * Deployments of a project. One starts `running` and finishes once, `succeeded` or `failed`.
  */
 import { Schema } from "effect"
-import { DeploymentId, ProjectId, UserId } from "./Ids.js"
+import { Stored } from "./Ids.js"
 import { oneOf } from "./Lists.js"
 import { Timestamp } from "./Time.js"
 
@@ -26,13 +26,13 @@ export const DeploymentDescription = Schema.String.pipe(
 )
 
 export const Deployment = Schema.Struct({
-  id: DeploymentId,
-  project_id: ProjectId,
+  id: Stored.DeploymentId,
+  project_id: Stored.ProjectId,
   environment: Schema.String,
   ref: Schema.String,
   description: Schema.String,
   status: DeploymentStatus,
-  created_by: UserId,
+  created_by: Stored.UserId,
   created_at: Timestamp,
   updated_at: Timestamp,
   finished_at: Schema.NullOr(Timestamp)

@@ -5,11 +5,11 @@
  */
 import { ParseResult, Schema } from "effect"
 import { EventType, eventTypes } from "./EventTypes.js"
-import { EventId } from "./Ids.js"
+import { Stored } from "./Ids.js"
 import { Timestamp } from "./Time.js"
 
 export const Event = Schema.Struct({
-  id: EventId,
+  id: Stored.EventId,
   type: EventType,
   created_at: Timestamp,
   data: Schema.Unknown.annotations({ description: "The resource the event is about, as it was then" })

@@ -80,16 +80,25 @@ export const makeId = <K extends IdKind>(kind: K): `${(typeof prefixes)[K]}_${st
 /** What an id of `kind` looks like (the schemas below check it; hot paths may test it directly). */
 export const idPattern = (kind: IdKind): RegExp => new RegExp(`^${prefixes[kind]}_[0-7][${ALPHABET}]{25}$`)
 
+const idAnnotations = (kind: IdKind) => ({
+  title: `${kind} id`,
+  description: `\`${prefixes[kind]}_\` followed by 26 Crockford base32 characters`,
+  examples: [`${prefixes[kind]}_01jd3xkq8w0000000000000000`] as const
+})
+
 const idSchema = <K extends IdKind>(kind: K) =>
   Schema.String.pipe(
     Schema.pattern(idPattern(kind)),
-    Schema.annotations({
-      title: `${kind} id`,
-      description: `\`${prefixes[kind]}_\` followed by 26 Crockford base32 characters`,
-      examples: [`${prefixes[kind]}_01jd3xkq8w0000000000000000`],
-      message: () => `must be a ${prefixes[kind]}_ identifier`
-    })
+    Schema.annotations({ ...idAnnotations(kind), message: () => `must be a ${prefixes[kind]}_ identifier` })
   )
+
+/**
+ * The same id as the service's own records carry it, in a row read back and in a response: documented with its
+ * pattern, but not matched again. It was matched on its way in (`ProjectId` and the others, below) or made by
+ * `makeId`, and matching every id of every row is much of what decoding and encoding a list page costs.
+ */
+const storedId = (kind: IdKind) =>
+  Schema.String.annotations({ ...idAnnotations(kind), jsonSchema: { pattern: idPattern(kind).source } })
 
 /**
  * Ids that travel side by side (a webhook's and its delivery's, a project's and its team's) are branded, so
@@ -120,6 +129,22 @@ export const OAuthClientId = brandedId("client", "OAuthClientId")
 export type OAuthClientId = typeof OAuthClientId.Type
 export const GrantId = brandedId("grant", "GrantId")
 export type GrantId = typeof GrantId.Type
+
+/** The ids of records the service wrote (rows, responses): each with its brand, its pattern documented only. */
+export const Stored = {
+  ProjectId: storedId("project").pipe(Schema.brand("ProjectId")),
+  UserId: storedId("user"),
+  OrgId: storedId("org"),
+  TeamId: storedId("team"),
+  ApiKeyId: storedId("apiKey").pipe(Schema.brand("ApiKeyId")),
+  WebhookId: storedId("webhook").pipe(Schema.brand("WebhookId")),
+  EventId: storedId("event").pipe(Schema.brand("EventId")),
+  DeliveryId: storedId("delivery").pipe(Schema.brand("DeliveryId")),
+  InvitationId: storedId("invitation").pipe(Schema.brand("InvitationId")),
+  DeploymentId: storedId("deployment").pipe(Schema.brand("DeploymentId")),
+  OAuthClientId: storedId("client").pipe(Schema.brand("OAuthClientId")),
+  GrantId: storedId("grant").pipe(Schema.brand("GrantId"))
+} as const
 
 /** Random base62 text from a CSPRNG, without modulo bias. */
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

@@ -3,7 +3,7 @@
  * has passed reads as `expired` (and the store marks it so when a new invitation to the same email is made).
  */
 import { Schema } from "effect"
-import { InvitationId, TeamId, UserId } from "./Ids.js"
+import { Stored } from "./Ids.js"
 import { oneOf } from "./Lists.js"
 import { TeamRole } from "./Team.js"
 import { Timestamp } from "./Time.js"
@@ -13,12 +13,12 @@ export const InvitationStatus = oneOf(...invitationStatuses)
 export type InvitationStatus = typeof InvitationStatus.Type
 
 export const Invitation = Schema.Struct({
-  id: InvitationId,
-  team_id: TeamId,
+  id: Stored.InvitationId,
+  team_id: Stored.TeamId,
   email: Schema.String,
   role: TeamRole,
   status: InvitationStatus,
-  invited_by: UserId,
+  invited_by: Stored.UserId,
   created_at: Timestamp,
   expires_at: Timestamp,
   answered_at: Schema.NullOr(Timestamp),

@@ -3,7 +3,7 @@
  * `src/OAuth/` work on these, the repository decodes its rows into them, and `src/OAuth/Http.ts` renders them.
  */
 import { Schema } from "effect"
-import { GrantId, OAuthClientId } from "./Ids.js"
+import { Stored } from "./Ids.js"
 import { optional, TrimmedName } from "./Payload.js"
 import { Scope, scopeNames } from "./Scopes.js"
 import { Timestamp } from "./Time.js"
@@ -174,7 +174,7 @@ export const RedirectUris = Schema.Array(RedirectUri).pipe(
 
 /** An OAuth client as its owner reads it (`GET /v1/oauth-clients`): never its secret. */
 export const OAuthClientRecord = Schema.Struct({
-  id: OAuthClientId.annotations({ description: "The client_id" }),
+  id: Stored.OAuthClientId.annotations({ description: "The client_id" }),
   name: Schema.String,
   redirect_uris: Schema.Array(Schema.String),
   public: Schema.Boolean.annotations({
@@ -215,8 +215,8 @@ export type OAuthClientSort = "created_at" | "updated_at" | "name"
 
 /** A grant a user gave a client (`GET /v1/authorizations`): one per user and client, its scopes the union approved. */
 export const Authorization = Schema.Struct({
-  id: GrantId,
-  client: Schema.Struct({ id: OAuthClientId, name: Schema.String }),
+  id: Stored.GrantId,
+  client: Schema.Struct({ id: Stored.OAuthClientId, name: Schema.String }),
   scopes: Schema.Array(Scope),
   created_at: Timestamp,
   last_used_at: Schema.NullOr(Timestamp)

@@ -1,6 +1,6 @@
 /** A project: the record services take and return, the row repositories decode, and its field rules. */
 import { Schema } from "effect"
-import { ProjectId, TeamId, UserId } from "./Ids.js"
+import { Stored, TeamId } from "./Ids.js"
 import { oneOf } from "./Lists.js"
 import { optional, TrimmedName } from "./Payload.js"
 import { Timestamp } from "./Time.js"
@@ -11,13 +11,13 @@ export const ProjectStatus = oneOf("active", "archived")
 export type ProjectStatus = typeof ProjectStatus.Type
 
 export const Project = Schema.Struct({
-  id: ProjectId,
+  id: Stored.ProjectId,
   name: Schema.String,
   description: Schema.String,
   visibility: Visibility,
   status: ProjectStatus,
-  owner_id: UserId,
-  team_id: Schema.NullOr(TeamId),
+  owner_id: Stored.UserId,
+  team_id: Schema.NullOr(Stored.TeamId),
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotations({ identifier: "Project" })

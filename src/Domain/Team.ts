@@ -2,7 +2,7 @@
  * Teams and their members: the records as the API shows them, and the roles with what each may do.
  */
 import { Schema } from "effect"
-import { TeamId, UserId } from "./Ids.js"
+import { Stored } from "./Ids.js"
 import { oneOf } from "./Lists.js"
 import { TrimmedName } from "./Payload.js"
 import { Timestamp } from "./Time.js"
@@ -14,7 +14,7 @@ export const TeamName = TrimmedName
 
 /** A team as one of its members sees it: `role` is the caller's own role in it. */
 export const Team = Schema.Struct({
-  id: TeamId,
+  id: Stored.TeamId,
   name: Schema.String,
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -23,7 +23,7 @@ export const Team = Schema.Struct({
 export type Team = typeof Team.Type
 
 export const TeamMember = Schema.Struct({
-  user_id: UserId,
+  user_id: Stored.UserId,
   name: Schema.String,
   email: Schema.String,
   avatar_url: Schema.NullOr(Schema.String),
@@ -37,8 +37,8 @@ export const manages = (role: TeamRole): boolean => role === "owner" || role ===
 
 /** `member.*` event data. `user_id` is null in `member.invited` when no account has the email yet. */
 export const MemberEvent = Schema.Struct({
-  team_id: TeamId,
-  user_id: Schema.NullOr(UserId),
+  team_id: Stored.TeamId,
+  user_id: Schema.NullOr(Stored.UserId),
   email: Schema.String,
   role: TeamRole
 }).annotations({ identifier: "MemberEvent" })

@@ -1,11 +1,11 @@
 /** A user: the public record, its field rules, and what signing in reads. */
 import { Schema } from "effect"
-import { OrgId, UserId } from "./Ids.js"
+import { Stored } from "./Ids.js"
 import { HttpUrl, optional, TrimmedName } from "./Payload.js"
 import { Timestamp } from "./Time.js"
 
 export const User = Schema.Struct({
-  id: UserId,
+  id: Stored.UserId,
   email: Schema.String,
   name: Schema.String,
   avatar_url: Schema.NullOr(Schema.String),
@@ -15,13 +15,13 @@ export const User = Schema.Struct({
 export type User = typeof User.Type
 
 /** A user with the organisation they belong to (not on the wire). */
-export const UserWithOrg = Schema.Struct({ ...User.fields, org_id: OrgId })
+export const UserWithOrg = Schema.Struct({ ...User.fields, org_id: Stored.OrgId })
 export type UserWithOrg = typeof UserWithOrg.Type
 
 /** What signing in needs: the user's ids and password hash (null when no password was ever set). */
 export const UserCredentials = Schema.Struct({
-  id: UserId,
-  org_id: OrgId,
+  id: Stored.UserId,
+  org_id: Stored.OrgId,
   password_hash: Schema.NullOr(Schema.String)
 })
 export type UserCredentials = typeof UserCredentials.Type

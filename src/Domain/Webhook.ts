@@ -1,7 +1,7 @@
 /** Webhooks, their deliveries and delivery attempts: the records, and the field rules of a registration. */
 import { Schema } from "effect"
 import { EventType, eventTypes } from "./EventTypes.js"
-import { DeliveryId, EventId, WebhookId } from "./Ids.js"
+import { Stored } from "./Ids.js"
 import { oneOf } from "./Lists.js"
 import { HttpUrl, optional } from "./Payload.js"
 import { InstantCeilFromString, InstantFromString, Timestamp } from "./Time.js"
@@ -12,7 +12,7 @@ export const DeliveryStatus = oneOf("pending", "delivered", "failed")
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
 export const Webhook = Schema.Struct({
-  id: WebhookId,
+  id: Stored.WebhookId,
   url: Schema.String,
   events: Schema.Array(EventType),
   status: WebhookStatus,
@@ -103,9 +103,9 @@ export const DeliveryEventType = Schema.Literal(...eventTypes, TEST_EVENT).annot
 export type DeliveryEventType = typeof DeliveryEventType.Type
 
 export const Delivery = Schema.Struct({
-  id: DeliveryId,
-  webhook_id: WebhookId,
-  event_id: EventId,
+  id: Stored.DeliveryId,
+  webhook_id: Stored.WebhookId,
+  event_id: Stored.EventId,
   event_type: DeliveryEventType,
   status: DeliveryStatus,
   attempt_count: Schema.Int,
@@ -143,7 +143,7 @@ export type Attempt = typeof Attempt.Type
 /** An attempt as stored: with the delivery it belongs to, its headers as JSON text. */
 export const AttemptRecord = Schema.Struct({
   ...attemptFields,
-  delivery_id: DeliveryId,
+  delivery_id: Stored.DeliveryId,
   request_headers: Schema.String,
   response_headers: Schema.NullOr(Schema.String)
 })
@@ -160,9 +160,9 @@ export type DeliveryWithAttempts = typeof DeliveryWithAttempts.Type
 
 /** A delivery claimed by a worker, with everything its attempt needs. */
 export const ClaimedDelivery = Schema.Struct({
-  id: DeliveryId,
-  webhook_id: WebhookId,
-  event_id: EventId,
+  id: Stored.DeliveryId,
+  webhook_id: Stored.WebhookId,
+  event_id: Stored.EventId,
   event_type: Schema.String,
   attempt_count: Schema.Int,
   /** 1 for a manual retry (one attempt only), else 0. */

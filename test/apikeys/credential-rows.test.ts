@@ -1,7 +1,7 @@
 /**
- * The key lookup's rows (src/ApiKeys/Repo.ts, `decodeCredentialRows`): checked field by field on every
- * authenticated request, they must come out exactly as the `KeyCredentialRow` schema decodes them, and a row the
- * schema refuses must still be a defect (never a credential).
+ * The key lookup's rows (src/ApiKeys/Repo.ts, `decodeCredentialRows`), decoded on every authenticated request:
+ * they come out as the `KeyCredential` schema with its scopes as JSON text decodes them, and a row the schema
+ * refuses is a defect (never a credential).
  */
 import { describe, expect, test } from "bun:test"
 import { Cause, Effect, Exit, Schema } from "effect"
@@ -38,7 +38,7 @@ describe("the key lookup's rows", () => {
 
   test("a row the schema refuses is a defect, whichever field is off", () => {
     const bad: ReadonlyArray<Record<string, unknown>> = [
-      { ...good, id: "proj_01m84sn7pyepjvcf4s44dkjc6x" },
+      { ...good, id: 42 },
       { ...good, user_id: null },
       { ...good, org_id: null }, // a key whose user is gone
       { ...good, key_hash: 42 },
