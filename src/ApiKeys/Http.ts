@@ -1,12 +1,13 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { withLinks } from "../Contract/Links.js"
+import { makeWithLinks } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
 import { ApiKeys } from "./ApiKeys.js"
 
 export const ApiKeysHttp = HttpApiBuilder.group(Api, "apiKeys", (handlers) =>
   Effect.gen(function* () {
+    const withLinks = yield* makeWithLinks
     const keys = yield* ApiKeys
     return handlers
       .handle("list", ({ urlParams }) =>

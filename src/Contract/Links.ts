@@ -35,14 +35,18 @@ export const linkHeader = (
   return links.join(", ")
 }
 
-/** Adds the `Link` header for a page to the response being built, and answers the page. */
-export const withLinks = Effect.fnUntraced(function* <A>(page: Page<A>) {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  // The one setting links need, read as the request is answered (not the server's other settings with it).
-  const baseUrl = yield* Effect.orDie(BaseUrlConfig)
-  const link = linkHeader(request.url, publicBaseUrl(baseUrl, request.headers), page)
-  yield* HttpApp.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(HttpServerResponse.setHeader(response, "link", link))
-  )
-  return page
-})
+/**
+ * `withLinks(page)`: adds the `Link` header for a page to the response being built, and answers the page. Made
+ * once by each handler group, which reads `BASE_URL` then: read on every page, an unset setting would cost a
+ * failed lookup, and the stack trace of its error, each time.
+ */
+export const makeWithLinks = Effect.map(Effect.orDie(BaseUrlConfig), (baseUrl) =>
+  Effect.fnUntraced(function* <A>(page: Page<A>) {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const link = linkHeader(request.url, publicBaseUrl(baseUrl, request.headers), page)
+    yield* HttpApp.appendPreResponseHandler((_request, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, "link", link))
+    )
+    return page
+  })
+)

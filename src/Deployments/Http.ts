@@ -1,12 +1,13 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { withLinks } from "../Contract/Links.js"
+import { makeWithLinks } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
 import { Deployments } from "./Deployments.js"
 
 export const DeploymentsHttp = HttpApiBuilder.group(Api, "deployments", (handlers) =>
   Effect.gen(function* () {
+    const withLinks = yield* makeWithLinks
     const deployments = yield* Deployments
     return handlers
       .handle("list", ({ path, urlParams }) =>

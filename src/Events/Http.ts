@@ -1,12 +1,13 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { withLinks } from "../Contract/Links.js"
+import { makeWithLinks } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
 import { EventFeed } from "./Feed.js"
 
 export const EventsHttp = HttpApiBuilder.group(Api, "events", (handlers) =>
   Effect.gen(function* () {
+    const withLinks = yield* makeWithLinks
     const feed = yield* EventFeed
     return handlers
       .handle("list", ({ urlParams }) =>

@@ -1,12 +1,13 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { withLinks } from "../Contract/Links.js"
+import { makeWithLinks } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
 import { Projects } from "./Projects.js"
 
 export const ProjectsHttp = HttpApiBuilder.group(Api, "projects", (handlers) =>
   Effect.gen(function* () {
+    const withLinks = yield* makeWithLinks
     const projects = yield* Projects
     return handlers
       .handle("list", ({ urlParams }) =>

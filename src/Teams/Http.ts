@@ -1,13 +1,14 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { withLinks } from "../Contract/Links.js"
+import { makeWithLinks } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
 import { Invitations } from "./Invitations.js"
 import { Teams } from "./Teams.js"
 
 export const TeamsHttp = HttpApiBuilder.group(Api, "teams", (handlers) =>
   Effect.gen(function* () {
+    const withLinks = yield* makeWithLinks
     const teams = yield* Teams
     const invitations = yield* Invitations
     return handlers
@@ -54,6 +55,7 @@ export const TeamsHttp = HttpApiBuilder.group(Api, "teams", (handlers) =>
 
 export const InvitationsHttp = HttpApiBuilder.group(Api, "invitations", (handlers) =>
   Effect.gen(function* () {
+    const withLinks = yield* makeWithLinks
     const invitations = yield* Invitations
     return handlers
       .handle("list", ({ urlParams }) =>

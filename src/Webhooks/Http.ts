@@ -1,12 +1,13 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { withLinks } from "../Contract/Links.js"
+import { makeWithLinks } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
 import { Webhooks } from "./Webhooks.js"
 
 export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
   Effect.gen(function* () {
+    const withLinks = yield* makeWithLinks
     const webhooks = yield* Webhooks
     return handlers
       .handle("list", ({ urlParams }) =>

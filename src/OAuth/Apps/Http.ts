@@ -2,13 +2,14 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../../Api.js"
-import { withLinks } from "../../Contract/Links.js"
+import { makeWithLinks } from "../../Contract/Links.js"
 import { CurrentPrincipal } from "../../Domain/Principal.js"
 import { OAuthClients } from "../Clients.js"
 import { OAuthGrants } from "../Grants.js"
 
 export const OAuthClientsHttp = HttpApiBuilder.group(Api, "oauthClients", (handlers) =>
   Effect.gen(function* () {
+    const withLinks = yield* makeWithLinks
     const clients = yield* OAuthClients
     return handlers
       .handle("list", ({ urlParams }) =>
@@ -29,6 +30,7 @@ export const OAuthClientsHttp = HttpApiBuilder.group(Api, "oauthClients", (handl
 
 export const AuthorizationsHttp = HttpApiBuilder.group(Api, "authorizations", (handlers) =>
   Effect.gen(function* () {
+    const withLinks = yield* makeWithLinks
     const grants = yield* OAuthGrants
     return handlers
       .handle("list", ({ urlParams }) =>
