@@ -17,7 +17,7 @@ import type { EventType } from "../Domain/EventTypes.js"
 import { DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
 import { type ClaimedDelivery, TEST_EVENT, WebhookStatus } from "../Domain/Webhook.js"
-import { traceparentOf } from "../Observability/TraceContext.js"
+import { currentTraceparent } from "../Observability/TraceContext.js"
 import { traced } from "../Observability/Traced.js"
 import { DeliveryInbox } from "./Inbox.js"
 
@@ -110,12 +110,12 @@ export class Events extends Effect.Service<Events>()("Events", {
 
     /** A new event: its envelope's JSON is the payload every delivery of it sends, byte for byte. */
     const makeEvent = (type: RecordedType, data: unknown) =>
-      Effect.map(Effect.option(Effect.currentSpan), (span): RecordedEvent => {
+      Effect.map(currentTraceparent, (traceparent): RecordedEvent => {
         const createdAt = nowIso()
         const id = EventId.make(makeId("event"))
         const envelope: EventEnvelope = { id, type, created_at: createdAt, data }
         // Kept with the event so each delivery attempt joins the trace of the request that caused it.
-        const traceContext = Option.getOrNull(Option.flatMap(span, traceparentOf))
+        const traceContext = Option.getOrNull(traceparent)
         return { id, type, createdAt, envelope, payload: JSON.stringify(envelope), traceContext }
       })
 

@@ -5,11 +5,24 @@
  */
 import * as Headers from "@effect/platform/Headers"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
-import { Option, type Tracer } from "effect"
+import { Effect, FiberRef, Option, type Tracer } from "effect"
 
 /** `00-<trace id>-<span id>-<flags>` for a span. */
 export const traceparentOf = (span: Tracer.Span): Option.Option<string> =>
   Headers.get(HttpTraceContext.toHeaders(span), "traceparent")
+
+/**
+ * The `traceparent` to pass on from where the fiber is: its span's, when tracing is on. None with tracing off (or
+ * for a request the sampler left out): the spans the fiber is in are then no-ops, whose `traceparent` would be
+ * `00-noop-noop-00`, and asking for the span to propagate would fail, with an error that captures a stack trace.
+ */
+export const currentTraceparent: Effect.Effect<Option.Option<string>> = Effect.flatMap(
+  FiberRef.get(FiberRef.currentTracerEnabled),
+  (enabled) =>
+    enabled
+      ? Effect.map(Effect.option(Effect.currentPropagatedSpan), Option.flatMap(traceparentOf))
+      : Effect.succeedNone
+)
 
 /** The remote parent a stored `traceparent` names, if it is well-formed. */
 export const parentOf = (traceparent: string | null | undefined): Option.Option<Tracer.ExternalSpan> =>

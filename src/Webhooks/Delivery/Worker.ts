@@ -35,7 +35,7 @@ import type { ClaimedDelivery } from "../../Domain/Webhook.js"
 import { capacityFor, DeliveryInbox } from "../../Events/Inbox.js"
 import { deliveryAttempts, deliveryLag, pendingDeliveries, updateInPlace } from "../../Observability/Metrics.js"
 import { tracingEnabled } from "../../Observability/Telemetry.js"
-import { parentOf, traceparentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
+import { currentTraceparent, parentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
 import { DeliveryRecorder } from "../Recorder.js"
 import { WebhooksRepo } from "../Repo.js"
 import { type AttemptResult, attempt } from "./Attempt.js"
@@ -178,8 +178,8 @@ export const DeliveryWorker = Layer.scopedDiscard(
     const deliver = (claimed: ClaimedDelivery) => {
       const parent = parentOf(claimed.trace_context)
       if (!traced) return attemptAndRecord(claimed, untracedTraceparent(parent))
-      return Effect.flatMap(Effect.option(Effect.currentSpan), (span) =>
-        attemptAndRecord(claimed, Option.getOrUndefined(Option.flatMap(span, traceparentOf)))
+      return Effect.flatMap(currentTraceparent, (traceparent) =>
+        attemptAndRecord(claimed, Option.getOrUndefined(traceparent))
       ).pipe(
         Effect.withSpan("Webhooks.deliver", {
           ...Option.match(parent, { onNone: () => ({}), onSome: (parent) => ({ parent }) }),
