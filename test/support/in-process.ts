@@ -40,7 +40,12 @@ const GRACEFUL: ReadonlySet<NodeJS.Signals> = new Set(["SIGTERM", "SIGINT"])
  * checkpointer, closes the database), and answers 0 when that ended cleanly.
  */
 export const startInProcess = async (
-  options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}
+  options: {
+    readonly env?: Record<string, string>
+    readonly databaseUrl?: string
+    /** Installed around the whole server as its logging is (a supervisor, runtime flags). */
+    readonly around?: Layer.Layer<never>
+  } = {}
 ): Promise<Server> => {
   const databaseUrl = options.databaseUrl ?? (await freshDatabaseUrl())
   const env = { DATABASE_URL: databaseUrl, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...options.env }
@@ -52,7 +57,8 @@ export const startInProcess = async (
     const match = /Listening on (http:\/\/[^"\s]+)/.exec(line)
     if (match) Effect.runSync(Deferred.succeed(listening, match[1]!.replace("0.0.0.0", "127.0.0.1")))
   }
-  const fiber = Effect.runFork(programWith(loggingTo(write)).pipe(Effect.withConfigProvider(providerOf(env))))
+  const logging = options.around === undefined ? loggingTo(write) : Layer.merge(loggingTo(write), options.around)
+  const fiber = Effect.runFork(programWith(logging).pipe(Effect.withConfigProvider(providerOf(env))))
 
   const url = await Effect.runPromise(
     Effect.raceFirst(
