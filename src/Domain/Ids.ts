@@ -130,7 +130,10 @@ export type OAuthClientId = typeof OAuthClientId.Type
 export const GrantId = brandedId("grant", "GrantId")
 export type GrantId = typeof GrantId.Type
 
-/** The ids of records the service wrote (rows, responses): each with its brand, its pattern documented only. */
+/**
+ * The ids of records the service wrote (rows, responses): each branded as its checked twin above is, its pattern
+ * documented only.
+ */
 export const Stored = {
   ProjectId: storedId("project").pipe(Schema.brand("ProjectId")),
   UserId: storedId("user"),
