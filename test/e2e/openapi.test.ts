@@ -52,6 +52,18 @@ describe("the document", () => {
     expect(seen).toBeGreaterThanOrEqual(10)
   })
 
+  test("a record's ids carry the same pattern as the ids a request is checked against", () => {
+    // Records carry `Stored` ids (not matched again on the way out): their pattern is documented only.
+    const schemas = document.components.schemas
+    const pathId = document.paths["/v1/projects/{id}"].get.parameters.find((p: any) => p.in === "path").schema
+    expect(pathId.pattern).toBe("^proj_[0-7][0123456789abcdefghjkmnpqrstvwxyz]{25}$")
+    expect(schemas.Project.properties.id).toEqual(pathId)
+    expect(schemas.Project.properties.owner_id.pattern).toMatch(/^\^usr_/)
+    expect(schemas.Project.properties.team_id.anyOf[0].pattern).toMatch(/^\^team_/)
+    expect(schemas.Webhook.properties.id.pattern).toMatch(/^\^whk_/)
+    expect(schemas.Delivery.properties.event_id.pattern).toMatch(/^\^evt_/)
+  })
+
   test("names this server, and offers OAuth 2.0 authorization code beside bearer", () => {
     expect(document.servers).toEqual([{ url: server.url, description: "this server" }])
     expect(document.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
