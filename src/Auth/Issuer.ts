@@ -4,7 +4,7 @@
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Option } from "effect"
-import { ServerConfig } from "../Config.js"
+import { BaseUrlConfig } from "../Config.js"
 import { publicBaseUrl } from "../Domain/BaseUrl.js"
 
 export interface Issuer {
@@ -15,12 +15,15 @@ export interface Issuer {
   readonly audience: string
 }
 
-/** The issuer for the request being served. */
-export const currentIssuer = Effect.gen(function* () {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const { baseUrl: configured } = yield* Effect.orDie(ServerConfig)
-  // A `Host` that is not a host name (only a hand-made request sends one) names no address: use localhost's.
-  const baseUrl = Option.getOrElse(publicBaseUrl(configured, request.headers), () => "http://localhost")
-  const issuer: Issuer = { baseUrl, authUrl: `${baseUrl}/oauth`, audience: `${baseUrl}/v1` }
-  return issuer
-})
+/**
+ * `currentIssuer`: the issuer for the request being served. Made once by each of its users (the bearer check, the
+ * OAuth routes, the docs), which reads `BASE_URL` then: a setting read on every request costs, when it is unset, a
+ * failed lookup and the stack trace of its error each time.
+ */
+export const makeCurrentIssuer = Effect.map(Effect.orDie(BaseUrlConfig), (configured) =>
+  Effect.map(HttpServerRequest.HttpServerRequest, (request): Issuer => {
+    // A `Host` that is not a host name (only a hand-made request sends one) names no address: use localhost's.
+    const baseUrl = Option.getOrElse(publicBaseUrl(configured, request.headers), () => "http://localhost")
+    return { baseUrl, authUrl: `${baseUrl}/oauth`, audience: `${baseUrl}/v1` }
+  })
+)

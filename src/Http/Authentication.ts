@@ -3,7 +3,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Context, Effect, Layer, Option } from "effect"
 import { Api } from "../Api.js"
 import { ApiKeys, KEY_PREFIX } from "../ApiKeys/ApiKeys.js"
-import { currentIssuer } from "../Auth/Issuer.js"
+import { makeCurrentIssuer } from "../Auth/Issuer.js"
 import { SigningKeys } from "../Auth/Jwt.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { Forbidden, type RateLimited, Unauthorized } from "../Domain/Errors.js"
@@ -48,6 +48,7 @@ export class Bearer extends Effect.Service<Bearer>()("Bearer", {
     const oauth = yield* OAuthTokens
     const keys = yield* SigningKeys
     const limits = yield* RateLimit
+    const currentIssuer = yield* makeCurrentIssuer
 
     /** `pcs_…` API key, `pco_…` OAuth access token, `x.y.z` JWT (verified against the request's issuer). */
     const authenticate = (

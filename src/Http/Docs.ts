@@ -19,7 +19,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
-import { currentIssuer } from "../Auth/Issuer.js"
+import { makeCurrentIssuer } from "../Auth/Issuer.js"
 import { openApiDocument } from "./OpenApi.js"
 
 type Encoding = "br" | "gzip" | "identity"
@@ -187,6 +187,7 @@ const memo = <A>(make: (key: string) => A, overflow: (key: string) => A, size = 
 
 export const DocsRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
+    const currentIssuer = yield* makeCurrentIssuer
     // Scalar's bundle (3.4 MB) is read, hashed and encoded on the first request for the docs, not at start-up: a
     // server that never serves them never holds it. A bundle that cannot be read is that request's 500.
     const assets = yield* Effect.cached(

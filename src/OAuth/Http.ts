@@ -19,7 +19,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Effect, Option, ParseResult, Schema } from "effect"
-import { currentIssuer } from "../Auth/Issuer.js"
+import { makeCurrentIssuer } from "../Auth/Issuer.js"
 import { JWT_TTL_SECONDS, SigningKeys } from "../Auth/Jwt.js"
 import { SignIn, SignInFailed } from "../Auth/SignIn.js"
 import { OAuthError } from "../Domain/OAuth.js"
@@ -306,6 +306,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
     const keys = yield* SigningKeys
     const signIn = yield* SignIn
     const users = yield* Users
+    const currentIssuer = yield* makeCurrentIssuer
 
     // The stylesheet, read once on first use: the dashboard's, then the pages' own additions.
     const stylesheet = yield* Effect.cached(

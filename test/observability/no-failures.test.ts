@@ -1,6 +1,6 @@
 /**
- * A request on a hot path runs no failure: a GET, a list page and a create of a project make no fiber of the request
- * run a `Failure`. A failure used for control flow there (a setting looked up and found unset, `Effect.currentSpan`
+ * A request on a hot path runs no failure: a GET, a list page and a create of a project, with an API key or with
+ * the dashboard's session JWT, make no fiber of the request run a `Failure`. A failure used for control flow there (a setting looked up and found unset, `Effect.currentSpan`
  * without a span, an `Option` yielded as `None`) costs an error and its stack trace on every request. Counted by a
  * supervisor that sees every step of the request's fibers, not timed.
  */
@@ -30,6 +30,8 @@ const failures = new RequestFailures()
 let server: Server
 let ann: TestUser
 let projectId = ""
+/** A session JWT, as the dashboard holds (`POST /oauth/login`). */
+let session = ""
 
 beforeAll(async () => {
   server = await startInProcess({
@@ -44,15 +46,27 @@ beforeAll(async () => {
   })
   const made = await server.request("/v1/projects", { method: "POST", key: ann.key, body: { name: "First" } })
   projectId = made.body.data.id
+  const email = `session.${Math.random().toString(36).slice(2, 10)}@example.com`
+  await server.fixtures.account({ email, name: "Session User", password: "correct horse battery" })
+  const login = await server.request("/oauth/login", {
+    method: "POST",
+    body: { email, password: "correct horse battery" }
+  })
+  session = login.body.access_token
 }, 30_000)
 
 afterAll(async () => {
   await server?.stop()
 })
 
-const failuresOf = async (path: string, init: { method: string; body?: unknown }, status: number) => {
+const failuresOf = async (
+  path: string,
+  init: { method: string; body?: unknown },
+  status: number,
+  key: string = ann.key
+) => {
   failures.reset()
-  const res = await server.request(path, { ...init, key: ann.key })
+  const res = await server.request(path, { ...init, key })
   expect(res.status).toBe(status)
   return failures.seen
 }
@@ -68,5 +82,10 @@ describe("failures a request runs", () => {
     expect(await failuresOf(`/v1/projects/${projectId}`, { method: "GET" }, 200)).toEqual([])
     expect(await failuresOf("/v1/projects?page=1&per_page=1", { method: "GET" }, 200)).toEqual([])
     expect(await failuresOf("/v1/projects", { method: "POST", body: { name: "Second" } }, 201)).toEqual([])
+  })
+
+  test("a request with a session JWT (the dashboard's): none", async () => {
+    expect(await failuresOf("/v1/users/me", { method: "GET" }, 200, session)).toEqual([])
+    expect(await failuresOf("/v1/projects?page=1", { method: "GET" }, 200, session)).toEqual([])
   })
 })
