@@ -7,6 +7,8 @@
  * A WAL recovery is a lock of a few milliseconds, too short to catch on purpose; here a second process holds an
  * exclusive lock on a database in rollback-journal mode, which the open's first statement has to wait for the same
  * way, until that process commits.
+ *
+ * And the page size the client opens a file with: 2 KiB for a new file, the file's own for an existing one.
  */
 
 import { Database } from "bun:sqlite"
@@ -66,3 +68,32 @@ test("a connection opened while another process holds the lock waits for it, the
   expect(opened).toEqual({ mode: "wal", rows: ["held"] })
   expect(await child.exited).toBe(0)
 }, 30_000)
+
+/** The page size and journal mode `SqlClientLive` leaves `file` with. */
+const openAndRead = (file: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [size] = yield* sql<{ readonly page_size: number }>`PRAGMA page_size`
+    const [mode] = yield* sql<{ readonly journal_mode: string }>`PRAGMA journal_mode`
+    return { pageSize: size?.page_size, mode: mode?.journal_mode }
+  }).pipe(
+    Effect.provide(SqlClientLive.pipe(Layer.provide(withDatabaseUrl(`sqlite:${file}`)))),
+    Effect.scoped,
+    Effect.runPromise
+  )
+
+test("a new database file gets 2 KiB pages; one made with 4 KiB pages keeps them and its rows", async () => {
+  expect(await openAndRead(join(dir, "new.sqlite"))).toEqual({ pageSize: 2048, mode: "wal" })
+
+  const old = join(dir, "old.sqlite")
+  const setUp = new Database(old)
+  setUp.run("PRAGMA page_size = 4096")
+  setUp.run("PRAGMA journal_mode = WAL")
+  setUp.run("CREATE TABLE t (v TEXT NOT NULL)")
+  setUp.run("INSERT INTO t (v) VALUES ('kept')")
+  setUp.close()
+  expect(await openAndRead(old)).toEqual({ pageSize: 4096, mode: "wal" })
+  const after = new Database(old, { readonly: true })
+  expect(after.query("SELECT v FROM t").all()).toEqual([{ v: "kept" }])
+  after.close()
+})
