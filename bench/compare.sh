@@ -10,6 +10,8 @@
 #   create: POST /v1/projects by the second user (bench/create.lua)
 # BEFORE_DIR=/path/to/an/older/checkout (with node_modules) adds that version of the service as a third contender
 # on the service's database (e.g. `git worktree add /tmp/before <commit>`), for before/after in one sitting;
+# BEFORE_DB=own gives it a database of its own, made and seeded by that checkout (for a change to the storage: the
+# schema, the file's settings);
 # BEFORE_ENV="LOG_LEVEL=warn RATE_LIMIT_ENABLED=false" runs that contender with those settings; BASELINE_ENV is the
 # same for the baseline.
 # BASELINE_HTTP=node serves the baseline on node:http (@effect/platform-node) rather than Bun.serve: the server the
@@ -50,6 +52,17 @@ READ_USER=$(new_user)
 WRITE_USER=$(new_user)
 READ_KEY=$(new_key "$READ_USER")
 WRITE_KEY=$(new_key "$WRITE_USER")
+OWN_BEFORE=$([ -n "${BEFORE_DIR:-}" ] && [ "${BEFORE_DB:-}" = own ] && echo 1 || true)
+if [ -n "$OWN_BEFORE" ]; then
+  before_cli() { (cd "$BEFORE_DIR" && DATABASE_URL=sqlite:$WORK/before.sqlite bun src/cli.ts "$@"); }
+  BEFORE_READ_USER=$(before_cli users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
+  BEFORE_WRITE_USER=$(before_cli users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
+  BEFORE_READ_KEY=$(before_cli api-keys create --user "$BEFORE_READ_USER" --name bench --scopes read,write | json_field key)
+  BEFORE_WRITE_KEY=$(before_cli api-keys create --user "$BEFORE_WRITE_USER" --name bench --scopes read,write | json_field key)
+fi
+# The keys a contender is sent (`before` on a database of its own has keys of its own).
+read_key() { if [ "$1" = before ] && [ -n "$OWN_BEFORE" ]; then echo "$BEFORE_READ_KEY"; else echo "$READ_KEY"; fi; }
+write_key() { if [ "$1" = before ] && [ -n "$OWN_BEFORE" ]; then echo "$BEFORE_WRITE_KEY"; else echo "$WRITE_KEY"; fi; }
 
 # profiled <who>: the bun flags that write <who>'s CPU profile, when BENCH_PROFILE is set and seeding is over.
 profiled() { [ -n "${BENCH_PROFILE:-}" ] && [ -n "${SEEDED:-}" ] && echo "--cpu-prof --cpu-prof-dir=$BENCH_PROFILE/$1"; }
@@ -72,7 +85,8 @@ start_baseline() {
 start_before() {
   # shellcheck disable=SC2046
   (cd "$BEFORE_DIR" && RATE_LIMIT_PER_MINUTE=1000000000 PORT=$BEFORE_PORT HOST=127.0.0.1 \
-    exec env ${BEFORE_ENV:-} taskset -c 0 bun $(profiled before) src/main.ts) >>"$WORK/before.log" 2>&1 &
+    exec env ${OWN_BEFORE:+DATABASE_URL=sqlite:$WORK/before.sqlite} ${BEFORE_ENV:-} \
+    taskset -c 0 bun $(profiled before) src/main.ts) >>"$WORK/before.log" 2>&1 &
   BEFORE_PID=$!
   wait_ready $BEFORE_PORT
 }
@@ -81,23 +95,31 @@ start_baseline
 [ -n "${BEFORE_DIR:-}" ] && start_before
 port_of() { case $1 in service) echo $SVC_PORT ;; baseline) echo $BASE_PORT ;; before) echo $BEFORE_PORT ;; esac; }
 pid_of() { case $1 in service) echo $SVC_PID ;; baseline) echo $BASE_PID ;; before) echo $BEFORE_PID ;; esac; }
-# The database a contender serves from (`before` shares the service's).
-db_of() { case $1 in baseline) echo baseline ;; *) echo service ;; esac; }
+# The database a contender serves from (`before` shares the service's unless BEFORE_DB=own).
+db_of() {
+  case $1 in
+    baseline) echo baseline ;;
+    before) if [ -n "$OWN_BEFORE" ]; then echo before; else echo service; fi ;;
+    *) echo service ;;
+  esac
+}
 
 # Seed each database through its own server (8 at a time), then write the reading user's ids to a file for ids.lua.
-for who in service baseline; do
+for who in service baseline ${OWN_BEFORE:+before}; do
   port=$(port_of $who)
+  key=$(read_key $who)
   seq 1 "$PROJECTS" | xargs -P 8 -I{} curl -sf -o /dev/null -X POST "http://127.0.0.1:$port/v1/projects" \
-    -H "Authorization: Bearer $READ_KEY" -H 'content-type: application/json' \
+    -H "Authorization: Bearer $key" -H 'content-type: application/json' \
     -d '{"name":"bench {}","description":"project number {}"}'
   for page in $(seq 1 $(((PROJECTS + 99) / 100))); do
-    curl -sf "http://127.0.0.1:$port/v1/projects?per_page=100&page=$page" -H "Authorization: Bearer $READ_KEY" |
+    curl -sf "http://127.0.0.1:$port/v1/projects?per_page=100&page=$page" -H "Authorization: Bearer $key" |
       bun -e 'for (const p of JSON.parse(await Bun.stdin.text()).data) console.log(p.id)'
   done >"$WORK/ids.$who"
   [ "$(wc -l <"$WORK/ids.$who")" -eq "$PROJECTS" ] || { echo "$who: expected $PROJECTS ids" >&2; exit 1; }
 done
 # Every contender starts again once seeding is done, so all of them come to the first round alike: the seeding's
-# requests (served by the service and the baseline, not by `before`) would otherwise have shaped their JIT and heap.
+# requests (served by the service and the baseline, and by `before` only on a database of its own) would otherwise
+# have shaped their JIT and heap.
 SEEDED=1
 for pid in $SVC_PID $BASE_PID ${BEFORE_PID:-}; do kill -INT "$pid"; wait "$pid" 2>/dev/null || true; done
 [ -n "${BENCH_PROFILE:-}" ] && mkdir -p "$BENCH_PROFILE"
@@ -107,7 +129,7 @@ start_baseline
 for who in $WHO; do
   port=$(port_of $who)
   for path in "/v1/projects/$(head -1 "$WORK/ids.$(db_of $who)")" "/v1/projects?per_page=20&page=40"; do
-    curl -sf -o /dev/null "http://127.0.0.1:$port$path" -H "Authorization: Bearer $READ_KEY" || { echo "$who $path fails" >&2; exit 1; }
+    curl -sf -o /dev/null "http://127.0.0.1:$port$path" -H "Authorization: Bearer $(read_key "$who")" || { echo "$who $path fails" >&2; exit 1; }
   done
 done
 
@@ -121,9 +143,9 @@ load() {
   pid=$(pid_of "$who")
   before=$(ticks "$pid")
   case $what in
-    get) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/ids.lua -H "Authorization: Bearer $READ_KEY" "http://127.0.0.1:$port" -- "$WORK/ids.$(db_of "$who")") ;;
-    list) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/pages.lua -H "Authorization: Bearer $READ_KEY" "http://127.0.0.1:$port") ;;
-    create) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/create.lua -H "Authorization: Bearer $WRITE_KEY" "http://127.0.0.1:$port/v1/projects") ;;
+    get) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/ids.lua -H "Authorization: Bearer $(read_key "$who")" "http://127.0.0.1:$port" -- "$WORK/ids.$(db_of "$who")") ;;
+    list) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/pages.lua -H "Authorization: Bearer $(read_key "$who")" "http://127.0.0.1:$port") ;;
+    create) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/create.lua -H "Authorization: Bearer $(write_key "$who")" "http://127.0.0.1:$port/v1/projects") ;;
   esac
   after=$(ticks "$pid")
   local rps p99 bad cpu
