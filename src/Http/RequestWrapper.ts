@@ -32,7 +32,7 @@ import {
 } from "effect"
 import type { FastPath } from "../Config.js"
 import { requestIdFrom } from "../Domain/RequestId.js"
-import { jsonLineWriterOf } from "../Observability/Logging.js"
+import { jsonLogger, writeJsonLine } from "../Observability/Logging.js"
 import { requestDuration, updateInPlace } from "../Observability/Metrics.js"
 import type { TraceSampler } from "../Observability/Sampling.js"
 import type { Lifecycle } from "./Lifecycle.js"
@@ -167,7 +167,7 @@ const ACCESS_MESSAGE: ReadonlyArray<string> = ["request"]
 /**
  * The access line, at info, given to the fiber's loggers as `Effect.logInfo` would with these fields added to the
  * fiber's annotations, but without writing them to the fiber: that write copies the fiber's refs and hashes both
- * annotation maps (every character of the path and request id) to compare them. A JSON logger (the default,
+ * annotation maps (every character of the path and request id) to compare them. The JSON logger (the default,
  * and the only one unless logs are exported) takes the fields as they are; any other logger gets them in a new
  * annotation map, built once; the tracer's logger, which only adds an event to the current span, is skipped when
  * there is none (tracing off, or the request not sampled).
@@ -188,9 +188,8 @@ const accessLine = (fiber: Fiber.RuntimeFiber<unknown, unknown>, fields: Readonl
   }
   let annotated: typeof record | undefined
   for (const logger of loggers) {
-    const writeJson = jsonLineWriterOf(logger)
-    if (writeJson !== undefined) {
-      writeJson(record, fields)
+    if (logger === jsonLogger) {
+      writeJsonLine(record, fields)
     } else if (
       logger !== Logger.tracerLogger ||
       Option.isSome(Context.getOption(fiber.currentContext, Tracer.ParentSpan))

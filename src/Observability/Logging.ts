@@ -1,7 +1,6 @@
 /**
- * Logs are JSON lines on stdout (how they are written: src/Observability/StdoutLines.ts): `time`, `level`,
- * `message`, and `request_id`, `trace_id`, `span_id` where they exist, then any annotations. `LOG_LEVEL` sets the
- * minimum level.
+ * Logs are JSON lines on stdout: `time`, `level`, `message`, and `request_id`, `trace_id`, `span_id` where they
+ * exist, then any annotations. `LOG_LEVEL` sets the minimum level.
  */
 import {
   Cause,
@@ -17,8 +16,7 @@ import {
   Option,
   Tracer
 } from "effect"
-import { type FastPath, FastPathsConfig, LogLevelConfig } from "../Config.js"
-import { batchedLines, eachLine, type Lines } from "./StdoutLines.js"
+import { LogLevelConfig } from "../Config.js"
 
 const render = (value: unknown): unknown => {
   if (value instanceof Error) return { name: value.name, message: value.message }
@@ -69,41 +67,24 @@ const lineOf = (
   return `${JSON.stringify(line)}\n`
 }
 
-/** What a JSON logger writes for a record with extra fields (see `jsonLineWriterOf`). */
-export type JsonLineWriter = (record: LogRecord, fields: Readonly<Record<string, unknown>>) => void
+export const jsonLogger = Logger.make((options) => {
+  process.stdout.write(lineOf(options, undefined))
+})
 
-const writers = new WeakMap<object, JsonLineWriter>()
-
-/** A logger that writes each record as a JSON line to `lines`. */
-export const makeJsonLogger = (lines: Lines): Logger.Logger<unknown, void> => {
-  const logger = Logger.make<unknown, void>((options) => lines.write(lineOf(options, undefined)))
-  writers.set(logger, (record, fields) => lines.write(lineOf(record, fields)))
-  return logger
-}
+/** The lines `jsonLogger` writes, given to `write` instead of stdout (tests that run the server in their process). */
+export const jsonLoggerTo = (write: (line: string) => void) =>
+  Logger.make<unknown, void>((options) => write(lineOf(options, undefined)))
 
 /**
- * For a logger made by `makeJsonLogger`: what it writes for `record` with `fields` added to its annotations, without
- * building a new annotation map for them (the access line, once per request: src/Http/RequestWrapper.ts).
+ * What `jsonLogger` writes for `record` with `fields` added to its annotations, without building a new
+ * annotation map for them (the access line, once per request: src/Http/RequestWrapper.ts).
  */
-export const jsonLineWriterOf = (logger: Logger.Logger<unknown, unknown>): JsonLineWriter | undefined =>
-  writers.get(logger)
-
-/** The lines a JSON logger writes, given to `write` instead of stdout (tests that run the server in their process). */
-export const jsonLoggerTo = (write: (line: string) => void) => makeJsonLogger({ write })
-
-/** Stdout a turn at a time (`log-lines`), made once: its pending lines and its exit hook are the process's. */
-let batchedStdout: Lines | undefined
-const stdoutLines = (fastPaths: ReadonlySet<FastPath>): Lines => {
-  if (!fastPaths.has("log-lines")) return eachLine(process.stdout)
-  if (batchedStdout === undefined) batchedStdout = batchedLines(1, process.stdout)
-  return batchedStdout
+export const writeJsonLine = (record: LogRecord, fields: Readonly<Record<string, unknown>>): void => {
+  process.stdout.write(lineOf(record, fields))
 }
 
 export const LoggingLive = Layer.unwrapEffect(
-  Effect.map(Effect.all([Effect.orDie(LogLevelConfig), Effect.orDie(FastPathsConfig)]), ([level, fastPaths]) =>
-    Layer.merge(
-      Logger.replace(Logger.defaultLogger, makeJsonLogger(stdoutLines(fastPaths))),
-      Logger.minimumLogLevel(level)
-    )
+  Effect.map(Effect.orDie(LogLevelConfig), (level) =>
+    Layer.merge(Logger.replace(Logger.defaultLogger, jsonLogger), Logger.minimumLogLevel(level))
   )
 )

@@ -2,21 +2,13 @@
  * The access line (src/Http/RequestWrapper.ts), at the defaults (tracing off, logs to stdout only): one JSON line
  * per request with the request's id and its method, path, status and duration, and no trace ids.
  *
- * Both implementations of the per-request wrapper run these tests, and both ways of writing the lines to stdout
- * (src/Observability/StdoutLines.ts).
+ * Both implementations of the per-request wrapper run these tests.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { eventually, idiomaticTwin } from "../support/helpers.ts"
+import { eventually, twinsOf } from "../support/helpers.ts"
 import { type Server, startServer, type TestUser } from "../support/server.ts"
 
-// Every fast path, then each of the two that write the line (the wrapper, the log lines) as its idiomatic twin.
-const CASES = [
-  ["all fast", "all"],
-  ["request-wrapper idiomatic", idiomaticTwin("request-wrapper")],
-  ["log-lines idiomatic", idiomaticTwin("log-lines")]
-] as const
-
-describe.each(CASES)("%s", (_case, fastPaths) => {
+describe.each(twinsOf("request-wrapper"))("request wrapper: %s", (_wrapper, fastPaths) => {
   let server: Server
   let user: TestUser
   beforeAll(async () => {

@@ -73,14 +73,13 @@ export const parsedLogs = (server: Pick<Server, "logs">): Array<Record<string, u
     }
   })
 
-/** The `FAST_PATHS` value that runs the idiomatic twin of `fastPath` (docs/fast-paths.md) and every other fast path. */
-export const idiomaticTwin = (fastPath: FastPath): string =>
-  FAST_PATH_NAMES.filter((name) => name !== fastPath).join(",")
-
-/** A fast path and its idiomatic twin, each with the `FAST_PATHS` value that runs it. */
+/**
+ * A fast path and its idiomatic twin (docs/fast-paths.md), each with the `FAST_PATHS` value that runs it: `all`, and
+ * every fast path but this one.
+ */
 export const twinsOf = (fastPath: FastPath): ReadonlyArray<readonly ["fast" | "idiomatic", string]> => [
   ["fast", "all"],
-  ["idiomatic", idiomaticTwin(fastPath)]
+  ["idiomatic", FAST_PATH_NAMES.filter((name) => name !== fastPath).join(",")]
 ]
 
 /**
