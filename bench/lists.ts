@@ -423,7 +423,7 @@ const program = Effect.gen(function* () {
   console.log("|---|---|---|---|---|---|")
   // The first list timed would otherwise pay for the code's first runs (the JIT): its 1k figure came out above its
   // 100k one, and above its own page 10.
-  for (let i = 0; i < 200; i++) yield* (cases[0]?.[1]("small", 1) ?? Effect.void)
+  for (let i = 0; i < 200; i++) yield* cases[0]?.[1]("small", 1) ?? Effect.void
   for (const [label, run] of selected) {
     const small = yield* time(run("small", 1))
     const large = yield* time(run("large", 1))
