@@ -107,16 +107,15 @@ export const DeliveryWorker = Layer.scopedDiscard(
     }
 
     /** What follows a failed attempt: the next attempt's time (none once the policy gives up or it was manual). */
-    const afterFailure = (claimed: ClaimedDelivery, number: number, result: AttemptResult) =>
-      Effect.gen(function* () {
-        const wait = claimed.manual === 1 ? Option.none() : yield* waitAfterFailure(policy, number)
-        const nextAttemptAt = Option.getOrNull(Option.map(wait, (d) => iso(Date.now() + Duration.toMillis(d))))
-        yield* Effect.logWarning("webhook delivery attempt failed", {
-          ...attemptFields(claimed, number, result),
-          next_attempt_at: nextAttemptAt
-        })
-        return { status: Option.isSome(wait) ? ("pending" as const) : ("failed" as const), nextAttemptAt }
+    const afterFailure = Effect.fnUntraced(function* (claimed: ClaimedDelivery, number: number, result: AttemptResult) {
+      const wait = claimed.manual === 1 ? Option.none() : yield* waitAfterFailure(policy, number)
+      const nextAttemptAt = Option.getOrNull(Option.map(wait, (d) => iso(Date.now() + Duration.toMillis(d))))
+      yield* Effect.logWarning("webhook delivery attempt failed", {
+        ...attemptFields(claimed, number, result),
+        next_attempt_at: nextAttemptAt
       })
+      return { status: Option.isSome(wait) ? ("pending" as const) : ("failed" as const), nextAttemptAt }
+    })
 
     const delivered = { status: "delivered" as const, nextAttemptAt: null }
 
@@ -199,48 +198,47 @@ export const DeliveryWorker = Layer.scopedDiscard(
      * last failure or the first success after one, the webhook's status. Only claims still held are written.
      * Answers what the operator should be told, once committed.
      */
-    const write = (batch: ReadonlyArray<Outcome>) =>
-      Effect.gen(function* () {
-        // In the order attempted: a webhook's status follows the latest decisive outcome.
-        const ordered = [...batch].sort((a, b) => a.attemptedAt - b.attemptedAt)
-        const { kept, failedBy } = yield* deliveryRecorder.record(
-          ordered.map(({ attemptedAt, claimed, number, result, status, nextAttemptAt }) => ({
-            settlement: {
-              id: claimed.id,
-              claim_token: claimed.claim_token,
-              status,
-              attempt_count: number,
-              next_attempt_at: nextAttemptAt,
-              last_attempt_at: iso(attemptedAt)
-            },
-            attempt: {
-              delivery_id: claimed.id,
-              number,
-              attempted_at: iso(attemptedAt),
-              duration_ms: result.durationMs,
-              status_code: result.statusCode,
-              error: result.error,
-              response_body: result.responseBody,
-              outcome: result.succeeded ? "succeeded" : "failed",
-              request_headers: JSON.stringify(result.requestHeaders),
-              response_headers: result.responseHeaders === null ? null : JSON.stringify(result.responseHeaders)
-            },
-            webhook_id: claimed.webhook_id,
-            decisive: result.succeeded || status === "failed"
-          })),
-          iso(Date.now())
-        )
-        // A claim that lapsed and was taken by another process is theirs to record now.
-        const owned = ordered.filter((outcome) => kept.has(outcome.claimed.id))
-        return {
-          givenUp: owned.filter((outcome) => outcome.status === "failed"),
-          webhooksFailed: owned.filter((outcome) => failedBy.has(outcome.claimed.id)),
-          retries: owned.some((outcome) => outcome.status === "pending")
-        }
-      })
+    const write = Effect.fnUntraced(function* (batch: ReadonlyArray<Outcome>) {
+      // In the order attempted: a webhook's status follows the latest decisive outcome.
+      const ordered = [...batch].sort((a, b) => a.attemptedAt - b.attemptedAt)
+      const { kept, failedBy } = yield* deliveryRecorder.record(
+        ordered.map(({ attemptedAt, claimed, number, result, status, nextAttemptAt }) => ({
+          settlement: {
+            id: claimed.id,
+            claim_token: claimed.claim_token,
+            status,
+            attempt_count: number,
+            next_attempt_at: nextAttemptAt,
+            last_attempt_at: iso(attemptedAt)
+          },
+          attempt: {
+            delivery_id: claimed.id,
+            number,
+            attempted_at: iso(attemptedAt),
+            duration_ms: result.durationMs,
+            status_code: result.statusCode,
+            error: result.error,
+            response_body: result.responseBody,
+            outcome: result.succeeded ? "succeeded" : "failed",
+            request_headers: JSON.stringify(result.requestHeaders),
+            response_headers: result.responseHeaders === null ? null : JSON.stringify(result.responseHeaders)
+          },
+          webhook_id: claimed.webhook_id,
+          decisive: result.succeeded || status === "failed"
+        })),
+        iso(Date.now())
+      )
+      // A claim that lapsed and was taken by another process is theirs to record now.
+      const owned = ordered.filter((outcome) => kept.has(outcome.claimed.id))
+      return {
+        givenUp: owned.filter((outcome) => outcome.status === "failed"),
+        webhooksFailed: owned.filter((outcome) => failedBy.has(outcome.claimed.id)),
+        retries: owned.some((outcome) => outcome.status === "pending")
+      }
+    })
 
-    const record = (batch: ReadonlyArray<Outcome>) =>
-      Effect.gen(function* () {
+    const record = Effect.fnUntraced(
+      function* (batch: ReadonlyArray<Outcome>) {
         const told = yield* write(batch)
         for (const { claimed, number, result } of told.givenUp) {
           yield* Effect.logWarning("webhook delivery failed", attemptFields(claimed, number, result))
@@ -254,7 +252,9 @@ export const DeliveryWorker = Layer.scopedDiscard(
         }
         // A retry was scheduled: the claimer may be asleep past its due time, so have it look again.
         if (told.retries) yield* inbox.ring
-      }).pipe(Effect.withSpan("Webhooks.record", { attributes: { count: batch.length } }))
+      },
+      (effect, batch) => Effect.withSpan(effect, "Webhooks.record", { attributes: { count: batch.length } })
+    )
 
     // Waiting for work is interruptible; a batch, once taken, is written whole even during shutdown.
     // Group commit: the outcomes that end within `RECORD_WINDOW` of the first are written with it, in one transaction
@@ -296,16 +296,15 @@ export const DeliveryWorker = Layer.scopedDiscard(
      * Nothing was left due at `claimedAt`: sleep until the earliest delivery due after it (one that fell due since
      * is found too, and makes the wait zero), at most the poll interval, or until woken.
      */
-    const sleepUntilDue = (claimedAt: number) =>
-      Effect.gen(function* () {
-        const due = yield* schedule.nextDueAfter(iso(claimedAt))
-        const poll = Duration.toMillis(config.pollInterval)
-        const wait = Option.match(due, {
-          onNone: () => poll,
-          onSome: (at) => Math.min(poll, Date.parse(at) - Date.now())
-        })
-        yield* Effect.raceFirst(inbox.wait, Effect.sleep(Duration.millis(Math.max(0, wait))))
+    const sleepUntilDue = Effect.fnUntraced(function* (claimedAt: number) {
+      const due = yield* schedule.nextDueAfter(iso(claimedAt))
+      const poll = Duration.toMillis(config.pollInterval)
+      const wait = Option.match(due, {
+        onNone: () => poll,
+        onSome: (at) => Math.min(poll, Date.parse(at) - Date.now())
       })
+      yield* Effect.raceFirst(inbox.wait, Effect.sleep(Duration.millis(Math.max(0, wait))))
+    })
 
     /**
      * One pass: take all the room the inbox has, claim that many due deliveries and hand them over; sleep if fewer
