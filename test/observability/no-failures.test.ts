@@ -1,8 +1,9 @@
 /**
  * A request on a hot path runs no failure: a GET, a list page and a create of a project, with an API key or with
- * the dashboard's session JWT, make no fiber of the request run a `Failure`. A failure used for control flow there (a setting looked up and found unset, `Effect.currentSpan`
- * without a span, an `Option` yielded as `None`) costs an error and its stack trace on every request. Counted by a
- * supervisor that sees every step of the request's fibers, not timed.
+ * the dashboard's session JWT, make no fiber of the request run a `Failure`. A failure used for control flow there
+ * (a setting looked up and found unset, `Effect.currentSpan` without a span, an `Option` yielded as `None`) costs an
+ * error and its stack trace on every request. Counted by a supervisor that sees every step of the request's fibers,
+ * not timed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Cause, Effect, Exit, type Fiber, Layer, RuntimeFlags, Supervisor } from "effect"
