@@ -339,7 +339,12 @@ export const IdempotencyConfig = Config.all({
  * implementation sits beside it under the same tests. `all` (the default) uses every one; `none`, or a list that
  * leaves one out, runs the idiomatic twin instead: to compare them in one build, or to rule a fast path out.
  */
-export const FAST_PATH_NAMES = ["request-wrapper", "delivery-recorder", "prepared-statements"] as const
+export const FAST_PATH_NAMES = [
+  "request-wrapper",
+  "delivery-recorder",
+  "prepared-statements",
+  "credential-cache"
+] as const
 export type FastPath = (typeof FAST_PATH_NAMES)[number]
 
 export const parseFastPaths = (raw: string): ReadonlySet<FastPath> | string => {

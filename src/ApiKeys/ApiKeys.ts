@@ -8,6 +8,7 @@ import { grants } from "../Domain/Scopes.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { traced } from "../Observability/Traced.js"
+import { Credentials } from "./Credentials.js"
 import { ApiKeysRepo } from "./Repo.js"
 
 export const KEY_PREFIX = "pcs_"
@@ -16,9 +17,10 @@ const DISPLAY_PREFIX_LENGTH = 12
 const TOUCH_INTERVAL_MS = 60_000
 
 export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
-  dependencies: [ApiKeysRepo.Default],
+  dependencies: [ApiKeysRepo.Default, Credentials.Default],
   effect: Effect.gen(function* () {
     const repo = yield* ApiKeysRepo
+    const credentials = yield* Credentials
 
     /** Makes a key for `userId`. The value is returned here and never again; only its SHA-256 is kept. */
     const issue = traced("ApiKeys.issue")(function* (userId: string, input: NewApiKey) {
@@ -93,15 +95,14 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       if (!KEY_PATTERN.test(token)) return yield* invalid()
       const now = new Date()
       const hash = sha256Hex(token)
-      const candidates = yield* Effect.orDie(
-        repo.findByPrefix(token.slice(0, DISPLAY_PREFIX_LENGTH), now.toISOString())
-      )
+      const prefix = token.slice(0, DISPLAY_PREFIX_LENGTH)
+      const candidates = yield* credentials.byPrefix(prefix, now.toISOString())
       const match = candidates.find((candidate) => sameHash(candidate.key_hash, hash))
       if (match === undefined || match.status !== "active") return yield* invalid()
       const notBefore = new Date(now.getTime() - TOUCH_INTERVAL_MS).toISOString()
       if (match.last_used_at === null || match.last_used_at < notBefore) {
-        yield* repo
-          .touch(match.id, now.toISOString(), notBefore)
+        yield* credentials
+          .touch(prefix, match, now.toISOString(), notBefore)
           .pipe(Effect.catchAll((error) => Effect.logWarning("could not record last_used_at", error)))
       }
       const principal: Principal = {

@@ -108,7 +108,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
       Effect.flatMap(
         sql`
           SELECT k.id, k.user_id, (SELECT u.org_id FROM users u WHERE u.id = k.user_id) AS org_id, k.key_hash,
-            k.scopes, ${status(now)} AS status, k.last_used_at
+            k.scopes, ${status(now)} AS status, k.expires_at, k.last_used_at
           FROM api_keys k
           WHERE k.prefix = ${prefix}`,
         decodeCredentialRows

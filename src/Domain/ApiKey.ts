@@ -42,7 +42,10 @@ export const CreatedApiKey = Schema.Struct({
 }).annotations({ identifier: "CreatedApiKey" })
 export type CreatedApiKey = typeof CreatedApiKey.Type
 
-/** A key found by its prefix, with what authentication needs. */
+/**
+ * A key found by its prefix, with what authentication needs: `status` as of the lookup, and `expires_at`, after
+ * which an `active` key is `expired` (src/ApiKeys/Credentials.ts reads it for a credential it keeps).
+ */
 export const KeyCredential = Schema.Struct({
   id: Stored.ApiKeyId,
   user_id: Stored.UserId,
@@ -50,6 +53,7 @@ export const KeyCredential = Schema.Struct({
   key_hash: Schema.String,
   scopes: Schema.Array(Scope),
   status: ApiKeyStatus,
+  expires_at: Schema.NullOr(Timestamp),
   last_used_at: Schema.NullOr(Timestamp)
 })
 export type KeyCredential = typeof KeyCredential.Type

@@ -18,6 +18,7 @@ import m0013 from "./migrations/0013_oauth_apps.js"
 import m0014 from "./migrations/0014_list_order.js"
 import m0015 from "./migrations/0015_list_plans.js"
 import m0016 from "./migrations/0016_invitation_expiries.js"
+import m0017 from "./migrations/0017_credential_generation.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -36,7 +37,8 @@ const migrations = {
   "0013_oauth_apps": m0013,
   "0014_list_order": m0014,
   "0015_list_plans": m0015,
-  "0016_invitation_expiries": m0016
+  "0016_invitation_expiries": m0016,
+  "0017_credential_generation": m0017
 }
 
 const migrate = Migrator.make({})

@@ -16,6 +16,7 @@ const good = {
   key_hash: "e419a80b5819c5b9b6d1430302c7198dad8e9a2bfc3829147b30ae3b48c0ce17",
   scopes: '["read","projects:write"]',
   status: "active",
+  expires_at: null,
   last_used_at: null
 }
 const bySchema = Schema.decodeUnknownSync(
@@ -26,7 +27,13 @@ describe("the key lookup's rows", () => {
   test("decode as the schema does: no rows, one, several, a used and an expired key", () => {
     const rows = [
       good,
-      { ...good, id: "key_01m84sn7pyepjvcf4s44dkjc6y", status: "expired", last_used_at: "2026-11-23T18:11:01.821Z" },
+      {
+        ...good,
+        id: "key_01m84sn7pyepjvcf4s44dkjc6y",
+        status: "expired",
+        expires_at: "2026-11-23T18:00:00.000Z",
+        last_used_at: "2026-11-23T18:11:01.821Z"
+      },
       { ...good, scopes: "[]", status: "revoked" }
     ]
     for (const input of [[], [good], rows]) {
@@ -46,6 +53,7 @@ describe("the key lookup's rows", () => {
       { ...good, scopes: "read" },
       { ...good, scopes: '{"0":"read"}' },
       { ...good, status: "paused" },
+      { ...good, expires_at: 0 },
       { ...good, last_used_at: 0 }
     ]
     for (const row of bad) {

@@ -1,0 +1,155 @@
+/**
+ * How authentication finds an API key's credential by the key's prefix, and records the key's use. Two
+ * implementations with the same behaviour, chosen by `FAST_PATHS` (`credential-cache`; docs/fast-paths.md), under the
+ * same tests (test/apikeys/credentials.test.ts):
+ *
+ * - `idiomatic`: every request looks its key up (`ApiKeysRepo.findByPrefix`, a statement through `@effect/sql`).
+ * - `fast`, on SQLite in a file: keeps what a lookup found, by prefix, with the number in `credential_generation`
+ *   (migration 0017) as read before that lookup. A later request takes the kept credential while the number is
+ *   the same, read as one prepared statement on a connection of this module's own: a statement through `@effect/sql`
+ *   costs several times what SQLite spends on it, and the lookup is on every authenticated request.
+ *
+ * What the fast one must hold, for it answers for the twin:
+ * - The number changes in the transaction of every write that could change a credential, whoever writes it
+ *   (triggers: a key revoked, deleted, its expiry or scopes changed; a user deleted or moved to another
+ *   organisation), and it is read before the lookup it guards, so a kept credential is never older than the last
+ *   such commit: a key revoked by any process fails at its next request, as with the twin.
+ * - The own connection reads committed state only, as the twin's lookup does (which waits for an open transaction).
+ * - Time still passes: an `active` key kept past its `expires_at` answers `expired`.
+ * - `last_used_at` is written at most once a minute per key, as with the twin: the kept credential learns of its own
+ *   touch (which changes nothing the number watches).
+ * - Bounded: at most `MAX_KEPT` prefixes, the first kept forgotten first; only prefixes that found a key are kept,
+ *   so made-up keys cannot crowd real ones out.
+ * - When the number cannot be read (an in-memory database, the migration not applied yet, a failed read), the
+ *   twin's lookup answers.
+ *
+ * On PostgreSQL reading the number would be a round trip, as the lookup is: the twin runs there.
+ */
+
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, Option } from "effect"
+import { FastPathsConfig } from "../Config.js"
+import type { KeyCredential } from "../Domain/ApiKey.js"
+import { ApiKeysRepo } from "./Repo.js"
+
+/** The prefixes the fast implementation keeps at most. */
+export const MAX_KEPT = 10_000
+
+export interface CredentialStore {
+  readonly implementation: "fast" | "idiomatic"
+  /** The keys whose prefix is `prefix`, with their status at `now` (an ISO timestamp), as committed. */
+  readonly byPrefix: (prefix: string, now: string) => Effect.Effect<ReadonlyArray<KeyCredential>>
+  /** Records that `credential` (found under `prefix`) was used at `now`, unless it was used since `notBefore`. */
+  readonly touch: (
+    prefix: string,
+    credential: KeyCredential,
+    now: string,
+    notBefore: string
+  ) => Effect.Effect<void, SqlError>
+}
+
+const idiomatic = (repo: ApiKeysRepo): CredentialStore => ({
+  implementation: "idiomatic",
+  byPrefix: (prefix, now) => Effect.orDie(repo.findByPrefix(prefix, now)),
+  touch: (_prefix, credential, now, notBefore) => Effect.asVoid(repo.touch(credential.id, now, notBefore))
+})
+
+/** `credentials` as of `now`: an `active` one whose expiry has come is `expired`. */
+const asOf = (credentials: ReadonlyArray<KeyCredential>, now: string): ReadonlyArray<KeyCredential> =>
+  credentials.some((credential) => credential.status === "active" && lapsed(credential, now))
+    ? credentials.map((credential) =>
+        credential.status === "active" && lapsed(credential, now) ? { ...credential, status: "expired" } : credential
+      )
+    : credentials
+
+const lapsed = (credential: KeyCredential, now: string) =>
+  credential.expires_at !== null && credential.expires_at <= now
+
+interface Kept {
+  readonly generation: number
+  credentials: ReadonlyArray<KeyCredential>
+}
+
+/** The SQLite file the service's client has open, if it is one (not `:memory:`). */
+const sqliteFile = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  if (!sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })) return Option.none<string>()
+  const { SqliteClient } = yield* Effect.promise(() => import("@effect/sql-sqlite-bun/SqliteClient"))
+  return Option.flatMap(yield* Effect.serviceOption(SqliteClient), (client) =>
+    client.config.filename === ":memory:" ? Option.none() : Option.some(client.config.filename)
+  )
+})
+
+const fast = (repo: ApiKeysRepo, filename: string) =>
+  Effect.gen(function* () {
+    const twin = idiomatic(repo)
+    const { Database } = yield* Effect.promise(() => import("bun:sqlite"))
+    const opened = yield* Effect.option(
+      Effect.acquireRelease(
+        Effect.try(() => {
+          const db = new Database(filename, { create: false })
+          db.run("PRAGMA query_only = 1")
+          db.run("PRAGMA busy_timeout = 100")
+          return db
+        }),
+        (db) => Effect.sync(() => db.close())
+      )
+    )
+    if (Option.isNone(opened)) return twin
+    const db = opened.value
+    let read: ReturnType<typeof db.query<{ n: number }, []>> | undefined
+    const generation = (): number | undefined => {
+      try {
+        read ??= db.query<{ n: number }, []>("SELECT n FROM credential_generation WHERE id = 1")
+        return read.get()?.n
+      } catch {
+        return undefined
+      }
+    }
+    const kept = new Map<string, Kept>()
+    const keep = (prefix: string, generation: number, credentials: ReadonlyArray<KeyCredential>) => {
+      if (credentials.length === 0) return
+      kept.delete(prefix)
+      kept.set(prefix, { generation, credentials })
+      if (kept.size > MAX_KEPT) {
+        const first = kept.keys().next()
+        if (first.done !== true) kept.delete(first.value)
+      }
+    }
+    const store: CredentialStore = {
+      implementation: "fast",
+      byPrefix: (prefix, now) =>
+        Effect.suspend(() => {
+          const seen = generation()
+          if (seen === undefined) return twin.byPrefix(prefix, now)
+          const known = kept.get(prefix)
+          if (known !== undefined && known.generation === seen) return Effect.succeed(asOf(known.credentials, now))
+          return Effect.map(twin.byPrefix(prefix, now), (credentials) => {
+            keep(prefix, seen, credentials)
+            return credentials
+          })
+        }),
+      touch: (prefix, credential, now, notBefore) =>
+        Effect.map(twin.touch(prefix, credential, now, notBefore), () => {
+          const known = kept.get(prefix)
+          if (known !== undefined) {
+            known.credentials = known.credentials.map((one) =>
+              one.id === credential.id ? { ...one, last_used_at: now } : one
+            )
+          }
+        })
+    }
+    return store
+  })
+
+/** The store `FAST_PATHS` names, where it can run. */
+export class Credentials extends Effect.Service<Credentials>()("Credentials", {
+  dependencies: [ApiKeysRepo.Default],
+  scoped: Effect.gen(function* () {
+    const repo = yield* ApiKeysRepo
+    if (!(yield* Effect.orDie(FastPathsConfig)).has("credential-cache")) return idiomatic(repo)
+    const file = yield* sqliteFile
+    return Option.isSome(file) ? yield* fast(repo, file.value) : idiomatic(repo)
+  })
+}) {}

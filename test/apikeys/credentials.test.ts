@@ -1,0 +1,254 @@
+/**
+ * How authentication finds a key (src/ApiKeys/Credentials.ts): the `credential-cache` fast path and its idiomatic
+ * twin, the same tests on both, over SQLite in a file (the fast one keeps credentials only there). A key revoked,
+ * deleted or moved past its expiry fails at its next request whoever wrote the change, this process or another
+ * connection to the file (as `cli api-keys revoke` is); and the number the fast one reads (migration 0017) moves with
+ * exactly the writes that can change a credential.
+ */
+
+import { Database } from "bun:sqlite"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import type { SqlClient } from "@effect/sql"
+import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
+import { ApiKeys } from "../../src/ApiKeys/ApiKeys.ts"
+import { Credentials } from "../../src/ApiKeys/Credentials.ts"
+import type { Principal } from "../../src/Domain/Principal.ts"
+import { SqlLive } from "../../src/Sql/Client.ts"
+import { Users } from "../../src/Users/Users.ts"
+import { uniqueEmail } from "../support/fixtures.ts"
+import { twinsOf } from "../support/helpers.ts"
+import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
+
+const layers = Layer.mergeAll(ApiKeys.Default, Credentials.Default, Users.Default)
+
+const runtimeOn = (databaseUrl: string, fastPaths: string) =>
+  ManagedRuntime.make(
+    layers.pipe(
+      Layer.provideMerge(SqlLive),
+      Layer.provide(
+        Layer.setConfigProvider(
+          ConfigProvider.fromMap(
+            new Map([
+              ["DATABASE_URL", databaseUrl],
+              ["FAST_PATHS", fastPaths]
+            ])
+          )
+        )
+      )
+    )
+  )
+
+for (const [name, fastPaths] of twinsOf("credential-cache")) {
+  describe.skipIf(usingPostgres())(`credentials: ${name}`, () => {
+    let runtime: ReturnType<typeof runtimeOn>
+    /** Another connection to the file, as another process (the CLI) has. */
+    let other: Database
+    const run = <A, E>(effect: Effect.Effect<A, E, ApiKeys | Credentials | Users | SqlClient.SqlClient>) =>
+      runtime.runPromise(effect)
+
+    beforeAll(async () => {
+      const databaseUrl = await freshDatabaseUrl()
+      runtime = runtimeOn(databaseUrl, fastPaths)
+      await run(Effect.void)
+      other = new Database(databaseUrl.slice("sqlite:".length))
+      other.run("PRAGMA busy_timeout = 5000")
+      other.run("PRAGMA foreign_keys = ON")
+    })
+    afterAll(async () => {
+      other.close()
+      await runtime.dispose()
+    })
+
+    const newKey = async (options: { readonly expiresAt?: string } = {}) => {
+      const user = await run(
+        Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail("cred"), name: "Cred" }))
+      )
+      const key = await run(
+        Effect.flatMap(ApiKeys, (keys) =>
+          keys.issue(user.id, { name: "k", scopes: ["read", "write"], expires_at: options.expiresAt ?? null })
+        )
+      )
+      return { user, key }
+    }
+    const authenticate = (token: string) =>
+      run(Effect.either(Effect.flatMap(ApiKeys, (keys) => keys.authenticate(token))))
+    const accepted = async (token: string) => {
+      const outcome = await authenticate(token)
+      if (outcome._tag === "Left") throw new Error(`refused: ${outcome.left.message}`)
+      return outcome.right
+    }
+    const refused = async (token: string) => {
+      const outcome = await authenticate(token)
+      expect(outcome._tag).toBe("Left")
+      if (outcome._tag === "Left") expect(outcome.left._tag).toBe("Unauthorized")
+    }
+
+    test(`the store is the ${name} one`, async () => {
+      expect((await run(Credentials)).implementation).toBe(name)
+    })
+
+    test("a key authenticates request after request; the same prefix with another secret does not", async () => {
+      const { key, user } = await newKey()
+      for (let i = 0; i < 3; i++) {
+        const principal: Principal = await accepted(key.key)
+        expect(principal.userId).toBe(user.id)
+        expect(principal.orgId).toBe(user.org_id)
+        expect(principal.scopes).toEqual(["read", "write"])
+        expect(principal.credential).toEqual({ kind: "api_key", id: key.id })
+      }
+      const forged = `${key.key.slice(0, 12)}${"A".repeat(key.key.length - 12)}`
+      await refused(forged)
+      await accepted(key.key)
+    })
+
+    test("revoked through the service: its next request fails", async () => {
+      const { key, user } = await newKey()
+      await accepted(key.key)
+      await run(
+        Effect.flatMap(ApiKeys, (keys) =>
+          keys.revoke(
+            {
+              userId: user.id,
+              orgId: user.org_id,
+              scopes: ["read", "write"],
+              credential: { kind: "api_key", id: key.id }
+            },
+            key.id
+          )
+        )
+      )
+      await refused(key.key)
+    })
+
+    test("revoked by another process: its next request fails", async () => {
+      const { key } = await newKey()
+      await accepted(key.key)
+      other.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [new Date().toISOString(), key.id])
+      await refused(key.key)
+    })
+
+    test("its expiry moved into the past by another process: its next request fails", async () => {
+      const { key } = await newKey()
+      await accepted(key.key)
+      other.run("UPDATE api_keys SET expires_at = ? WHERE id = ?", [new Date(Date.now() - 1000).toISOString(), key.id])
+      await refused(key.key)
+    })
+
+    test("deleted with its user by another process: its next request fails", async () => {
+      const { key, user } = await newKey()
+      await accepted(key.key)
+      other.run("DELETE FROM users WHERE id = ?", [user.id])
+      await refused(key.key)
+    })
+
+    test("its expiry comes while nothing is written: the request after it fails", async () => {
+      const { key } = await newKey({ expiresAt: new Date(Date.now() + 400).toISOString() })
+      await accepted(key.key)
+      await Bun.sleep(500)
+      await refused(key.key)
+    })
+
+    test("last_used_at is written by the first request, not again within the minute", async () => {
+      const { key } = await newKey()
+      const lastUsed = () =>
+        (other.query("SELECT last_used_at FROM api_keys WHERE id = ?").get(key.id) as { last_used_at: string | null })
+          .last_used_at
+      expect(lastUsed()).toBeNull()
+      await accepted(key.key)
+      const first = lastUsed()
+      expect(first).not.toBeNull()
+      await Bun.sleep(5)
+      await accepted(key.key)
+      await accepted(key.key)
+      expect(lastUsed()).toBe(first)
+    })
+
+    test("a lookup answers what was committed; the fast store keeps it until a credential may have changed", async () => {
+      const { key } = await newKey()
+      const prefix = key.key.slice(0, 12)
+      const now = () => new Date().toISOString()
+      const find = () => run(Effect.flatMap(Credentials, (store) => store.byPrefix(prefix, now())))
+      const first = await find()
+      expect(first.map((credential) => [credential.id, credential.status])).toEqual([[key.id, "active"]])
+      // A write no credential depends on (as a touch is, or a rename): the fast store keeps what it found.
+      other.run("UPDATE api_keys SET last_used_at = ?, name = ? WHERE id = ?", [
+        "2000-01-01T00:00:00.000Z",
+        "x",
+        key.id
+      ])
+      const second = await find()
+      expect(second[0]?.last_used_at).toBe(name === "fast" ? null : "2000-01-01T00:00:00.000Z")
+      // A write one may depend on: both read it afresh.
+      other.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [now(), key.id])
+      const third = await find()
+      expect(third.map((credential) => [credential.status, credential.last_used_at])).toEqual([
+        ["revoked", "2000-01-01T00:00:00.000Z"]
+      ])
+    })
+  })
+}
+
+describe.skipIf(usingPostgres())("credential_generation (migration 0017)", () => {
+  let runtime: ReturnType<typeof runtimeOn>
+  let other: Database
+  const generation = () => (other.query("SELECT n FROM credential_generation WHERE id = 1").get() as { n: number }).n
+
+  beforeAll(async () => {
+    const databaseUrl = await freshDatabaseUrl()
+    runtime = runtimeOn(databaseUrl, "all")
+    await runtime.runPromise(Effect.void)
+    other = new Database(databaseUrl.slice("sqlite:".length))
+    other.run("PRAGMA foreign_keys = ON")
+  })
+  afterAll(async () => {
+    other.close()
+    await runtime.dispose()
+  })
+
+  test("moves with each write that can change a credential, and with no other", async () => {
+    const user = await runtime.runPromise(
+      Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail("gen"), name: "Gen" }))
+    )
+    const issue = () =>
+      runtime.runPromise(
+        Effect.flatMap(ApiKeys, (keys) => keys.issue(user.id, { name: "k", scopes: ["read"], expires_at: null }))
+      )
+    const moves = (write: () => void) => {
+      const before = generation()
+      write()
+      return generation() - before
+    }
+    const one = await issue()
+    const two = await issue()
+    const at = new Date().toISOString()
+    expect(moves(() => other.run("UPDATE api_keys SET last_used_at = ? WHERE id = ?", [at, one.id]))).toBe(0)
+    expect(moves(() => other.run("UPDATE api_keys SET name = ? WHERE id = ?", ["renamed", one.id]))).toBe(0)
+    expect(moves(() => other.run("UPDATE users SET name = ? WHERE id = ?", ["Renamed", user.id]))).toBe(0)
+    expect(moves(() => other.run("UPDATE api_keys SET scopes = ? WHERE id = ?", ['["write"]', one.id]))).toBe(1)
+    expect(moves(() => other.run("UPDATE api_keys SET expires_at = ? WHERE id = ?", [at, one.id]))).toBe(1)
+    expect(moves(() => other.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [at, one.id]))).toBe(1)
+    expect(moves(() => other.run("DELETE FROM api_keys WHERE id = ?", [one.id]))).toBe(1)
+    // A user's deletion takes their keys with it (a cascade): each one counts.
+    await issue()
+    expect(moves(() => other.run("DELETE FROM users WHERE id = ?", [user.id]))).toBe(2)
+    expect(two.id).not.toBe(one.id)
+  })
+
+  test("in memory, the store is the twin: no other connection can read that database", async () => {
+    const memory = runtimeOn("sqlite::memory:", "all")
+    try {
+      expect((await memory.runPromise(Credentials)).implementation).toBe("idiomatic")
+    } finally {
+      await memory.dispose()
+    }
+  })
+})
+
+test.skipIf(!usingPostgres())("on PostgreSQL the store is the twin", async () => {
+  const runtime = runtimeOn(await freshDatabaseUrl(), "all")
+  try {
+    expect((await runtime.runPromise(Credentials)).implementation).toBe("idiomatic")
+  } finally {
+    await runtime.dispose()
+  }
+})
