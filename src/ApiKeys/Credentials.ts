@@ -55,6 +55,9 @@ const idiomatic = (repo: ApiKeysRepo): CredentialStore => ({
   touch: (_prefix, credential, now, notBefore) => Effect.asVoid(repo.touch(credential.id, now, notBefore))
 })
 
+const lapsed = (credential: KeyCredential, now: string) =>
+  credential.expires_at !== null && credential.expires_at <= now
+
 /** `credentials` as of `now`: an `active` one whose expiry has come is `expired`. */
 const asOf = (credentials: ReadonlyArray<KeyCredential>, now: string): ReadonlyArray<KeyCredential> =>
   credentials.some((credential) => credential.status === "active" && lapsed(credential, now))
@@ -62,9 +65,6 @@ const asOf = (credentials: ReadonlyArray<KeyCredential>, now: string): ReadonlyA
         credential.status === "active" && lapsed(credential, now) ? { ...credential, status: "expired" } : credential
       )
     : credentials
-
-const lapsed = (credential: KeyCredential, now: string) =>
-  credential.expires_at !== null && credential.expires_at <= now
 
 interface Kept {
   readonly generation: number
