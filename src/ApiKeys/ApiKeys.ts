@@ -5,7 +5,7 @@ import { ApiKeyId, makeId, randomBase62 } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
 import { grants } from "../Domain/Scopes.js"
-import { sameHash, sha256Hex } from "../Domain/Secrets.js"
+import { sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { traced } from "../Observability/Traced.js"
 import { Credentials } from "./Credentials.js"
@@ -96,9 +96,9 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       const now = new Date()
       const hash = sha256Hex(token)
       const prefix = token.slice(0, DISPLAY_PREFIX_LENGTH)
-      const candidates = yield* credentials.byPrefix(prefix, now.toISOString())
-      const match = candidates.find((candidate) => sameHash(candidate.key_hash, hash))
-      if (match === undefined || match.status !== "active") return yield* invalid()
+      const found = yield* credentials.find(prefix, hash, now.toISOString())
+      if (Option.isNone(found) || found.value.status !== "active") return yield* invalid()
+      const match = found.value
       const notBefore = new Date(now.getTime() - TOUCH_INTERVAL_MS).toISOString()
       if (match.last_used_at === null || match.last_used_at < notBefore) {
         yield* credentials

@@ -1,9 +1,10 @@
 /**
- * How authentication finds an API key's credential by the key's prefix, and records the key's use. Two
+ * How authentication finds an API key's credential (by the key's prefix, then its hash), and records the key's use. Two
  * implementations with the same behaviour, chosen by `FAST_PATHS` (`credential-cache`; docs/fast-paths.md), under the
  * same tests (test/apikeys/credentials.test.ts):
  *
- * - `idiomatic`: every request looks its key up (`ApiKeysRepo.findByPrefix`, a statement through `@effect/sql`).
+ * - `idiomatic`: every request looks its key up (`ApiKeysRepo.findByPrefix`, a statement through `@effect/sql`) and
+ *   compares the hashes of the keys with its prefix.
  * - `fast`, on SQLite in a file: keeps what a lookup found, by prefix, with the number in `credential_generation`
  *   (migration 0017) as read before that lookup. A later request takes the kept credential while the number is
  *   the same, read as one prepared statement on a connection of this module's own: a statement through `@effect/sql`
@@ -16,10 +17,12 @@
  *   such commit: a key revoked by any process fails at its next request, as with the twin.
  * - The own connection reads committed state only, as the twin's lookup does (which waits for an open transaction).
  * - Time still passes: an `active` key kept past its `expires_at` answers `expired`.
+ * - A key made under a prefix already kept is found: when no kept key has the hash, the prefix is looked up again
+ *   (making a key moves no number), so a made-up key costs what it costs the twin.
  * - `last_used_at` is written at most once a minute per key, as with the twin: the kept credential learns of its own
  *   touch (which changes nothing the number watches).
- * - Bounded: at most `MAX_KEPT` prefixes, the first kept forgotten first; only prefixes that found a key are kept,
- *   so made-up keys cannot crowd real ones out.
+ * - Bounded: at most `MAX_KEPT` prefixes, the one looked up longest ago forgotten first; only prefixes that found a
+ *   key are kept, so made-up keys cannot crowd real ones out.
  * - When the number cannot be read (an in-memory database, the migration not applied yet, a failed read), the
  *   twin's lookup answers.
  *
@@ -31,6 +34,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option } from "effect"
 import { FastPathsConfig } from "../Config.js"
 import type { KeyCredential } from "../Domain/ApiKey.js"
+import { sameHash } from "../Domain/Secrets.js"
 import { ApiKeysRepo } from "./Repo.js"
 
 /** The prefixes the fast implementation keeps at most. */
@@ -38,8 +42,11 @@ export const MAX_KEPT = 10_000
 
 export interface CredentialStore {
   readonly implementation: "fast" | "idiomatic"
-  /** The keys whose prefix is `prefix`, with their status at `now` (an ISO timestamp), as committed. */
-  readonly byPrefix: (prefix: string, now: string) => Effect.Effect<ReadonlyArray<KeyCredential>>
+  /**
+   * The key whose prefix is `prefix` and whose SHA-256 is `hash` (compared in constant time), with its status at
+   * `now` (an ISO timestamp), as committed.
+   */
+  readonly find: (prefix: string, hash: string, now: string) => Effect.Effect<Option.Option<KeyCredential>>
   /** Records that `credential` (found under `prefix`) was used at `now`, unless it was used since `notBefore`. */
   readonly touch: (
     prefix: string,
@@ -49,22 +56,21 @@ export interface CredentialStore {
   ) => Effect.Effect<void, SqlError>
 }
 
+const withHash = (credentials: ReadonlyArray<KeyCredential>, hash: string): Option.Option<KeyCredential> =>
+  Option.fromNullable(credentials.find((credential) => sameHash(credential.key_hash, hash)))
+
 const idiomatic = (repo: ApiKeysRepo): CredentialStore => ({
   implementation: "idiomatic",
-  byPrefix: (prefix, now) => Effect.orDie(repo.findByPrefix(prefix, now)),
+  find: (prefix, hash, now) =>
+    Effect.map(Effect.orDie(repo.findByPrefix(prefix, now)), (found) => withHash(found, hash)),
   touch: (_prefix, credential, now, notBefore) => Effect.asVoid(repo.touch(credential.id, now, notBefore))
 })
 
-const lapsed = (credential: KeyCredential, now: string) =>
-  credential.expires_at !== null && credential.expires_at <= now
-
-/** `credentials` as of `now`: an `active` one whose expiry has come is `expired`. */
-const asOf = (credentials: ReadonlyArray<KeyCredential>, now: string): ReadonlyArray<KeyCredential> =>
-  credentials.some((credential) => credential.status === "active" && lapsed(credential, now))
-    ? credentials.map((credential) =>
-        credential.status === "active" && lapsed(credential, now) ? { ...credential, status: "expired" } : credential
-      )
-    : credentials
+/** `credential` as of `now`: an `active` one whose expiry has come is `expired`. */
+const asOf = (credential: KeyCredential, now: string): KeyCredential =>
+  credential.status === "active" && credential.expires_at !== null && credential.expires_at <= now
+    ? { ...credential, status: "expired" }
+    : credential
 
 interface Kept {
   readonly generation: number
@@ -119,15 +125,19 @@ const fast = (repo: ApiKeysRepo, filename: string) =>
     }
     const store: CredentialStore = {
       implementation: "fast",
-      byPrefix: (prefix, now) =>
+      find: (prefix, hash, now) =>
         Effect.suspend(() => {
           const seen = generation()
-          if (seen === undefined) return twin.byPrefix(prefix, now)
+          if (seen === undefined) return twin.find(prefix, hash, now)
           const known = kept.get(prefix)
-          if (known !== undefined && known.generation === seen) return Effect.succeed(asOf(known.credentials, now))
-          return Effect.map(twin.byPrefix(prefix, now), (credentials) => {
-            keep(prefix, seen, credentials)
-            return credentials
+          if (known !== undefined && known.generation === seen) {
+            const match = withHash(known.credentials, hash)
+            if (Option.isSome(match)) return Effect.succeed(Option.some(asOf(match.value, now)))
+            // None of the kept keys: one made under this prefix since (which moves no number), or a made-up one.
+          }
+          return Effect.map(Effect.orDie(repo.findByPrefix(prefix, now)), (found) => {
+            keep(prefix, seen, found)
+            return withHash(found, hash)
           })
         }),
       touch: (prefix, credential, now, notBefore) =>

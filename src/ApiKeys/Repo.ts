@@ -15,7 +15,7 @@ const OwnedApiKeyRow = Schema.Struct({ ...OwnedApiKey.fields, scopes: Scopes })
 
 const decodeCredentials = Schema.decodeUnknown(Schema.Array(KeyCredentialRow))
 
-/** The credential rows of the key lookup, which every authenticated request runs; a row that is off is a defect. */
+/** The credential rows of the key lookup, which authentication runs; a row that is off is a defect. */
 export const decodeCredentialRows = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<KeyCredential>> =>
   Effect.orDie(decodeCredentials(rows))
 
@@ -100,9 +100,10 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
 
     /**
      * Keys are looked up by their non-secret prefix; the hash is then compared in constant time by the caller.
-     * Every authenticated request runs this, so its two strings go in as they are (no request schema to encode),
-     * and the owner's organisation is read by a subquery on the user's primary key rather than a join (the same
-     * row: `user_id` is a cascading foreign key; SQLite plans the subquery as one primary-key probe).
+     * Authentication runs this for a request with a key (unless src/ApiKeys/Credentials.ts kept what it found), so
+     * its two strings go in as they are (no request schema to encode), and the owner's organisation is read by a
+     * subquery on the user's primary key rather than a join (the same row: `user_id` is a cascading foreign key;
+     * SQLite plans the subquery as one primary-key probe).
      */
     const findByPrefix = (prefix: string, now: string) =>
       Effect.flatMap(

@@ -1,5 +1,5 @@
 /**
- * The key lookup's rows (src/ApiKeys/Repo.ts, `decodeCredentialRows`), decoded on every authenticated request:
+ * The key lookup's rows (src/ApiKeys/Repo.ts, `decodeCredentialRows`), decoded when authentication looks a key up:
  * they come out as the `KeyCredential` schema with its scopes as JSON text decodes them, and a row the schema
  * refuses is a defect (never a credential).
  */

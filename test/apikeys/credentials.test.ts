@@ -9,10 +9,11 @@
 import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import type { SqlClient } from "@effect/sql"
-import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
+import { ConfigProvider, Effect, Layer, ManagedRuntime, Option } from "effect"
 import { ApiKeys } from "../../src/ApiKeys/ApiKeys.ts"
-import { Credentials } from "../../src/ApiKeys/Credentials.ts"
+import { Credentials, MAX_KEPT } from "../../src/ApiKeys/Credentials.ts"
 import type { Principal } from "../../src/Domain/Principal.ts"
+import { sha256Hex } from "../../src/Domain/Secrets.ts"
 import { SqlLive } from "../../src/Sql/Client.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
@@ -165,25 +166,65 @@ for (const [name, fastPaths] of twinsOf("credential-cache")) {
 
     test("a lookup answers what was committed; the fast store keeps it until a credential may have changed", async () => {
       const { key } = await newKey()
-      const prefix = key.key.slice(0, 12)
-      const now = () => new Date().toISOString()
-      const find = () => run(Effect.flatMap(Credentials, (store) => store.byPrefix(prefix, now())))
-      const first = await find()
-      expect(first.map((credential) => [credential.id, credential.status])).toEqual([[key.id, "active"]])
+      const find = () =>
+        run(
+          Effect.flatMap(Credentials, (store) =>
+            store.find(key.key.slice(0, 12), sha256Hex(key.key), new Date().toISOString())
+          )
+        ).then(Option.getOrThrow)
+      expect(await find()).toMatchObject({ id: key.id, status: "active", last_used_at: null })
       // A write no credential depends on (as a touch is, or a rename): the fast store keeps what it found.
-      other.run("UPDATE api_keys SET last_used_at = ?, name = ? WHERE id = ?", [
-        "2000-01-01T00:00:00.000Z",
-        "x",
-        key.id
-      ])
-      const second = await find()
-      expect(second[0]?.last_used_at).toBe(name === "fast" ? null : "2000-01-01T00:00:00.000Z")
+      const longAgo = "2000-01-01T00:00:00.000Z"
+      other.run("UPDATE api_keys SET last_used_at = ?, name = ? WHERE id = ?", [longAgo, "x", key.id])
+      expect((await find()).last_used_at).toBe(name === "fast" ? null : longAgo)
       // A write one may depend on: both read it afresh.
-      other.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [now(), key.id])
-      const third = await find()
-      expect(third.map((credential) => [credential.status, credential.last_used_at])).toEqual([
-        ["revoked", "2000-01-01T00:00:00.000Z"]
-      ])
+      other.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [new Date().toISOString(), key.id])
+      expect(await find()).toMatchObject({ status: "revoked", last_used_at: longAgo })
+    })
+
+    test("a key made under a prefix already kept is found: making a key moves no number", async () => {
+      const { key, user } = await newKey()
+      await accepted(key.key)
+      // Another key with the same prefix (1 in 62^8 a pair; here on purpose), written by another connection.
+      const twin = `${key.key.slice(0, 12)}${"B".repeat(key.key.length - 12)}`
+      const at = new Date().toISOString()
+      other.run(
+        `INSERT INTO api_keys (id, user_id, name, scopes, prefix, key_hash, created_at)
+          VALUES (?, ?, 'same prefix', '["read"]', ?, ?, ?)`,
+        ["key_01m8samepref1xzzzzzzzzzzzz", user.id, twin.slice(0, 12), sha256Hex(twin), at]
+      )
+      expect((await accepted(twin)).credential).toEqual({ kind: "api_key", id: "key_01m8samepref1xzzzzzzzzzzzz" })
+      await accepted(key.key)
+    })
+
+    test(`at most ${MAX_KEPT} prefixes are kept; past them, the one looked up longest ago is read afresh`, async () => {
+      const { user } = await newKey()
+      const tokens = Array.from(
+        { length: MAX_KEPT + 1 },
+        (_, i) => `pcs_${i.toString(36).padStart(8, "0")}${"k".repeat(32)}`
+      )
+      const at = new Date().toISOString()
+      const insert = other.prepare(
+        `INSERT INTO api_keys (id, user_id, name, scopes, prefix, key_hash, created_at)
+          VALUES (?, ?, 'bound', '["read"]', ?, ?, ?)`
+      )
+      other.transaction(() => {
+        tokens.forEach((token, i) => {
+          insert.run(`key_bound${i.toString().padStart(19, "0")}`, user.id, token.slice(0, 12), sha256Hex(token), at)
+        })
+      })()
+      const find = (token: string) =>
+        run(
+          Effect.flatMap(Credentials, (store) =>
+            store.find(token.slice(0, 12), sha256Hex(token), new Date().toISOString())
+          )
+        ).then(Option.getOrThrow)
+      for (const token of tokens) await find(token)
+      const longAgo = "2000-01-01T00:00:00.000Z"
+      other.run("UPDATE api_keys SET last_used_at = ? WHERE name = 'bound'", [longAgo])
+      const [oldest, newest] = [tokens[0] ?? "", tokens[MAX_KEPT] ?? ""]
+      expect((await find(oldest)).last_used_at).toBe(longAgo)
+      expect((await find(newest)).last_used_at).toBe(name === "fast" ? null : longAgo)
     })
   })
 }
