@@ -1,7 +1,7 @@
 /**
- * How authentication finds an API key's credential (by the key's prefix, then its hash), and records the key's use. Two
- * implementations with the same behaviour, chosen by `FAST_PATHS` (`credential-cache`; docs/fast-paths.md), under the
- * same tests (test/apikeys/credentials.test.ts):
+ * How authentication finds an API key's credential (by the key's prefix, then its hash), and records the key's use.
+ * Two implementations with the same behaviour, chosen by `FAST_PATHS` (`credential-cache`; docs/fast-paths.md), under
+ * the same tests (test/apikeys/credentials.test.ts):
  *
  * - `idiomatic`: every request looks its key up (`ApiKeysRepo.findByPrefix`, a statement through `@effect/sql`) and
  *   compares the hashes of the keys with its prefix.

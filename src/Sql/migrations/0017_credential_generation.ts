@@ -2,11 +2,11 @@
  * A number that changes whenever an API key's credential may have changed, so the `credential-cache` fast path
  * (src/ApiKeys/Credentials.ts) can tell, with one read, that what it learnt about a key still holds. Kept by triggers
  * in the writing transaction, whoever writes (the HTTP API, the CLI in another process, a foreign-key cascade when a
- * user is deleted): any update of a key's columns but `last_used_at` and `name`, any deletion of a key, any update of a
- * user's id or organisation. Adding a key needs no bump: a key is looked up afresh until it has been seen.
+ * user is deleted): any update of a key's columns but `last_used_at` and `name`, any deletion of a key, any update of
+ * a user's id or organisation. Making a key moves nothing: a request whose key is not among those kept looks it up.
  *
- * SQLite only: there the read is a few microseconds on a connection of the cache's own. On PostgreSQL it would be a
- * round trip, as the lookup it would save is, so the twin runs there and nothing is kept.
+ * SQLite only: there the number is read on a connection of the cache's own, with no statement through `@effect/sql`.
+ * On PostgreSQL reading it would be a round trip, as the lookup it would save is, so the twin runs there.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
