@@ -4,10 +4,11 @@
  * alternating rounds (A B A B). Prints the CPU time per authentication of each round and the medians.
  * Usage: taskset -c 0 bun bench/credentials.ts [--calls 20000] [--rounds 4]
  */
-import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
+import { Effect, Layer, ManagedRuntime } from "effect"
 import { ApiKeys } from "../src/ApiKeys/ApiKeys.ts"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
+import { withSettings } from "../test/support/fixtures.ts"
 import { twinsOf } from "../test/support/helpers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 
@@ -23,16 +24,7 @@ const runtimeOf = (fastPaths: string) =>
   ManagedRuntime.make(
     Layer.mergeAll(ApiKeys.Default, Users.Default).pipe(
       Layer.provideMerge(SqlLive),
-      Layer.provide(
-        Layer.setConfigProvider(
-          ConfigProvider.fromMap(
-            new Map([
-              ["DATABASE_URL", databaseUrl],
-              ["FAST_PATHS", fastPaths]
-            ])
-          )
-        )
-      )
+      Layer.provide(withSettings({ DATABASE_URL: databaseUrl, FAST_PATHS: fastPaths }))
     )
   )
 const contenders = twinsOf("credential-cache").map(([name, fastPaths]) => ({ name, runtime: runtimeOf(fastPaths) }))

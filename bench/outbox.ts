@@ -9,12 +9,13 @@
  * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file.
  */
 import { SqlClient } from "@effect/sql"
-import { ConfigProvider, Duration, Effect, Layer, ManagedRuntime } from "effect"
+import { Duration, Effect, Layer, ManagedRuntime } from "effect"
 import { makeId } from "../src/Domain/Ids.ts"
 import { DeliveryInbox } from "../src/Events/Inbox.ts"
 import { Projects } from "../src/Projects/Projects.ts"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
+import { withSettings } from "../test/support/fixtures.ts"
 import { webhookRow } from "../test/support/helpers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 import { principalOf } from "../test/support/services.ts"
@@ -33,16 +34,7 @@ const databaseUrl = await freshDatabaseUrl()
 const runtime = ManagedRuntime.make(
   Layer.mergeAll(Projects.Default, Users.Default, DeliveryInbox.Default).pipe(
     Layer.provideMerge(SqlLive),
-    Layer.provide(
-      Layer.setConfigProvider(
-        ConfigProvider.fromMap(
-          new Map([
-            ["DATABASE_URL", databaseUrl],
-            ["FAST_PATHS", process.env.FAST_PATHS ?? "all"]
-          ])
-        )
-      )
-    )
+    Layer.provide(withSettings({ DATABASE_URL: databaseUrl, FAST_PATHS: process.env.FAST_PATHS ?? "all" }))
   )
 )
 

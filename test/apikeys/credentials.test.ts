@@ -9,14 +9,14 @@
 import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import type { SqlClient } from "@effect/sql"
-import { ConfigProvider, Effect, Layer, ManagedRuntime, Option } from "effect"
+import { Effect, Layer, ManagedRuntime, Option } from "effect"
 import { ApiKeys } from "../../src/ApiKeys/ApiKeys.ts"
 import { Credentials, MAX_KEPT } from "../../src/ApiKeys/Credentials.ts"
 import type { Principal } from "../../src/Domain/Principal.ts"
 import { sha256Hex } from "../../src/Domain/Secrets.ts"
 import { SqlLive } from "../../src/Sql/Client.ts"
 import { Users } from "../../src/Users/Users.ts"
-import { uniqueEmail } from "../support/fixtures.ts"
+import { uniqueEmail, withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 
@@ -26,16 +26,7 @@ const runtimeOn = (databaseUrl: string, fastPaths: string) =>
   ManagedRuntime.make(
     layers.pipe(
       Layer.provideMerge(SqlLive),
-      Layer.provide(
-        Layer.setConfigProvider(
-          ConfigProvider.fromMap(
-            new Map([
-              ["DATABASE_URL", databaseUrl],
-              ["FAST_PATHS", fastPaths]
-            ])
-          )
-        )
-      )
+      Layer.provide(withSettings({ DATABASE_URL: databaseUrl, FAST_PATHS: fastPaths }))
     )
   )
 

@@ -12,9 +12,12 @@ import type { TeamRole } from "../../src/Teams/Api.ts"
 import { Teams } from "../../src/Teams/Teams.ts"
 import { Users } from "../../src/Users/Users.ts"
 
+/** Settings given to the service's own configuration as the environment would give them, and nothing else. */
+export const withSettings = (settings: Readonly<Record<string, string>>) =>
+  Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(settings))))
+
 /** The layer of a database URL: `DATABASE_URL` given to the service's own configuration, nothing else. */
-export const withDatabaseUrl = (databaseUrl: string) =>
-  Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", databaseUrl]])))
+export const withDatabaseUrl = (databaseUrl: string) => withSettings({ DATABASE_URL: databaseUrl })
 
 const services = (sql: typeof SqlClientLive) =>
   Layer.mergeAll(Users.Default, ApiKeys.Default, Teams.Default).pipe(Layer.provideMerge(sql))
