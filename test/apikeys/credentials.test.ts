@@ -260,9 +260,9 @@ describe.skipIf(usingPostgres())("credential_generation (migration 0017)", () =>
     expect(moves(() => other.run("UPDATE api_keys SET expires_at = ? WHERE id = ?", [at, one.id]))).toBe(1)
     expect(moves(() => other.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [at, one.id]))).toBe(1)
     expect(moves(() => other.run("DELETE FROM api_keys WHERE id = ?", [one.id]))).toBe(1)
-    // A user's deletion takes their keys with it (a cascade): each one counts.
+    // A user's deletion takes their keys with it (a cascade): each one counts, and the user.
     await issue()
-    expect(moves(() => other.run("DELETE FROM users WHERE id = ?", [user.id]))).toBe(2)
+    expect(moves(() => other.run("DELETE FROM users WHERE id = ?", [user.id]))).toBe(3)
     expect(two.id).not.toBe(one.id)
   })
 
