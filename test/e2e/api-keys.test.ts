@@ -202,6 +202,16 @@ describe("DELETE /v1/api-keys/:id", () => {
     expect(malformed.body.error.details[0].field).toBe("id")
   })
 
+  test("revoked by the CLI (its own connection to the database) after use: the next request is 401", async () => {
+    const { body } = await createKey(ann, { name: "revoked by the operator", scopes: ["read"] })
+    for (let i = 0; i < 2; i++) expect((await server.request("/v1/users/me", { key: body.data.key })).status).toBe(200)
+    const revoked = await server.cli<{ status: string }>("api-keys", "revoke", "--key", body.data.id)
+    expect(revoked.status).toBe("revoked")
+    const after = await server.request("/v1/users/me", { key: body.data.key })
+    expect(after.status).toBe(401)
+    expect(after.body.error.code).toBe("unauthorized")
+  })
+
   test("a key may revoke itself; it is then 401", async () => {
     const { body } = await createKey(ann, { name: "self-destruct", scopes: ["read", "write"] })
     const res = await server.request(`/v1/api-keys/${body.data.id}`, { method: "DELETE", key: body.data.key })
