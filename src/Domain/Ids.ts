@@ -77,7 +77,7 @@ export type IdKind = keyof typeof prefixes
 export const makeId = <K extends IdKind>(kind: K): `${(typeof prefixes)[K]}_${string}` =>
   `${prefixes[kind]}_${encodeBase32(uuidv7Bytes())}`
 
-/** What an id of `kind` looks like (the schemas below check it; code given an id as plain text may test it directly). */
+/** What an id of `kind` looks like (the schemas below check it; code given an id as plain text may test it). */
 export const idPattern = (kind: IdKind): RegExp => new RegExp(`^${prefixes[kind]}_[0-7][${ALPHABET}]{25}$`)
 
 const idAnnotations = (kind: IdKind) => ({

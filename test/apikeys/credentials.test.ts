@@ -266,6 +266,35 @@ describe.skipIf(usingPostgres())("credential_generation (migration 0017)", () =>
     expect(two.id).not.toBe(one.id)
   })
 
+  test("when the number cannot be read, the fast store looks every key up, and a revocation still holds", async () => {
+    const databaseUrl = await freshDatabaseUrl()
+    const own = runtimeOn(databaseUrl, "all")
+    const file = new Database(databaseUrl.slice("sqlite:".length))
+    try {
+      const key = await own.runPromise(
+        Effect.gen(function* () {
+          const user = yield* (yield* Users).create({ email: uniqueEmail("nonumber"), name: "No number" })
+          return yield* (yield* ApiKeys).issue(user.id, { name: "k", scopes: ["read"], expires_at: null })
+        })
+      )
+      expect((await own.runPromise(Credentials)).implementation).toBe("fast")
+      const authenticate = () =>
+        own.runPromise(Effect.either(Effect.flatMap(ApiKeys, (keys) => keys.authenticate(key.key))))
+      // Kept, with the number read once.
+      expect((await authenticate())._tag).toBe("Right")
+      for (const trigger of ["key_update", "key_delete", "user_update", "user_delete"]) {
+        file.run(`DROP TRIGGER credential_generation_${trigger}`)
+      }
+      file.run("DROP TABLE credential_generation")
+      expect((await authenticate())._tag).toBe("Right")
+      file.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [new Date().toISOString(), key.id])
+      expect((await authenticate())._tag).toBe("Left")
+    } finally {
+      file.close()
+      await own.dispose()
+    }
+  })
+
   test("in memory, the store is the twin: no other connection can read that database", async () => {
     const memory = runtimeOn("sqlite::memory:", "all")
     try {
