@@ -343,7 +343,8 @@ export const FAST_PATH_NAMES = [
   "request-wrapper",
   "delivery-recorder",
   "prepared-statements",
-  "credential-cache"
+  "credential-cache",
+  "sqlite-statements"
 ] as const
 export type FastPath = (typeof FAST_PATH_NAMES)[number]
 

@@ -12,7 +12,23 @@ import { Duration, Effect, Layer } from "effect"
 import { type DatabaseConfig, DatabaseUrl, FastPathsConfig } from "../Config.js"
 import { runMigrations } from "./Migrations.js"
 
+/**
+ * Embedded SQLite through `@effect/sql-sqlite-bun`: one connection, set up below. With the `sqlite-statements` fast
+ * path (src/Sql/SqliteStatements.ts) the client runs its statements straight on that connection where nothing else
+ * could hold it; its twin is the client as the library makes it.
+ */
 const sqlite = (filename: string) =>
+  Layer.scoped(
+    SqlClient.SqlClient,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      if (!(yield* Effect.orDie(FastPathsConfig)).has("sqlite-statements")) return sql
+      const { makeDirectStatements } = yield* Effect.promise(() => import("./SqliteStatements.js"))
+      return yield* makeDirectStatements
+    })
+  ).pipe(Layer.provideMerge(sqliteConnection(filename)))
+
+const sqliteConnection = (filename: string) =>
   Layer.effectDiscard(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient

@@ -1,0 +1,170 @@
+/**
+ * The SQLite client (src/Sql/Client.ts): the `sqlite-statements` fast path (src/Sql/SqliteStatements.ts, statements
+ * run straight on the connection where nothing else could hold it) and its twin, the client as
+ * `@effect/sql-sqlite-bun` makes it. Both run the same statements and must answer alike: rows, helpers, errors,
+ * transactions; a statement outside a transaction waits while another fiber's transaction is open, and so never
+ * sees its uncommitted writes; with tracing on, each statement has its `sql.execute` span. Every other SQLite test
+ * runs on the fast one (the default).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import { Deferred, Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
+import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
+import { makeTracer } from "../../src/Observability/Tracer.ts"
+import { SqlClientLive } from "../../src/Sql/Client.ts"
+import { withSettings } from "../support/fixtures.ts"
+import { twinsOf } from "../support/helpers.ts"
+
+type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
+
+const dir = mkdtempSync(join(tmpdir(), "sqlite-statements-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
+  describe(`SQLite statements: ${name}`, () => {
+    let runtime: Runtime
+    const run = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
+      runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.withTracerEnabled(false)))
+
+    beforeAll(async () => {
+      runtime = ManagedRuntime.make(
+        SqlClientLive.pipe(
+          Layer.provide(withSettings({ DATABASE_URL: `sqlite:${join(dir, `${name}.sqlite`)}`, FAST_PATHS: fastPaths }))
+        )
+      )
+      await run((sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT)`)
+    })
+    afterAll(() => runtime.dispose())
+
+    test(`the client is the ${name} one`, async () => {
+      const statementClass = await run((sql) =>
+        Effect.sync(() => Object.getPrototypeOf(sql`SELECT 1`).constructor.name)
+      )
+      // The fast one extends @effect/sql's statement class; if a release changed that class's shape, the client
+      // would be the library's as it is, and this says so.
+      expect(statementClass).toBe(name === "fast" ? "DirectStatement" : "StatementPrimitive")
+    })
+
+    test("answers rows from templates with fragments and helpers, unsafe text, identifiers, values", async () => {
+      await run(
+        (sql) =>
+          sql`INSERT INTO things ${sql.insert([
+            { id: 1, name: "one", note: null },
+            { id: 2, name: "two", note: "even" },
+            { id: 3, name: "three", note: null }
+          ])}`
+      )
+      const columns = await run((sql) => Effect.succeed(sql`t.id, t.name, t.note`))
+      const rows = await run(
+        (sql) =>
+          sql`SELECT ${columns} FROM ${sql("things")} t WHERE ${sql.and([sql`t.id IN ${sql.in([1, 2, 9])}`, sql`t.id > ${0}`])} ORDER BY t.id`
+      )
+      expect(rows).toEqual([
+        { id: 1, name: "one", note: null },
+        { id: 2, name: "two", note: "even" }
+      ])
+      expect(await run((sql) => sql.unsafe("SELECT name FROM things WHERE id = ?", [3]))).toEqual([{ name: "three" }])
+      expect(await run((sql) => sql`SELECT id, name FROM things WHERE id = ${2}`.values)).toEqual([[2, "two"]])
+      expect(await run((sql) => sql`UPDATE things SET note = ${"odd"} WHERE id = ${3} RETURNING id, note`)).toEqual([
+        { id: 3, note: "odd" }
+      ])
+    })
+
+    test("a failing statement is a SqlError, and the client goes on", async () => {
+      const error = await run((sql) => Effect.flip(sql`INSERT INTO things (id, name) VALUES (${10}, ${"one"})`))
+      expect(error).toBeInstanceOf(SqlError)
+      expect(String((error.cause as Error).message)).toContain("UNIQUE")
+      expect(await run((sql) => sql`SELECT count(*) AS n FROM things`)).toEqual([{ n: 3 }])
+    })
+
+    test("a transaction sees its own writes, and a failure rolls them all back", async () => {
+      const inside = await run((sql) =>
+        sql.withTransaction(
+          Effect.zipRight(
+            sql`INSERT INTO things (id, name) VALUES (${20}, ${"twenty"})`,
+            sql`SELECT name FROM things WHERE id = ${20}`
+          )
+        )
+      )
+      expect(inside).toEqual([{ name: "twenty" }])
+      const failed = await run((sql) =>
+        Effect.flip(
+          sql.withTransaction(
+            Effect.zipRight(
+              sql`INSERT INTO things (id, name) VALUES (${21}, ${"twenty-one"})`,
+              sql`INSERT INTO things (id, name) VALUES (${22}, ${"twenty"})`
+            )
+          )
+        )
+      )
+      expect(failed).toBeInstanceOf(SqlError)
+      expect(await run((sql) => sql`SELECT id FROM things WHERE id IN (20, 21, 22) ORDER BY id`)).toEqual([{ id: 20 }])
+    })
+
+    /**
+     * Another fiber writes in a transaction and holds it open; a read meanwhile must wait for it, then see what it
+     * committed (or, rolled back, nothing): run on the connection at once, it would read the uncommitted row.
+     */
+    for (const outcome of ["commits", "rolls back"] as const) {
+      test(`a read outside a transaction waits for another fiber's open transaction, which ${outcome}`, async () => {
+        const result = await run((sql) =>
+          Effect.gen(function* () {
+            const written = yield* Deferred.make<void>()
+            const go = yield* Deferred.make<void>()
+            const id = outcome === "commits" ? 30 : 31
+            const writer = yield* sql
+              .withTransaction(
+                Effect.gen(function* () {
+                  yield* sql`INSERT INTO things (id, name) VALUES (${id}, ${`held ${id}`})`
+                  yield* Deferred.succeed(written, undefined)
+                  yield* Deferred.await(go)
+                  if (outcome === "rolls back") return yield* Effect.fail("rolled back")
+                })
+              )
+              .pipe(Effect.either, Effect.fork)
+            yield* Deferred.await(written)
+            const reader = yield* Effect.fork(sql`SELECT name FROM things WHERE id = ${id}`)
+            yield* Effect.sleep("30 millis")
+            const early = yield* Fiber.poll(reader)
+            yield* Deferred.succeed(go, undefined)
+            yield* Fiber.join(writer)
+            return { early: Option.isSome(early), rows: yield* Fiber.join(reader) }
+          })
+        )
+        expect(result.early).toBe(false)
+        expect(result.rows).toEqual(outcome === "commits" ? [{ name: "held 30" }] : [])
+      })
+    }
+
+    test("with tracing on, each statement has its sql.execute span; with it off, none", async () => {
+      const spans: Array<EndedSpan> = []
+      const traced = (sql: SqlClient.SqlClient, on: boolean) =>
+        Effect.zipRight(sql`SELECT ${on ? 1 : 2} AS n`, sql.withTransaction(sql`SELECT ${on ? 3 : 4} AS n`)).pipe(
+          Effect.withTracerEnabled(on),
+          Effect.withTracer(makeTracer((span) => spans.push(span)))
+        )
+      await run((sql) => Effect.zipRight(traced(sql, true), traced(sql, false)))
+      const texts = spans
+        .filter((span) => span.name === "sql.execute")
+        .map((span) => String(span.attributes.get("db.query.text")))
+      expect(texts).toEqual(["SELECT ? AS n", "SELECT ? AS n"])
+      expect(spans.map((span) => span.name)).toContain("sql.transaction")
+    })
+
+    test("a statement transformer (`Statement.withTransformer`) is applied", async () => {
+      const rows = await run((sql) =>
+        sql`SELECT name FROM things WHERE id = ${1}`.pipe(
+          Statement.withTransformer((statement, sql) =>
+            Effect.succeed(sql`SELECT upper(name) AS name FROM things WHERE id = ${statement.compile()[1][0] ?? 0}`)
+          )
+        )
+      )
+      expect(rows).toEqual([{ name: "ONE" }])
+    })
+  })
+}
