@@ -7,8 +7,9 @@
  *   compares the hashes of the keys with its prefix.
  * - `fast`, on SQLite in a file: keeps what a lookup found, by prefix, with the number in `credential_generation`
  *   (migration 0017) as read before that lookup. A later request takes the kept credential while the number is
- *   the same, read as one prepared statement on a connection of this module's own: a statement through `@effect/sql`
- *   costs several times what SQLite spends on it, and the lookup is on every authenticated request.
+ *   the same, read as one prepared statement on a connection of this module's own: the lookup (a join through
+ *   `@effect/sql`, its rows decoded by schema) costs several times that read, and it is on every authenticated
+ *   request.
  *
  * What the fast one must hold, for it answers for the twin:
  * - The number changes in the transaction of every write that could change a credential, whoever writes it
