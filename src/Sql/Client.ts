@@ -11,6 +11,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, Layer } from "effect"
 import { type DatabaseConfig, DatabaseUrl, FastPathsConfig } from "../Config.js"
 import { runMigrations } from "./Migrations.js"
+import { makeDirectStatements } from "./SqliteStatements.js"
 
 /**
  * Embedded SQLite through `@effect/sql-sqlite-bun`: one connection, set up below. With the `sqlite-statements` fast
@@ -23,7 +24,6 @@ const sqlite = (filename: string) =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       if (!(yield* Effect.orDie(FastPathsConfig)).has("sqlite-statements")) return sql
-      const { makeDirectStatements } = yield* Effect.promise(() => import("./SqliteStatements.js"))
       return yield* makeDirectStatements
     })
   ).pipe(Layer.provideMerge(sqliteConnection(filename)))
