@@ -8,13 +8,13 @@
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import { generateKeyPairSync } from "node:crypto"
-import { mkdtempSync, readFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Cause, Effect, Exit, Fiber } from "effect"
 import { programWith } from "../../src/main.ts"
 import { loggingTo, providerOf } from "../support/in-process.ts"
 import { freshDatabaseUrl } from "../support/server.ts"
+import { tempDir } from "../support/temp.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
 const CONFIGURATION = readFileSync(join(ROOT, "docs", "configuration.md"), "utf8")
@@ -120,7 +120,7 @@ afterAll(() => collector.stop(true))
 const keys = generateKeyPairSync("ed25519")
 const pem = keys.privateKey.export({ type: "pkcs8", format: "pem" }).toString()
 const jwk = JSON.stringify(keys.privateKey.export({ format: "jwk" }))
-const scratch = mkdtempSync(join(tmpdir(), "pcs-config-"))
+const scratch = tempDir("pcs-config-")
 
 /**
  * The values each documented variable is said to take. Server `k` gets value `k mod n` of every variable, so each

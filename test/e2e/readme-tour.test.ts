@@ -10,12 +10,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { expectNoProblems, openBrowser, signIn } from "../browser/browser.ts"
 import { eventually, freePort, sleep } from "../support/helpers.ts"
 import { freshDatabaseUrl } from "../support/server.ts"
+import { tempDir } from "../support/temp.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
 const README = readFileSync(join(ROOT, "README.md"), "utf8")
@@ -93,7 +93,7 @@ beforeAll(async () => {
         .replace(new RegExp(`\\b${TOUR_RECEIVER_PORT}\\b`, "g"), String(receiverPort))
     )
   ].join("\n")
-  const file = join(mkdtempSync(join(tmpdir(), "pcs-tour-")), "tour.sh")
+  const file = join(tempDir("pcs-tour-"), "tour.sh")
   writeFileSync(file, script)
   const env: Record<string, string | undefined> = { ...process.env }
   for (const name of ["DATABASE_URL", "PORT", "HOST", "BASE_URL", "LOG_LEVEL", "WEBHOOK_ALLOW_PRIVATE_TARGETS"])

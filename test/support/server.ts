@@ -4,12 +4,11 @@
  * Tests speak HTTP to it, as a client would.
  */
 
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SQL, type Subprocess } from "bun"
 import { runCliInProcess } from "./cli.ts"
 import { type Fixtures, fixtures as fixturesOn } from "./fixtures.ts"
+import { tempDir } from "./temp.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
 
@@ -19,7 +18,7 @@ export const usingPostgres = (): boolean => /^postgres(ql)?:\/\//.test(process.e
 export const freshDatabaseUrl = async (): Promise<string> => {
   const base = process.env.DATABASE_URL ?? ""
   if (!usingPostgres()) {
-    return `sqlite:${join(mkdtempSync(join(tmpdir(), "pcs-test-")), "service.sqlite")}`
+    return `sqlite:${join(tempDir("pcs-test-"), "service.sqlite")}`
   }
   const name = `pcs_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
   const admin = new SQL(base)

@@ -1,0 +1,5 @@
+/** Preloaded by every test run (bunfig.toml): what the suite does once its tests have run. */
+import { afterAll } from "bun:test"
+import { removeTempDirs } from "./temp.ts"
+
+afterAll(removeTempDirs)
