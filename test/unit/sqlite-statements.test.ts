@@ -7,8 +7,6 @@
  * runs on the fast one (the default).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -19,11 +17,11 @@ import { makeTracer } from "../../src/Observability/Tracer.ts"
 import { SqlClientLive } from "../../src/Sql/Client.ts"
 import { withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
+import { tempDir } from "../support/temp.ts"
 
 type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
 
-const dir = mkdtempSync(join(tmpdir(), "sqlite-statements-"))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
+const dir = tempDir("pcs-sqlite-statements-")
 
 for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
   describe(`SQLite statements: ${name}`, () => {
