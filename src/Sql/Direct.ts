@@ -1,17 +1,14 @@
 /**
  * Statements of the delivery recorder's fast path (src/Webhooks/RecorderFast.ts) as fixed SQL text with their
- * parameters, run on the transaction's connection directly. Through `sql\`…\``, each statement compiles its
- * fragments to text (a batch insert walks every value to build the same string each time), opens a
- * span (a no-op one with tracing off), a `Scope` and a connection lease; inside a transaction the connection is
- * already held, so here the text is built once per shape and the statement goes straight to the driver.
- *
- * With tracing on, or outside a transaction, the statement takes the ordinary way (`sql.unsafe`): the same text and
- * parameters, with its `sql.execute` span. Rows come back as the driver gives them (this service sets no name
- * transforms); decode them where they are read.
+ * parameters. Through `sql\`…\``, each statement compiles its fragments to text (a batch insert walks every value
+ * to build the same string each time); here the text is built once per shape and run as it is (`sql.unsafe`). On
+ * SQLite, the `sqlite-statements` fast path (src/Sql/SqliteStatements.ts) then runs it straight on the
+ * transaction's connection, as it does every statement. Rows come back as the driver gives them (this service sets
+ * no name transforms); decode them where they are read.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, FiberRef } from "effect"
+import type { Effect } from "effect"
 
 /** What these statements bind: text, numbers and NULL. */
 export type Param = string | number | null
@@ -42,14 +39,8 @@ export const makeDirect = (sql: SqlClient.SqlClient): Direct => {
     }
     return out.join(", ")
   }
-  const run = (text: string, params: ReadonlyArray<Param>) =>
-    Effect.withFiberRuntime<ReadonlyArray<unknown>, SqlError>((fiber) => {
-      const held = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-      if (held._tag === "Some" && !fiber.getFiberRef(FiberRef.currentTracerEnabled)) {
-        return held.value[0].execute(text, params, undefined)
-      }
-      return sql.unsafe(text, params)
-    })
+  const run = (text: string, params: ReadonlyArray<Param>): Effect.Effect<ReadonlyArray<unknown>, SqlError> =>
+    sql.unsafe(text, params)
   const texts = new Map<string, string>()
   const text = (key: string, make: () => string) => {
     let made = texts.get(key)

@@ -10,7 +10,7 @@
  *
  * - tracing is off for the fiber (with it on, the statement takes the ordinary way and gets its `sql.execute` span);
  * - no statement transformer is set (`Statement.withTransformer`, `setTransformer`);
- * - and either the fiber is inside a transaction (it holds the connection already, as `Sql/Direct.ts` relies on), or
+ * - and either the fiber is inside a transaction (it holds the connection already), or
  *   no transaction is open or waiting on the connection: every transaction goes through this client's
  *   `withTransaction`, which counts them from before it asks for the connection until after its `COMMIT` or
  *   `ROLLBACK`. bun:sqlite runs a statement synchronously, so nothing can begin a transaction while one runs.

@@ -1,8 +1,8 @@
 /**
  * The delivery recorder's fast path (the interface and its idiomatic twin: src/Webhooks/Recorder.ts,
  * src/Webhooks/RecorderIdiomatic.ts). A batch of outcomes comes every few milliseconds under load, up to hundreds of
- * rows each, so its statements are fixed text by batch size (src/Sql/Direct.ts) run on the transaction's connection:
- * no template compiled and no request encoded through a schema per batch.
+ * rows each, so its statements are fixed text by batch size (src/Sql/Direct.ts): no template compiled and no request
+ * encoded through a schema per batch.
  *
  * - SQLite: the twin's steps, in one transaction (one writer at a time: nothing waits on its locks but the next
  *   writer, which would wait for the file anyway).
