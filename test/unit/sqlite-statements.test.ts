@@ -1,10 +1,10 @@
 /**
- * The SQLite client (src/Sql/Client.ts): the `sqlite-statements` fast path (src/Sql/SqliteStatements.ts, statements
- * run straight on the connection where nothing else could hold it) and its twin, the client as
- * `@effect/sql-sqlite-bun` makes it. Both run the same statements and must answer alike: rows, helpers, errors,
- * transactions; a statement outside a transaction waits while another fiber's transaction is open, and so never
- * sees its uncommitted writes; with tracing on, each statement has its `sql.execute` span. Every other SQLite test
- * runs on the fast one (the default).
+ * The SQLite client (src/Sql/Client.ts): the `sqlite-statements` fast path (src/Sql/SqliteStatements.ts, statements run
+ * straight on the connection where nothing else could hold it) and its twin, the client as `@effect/sql-sqlite-bun`
+ * makes it. Both run the same statements and must answer alike: rows, helpers, errors, transactions; a statement
+ * outside a transaction waits while another fiber's transaction is open, and so never sees its uncommitted writes; with
+ * tracing on, each statement has its `sql.execute` span; a client of an unknown shape is left as it is. Every other
+ * SQLite test runs on the fast one (the default).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { join } from "node:path"
@@ -15,6 +15,7 @@ import { Deferred, Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
 import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
 import { makeTracer } from "../../src/Observability/Tracer.ts"
 import { SqlClientLive } from "../../src/Sql/Client.ts"
+import { directStatements } from "../../src/Sql/SqliteStatements.ts"
 import { withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
 import { tempDir } from "../support/temp.ts"
@@ -166,3 +167,9 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
     })
   })
 }
+
+test("a client whose statements are not the statement class the fast path extends is used as it is", () => {
+  // What a release that changed `@effect/sql`'s statement class would look like to the fast path.
+  const unknownShape = Object.assign(() => ({ segments: [] }), { unsafe: () => ({}) }) as unknown as SqlClient.SqlClient
+  expect(directStatements(unknownShape, {} as never)).toBe(unknownShape)
+})
