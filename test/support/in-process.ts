@@ -17,7 +17,7 @@ import { LogLevelConfig } from "../../src/Config.ts"
 import { programWith } from "../../src/main.ts"
 import { jsonLoggerTo } from "../../src/Observability/Logging.ts"
 import { fixtures as fixturesOn } from "./fixtures.ts"
-import { cliOn, freshDatabaseUrl, requestOn, type Server, type TestUser } from "./server.ts"
+import { cliOn, migratedDatabaseUrl, requestOn, type Server, type TestUser } from "./server.ts"
 
 /** The settings a test gives, over this process's environment (a test run's `DATABASE_URL` among them). */
 export const providerOf = (env: Record<string, string>) =>
@@ -47,7 +47,7 @@ export const startInProcess = async (
     readonly around?: Layer.Layer<never>
   } = {}
 ): Promise<Server> => {
-  const databaseUrl = options.databaseUrl ?? (await freshDatabaseUrl())
+  const databaseUrl = options.databaseUrl ?? (await migratedDatabaseUrl())
   const env = { DATABASE_URL: databaseUrl, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...options.env }
   const logs: Array<string> = []
   const listening = Effect.runSync(Deferred.make<string>())

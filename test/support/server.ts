@@ -4,6 +4,8 @@
  * Tests speak HTTP to it, as a client would.
  */
 
+import { createHash } from "node:crypto"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { SQL, type Subprocess } from "bun"
 import { runCliInProcess } from "./cli.ts"
@@ -20,13 +22,75 @@ export const freshDatabaseUrl = async (): Promise<string> => {
   if (!usingPostgres()) {
     return `sqlite:${join(tempDir("pcs-test-"), "service.sqlite")}`
   }
-  const name = `pcs_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
-  const admin = new SQL(base)
-  await admin.unsafe(`CREATE DATABASE ${name}`)
-  await admin.close()
+  return createDatabase(base, "")
+}
+
+/** The database `name` on the PostgreSQL server of `base`. */
+const databaseOn = (base: string, name: string): string => {
   const url = new URL(base)
   url.pathname = `/${name}`
   return url.toString()
+}
+
+/** A new database on the PostgreSQL server of `base`: empty, or a copy of `template` (`CREATE DATABASE … TEMPLATE`). */
+const createDatabase = async (base: string, template: string): Promise<string> => {
+  const name = `pcs_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
+  const admin = new SQL(base)
+  await admin.unsafe(`CREATE DATABASE ${name}${template === "" ? "" : ` TEMPLATE ${template}`}`)
+  await admin.close()
+  return databaseOn(base, name)
+}
+
+/**
+ * A fresh database with every migration applied: where a test is not about migrating or about start-up on an empty
+ * database (those take `freshDatabaseUrl`). On PostgreSQL a copy of a migrated template, `pcs_template_<hash of
+ * src/Sql and src/Domain>`, made once per version of the migrations on that server, so a server does not run the migrations' DDL again
+ * (a copy costs a fraction of that); the server still checks them on start-up and finds them all applied. On
+ * SQLite, where migrating a new file is quick, an empty file as from `freshDatabaseUrl`.
+ */
+export const migratedDatabaseUrl = async (): Promise<string> => {
+  if (!usingPostgres()) return freshDatabaseUrl()
+  const base = process.env.DATABASE_URL ?? ""
+  templateReady ??= migratedTemplate(base)
+  return createDatabase(base, await templateReady)
+}
+
+let templateReady: Promise<string> | undefined
+
+/** A number no lock of the service's (src/Sql/Locks.ts) uses: one test process at a time makes the template. */
+const TEMPLATE_LOCK = 4_242_901
+
+/**
+ * The migrated template's name, made if it is not on the server yet: migrated under another name by the CLI in a
+ * process of its own (whose connections end with it), then renamed, so a template that exists is whole. Test
+ * processes that need it at once wait on an advisory lock, and the others find it made.
+ */
+const migratedTemplate = async (base: string): Promise<string> => {
+  // What a migration can read: the migrations and the rest of src/Sql, and the domain modules some of them import.
+  const hash = createHash("sha256")
+  for (const dir of ["src/Sql", "src/Domain"]) {
+    const files = readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"))
+    for (const file of files.sort()) hash.update(file).update(readFileSync(join(ROOT, dir, file)))
+  }
+  const name = `pcs_template_${hash.digest("hex").slice(0, 16)}`
+  const admin = new SQL(base)
+  const session = await admin.reserve()
+  try {
+    await session.unsafe(`SELECT pg_advisory_lock(${TEMPLATE_LOCK})`)
+    const [found] = await session.unsafe(`SELECT 1 AS found FROM pg_database WHERE datname = '${name}'`)
+    if (found === undefined) {
+      const building = `${name}_${Math.random().toString(36).slice(2, 8)}`
+      await session.unsafe(`CREATE DATABASE ${building}`)
+      const { code, stderr } = await runCli(databaseOn(base, building), ["migrate"])
+      if (code !== 0) throw new Error(`migrating the template ${building} failed: ${stderr}`)
+      await session.unsafe(`ALTER DATABASE ${building} RENAME TO ${name}`)
+    }
+  } finally {
+    await session.unsafe(`SELECT pg_advisory_unlock(${TEMPLATE_LOCK})`)
+    session.release()
+    await admin.close()
+  }
+  return name
 }
 
 export interface Response<T = any> {
@@ -138,7 +202,7 @@ export const cliOn =
 export const startServer = async (
   options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}
 ): Promise<ServerProcess> => {
-  const databaseUrl = options.databaseUrl ?? (await freshDatabaseUrl())
+  const databaseUrl = options.databaseUrl ?? (await migratedDatabaseUrl())
   // `--no-orphans`: the server exits when this process does, so a file that fails before its `afterAll` (or
   // forgets to stop a server) never leaves one running after the test run.
   const proc = Bun.spawn(["bun", "--no-orphans", "src/main.ts"], {

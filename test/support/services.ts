@@ -8,7 +8,7 @@ import type { Principal } from "../../src/Domain/Principal.ts"
 import type { Scope } from "../../src/Domain/Scopes.ts"
 import { SqlLive } from "../../src/Sql/Client.ts"
 import { withDatabaseUrl } from "./fixtures.ts"
-import { freshDatabaseUrl } from "./server.ts"
+import { migratedDatabaseUrl } from "./server.ts"
 
 export interface ServiceHarness<R> {
   /** Runs an effect against the services; its failure rejects. */
@@ -46,7 +46,7 @@ export const onDatabase = <R, E>(
  */
 export const onSelectedEngine = async <R, E>(
   services: Layer.Layer<R, E, SqlClient.SqlClient>
-): Promise<ServiceHarness<R>> => harnessOf(services, await freshDatabaseUrl())
+): Promise<ServiceHarness<R>> => harnessOf(services, await migratedDatabaseUrl())
 
 /** The principal a credential of `user` would give (an API key with `read,write` unless told otherwise). */
 export const principalOf = (
