@@ -1,22 +1,28 @@
 /**
- * The `sqlite-statements` fast path (docs/fast-paths.md): the SQLite client's statements, run straight on its
- * connection when nothing else could hold it. Feature code is unchanged: it still writes `sql\`…\`` and
- * `sql.unsafe`, and gets the same rows and the same `SqlError`s.
+ * The `sqlite-statements` fast path (docs/fast-paths.md): the SQLite client's statements and transactions, run
+ * straight on its connection when nothing else could hold it. Feature code is unchanged: it still writes
+ * `sql\`…\``, `sql.unsafe` and `sql.withTransaction`, and gets the same rows, the same `SqlError`s and the same
+ * isolation.
  *
  * Through `@effect/sql`, every statement opens a span (a no-op one with tracing off), a `Scope`, and a lease of the
  * connection from the client's one-permit semaphore, which makes a statement outside a transaction wait while
- * another fiber's transaction is open on the (single) connection. Here a statement skips all three when, and only
- * when, they change nothing:
+ * another fiber's transaction is open on the (single) connection; a transaction opens a span and a `Scope` too, and
+ * holds that lease until its `COMMIT` or `ROLLBACK`. Here:
  *
- * - tracing is off for the fiber (with it on, the statement takes the ordinary way and gets its `sql.execute` span);
- * - no statement transformer is set (`Statement.withTransformer`, `setTransformer`);
- * - and either the fiber is inside a transaction (it holds the connection already), or
- *   no transaction is open or waiting on the connection: every transaction goes through this client's
- *   `withTransaction`, which counts them from before it asks for the connection until after its `COMMIT` or
- *   `ROLLBACK`. bun:sqlite runs a statement synchronously, so nothing can begin a transaction while one runs.
+ * - Every outermost transaction waits for its turn on this client's own one-permit semaphore (`turn`) and holds it
+ *   until it has ended, counted (`transactions`) from before it waits until after it has ended. With tracing off
+ *   and no statement transformer it runs `BEGIN`, the effect and `COMMIT` or `ROLLBACK` itself, as `@effect/sql`
+ *   does, without the span and the `Scope`; otherwise it is `@effect/sql`'s own, inside its turn (whose lease is then
+ *   always free). A transaction inside one is `@effect/sql`'s savepoint, on the connection the fiber holds.
+ * - A statement runs at once when the fiber is inside a transaction (it holds the connection) or when no transaction
+ *   is open or waiting; otherwise it waits for `turn`, so a read never sees another fiber's uncommitted writes.
+ *   bun:sqlite runs a statement synchronously, so nothing can begin a transaction while one runs. It skips the
+ *   span, the `Scope` and the lease when tracing is off for the fiber and no statement transformer is set
+ *   (`Statement.withTransformer`, `setTransformer`); otherwise it takes the library's way and gets its
+ *   `sql.execute` span.
  *
- * Otherwise (a transaction open on another fiber, say) the statement takes the ordinary way and waits its turn, as
- * with the twin: a read never sees another fiber's uncommitted writes.
+ * Every transaction goes through this client's `withTransaction`, and nothing else takes the library's lease
+ * (`sql.reserve` is used on PostgreSQL only, src/Sql/Locks.ts), so `turn` alone decides who has the connection.
  *
  * The statement class is `@effect/sql`'s own, extended (its `commit` overridden); if a release changes its shape,
  * the client is used as it is (`directStatements` answers it unchanged), and a test says so.
@@ -25,7 +31,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Context, Effect, FiberRef, Option } from "effect"
+import { Context, Effect, Exit, type Fiber, FiberRef, Option } from "effect"
 
 /** What `@effect/sql`'s statement class holds and does, as far as this module uses it. */
 interface Primitive extends Statement.Statement<unknown> {
@@ -64,19 +70,32 @@ const primitiveClass = (sample: unknown): PrimitiveClass | undefined => {
 export const directStatements = (sql: SqlClient.SqlClient, connection: Connection): SqlClient.SqlClient => {
   const Base = primitiveClass(sql`SELECT 1`)
   if (Base === undefined) return sql
-  /** Transactions asked for and not yet ended (committed or rolled back) through this client. */
+  /** Outermost transactions asked for and not yet ended (committed or rolled back) through this client. */
   let transactions = 0
+  /** Held by an outermost transaction until it has ended, and by a statement that waited for one while it runs. */
+  const turn = Effect.unsafeMakeSemaphore(1)
+
+  /** Whether `fiber`'s statements may skip `@effect/sql`'s way: tracing off, no statement transformer. */
+  const untraced = (fiber: Fiber.RuntimeFiber<unknown, unknown>) =>
+    !fiber.getFiberRef(FiberRef.currentTracerEnabled) && Option.isNone(fiber.getFiberRef(Statement.currentTransformer))
 
   class DirectStatement extends Base {
     override commit(): Effect.Effect<ReadonlyArray<unknown>, SqlError> {
       return Effect.withFiberRuntime((fiber) => {
-        if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return super.commit()
-        if (Option.isSome(fiber.getFiberRef(Statement.currentTransformer))) return super.commit()
         const held = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-        if (Option.isNone(held) && transactions > 0) return super.commit()
-        const [text, params] = this.compile()
-        return (Option.isSome(held) ? held.value[0] : connection).execute(text, params, this.transformRows)
+        // Another fiber's transaction is open or waiting: this statement waits for it to end.
+        if (Option.isNone(held) && transactions > 0) {
+          return turn.withPermits(1)(Effect.withFiberRuntime((fiber) => this.run(fiber, connection)))
+        }
+        return this.run(fiber, Option.isSome(held) ? held.value[0] : connection)
       })
+    }
+
+    /** Runs on `on` straight away; with tracing on or a transformer set, the library's way (which finds `on` too). */
+    private run(fiber: Fiber.RuntimeFiber<unknown, unknown>, on: Connection) {
+      if (!untraced(fiber)) return super.commit()
+      const [text, params] = this.compile()
+      return on.execute(text, params, this.transformRows)
     }
   }
   const direct = <A>(statement: A): A =>
@@ -90,6 +109,23 @@ export const directStatements = (sql: SqlClient.SqlClient, connection: Connectio
         ) as A)
       : statement
 
+  /** `effect` in a transaction on `connection`, as `@effect/sql`'s `withTransaction` runs it, without its span. */
+  const untracedTransaction = <R, E, A>(effect: Effect.Effect<A, E, R>) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.withFiberRuntime<A, E | SqlError, R>((fiber) => {
+        const context = Context.add(fiber.currentContext, SqlClient.TransactionConnection, [connection, 0] as const)
+        return connection.executeUnprepared("BEGIN", [], undefined).pipe(
+          Effect.zipRight(Effect.exit(Effect.locally(restore(effect), FiberRef.currentContext, context))),
+          Effect.flatMap((exit) =>
+            Effect.zipRight(
+              Effect.orDie(connection.executeUnprepared(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK", [], undefined)),
+              exit
+            )
+          )
+        )
+      })
+    )
+
   const client: SqlClient.SqlClient = Object.assign(
     // A template gives a statement, a string an identifier (left as it is).
     ((strings: TemplateStringsArray & string, ...args: Array<unknown>) => direct(sql(strings, ...args))) as typeof sql,
@@ -98,16 +134,23 @@ export const directStatements = (sql: SqlClient.SqlClient, connection: Connectio
       unsafe: ((text: string, params?: ReadonlyArray<unknown>) =>
         direct(sql.unsafe(text, params))) as typeof sql.unsafe,
       withTransaction: <R, E, A>(effect: Effect.Effect<A, E, R>) =>
-        Effect.acquireUseRelease(
-          Effect.sync(() => {
-            transactions++
-          }),
-          () => sql.withTransaction(effect),
-          () =>
+        Effect.withFiberRuntime<A, E | SqlError, R>((fiber) => {
+          // A savepoint in the transaction this fiber is in.
+          if (Option.isSome(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))) {
+            return sql.withTransaction(effect)
+          }
+          const transaction = untraced(fiber) ? untracedTransaction(effect) : sql.withTransaction(effect)
+          return Effect.acquireUseRelease(
             Effect.sync(() => {
-              transactions--
-            })
-        )
+              transactions++
+            }),
+            () => turn.withPermits(1)(transaction),
+            () =>
+              Effect.sync(() => {
+                transactions--
+              })
+          )
+        })
     }
   )
   ;(client as { safe: unknown }).safe = client

@@ -140,6 +140,94 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
       })
     }
 
+    /** A transaction on another fiber that writes `id` and stays open until `go`; `written` once it has written. */
+    const holdOpen = (sql: SqlClient.SqlClient, id: number) =>
+      Effect.gen(function* () {
+        const written = yield* Deferred.make<void>()
+        const go = yield* Deferred.make<void>()
+        const writer = yield* Effect.fork(
+          sql.withTransaction(
+            Effect.zipRight(
+              sql`INSERT INTO things (id, name) VALUES (${id}, ${`held ${id}`})`,
+              Effect.zipRight(Deferred.succeed(written, undefined), Deferred.await(go))
+            )
+          )
+        )
+        yield* Deferred.await(written)
+        return { go, writer }
+      })
+
+    test("a transaction waits for another fiber's open one, then sees what it committed", async () => {
+      const result = await run((sql) =>
+        Effect.gen(function* () {
+          const { go, writer } = yield* holdOpen(sql, 40)
+          const second = yield* Effect.fork(sql.withTransaction(sql`SELECT name FROM things WHERE id = ${40}`))
+          yield* Effect.sleep("30 millis")
+          const early = yield* Fiber.poll(second)
+          yield* Deferred.succeed(go, undefined)
+          yield* Fiber.join(writer)
+          return { early: Option.isSome(early), rows: yield* Fiber.join(second) }
+        })
+      )
+      expect(result.early).toBe(false)
+      expect(result.rows).toEqual([{ name: "held 40" }])
+    })
+
+    test("with tracing on, a read outside a transaction waits for another fiber's open one too", async () => {
+      const result = await run((sql) =>
+        Effect.gen(function* () {
+          const { go, writer } = yield* holdOpen(sql, 41)
+          const reader = yield* Effect.fork(
+            sql`SELECT name FROM things WHERE id = ${41}`.pipe(
+              Effect.withTracerEnabled(true),
+              Effect.withTracer(makeTracer(() => {}))
+            )
+          )
+          yield* Effect.sleep("30 millis")
+          const early = yield* Fiber.poll(reader)
+          yield* Deferred.succeed(go, undefined)
+          yield* Fiber.join(writer)
+          return { early: Option.isSome(early), rows: yield* Fiber.join(reader) }
+        })
+      )
+      expect(result.early).toBe(false)
+      expect(result.rows).toEqual([{ name: "held 41" }])
+    })
+
+    test("a savepoint that fails rolls back its own writes only", async () => {
+      await run((sql) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`INSERT INTO things (id, name) VALUES (${42}, ${"outer"})`
+            yield* Effect.either(
+              sql.withTransaction(
+                Effect.zipRight(sql`INSERT INTO things (id, name) VALUES (${43}, ${"inner"})`, Effect.fail("no"))
+              )
+            )
+          })
+        )
+      )
+      expect(await run((sql) => sql`SELECT id FROM things WHERE id IN (42, 43) ORDER BY id`)).toEqual([{ id: 42 }])
+    })
+
+    test("a transaction interrupted while open, or while it waits, is rolled back and holds nothing", async () => {
+      const rows = await run((sql) =>
+        Effect.gen(function* () {
+          const open = yield* holdOpen(sql, 44)
+          const waiting = yield* Effect.fork(sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (45, 'w')`))
+          yield* Effect.sleep("10 millis")
+          // The library's transaction takes its connection uninterruptibly: its interruption ends once it has one.
+          const stopping = yield* Effect.fork(Fiber.interrupt(waiting))
+          yield* Fiber.interrupt(open.writer)
+          yield* Fiber.join(stopping)
+          // Both gone: a transaction and a read run at once, and neither row was written.
+          yield* sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${46}, ${"after"})`)
+          return yield* sql`SELECT id FROM things WHERE id IN (44, 45, 46) ORDER BY id`
+        }).pipe(Effect.timeout("2 seconds"))
+      )
+      expect(rows).toEqual([{ id: 46 }])
+    })
+
     test("with tracing on, each statement has its sql.execute span; with it off, none", async () => {
       const spans: Array<EndedSpan> = []
       const traced = (sql: SqlClient.SqlClient, on: boolean) =>
