@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { SQL, type Subprocess } from "bun"
 import { runCliInProcess } from "./cli.ts"
+import { createDatabase, databaseOn } from "./databases.ts"
 import { type Fixtures, fixtures as fixturesOn } from "./fixtures.ts"
 import { tempDir } from "./temp.ts"
 
@@ -25,28 +26,12 @@ export const freshDatabaseUrl = async (): Promise<string> => {
   return createDatabase(base, "")
 }
 
-/** The database `name` on the PostgreSQL server of `base`. */
-const databaseOn = (base: string, name: string): string => {
-  const url = new URL(base)
-  url.pathname = `/${name}`
-  return url.toString()
-}
-
-/** A new database on the PostgreSQL server of `base`: empty, or a copy of `template` (`CREATE DATABASE … TEMPLATE`). */
-const createDatabase = async (base: string, template: string): Promise<string> => {
-  const name = `pcs_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
-  const admin = new SQL(base)
-  await admin.unsafe(`CREATE DATABASE ${name}${template === "" ? "" : ` TEMPLATE ${template}`}`)
-  await admin.close()
-  return databaseOn(base, name)
-}
-
 /**
  * A fresh database with every migration applied: where a test is not about migrating or about start-up on an empty
  * database (those take `freshDatabaseUrl`). On PostgreSQL a copy of a migrated template, `pcs_template_<hash of
- * src/Sql and src/Domain>`, made once per version of the migrations on that server, so a server does not run the migrations' DDL again
- * (a copy costs a fraction of that); the server still checks them on start-up and finds them all applied. On
- * SQLite, where migrating a new file is quick, an empty file as from `freshDatabaseUrl`.
+ * src/Sql and src/Domain>`, made once per version of the migrations on that server and kept there, so a server does
+ * not run the migrations' DDL again (a copy costs a fraction of that); the server still checks them on start-up and
+ * finds them all applied. On SQLite, where migrating a new file is quick, an empty file as from `freshDatabaseUrl`.
  */
 export const migratedDatabaseUrl = async (): Promise<string> => {
   if (!usingPostgres()) return freshDatabaseUrl()
@@ -82,7 +67,10 @@ const migratedTemplate = async (base: string): Promise<string> => {
       const building = `${name}_${Math.random().toString(36).slice(2, 8)}`
       await session.unsafe(`CREATE DATABASE ${building}`)
       const { code, stderr } = await runCli(databaseOn(base, building), ["migrate"])
-      if (code !== 0) throw new Error(`migrating the template ${building} failed: ${stderr}`)
+      if (code !== 0) {
+        await session.unsafe(`DROP DATABASE ${building} WITH (FORCE)`)
+        throw new Error(`migrating the template failed: ${stderr}`)
+      }
       await session.unsafe(`ALTER DATABASE ${building} RENAME TO ${name}`)
     }
   } finally {
