@@ -64,16 +64,20 @@ const primitiveClass = (sample: unknown): PrimitiveClass | undefined => {
 }
 
 /**
- * `sql` with its statements run straight on `connection` where that changes nothing (above). `sql` must be a SQLite
- * client whose only connection is `connection`; answers `sql` itself if its statements are not as expected.
+ * `sql` with its statements and transactions run straight on `connection` where that changes nothing (above). `sql`
+ * must be a SQLite client whose only connection is `connection`, and `turn` this client's alone; answers `sql` itself
+ * if its statements are not as expected.
  */
-export const directStatements = (sql: SqlClient.SqlClient, connection: Connection): SqlClient.SqlClient => {
+export const directStatements = (
+  sql: SqlClient.SqlClient,
+  connection: Connection,
+  /** One permit: held by an outermost transaction until it has ended, and by a statement that waited for one. */
+  turn: Effect.Semaphore
+): SqlClient.SqlClient => {
   const Base = primitiveClass(sql`SELECT 1`)
   if (Base === undefined) return sql
   /** Outermost transactions asked for and not yet ended (committed or rolled back) through this client. */
   let transactions = 0
-  /** Held by an outermost transaction until it has ended, and by a statement that waited for one while it runs. */
-  const turn = Effect.unsafeMakeSemaphore(1)
 
   /** Whether `fiber`'s statements may skip `@effect/sql`'s way: tracing off, no statement transformer. */
   const untraced = (fiber: Fiber.RuntimeFiber<unknown, unknown>) =>
@@ -112,18 +116,17 @@ export const directStatements = (sql: SqlClient.SqlClient, connection: Connectio
   /** `effect` in a transaction on `connection`, as `@effect/sql`'s `withTransaction` runs it, without its span. */
   const untracedTransaction = <R, E, A>(effect: Effect.Effect<A, E, R>) =>
     Effect.uninterruptibleMask((restore) =>
-      Effect.withFiberRuntime<A, E | SqlError, R>((fiber) => {
-        const context = Context.add(fiber.currentContext, SqlClient.TransactionConnection, [connection, 0] as const)
-        return connection.executeUnprepared("BEGIN", [], undefined).pipe(
-          Effect.zipRight(Effect.exit(Effect.locally(restore(effect), FiberRef.currentContext, context))),
-          Effect.flatMap((exit) =>
-            Effect.zipRight(
-              Effect.orDie(connection.executeUnprepared(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK", [], undefined)),
-              exit
-            )
+      connection.executeUnprepared("BEGIN", [], undefined).pipe(
+        Effect.zipRight(
+          Effect.exit(Effect.provideService(restore(effect), SqlClient.TransactionConnection, [connection, 0]))
+        ),
+        Effect.flatMap((exit) =>
+          Effect.zipRight(
+            Effect.orDie(connection.executeUnprepared(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK", [], undefined)),
+            exit
           )
         )
-      })
+      )
     )
 
   const client: SqlClient.SqlClient = Object.assign(
@@ -161,5 +164,5 @@ export const directStatements = (sql: SqlClient.SqlClient, connection: Connectio
 export const makeDirectStatements = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const connection = yield* Effect.orDie(Effect.scoped(sql.reserve))
-  return directStatements(sql, connection)
+  return directStatements(sql, connection, yield* Effect.makeSemaphore(1))
 })

@@ -259,5 +259,5 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
 test("a client whose statements are not the statement class the fast path extends is used as it is", () => {
   // What a release that changed `@effect/sql`'s statement class would look like to the fast path.
   const unknownShape = Object.assign(() => ({ segments: [] }), { unsafe: () => ({}) }) as unknown as SqlClient.SqlClient
-  expect(directStatements(unknownShape, {} as never)).toBe(unknownShape)
+  expect(directStatements(unknownShape, {} as never, Effect.runSync(Effect.makeSemaphore(1)))).toBe(unknownShape)
 })
