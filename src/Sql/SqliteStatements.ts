@@ -14,12 +14,12 @@
  *   and no statement transformer it runs `BEGIN`, the effect and `COMMIT` or `ROLLBACK` itself, as `@effect/sql`
  *   does, without the span and the `Scope`; otherwise it is `@effect/sql`'s own, inside its turn (whose lease is then
  *   always free). A transaction inside one is `@effect/sql`'s savepoint, on the connection the fiber holds.
- * - A statement runs at once when the fiber is inside a transaction (it holds the connection) or when no transaction
- *   is open or waiting; otherwise it waits for `turn`, so a read never sees another fiber's uncommitted writes.
- *   bun:sqlite runs a statement synchronously, so nothing can begin a transaction while one runs. It skips the
- *   span, the `Scope` and the lease when tracing is off for the fiber and no statement transformer is set
- *   (`Statement.withTransformer`, `setTransformer`); otherwise it takes the library's way and gets its
- *   `sql.execute` span.
+ * - A statement skips the span, the `Scope` and the lease when tracing is off for the fiber and no statement
+ *   transformer is set (`Statement.withTransformer`, `setTransformer`); otherwise it takes the library's way and gets
+ *   its `sql.execute` span. Inside a transaction it runs on the connection the fiber holds. Outside one it runs at
+ *   once when no transaction is open or waiting and it skips the library's way: bun:sqlite runs it synchronously,
+ *   so nothing can begin a transaction first. Otherwise it holds `turn` while it runs, so a read never sees another
+ *   fiber's uncommitted writes (and the library's way, which may yield before it runs, never runs inside one).
  *
  * Every transaction goes through this client's `withTransaction`, and nothing else takes the library's lease
  * (`sql.reserve` is used on PostgreSQL only, src/Sql/Locks.ts), so `turn` alone decides who has the connection.
@@ -87,11 +87,11 @@ export const directStatements = (
     override commit(): Effect.Effect<ReadonlyArray<unknown>, SqlError> {
       return Effect.withFiberRuntime((fiber) => {
         const held = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-        // Another fiber's transaction is open or waiting: this statement waits for it to end.
-        if (Option.isNone(held) && transactions > 0) {
-          return turn.withPermits(1)(Effect.withFiberRuntime((fiber) => this.run(fiber, connection)))
-        }
-        return this.run(fiber, Option.isSome(held) ? held.value[0] : connection)
+        if (Option.isSome(held)) return this.run(fiber, held.value[0])
+        // Run synchronously here, nothing can begin a transaction first; otherwise (another fiber's transaction open
+        // or waiting, or the library's way, which may yield before it runs) it takes the turn.
+        if (transactions === 0 && untraced(fiber)) return this.run(fiber, connection)
+        return turn.withPermits(1)(Effect.withFiberRuntime((fiber) => this.run(fiber, connection)))
       })
     }
 
