@@ -105,69 +105,60 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
       expect(await run((sql) => sql`SELECT id FROM things WHERE id IN (20, 21, 22) ORDER BY id`)).toEqual([{ id: 20 }])
     })
 
+    /** A transaction on another fiber that writes `id` and stays open until `go`; `written` once it has written. */
+    const holdOpen = (sql: SqlClient.SqlClient, id: number, outcome: "commits" | "rolls back" = "commits") =>
+      Effect.gen(function* () {
+        const written = yield* Deferred.make<void>()
+        const go = yield* Deferred.make<void>()
+        const writer = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              yield* sql`INSERT INTO things (id, name) VALUES (${id}, ${`held ${id}`})`
+              yield* Deferred.succeed(written, undefined)
+              yield* Deferred.await(go)
+              if (outcome === "rolls back") return yield* Effect.fail("rolled back")
+            })
+          )
+          .pipe(Effect.either, Effect.fork)
+        yield* Deferred.await(written)
+        return { go, writer }
+      })
+
     /**
-     * Another fiber writes in a transaction and holds it open; a read meanwhile must wait for it, then see what it
-     * committed (or, rolled back, nothing): run on the connection at once, it would read the uncommitted row.
+     * `waiter`, started while another fiber's transaction holds `id` written and open: whether it had ended before that
+     * transaction did (it must not have: run on the connection at once, it would read the uncommitted row), and its
+     * rows once it has.
      */
+    const whileHeldOpen = (
+      sql: SqlClient.SqlClient,
+      id: number,
+      outcome: "commits" | "rolls back",
+      waiter: Effect.Effect<ReadonlyArray<unknown>, unknown>
+    ) =>
+      Effect.gen(function* () {
+        const { go, writer } = yield* holdOpen(sql, id, outcome)
+        const waiting = yield* Effect.fork(waiter)
+        yield* Effect.sleep("30 millis")
+        const early = yield* Fiber.poll(waiting)
+        yield* Deferred.succeed(go, undefined)
+        yield* Fiber.join(writer)
+        return { early: Option.isSome(early), rows: yield* Fiber.join(waiting) }
+      })
+
     for (const outcome of ["commits", "rolls back"] as const) {
       test(`a read outside a transaction waits for another fiber's open transaction, which ${outcome}`, async () => {
+        const id = outcome === "commits" ? 30 : 31
         const result = await run((sql) =>
-          Effect.gen(function* () {
-            const written = yield* Deferred.make<void>()
-            const go = yield* Deferred.make<void>()
-            const id = outcome === "commits" ? 30 : 31
-            const writer = yield* sql
-              .withTransaction(
-                Effect.gen(function* () {
-                  yield* sql`INSERT INTO things (id, name) VALUES (${id}, ${`held ${id}`})`
-                  yield* Deferred.succeed(written, undefined)
-                  yield* Deferred.await(go)
-                  if (outcome === "rolls back") return yield* Effect.fail("rolled back")
-                })
-              )
-              .pipe(Effect.either, Effect.fork)
-            yield* Deferred.await(written)
-            const reader = yield* Effect.fork(sql`SELECT name FROM things WHERE id = ${id}`)
-            yield* Effect.sleep("30 millis")
-            const early = yield* Fiber.poll(reader)
-            yield* Deferred.succeed(go, undefined)
-            yield* Fiber.join(writer)
-            return { early: Option.isSome(early), rows: yield* Fiber.join(reader) }
-          })
+          whileHeldOpen(sql, id, outcome, sql`SELECT name FROM things WHERE id = ${id}`)
         )
         expect(result.early).toBe(false)
         expect(result.rows).toEqual(outcome === "commits" ? [{ name: "held 30" }] : [])
       })
     }
 
-    /** A transaction on another fiber that writes `id` and stays open until `go`; `written` once it has written. */
-    const holdOpen = (sql: SqlClient.SqlClient, id: number) =>
-      Effect.gen(function* () {
-        const written = yield* Deferred.make<void>()
-        const go = yield* Deferred.make<void>()
-        const writer = yield* Effect.fork(
-          sql.withTransaction(
-            Effect.zipRight(
-              sql`INSERT INTO things (id, name) VALUES (${id}, ${`held ${id}`})`,
-              Effect.zipRight(Deferred.succeed(written, undefined), Deferred.await(go))
-            )
-          )
-        )
-        yield* Deferred.await(written)
-        return { go, writer }
-      })
-
     test("a transaction waits for another fiber's open one, then sees what it committed", async () => {
       const result = await run((sql) =>
-        Effect.gen(function* () {
-          const { go, writer } = yield* holdOpen(sql, 40)
-          const second = yield* Effect.fork(sql.withTransaction(sql`SELECT name FROM things WHERE id = ${40}`))
-          yield* Effect.sleep("30 millis")
-          const early = yield* Fiber.poll(second)
-          yield* Deferred.succeed(go, undefined)
-          yield* Fiber.join(writer)
-          return { early: Option.isSome(early), rows: yield* Fiber.join(second) }
-        })
+        whileHeldOpen(sql, 40, "commits", sql.withTransaction(sql`SELECT name FROM things WHERE id = ${40}`))
       )
       expect(result.early).toBe(false)
       expect(result.rows).toEqual([{ name: "held 40" }])
@@ -175,20 +166,15 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
 
     test("with tracing on, a read outside a transaction waits for another fiber's open one too", async () => {
       const result = await run((sql) =>
-        Effect.gen(function* () {
-          const { go, writer } = yield* holdOpen(sql, 41)
-          const reader = yield* Effect.fork(
-            sql`SELECT name FROM things WHERE id = ${41}`.pipe(
-              Effect.withTracerEnabled(true),
-              Effect.withTracer(makeTracer(() => {}))
-            )
+        whileHeldOpen(
+          sql,
+          41,
+          "commits",
+          sql`SELECT name FROM things WHERE id = ${41}`.pipe(
+            Effect.withTracerEnabled(true),
+            Effect.withTracer(makeTracer(() => {}))
           )
-          yield* Effect.sleep("30 millis")
-          const early = yield* Fiber.poll(reader)
-          yield* Deferred.succeed(go, undefined)
-          yield* Fiber.join(writer)
-          return { early: Option.isSome(early), rows: yield* Fiber.join(reader) }
-        })
+        )
       )
       expect(result.early).toBe(false)
       expect(result.rows).toEqual([{ name: "held 41" }])
