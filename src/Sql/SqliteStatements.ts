@@ -71,7 +71,7 @@ const primitiveClass = (sample: unknown): PrimitiveClass | undefined => {
 export const directStatements = (
   sql: SqlClient.SqlClient,
   connection: Connection,
-  /** One permit: held by an outermost transaction until it has ended, and by a statement that waited for one. */
+  /** One permit: held by an outermost transaction until it has ended, and by a statement that cannot run at once. */
   turn: Effect.Semaphore
 ): SqlClient.SqlClient => {
   const Base = primitiveClass(sql`SELECT 1`)
@@ -88,8 +88,8 @@ export const directStatements = (
       return Effect.withFiberRuntime((fiber) => {
         const held = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
         if (Option.isSome(held)) return this.run(fiber, held.value[0])
-        // Run synchronously here, nothing can begin a transaction first; otherwise (another fiber's transaction open
-        // or waiting, or the library's way, which may yield before it runs) it takes the turn.
+        // Run synchronously here, where nothing can begin a transaction first; otherwise (another fiber's transaction
+        // open or waiting, or the library's way, which may yield before it runs) it takes the turn.
         if (transactions === 0 && untraced(fiber)) return this.run(fiber, connection)
         return turn.withPermits(1)(Effect.withFiberRuntime((fiber) => this.run(fiber, connection)))
       })
