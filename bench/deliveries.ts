@@ -17,7 +17,9 @@
  */
 import { join } from "node:path"
 import { SQL } from "bun"
+import { dropDatabases } from "../test/support/databases.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { removeTempDirs } from "../test/support/temp.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -343,4 +345,6 @@ console.log(
 server.kill(process.env.BENCH_PROFILE ? "SIGINT" : "SIGTERM")
 await server.exited
 receiver.stop(true)
+removeTempDirs()
+await dropDatabases()
 process.exit(0)

@@ -15,10 +15,12 @@ import { DeliveryInbox } from "../src/Events/Inbox.ts"
 import { Projects } from "../src/Projects/Projects.ts"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
+import { dropDatabases } from "../test/support/databases.ts"
 import { withSettings } from "../test/support/fixtures.ts"
 import { webhookRow } from "../test/support/helpers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 import { principalOf } from "../test/support/services.ts"
+import { removeTempDirs } from "../test/support/temp.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -96,4 +98,6 @@ for (let round = 1; round <= ROUNDS; round++) {
   )
 }
 await runtime.dispose()
+removeTempDirs()
+await dropDatabases()
 process.exit(0)

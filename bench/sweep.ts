@@ -16,8 +16,10 @@
 import { Database } from "bun:sqlite"
 import { join } from "node:path"
 import { SQL } from "bun"
+import { dropDatabases } from "../test/support/databases.ts"
 import { freePort } from "../test/support/helpers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { removeTempDirs } from "../test/support/temp.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -181,7 +183,9 @@ for (const [label, text] of statements) {
   )
 }
 if (EXPLAIN_ONLY) {
-  pgClient?.close()
+  await pgClient?.close()
+  removeTempDirs()
+  await dropDatabases()
   process.exit(0)
 }
 
@@ -278,10 +282,7 @@ console.log(
 server.kill("SIGTERM")
 await server.exited
 await pgClient?.close()
-if (pg) {
-  // The bench's database is large: dropped, not left beside the tests' small ones.
-  const admin = new SQL(process.env.DATABASE_URL ?? "")
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${new URL(DATABASE_URL).pathname.slice(1)}`)
-  await admin.close()
-}
+// The bench's database (a million deliveries) is dropped, and its temporary directory removed.
+removeTempDirs()
+await dropDatabases()
 process.exit(0)
