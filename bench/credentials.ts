@@ -8,11 +8,10 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { ApiKeys } from "../src/ApiKeys/ApiKeys.ts"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
-import { dropDatabases } from "../test/support/databases.ts"
 import { withSettings } from "../test/support/fixtures.ts"
 import { twinsOf } from "../test/support/helpers.ts"
+import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
-import { removeTempDirs } from "../test/support/temp.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -70,5 +69,4 @@ const median = (values: ReadonlyArray<number>) => {
 }
 for (const [name, values] of figures) console.log(`${name}: median ${median(values).toFixed(2)} µs`)
 for (const { runtime } of contenders) await runtime.dispose()
-removeTempDirs()
-await dropDatabases()
+await removeLeftovers()

@@ -17,9 +17,8 @@
  */
 import { join } from "node:path"
 import { SQL } from "bun"
-import { dropDatabases } from "../test/support/databases.ts"
+import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
-import { removeTempDirs } from "../test/support/temp.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -345,6 +344,5 @@ console.log(
 server.kill(process.env.BENCH_PROFILE ? "SIGINT" : "SIGTERM")
 await server.exited
 receiver.stop(true)
-removeTempDirs()
-await dropDatabases()
+await removeLeftovers()
 process.exit(0)

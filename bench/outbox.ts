@@ -15,12 +15,11 @@ import { DeliveryInbox } from "../src/Events/Inbox.ts"
 import { Projects } from "../src/Projects/Projects.ts"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
-import { dropDatabases } from "../test/support/databases.ts"
 import { withSettings } from "../test/support/fixtures.ts"
 import { webhookRow } from "../test/support/helpers.ts"
+import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 import { principalOf } from "../test/support/services.ts"
-import { removeTempDirs } from "../test/support/temp.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -98,6 +97,5 @@ for (let round = 1; round <= ROUNDS; round++) {
   )
 }
 await runtime.dispose()
-removeTempDirs()
-await dropDatabases()
+await removeLeftovers()
 process.exit(0)

@@ -12,11 +12,10 @@ import { DeliveryId, makeId } from "../src/Domain/Ids.ts"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
 import { DeliveryRecorder, type DeliveryRecorderService, type Recording } from "../src/Webhooks/Recorder.ts"
-import { dropDatabases } from "../test/support/databases.ts"
 import { withDatabaseUrl } from "../test/support/fixtures.ts"
 import { webhookRow } from "../test/support/helpers.ts"
+import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
-import { removeTempDirs } from "../test/support/temp.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -165,6 +164,5 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const [kind, recorder] of order) await measure(kind, recorder)
 }
 await runtime.dispose()
-removeTempDirs()
-await dropDatabases()
+await removeLeftovers()
 process.exit(0)

@@ -16,10 +16,9 @@
 import { Database } from "bun:sqlite"
 import { join } from "node:path"
 import { SQL } from "bun"
-import { dropDatabases } from "../test/support/databases.ts"
 import { freePort } from "../test/support/helpers.ts"
+import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
-import { removeTempDirs } from "../test/support/temp.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -184,8 +183,7 @@ for (const [label, text] of statements) {
 }
 if (EXPLAIN_ONLY) {
   await pgClient?.close()
-  removeTempDirs()
-  await dropDatabases()
+  await removeLeftovers()
   process.exit(0)
 }
 
@@ -283,6 +281,5 @@ server.kill("SIGTERM")
 await server.exited
 await pgClient?.close()
 // The bench's database (a million deliveries) is dropped, and its temporary directory removed.
-removeTempDirs()
-await dropDatabases()
+await removeLeftovers()
 process.exit(0)

@@ -5,8 +5,8 @@
  *
  * - `idiomatic` (src/Webhooks/RecorderIdiomatic.ts): `sql` templates, the steps of a batch in one transaction, the
  *   same on both engines;
- * - `fast` (src/Webhooks/RecorderFast.ts): fixed statement text by batch size, on SQLite the same steps (src/Sql/Direct.ts),
- *   on PostgreSQL the whole batch as one statement.
+ * - `fast` (src/Webhooks/RecorderFast.ts): fixed statement text by batch size (src/Sql/Direct.ts), on SQLite the
+ *   same steps, on PostgreSQL the whole batch as one statement.
  *
  * `FAST_PATHS` (src/Config.ts) names `delivery-recorder` to run the fast one (the default, `all`, does);
  * docs/fast-paths.md says what it saves.

@@ -1,6 +1,6 @@
 /**
  * PostgreSQL databases for the tests: each server or harness gets one of its own, made here, and the ones this
- * process made are dropped once its tests have run (`dropDatabases`, a global `afterAll` in test/support/preload.ts),
+ * process made are dropped once its tests have run (`dropDatabases`, through test/support/leftovers.ts),
  * so a run of the suite on a development server leaves nothing behind (CI's server is thrown away anyway).
  */
 import { SQL } from "bun"
@@ -14,7 +14,7 @@ export const databaseOn = (base: string, name: string): string => {
   return url.toString()
 }
 
-/** A new database on the PostgreSQL server of `base`: empty, or a copy of `template` (`CREATE DATABASE … TEMPLATE`). */
+/** A new database on the server of `base`: empty, or a copy of `template` (`CREATE DATABASE … TEMPLATE`). */
 export const createDatabase = async (base: string, template: string): Promise<string> => {
   const name = `pcs_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
   const admin = new SQL(base)
