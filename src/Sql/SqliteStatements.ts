@@ -9,11 +9,13 @@
  * another fiber's transaction is open on the (single) connection; a transaction opens a span and a `Scope` too, and
  * holds that lease until its `COMMIT` or `ROLLBACK`. Here:
  *
- * - Every outermost transaction waits for its turn on this client's own one-permit semaphore (`turn`) and holds it
- *   until it has ended, counted (`transactions`) from before it waits until after it has ended. With tracing off
- *   and no statement transformer it runs `BEGIN`, the effect and `COMMIT` or `ROLLBACK` itself, as `@effect/sql`
- *   does, without the span and the `Scope`; otherwise it is `@effect/sql`'s own, inside its turn (whose lease is then
- *   always free). A transaction inside one is `@effect/sql`'s savepoint, on the connection the fiber holds.
+ * - Every outermost transaction is counted (`transactions`) from before it waits until after it has answered. With
+ *   tracing off and no statement transformer it runs in a batch (`untracedTransaction`, group commit): the first
+ *   waits for its turn on this client's own one-permit semaphore (`turn`) and holds it while it runs `BEGIN`, its
+ *   effect, the effects of those that arrived meanwhile (each in a savepoint of its own) and one `COMMIT` (or
+ *   `ROLLBACK`), as `@effect/sql` would run each, without the span and the `Scope`. Otherwise it is `@effect/sql`'s
+ *   own, inside its turn (whose lease is then always free). A transaction inside one is `@effect/sql`'s savepoint, on
+ *   the connection the fiber holds.
  * - A statement skips the span, the `Scope` and the lease when tracing is off for the fiber and no statement
  *   transformer is set (`Statement.withTransformer`, `setTransformer`); otherwise it takes the library's way and gets
  *   its `sql.execute` span. Inside a transaction it runs on the connection the fiber holds. Outside one it runs at
@@ -31,7 +33,40 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Context, Effect, Exit, type Fiber, FiberRef, Option } from "effect"
+import { Context, Deferred, Effect, Exit, type Fiber, FiberRef, Option } from "effect"
+
+/** The most transactions one `COMMIT` ends: it bounds what a failed `COMMIT` fails, and how long the last waits. */
+const MAX_BATCH = 64
+
+/** A transaction that joined a batch: told when to run (or why it cannot), and it says when it has. */
+interface Member {
+  readonly go: Deferred.Deferred<void, SqlError>
+  readonly ran: Deferred.Deferred<void>
+}
+
+/**
+ * Transactions run one after another in one SQLite transaction and committed together (`directStatements`): the
+ * first one's, and those that arrived while it waited to begin, each in a savepoint of its own.
+ */
+interface Batch {
+  readonly members: Array<Member>
+  /** The batch's `COMMIT`, which each transaction in it that succeeded waits for before it answers. */
+  readonly committed: Deferred.Deferred<void, SqlError>
+  /** Why the batch cannot commit: SQLite rolled its transaction back under a member (its savepoint was gone). */
+  lost: SqlError | undefined
+}
+
+/** How a transaction in a batch ran: its effect's exit, and whether it waits for the batch's `COMMIT` to answer. */
+interface Ran<A, E> {
+  readonly exit: Exit.Exit<A, E>
+  readonly wait: boolean
+}
+
+/** Resumes once the event loop has handled the I/O that is ready now (`setImmediate` runs after its poll). */
+const afterReadyIo = Effect.async<void>((resume) => {
+  const timer = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(timer))
+})
 
 /** What `@effect/sql`'s statement class holds and does, as far as this module uses it. */
 interface Primitive extends Statement.Statement<unknown> {
@@ -113,21 +148,122 @@ export const directStatements = (
         ) as A)
       : statement
 
-  /** `effect` in a transaction on `connection`, as `@effect/sql`'s `withTransaction` runs it, without its span. */
-  const untracedTransaction = <R, E, A>(effect: Effect.Effect<A, E, R>) =>
-    Effect.uninterruptibleMask((restore) =>
-      connection.executeUnprepared("BEGIN", [], undefined).pipe(
+  const exec = (text: string) => connection.executeUnprepared(text, [], undefined)
+
+  /** The batch whose first transaction has not begun yet, which a transaction arriving now joins; or none. */
+  let gathering: Batch | undefined
+
+  /** Ends `batch` with `COMMIT` (`ROLLBACK` if it is lost or that fails) and tells its transactions how it went. */
+  const commit = (batch: Batch) =>
+    Effect.flatMap(
+      batch.lost === undefined ? Effect.exit(exec("COMMIT")) : Effect.succeed(Exit.fail(batch.lost)),
+      (exit) =>
         Effect.zipRight(
-          Effect.exit(Effect.provideService(restore(effect), SqlClient.TransactionConnection, [connection, 0]))
-        ),
-        Effect.flatMap((exit) =>
-          Effect.zipRight(
-            Effect.orDie(connection.executeUnprepared(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK", [], undefined)),
-            exit
-          )
+          // A failed COMMIT can leave the transaction open (SQLITE_BUSY): nothing of it may stay.
+          Exit.isSuccess(exit) ? Effect.void : Effect.ignore(exec("ROLLBACK")),
+          Deferred.done(batch.committed, Exit.asVoid(exit))
         )
-      )
     )
+
+  /**
+   * The first transaction of `batch`, holding `turn`: waits for the I/O ready now to be handled if no other has
+   * joined yet, then begins, runs its own effect, tells each member in turn to run and waits until it has, and
+   * commits. Answers its own effect's exit, and whether it must wait for the `COMMIT`.
+   */
+  const lead = <A, E, R>(batch: Batch, body: Effect.Effect<Exit.Exit<A, E>, never, R>) =>
+    Effect.gen(function* (): Effect.fn.Return<Ran<A, E | SqlError>, never, R> {
+      if (batch.members.length === 0) yield* afterReadyIo
+      if (gathering === batch) gathering = undefined
+      const begin = Effect.tapError(exec("BEGIN"), (error) =>
+        Effect.sync(() => {
+          batch.lost ??= error
+        })
+      )
+      const begun = yield* Effect.exit(begin)
+      const exit: Exit.Exit<A, E | SqlError> = Exit.isSuccess(begun) ? yield* body : Exit.failCause(begun.cause)
+      if (Exit.isSuccess(begun) && Exit.isFailure(exit)) {
+        // Its own writes go; the members run in a transaction begun anew.
+        yield* Effect.orDie(exec("ROLLBACK"))
+        if (batch.members.length > 0) yield* Effect.ignore(begin)
+      }
+      for (const member of batch.members) {
+        if (batch.lost !== undefined) {
+          yield* Deferred.fail(member.go, batch.lost)
+        } else {
+          yield* Deferred.succeed(member.go, undefined)
+          yield* Deferred.await(member.ran)
+        }
+      }
+      if (Exit.isSuccess(exit) || batch.members.length > 0) yield* commit(batch)
+      return { exit, wait: Exit.isSuccess(exit) }
+    })
+
+  /** Ends a member's savepoint with `text`; if that fails, SQLite has rolled the whole batch back, and it is lost. */
+  const endSavepoint = (batch: Batch, text: string) =>
+    Effect.tapError(exec(text), (error) =>
+      Effect.sync(() => {
+        batch.lost ??= error
+      })
+    )
+
+  /**
+   * A member of `batch` once told to run: its effect in a savepoint, rolled back alone if it fails. Answers its exit,
+   * and whether it must wait for the `COMMIT`.
+   */
+  const join = <A, E, R>(
+    batch: Batch,
+    member: Member,
+    body: Effect.Effect<Exit.Exit<A, E>, never, R>
+  ): Effect.Effect<Ran<A, E>, SqlError, R> =>
+    Effect.zipRight(exec("SAVEPOINT batch_member"), body).pipe(
+      Effect.flatMap(
+        (exit): Effect.Effect<Ran<A, E>> =>
+          Exit.isSuccess(exit)
+            ? Effect.as(Effect.orDie(endSavepoint(batch, "RELEASE batch_member")), { exit, wait: true })
+            : Effect.as(
+                Effect.ignore(
+                  Effect.zipRight(
+                    endSavepoint(batch, "ROLLBACK TO batch_member"),
+                    endSavepoint(batch, "RELEASE batch_member")
+                  )
+                ),
+                { exit, wait: false }
+              )
+      ),
+      Effect.ensuring(Deferred.succeed(member.ran, undefined))
+    )
+
+  /**
+   * `effect` in a transaction on `connection`, as `@effect/sql`'s `withTransaction` runs it (`BEGIN`, the effect,
+   * `COMMIT`, or `ROLLBACK` if it failed), without its span, and committed with the others that arrive while the first
+   * of them waits to begin (group commit: one `COMMIT` for up to `MAX_BATCH`). The first takes `turn`, and waits for
+   * the I/O ready now to be handled if it is alone; the others join it, and each runs in a savepoint of its own when
+   * it is told to, rolled back alone if it fails. The SQLite transaction is open only while the first holds `turn`,
+   * for as long as running them takes (no I/O is waited for in between unless an effect waits for some). Only the
+   * effect is interruptible: one interrupted while it waits is interrupted when its effect starts. A transaction
+   * answers only once its batch's `COMMIT` has succeeded, and dies if that failed, as the library's does.
+   */
+  const untracedTransaction = <R, E, A>(effect: Effect.Effect<A, E, R>) =>
+    Effect.uninterruptibleMask((restore) => {
+      const body = Effect.exit(Effect.provideService(restore(effect), SqlClient.TransactionConnection, [connection, 0]))
+      const answer = (batch: Batch, { exit, wait }: Ran<A, E | SqlError>) =>
+        wait ? Effect.zipRight(Effect.orDie(Deferred.await(batch.committed)), exit) : exit
+      const made = Effect.all([Deferred.make<void, SqlError>(), Deferred.make<void>(), Deferred.make<void, SqlError>()])
+      // Which batch it is in is decided in one synchronous step, so it cannot join one that has begun.
+      return Effect.flatMap(made, ([go, ran, committed]) => {
+        const open = gathering
+        if (open !== undefined && open.members.length < MAX_BATCH) {
+          const member: Member = { go, ran }
+          open.members.push(member)
+          return Effect.zipRight(Deferred.await(go), join(open, member, body)).pipe(
+            Effect.flatMap((ran) => answer(open, ran))
+          )
+        }
+        const batch: Batch = { members: [], committed, lost: undefined }
+        gathering = batch
+        return Effect.flatMap(turn.withPermits(1)(lead(batch, body)), (ran) => answer(batch, ran))
+      })
+    })
 
   const client: SqlClient.SqlClient = Object.assign(
     // A template gives a statement, a string an identifier (left as it is).
@@ -142,12 +278,14 @@ export const directStatements = (
           if (Option.isSome(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))) {
             return sql.withTransaction(effect)
           }
-          const transaction = untraced(fiber) ? untracedTransaction(effect) : sql.withTransaction(effect)
+          const transaction = untraced(fiber)
+            ? untracedTransaction(effect)
+            : turn.withPermits(1)(sql.withTransaction(effect))
           return Effect.acquireUseRelease(
             Effect.sync(() => {
               transactions++
             }),
-            () => turn.withPermits(1)(transaction),
+            () => transaction,
             () =>
               Effect.sync(() => {
                 transactions--

@@ -2,21 +2,24 @@
  * The SQLite client (src/Sql/Client.ts): the `sqlite-statements` fast path (src/Sql/SqliteStatements.ts, statements run
  * straight on the connection where nothing else could hold it) and its twin, the client as `@effect/sql-sqlite-bun`
  * makes it. Both run the same statements and must answer alike: rows, helpers, errors, transactions; a statement
- * outside a transaction waits while another fiber's transaction is open, and so never sees its uncommitted writes; with
+ * outside a transaction waits while another fiber's transaction is open, and so never sees its uncommitted writes; a
+ * transaction answers only once its writes are committed (the fast one commits those run together at once); with
  * tracing on, each statement has its `sql.execute` span; a client of an unknown shape is left as it is. Every other
  * SQLite test runs on the fast one (the default).
  */
+
+import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Deferred, Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
+import { Cause, Deferred, Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
 import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
 import { makeTracer } from "../../src/Observability/Tracer.ts"
-import { SqlClientLive } from "../../src/Sql/Client.ts"
+import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
 import { directStatements } from "../../src/Sql/SqliteStatements.ts"
-import { withSettings } from "../support/fixtures.ts"
+import { withDatabaseUrl, withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
 import { tempDir } from "../support/temp.ts"
 
@@ -27,14 +30,13 @@ const dir = tempDir("pcs-sqlite-statements-")
 for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
   describe(`SQLite statements: ${name}`, () => {
     let runtime: Runtime
+    const file = join(dir, `${name}.sqlite`)
     const run = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
       runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.withTracerEnabled(false)))
 
     beforeAll(async () => {
       runtime = ManagedRuntime.make(
-        SqlClientLive.pipe(
-          Layer.provide(withSettings({ DATABASE_URL: `sqlite:${join(dir, `${name}.sqlite`)}`, FAST_PATHS: fastPaths }))
-        )
+        SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: `sqlite:${file}`, FAST_PATHS: fastPaths })))
       )
       await run((sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT)`)
     })
@@ -214,6 +216,125 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
       expect(rows).toEqual([{ id: 46 }])
     })
 
+    /** Whether a connection of its own (as another process's would be) sees the row `id` committed. */
+    const committed = (id: number) => {
+      const other = new Database(file, { readonly: true })
+      try {
+        return other.query("SELECT 1 FROM things WHERE id = ?").get(id) !== null
+      } finally {
+        other.close()
+      }
+    }
+
+    test("transactions run at once each answer once their writes are committed, and a failed one's are not", async () => {
+      const ids = Array.from({ length: 150 }, (_, i) => 100 + i)
+      const outcomes = await run((sql) =>
+        Effect.forEach(
+          ids,
+          (id) => {
+            const write = sql`INSERT INTO things (id, name) VALUES (${id}, ${`many ${id}`})`
+            const transaction = sql.withTransaction(id % 10 === 3 ? Effect.zipRight(write, Effect.fail("no")) : write)
+            // Some with tracing on: those are the library's own transactions, which need the connection to themselves.
+            const traced = id % 7 === 0 ? transaction.pipe(Effect.withTracerEnabled(true)) : transaction
+            return Effect.map(Effect.either(traced), (result) => ({
+              id,
+              ok: result._tag === "Right",
+              seen: committed(id)
+            }))
+          },
+          { concurrency: "unbounded" }
+        )
+      )
+      expect(outcomes.filter((outcome) => outcome.ok !== (outcome.id % 10 !== 3))).toEqual([])
+      // Each one that answered had its row committed by then; a failed one's was never written.
+      expect(outcomes.filter((outcome) => outcome.seen !== outcome.ok)).toEqual([])
+      const rows = await run((sql) => sql`SELECT count(*) AS n FROM things WHERE id BETWEEN 100 AND 249`)
+      expect(rows).toEqual([{ n: 135 }])
+    })
+
+    test("transactions that run after one that failed, as it began, still commit", async () => {
+      const [failed, after] = await run((sql) =>
+        Effect.all(
+          [
+            sql.withTransaction(
+              Effect.zipRight(sql`INSERT INTO things (id, name) VALUES (90, 'fails first')`, Effect.fail("no"))
+            ),
+            sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (91, 'after the failed one')`)
+          ].map((transaction) => Effect.exit(transaction)),
+          { concurrency: "unbounded" }
+        )
+      )
+      expect([failed?._tag, after?._tag]).toEqual(["Failure", "Success"])
+      expect([committed(90), committed(91)]).toEqual([false, true])
+    })
+
+    test("a read that sees what another fiber's transaction wrote sees it committed", async () => {
+      const result = await run((sql) =>
+        Effect.gen(function* () {
+          const written = yield* Deferred.make<void>()
+          const writer = yield* Effect.fork(
+            sql.withTransaction(
+              Effect.zipRight(
+                sql`INSERT INTO things (id, name) VALUES (${60}, ${"sixty"})`,
+                Deferred.succeed(written, undefined)
+              )
+            )
+          )
+          yield* Deferred.await(written)
+          const rows = yield* sql`SELECT name FROM things WHERE id = ${60}`
+          const seen = committed(60)
+          yield* Fiber.join(writer)
+          return { rows, seen }
+        })
+      )
+      expect(result).toEqual({ rows: [{ name: "sixty" }], seen: true })
+    })
+
+    test("a transaction interrupted while it runs after another's is rolled back alone", async () => {
+      const rows = await run((sql) =>
+        Effect.gen(function* () {
+          const first = yield* Effect.fork(sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (70, 'first')`))
+          yield* Effect.yieldNow()
+          const open = yield* holdOpen(sql, 71)
+          yield* Fiber.interrupt(open.writer)
+          yield* Fiber.join(first)
+          return yield* sql`SELECT id FROM things WHERE id IN (70, 71) ORDER BY id`
+        }).pipe(Effect.timeout("2 seconds"))
+      )
+      expect(rows).toEqual([{ id: 70 }])
+    })
+
+    // The library's own transaction leaves its transaction open when its COMMIT fails (it rolls back only when the
+    // effect failed), and every later statement runs inside it: this is the fast one's alone.
+    test.if(name === "fast")(
+      "a transaction whose COMMIT fails dies and leaves nothing; so do those committed with it",
+      async () => {
+        await run(
+          (sql) =>
+            sql`CREATE TABLE notes (id INTEGER PRIMARY KEY, thing_id INTEGER REFERENCES things (id) DEFERRABLE INITIALLY DEFERRED)`
+        )
+        const [fine, broken] = await run((sql) =>
+          Effect.all(
+            [
+              sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${80}, ${"fine"})`),
+              // A deferred foreign key: checked at COMMIT, which fails.
+              sql.withTransaction(sql`INSERT INTO notes (id, thing_id) VALUES (${1}, ${999})`)
+            ].map((transaction) => Effect.exit(transaction)),
+            { concurrency: "unbounded" }
+          )
+        )
+        // Committed together, they fail together (the service's schema has no deferred constraint: below).
+        for (const exit of [fine, broken]) expect(exit?._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
+        expect(await run((sql) => sql`SELECT id FROM notes`)).toEqual([])
+        expect(committed(80)).toBe(false)
+        // The connection is out of that transaction: a new one commits.
+        await run((sql) =>
+          sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${81}, ${"after a failed commit"})`)
+        )
+        expect(committed(81)).toBe(true)
+      }
+    )
+
     test("with tracing on, each statement has its sql.execute span; with it off, none", async () => {
       const spans: Array<EndedSpan> = []
       const traced = (sql: SqlClient.SqlClient, on: boolean) =>
@@ -246,4 +367,19 @@ test("a client whose statements are not the statement class the fast path extend
   // What a release that changed `@effect/sql`'s statement class would look like to the fast path.
   const unknownShape = Object.assign(() => ({ segments: [] }), { unsafe: () => ({}) }) as unknown as SqlClient.SqlClient
   expect(directStatements(unknownShape, {} as never, Effect.runSync(Effect.makeSemaphore(1)))).toBe(unknownShape)
+})
+
+test("the service's schema has no deferred constraint, which would fail the transactions committed with its own", async () => {
+  const migrated = ManagedRuntime.make(
+    SqlLive.pipe(Layer.provide(withDatabaseUrl(`sqlite:${join(dir, "migrated.sqlite")}`)))
+  )
+  const deferred = await migrated.runPromise(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql`SELECT name FROM sqlite_master WHERE upper(sql) LIKE '%DEFERRABLE%' OR upper(sql) LIKE '%DEFER_FOREIGN_KEYS%'`
+    )
+  )
+  await migrated.dispose()
+  expect(deferred).toEqual([])
 })
