@@ -182,8 +182,9 @@ export const directStatements = (
       const begun = yield* Effect.exit(begin)
       const exit: Exit.Exit<A, E | SqlError> = Exit.isSuccess(begun) ? yield* body : Exit.failCause(begun.cause)
       if (Exit.isSuccess(begun) && Exit.isFailure(exit)) {
-        // Its own writes go; the members run in a transaction begun anew.
-        yield* Effect.orDie(exec("ROLLBACK"))
+        // Its own writes go (a ROLLBACK that fails finds none left: SQLite rolled them back itself); the members run in
+        // a transaction begun anew.
+        yield* Effect.ignore(exec("ROLLBACK"))
         if (batch.members.length > 0) yield* Effect.ignore(begin)
       }
       for (const member of batch.members) {
@@ -196,7 +197,19 @@ export const directStatements = (
       }
       if (Exit.isSuccess(exit) || batch.members.length > 0) yield* commit(batch)
       return { exit, wait: Exit.isSuccess(exit) }
-    })
+    }).pipe(
+      // Should it end any other way (a defect), no member is left waiting, and nothing of the batch stays.
+      Effect.onExit((exit) =>
+        Exit.isSuccess(exit)
+          ? Effect.void
+          : Effect.zipRight(
+              Effect.ignore(exec("ROLLBACK")),
+              Effect.forEach([...batch.members.map((member) => member.go), batch.committed], (pending) =>
+                Deferred.failCause(pending, exit.cause)
+              )
+            )
+      )
+    )
 
   /** Ends a member's savepoint with `text`; if that fails, SQLite has rolled the whole batch back, and it is lost. */
   const endSavepoint = (batch: Batch, text: string) =>
