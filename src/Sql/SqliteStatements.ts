@@ -166,13 +166,12 @@ export const directStatements = (
     )
 
   /**
-   * The first transaction of `batch`, holding `turn`: waits for the I/O ready now to be handled if no other has
-   * joined yet, then begins, runs its own effect, tells each member in turn to run and waits until it has, and
-   * commits. Answers its own effect's exit, and whether it must wait for the `COMMIT`.
+   * The first transaction of `batch`, holding `turn`: stops it gathering, begins, runs its own effect, tells each
+   * member in turn to run and waits until it has, and commits. Answers its own effect's exit, and whether it must
+   * wait for the `COMMIT`.
    */
   const lead = <A, E, R>(batch: Batch, body: Effect.Effect<Exit.Exit<A, E>, never, R>) =>
     Effect.gen(function* (): Effect.fn.Return<Ran<A, E | SqlError>, never, R> {
-      if (batch.members.length === 0) yield* afterReadyIo
       if (gathering === batch) gathering = undefined
       const begin = Effect.tapError(exec("BEGIN"), (error) =>
         Effect.sync(() => {
@@ -249,9 +248,9 @@ export const directStatements = (
   /**
    * `effect` in a transaction on `connection`, as `@effect/sql`'s `withTransaction` runs it (`BEGIN`, the effect,
    * `COMMIT`, or `ROLLBACK` if it failed), without its span, and committed with the others that arrive while the first
-   * of them waits to begin (group commit: one `COMMIT` for up to `MAX_BATCH`). The first takes `turn`, and waits for
-   * the I/O ready now to be handled if it is alone; the others join it, and each runs in a savepoint of its own when
-   * it is told to, rolled back alone if it fails. The SQLite transaction is open only while the first holds `turn`,
+   * of them waits to begin (group commit: one `COMMIT` for up to `MAX_BATCH`). The first waits for the I/O ready now
+   * to be handled, then for `turn`; the others join it meanwhile, and each runs in a savepoint of its own when it is
+   * told to, rolled back alone if it fails. The SQLite transaction is open only while the first holds `turn`,
    * for as long as running them takes (no I/O is waited for in between unless an effect waits for some). Only the
    * effect is interruptible: one interrupted while it waits is interrupted when its effect starts. A transaction
    * answers only once its batch's `COMMIT` has succeeded, and dies if that failed, as the library's does.
@@ -274,7 +273,9 @@ export const directStatements = (
         }
         const batch: Batch = { members: [], committed, lost: undefined }
         gathering = batch
-        return Effect.flatMap(turn.withPermits(1)(lead(batch, body)), (ran) => answer(batch, ran))
+        // It gathers while the I/O ready now is handled, and while it waits for its turn; reads go on meanwhile.
+        const begun = Effect.zipRight(afterReadyIo, turn.withPermits(1)(lead(batch, body)))
+        return Effect.flatMap(begun, (ran) => answer(batch, ran))
       })
     })
 
