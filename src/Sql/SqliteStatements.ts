@@ -56,12 +56,6 @@ interface Batch {
   lost: SqlError | undefined
 }
 
-/** How a transaction in a batch ran: its effect's exit, and whether it waits for the batch's `COMMIT` to answer. */
-interface Ran<A, E> {
-  readonly exit: Exit.Exit<A, E>
-  readonly wait: boolean
-}
-
 /** Resumes once the event loop has handled the I/O that is ready now (`setImmediate` runs after its poll). */
 const afterReadyIo = Effect.async<void>((resume) => {
   const timer = setImmediate(() => resume(Effect.void))
@@ -106,12 +100,12 @@ const primitiveClass = (sample: unknown): PrimitiveClass | undefined => {
 export const directStatements = (
   sql: SqlClient.SqlClient,
   connection: Connection,
-  /** One permit: held by an outermost transaction until it has ended, and by a statement that cannot run at once. */
+  /** One permit: held by a batch of transactions from its `BEGIN` to its end, and by a statement that must wait. */
   turn: Effect.Semaphore
 ): SqlClient.SqlClient => {
   const Base = primitiveClass(sql`SELECT 1`)
   if (Base === undefined) return sql
-  /** Outermost transactions asked for and not yet ended (committed or rolled back) through this client. */
+  /** Outermost transactions asked for through this client that have not answered yet. */
   let transactions = 0
 
   /** Whether `fiber`'s statements may skip `@effect/sql`'s way: tracing off, no statement transformer. */
@@ -167,11 +161,10 @@ export const directStatements = (
 
   /**
    * The first transaction of `batch`, holding `turn`: stops it gathering, begins, runs its own effect, tells each
-   * member in turn to run and waits until it has, and commits. Answers its own effect's exit, and whether it must
-   * wait for the `COMMIT`.
+   * member in turn to run and waits until it has, and commits. Answers its own effect's exit.
    */
   const lead = <A, E, R>(batch: Batch, body: Effect.Effect<Exit.Exit<A, E>, never, R>) =>
-    Effect.gen(function* (): Effect.fn.Return<Ran<A, E | SqlError>, never, R> {
+    Effect.gen(function* (): Effect.fn.Return<Exit.Exit<A, E | SqlError>, never, R> {
       if (gathering === batch) gathering = undefined
       const begin = Effect.tapError(exec("BEGIN"), (error) =>
         Effect.sync(() => {
@@ -195,7 +188,7 @@ export const directStatements = (
         }
       }
       if (Exit.isSuccess(exit) || batch.members.length > 0) yield* commit(batch)
-      return { exit, wait: Exit.isSuccess(exit) }
+      return exit
     }).pipe(
       // Should it end any other way (a defect), no member is left waiting, and nothing of the batch stays.
       Effect.onExit((exit) =>
@@ -219,19 +212,18 @@ export const directStatements = (
     )
 
   /**
-   * A member of `batch` once told to run: its effect in a savepoint, rolled back alone if it fails. Answers its exit,
-   * and whether it must wait for the `COMMIT`.
+   * A member of `batch` once told to run: its effect in a savepoint, rolled back alone if it fails. Answers its exit.
    */
   const join = <A, E, R>(
     batch: Batch,
     member: Member,
     body: Effect.Effect<Exit.Exit<A, E>, never, R>
-  ): Effect.Effect<Ran<A, E>, SqlError, R> =>
+  ): Effect.Effect<Exit.Exit<A, E>, SqlError, R> =>
     Effect.zipRight(exec("SAVEPOINT batch_member"), body).pipe(
       Effect.flatMap(
-        (exit): Effect.Effect<Ran<A, E>> =>
+        (exit): Effect.Effect<Exit.Exit<A, E>> =>
           Exit.isSuccess(exit)
-            ? Effect.as(Effect.orDie(endSavepoint(batch, "RELEASE batch_member")), { exit, wait: true })
+            ? Effect.as(Effect.orDie(endSavepoint(batch, "RELEASE batch_member")), exit)
             : Effect.as(
                 Effect.ignore(
                   Effect.zipRight(
@@ -239,7 +231,7 @@ export const directStatements = (
                     endSavepoint(batch, "RELEASE batch_member")
                   )
                 ),
-                { exit, wait: false }
+                exit
               )
       ),
       Effect.ensuring(Deferred.succeed(member.ran, undefined))
@@ -258,8 +250,9 @@ export const directStatements = (
   const untracedTransaction = <R, E, A>(effect: Effect.Effect<A, E, R>) =>
     Effect.uninterruptibleMask((restore) => {
       const body = Effect.exit(Effect.provideService(restore(effect), SqlClient.TransactionConnection, [connection, 0]))
-      const answer = (batch: Batch, { exit, wait }: Ran<A, E | SqlError>) =>
-        wait ? Effect.zipRight(Effect.orDie(Deferred.await(batch.committed)), exit) : exit
+      // One that succeeded answers once its batch is committed.
+      const answer = (batch: Batch, exit: Exit.Exit<A, E | SqlError>) =>
+        Exit.isSuccess(exit) ? Effect.zipRight(Effect.orDie(Deferred.await(batch.committed)), exit) : exit
       const made = Effect.all([Deferred.make<void, SqlError>(), Deferred.make<void>(), Deferred.make<void, SqlError>()])
       // Which batch it is in is decided in one synchronous step, so it cannot join one that has begun.
       return Effect.flatMap(made, ([go, ran, committed]) => {
