@@ -18,7 +18,7 @@
 # service uses, to separate what that choice costs from the rest.
 # The service runs at its defaults (rate limiter on, with a limit out of reach; access log at the default level, to
 # a file; nothing exported); LOG_LEVEL, RATE_LIMIT_ENABLED etc. pass through the environment.
-# Once seeded, every contender is restarted and serves each endpoint unmeasured for WARMUP (default 3s) first.
+# Once seeded, every contender is restarted and serves each endpoint unmeasured for WARMUP (default 20s) first.
 # BENCH_PROFILE=/some/dir: that restart is under `bun --cpu-prof`, so each profile (in /some/dir/<contender>/) holds
 # the warm-up and the measured load, no seeding; `bun bench/profile.ts <file> --requests N` summarises one.
 # Profiled figures are slower than unprofiled ones: quote ratios from runs without it.
@@ -170,9 +170,15 @@ values() { tr ' ' '\n' <<<"$1" | grep .; }
 REVERSED=$(tr ' ' '\n' <<<"$WHO" | tac | tr '\n' ' ')
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $PROJECTS projects; $CONNECTIONS connections; $DURATION × $ROUNDS rounds (A B C, C B A)"
 declare -A RPS P99 CPU
-# Each contender, just restarted, first serves every endpoint unmeasured for $WARMUP (default 3s), so no round
-# pays for its JIT's first seconds.
-for who in $WHO; do for what in $ENDPOINTS; do DURATION=${WARMUP:-3s} load "$who" "$what" >/dev/null; done; done
+# Each contender, just restarted, first serves every endpoint unmeasured for $WARMUP (default 20s), so the rounds
+# measure it in its steady state, not while its JIT is still compiling (the service, the larger program, takes
+# longer to get there; bench/README.md has the curves).
+for who in $WHO; do
+  for what in $ENDPOINTS; do
+    read -r rps p99 _ cpu < <(DURATION=${WARMUP:-20s} load "$who" "$what")
+    echo "  $what warm-up $who: $rps req/s, p99 $p99 ms, CPU $cpu µs/request (not counted)"
+  done
+done
 for what in $ENDPOINTS; do
   for round in $(seq 1 "$ROUNDS"); do
     order=$WHO
