@@ -27,6 +27,16 @@ type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
 
 const dir = tempDir("pcs-sqlite-statements-")
 
+/** Whether the row `id` of `things` in `file` is committed, as another connection sees it. */
+const committedIn = (file: string) => (id: number) => {
+  const other = new Database(file, { readonly: true })
+  try {
+    return other.query("SELECT 1 FROM things WHERE id = ?").get(id) !== null
+  } finally {
+    other.close()
+  }
+}
+
 for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
   describe(`SQLite statements: ${name}`, () => {
     let runtime: Runtime
@@ -217,14 +227,7 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
     })
 
     /** Whether a connection of its own (as another process's would be) sees the row `id` committed. */
-    const committed = (id: number) => {
-      const other = new Database(file, { readonly: true })
-      try {
-        return other.query("SELECT 1 FROM things WHERE id = ?").get(id) !== null
-      } finally {
-        other.close()
-      }
-    }
+    const committed = committedIn(file)
 
     test("transactions run at once each answer once their writes are committed, and a failed one's are not", async () => {
       const ids = Array.from({ length: 150 }, (_, i) => 100 + i)
@@ -382,4 +385,93 @@ test("the service's schema has no deferred constraint, which would fail the tran
   )
   await migrated.dispose()
   expect(deferred).toEqual([])
+})
+
+/**
+ * Group commit when SQLite itself fails, through a connection that fails the way it can: the first transaction's own
+ * `ROLLBACK` reporting an error (SQLite had already rolled back after a disk error), and a defect where the first
+ * transaction ends. Three transactions at once: the first fails as it runs, the two others join its batch.
+ */
+describe("SQLite statements: a batch when SQLite fails under it", () => {
+  const file = join(dir, "faults.sqlite")
+  let runtime: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
+  /** What the next `ROLLBACK` does instead of what it should, once. */
+  let nextRollback: "reports an error after rolling back" | "dies without rolling back" | undefined
+  /** The statements the batch ran on the connection outside its transactions' own (`BEGIN`, savepoints…). */
+  let unprepared: Array<string> = []
+
+  beforeAll(async () => {
+    // The library's client, for its statement class and a connection of its own (the twin's settings).
+    const fastPaths = twinsOf("sqlite-statements").find(([kind]) => kind === "idiomatic")?.[1] ?? ""
+    runtime = ManagedRuntime.make(
+      SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: `sqlite:${file}`, FAST_PATHS: fastPaths })))
+    )
+    await runtime.runPromise(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`
+      )
+    )
+  })
+  afterAll(() => runtime.dispose())
+
+  /** `directStatements` over the library's client, its connection failing as `nextRollback` says. */
+  const withFaults = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
+    runtime.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          unprepared = []
+          const library = yield* SqlClient.SqlClient
+          const connection = yield* library.reserve
+          const faulty: typeof connection = {
+            ...connection,
+            executeUnprepared: (text, params, transformRows) =>
+              Effect.suspend(() => {
+                unprepared.push(text)
+                const fault = text === "ROLLBACK" ? nextRollback : undefined
+                if (fault !== undefined) nextRollback = undefined
+                if (fault === "dies without rolling back") return Effect.die(new Error("the connection broke"))
+                const done = connection.executeUnprepared(text, params, transformRows)
+                if (fault === undefined) return done
+                return Effect.zipRight(done, Effect.fail(new SqlError({ cause: new Error("disk I/O error") })))
+              })
+          }
+          return yield* f(directStatements(library, faulty, yield* Effect.makeSemaphore(1)))
+        })
+      ).pipe(Effect.withTracerEnabled(false))
+    )
+
+  const committed = committedIn(file)
+
+  /** The first of three transactions writes `first` and fails; the two after it write `first + 1` and `first + 2`. */
+  const threeAtOnce = (sql: SqlClient.SqlClient, first: number) =>
+    Effect.all(
+      [
+        Effect.zipRight(sql`INSERT INTO things (id, name) VALUES (${first}, 'fails')`, Effect.fail("no")),
+        sql`INSERT INTO things (id, name) VALUES (${first + 1}, 'joins')`,
+        sql`INSERT INTO things (id, name) VALUES (${first + 2}, 'joins too')`
+      ].map((effect) => Effect.exit(sql.withTransaction(effect))),
+      { concurrency: "unbounded" }
+    )
+
+  test("if the first one's ROLLBACK fails, the others still run, in a transaction begun anew, and commit", async () => {
+    nextRollback = "reports an error after rolling back"
+    const exits = await withFaults((sql) => threeAtOnce(sql, 1))
+    expect(exits.map((exit) => exit._tag)).toEqual(["Failure", "Success", "Success"])
+    expect([committed(1), committed(2), committed(3)]).toEqual([false, true, true])
+    // One batch: the two others joined the first's, and ran once it had begun anew.
+    const member = ["SAVEPOINT batch_member", "RELEASE batch_member"]
+    expect(unprepared).toEqual(["BEGIN", "ROLLBACK", "BEGIN", ...member, ...member, "COMMIT"])
+  })
+
+  test("a defect in the first one leaves no one waiting and nothing written, and the connection goes on", async () => {
+    nextRollback = "dies without rolling back"
+    const exits = await withFaults((sql) => threeAtOnce(sql, 11))
+    for (const exit of exits) expect(exit._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
+    expect([committed(11), committed(12), committed(13)]).toEqual([false, false, false])
+    // The second ROLLBACK is the one after the defect: the others never ran.
+    expect(unprepared).toEqual(["BEGIN", "ROLLBACK", "ROLLBACK"])
+    await withFaults((sql) => sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${14}, 'after')`))
+    expect(committed(14)).toBe(true)
+  })
 })
