@@ -394,7 +394,7 @@ test("the service's schema has no deferred constraint, which would fail the tran
  */
 describe("SQLite statements: a batch when SQLite fails under it", () => {
   const file = join(dir, "faults.sqlite")
-  let runtime: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
+  let runtime: Runtime
   /** What the next `ROLLBACK` does instead of what it should, once. */
   let nextRollback: "reports an error after rolling back" | "dies without rolling back" | undefined
   /** The statements the batch ran on the connection outside its transactions' own (`BEGIN`, savepoints…). */
