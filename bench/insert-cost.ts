@@ -3,8 +3,9 @@
  * schema as migrated, and on the same schema without what the lists need: the counters' triggers (the totals), the
  * unfiltered-sort indexes (migration 0014), and all of them at once, leaving the one index the baseline
  * (bench/baseline/server.ts) has. bun:sqlite directly, no Effect: the figure is the database's work alone.
- * Rounds A B C D, A B C D…; CPU µs per insert, medians and spread.
- * Usage: taskset -c 0 bun bench/insert-cost.ts [--inserts 4000] [--rounds 5]
+ * Rounds A B C D, A B C D…; CPU µs per insert, medians and spread. `--rows N` starts every run on a table that already
+ * holds N projects of the user (named at random, as people name them), to see what a growing table costs each variant.
+ * Usage: taskset -c 0 bun bench/insert-cost.ts [--inserts 4000] [--rounds 5] [--rows 0]
  */
 import { Database } from "bun:sqlite"
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs"
@@ -21,6 +22,7 @@ const arg = (name: string, fallback: number) => {
 }
 const INSERTS = arg("inserts", 4000)
 const ROUNDS = arg("rounds", 5)
+const ROWS = arg("rows", 0)
 
 // A migrated database with one user, copied afresh for every run.
 const dir = mkdtempSync(join(tmpdir(), "insert-cost-"))
@@ -32,6 +34,20 @@ const user = await runtime.runPromise(
   Effect.flatMap(Users, (users) => users.create({ email: "insert-cost@example.com", name: "Insert" }))
 )
 await runtime.dispose()
+if (ROWS > 0) {
+  const db = new Database(template)
+  const fill = db.query(
+    "INSERT INTO projects (id, owner_id, team_id, name, description, visibility, status, created_at, updated_at) VALUES (?, ?, NULL, ?, '', 'private', 'active', ?, ?)"
+  )
+  const since = Date.now() - ROWS
+  db.transaction(() => {
+    for (let i = 0; i < ROWS; i++) {
+      const at = new Date(since + i).toISOString()
+      fill.run(`proj_0${String(i).padStart(9, "0")}`, user.id, `project ${Math.random().toString(36).slice(2)}`, at, at)
+    }
+  })()
+  db.close()
+}
 
 const names = (db: Database, type: "index" | "trigger") =>
   db
@@ -105,7 +121,7 @@ const median = (xs: ReadonlyArray<number>) => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
 }
 console.log(
-  `load average ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")}; ${INSERTS} inserts × ${ROUNDS} rounds`
+  `load average ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")}; ${INSERTS} inserts × ${ROUNDS} rounds, on ${ROWS} rows`
 )
 variants.forEach(([label], v) => {
   const xs = figures[v]!
