@@ -70,24 +70,28 @@ const sqliteConnection = (filename: string) =>
   )
 
 /**
- * PostgreSQL through `@effect/sql-pg`. With the `prepared-statements` fast path (src/Sql/PgPrepared.ts) its pool
- * prepares each parameterised statement once per connection; its twin is `PgClient.layer`'s own pool.
+ * PostgreSQL through `@effect/sql-pg`, on a pool of ours (src/Sql/PgPool.ts: an interrupted statement never cancels
+ * another's). With the `prepared-statements` fast path (src/Sql/PgPrepared.ts) its connections prepare each
+ * parameterised statement once; its twin's send every statement unnamed, as `PgClient.layer`'s own pool does.
  */
 const pg = (url: DatabaseConfig & { _tag: "pg" }) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
-      const PgClient = yield* Effect.promise(() => import("@effect/sql-pg/PgClient"))
+      const [PgClient, { makePool, StatementCountingClient }, { preparingClient, DEFAULT_CAPACITY }] =
+        yield* Effect.promise(() =>
+          Promise.all([import("@effect/sql-pg/PgClient"), import("./PgPool.js"), import("./PgPrepared.js")])
+        )
+      const fast = (yield* Effect.orDie(FastPathsConfig)).has("prepared-statements")
       // A new connection to a server that does not answer fails after `connectTimeout` rather than waiting for
-      // ever (start-up included: `PgClient.make`'s own timeout cannot cut its first connection short).
-      const options = {
+      // ever (start-up included).
+      const pool = makePool({
+        url: url.url,
         maxConnections: 20,
         applicationName: "project-collaboration-service",
-        connectTimeout: Duration.seconds(5)
-      }
-      if (!(yield* Effect.orDie(FastPathsConfig)).has("prepared-statements"))
-        return PgClient.layer({ url: url.url, ...options })
-      const { preparedPool } = yield* Effect.promise(() => import("./PgPrepared.js"))
-      return PgClient.layerFromPool({ acquire: preparedPool({ url: url.url, ...options }) })
+        connectTimeout: Duration.seconds(5),
+        Client: fast ? preparingClient(DEFAULT_CAPACITY) : StatementCountingClient
+      })
+      return PgClient.layerFromPool({ acquire: pool })
     })
   )
 

@@ -1,9 +1,9 @@
 /**
- * The `prepared-statements` fast path (docs/fast-paths.md): the `pg` pool behind `@effect/sql-pg`'s client, with
- * connections that prepare each parameterised statement once, under a name, and afterwards send only its
- * parameters. PostgreSQL then parses and analyses a statement's text once per connection instead of at every run,
- * and may keep its plan.
- * Its twin is `PgClient.layer`'s own pool (src/Sql/Client.ts), which sends every statement unnamed.
+ * The `prepared-statements` fast path (docs/fast-paths.md): connections for the `pg` pool behind `@effect/sql-pg`'s
+ * client (src/Sql/PgPool.ts) that prepare each parameterised statement once, under a name, and afterwards send only
+ * its parameters. PostgreSQL then parses and analyses a statement's text once per connection instead of at every
+ * run, and may keep its plan.
+ * Its twin is the same pool with plain connections (`StatementCountingClient`), which send every statement unnamed.
  *
  * What must hold:
  * - Plans are PostgreSQL's choice for prepared statements (`plan_cache_mode = auto`): planned for their
@@ -20,9 +20,8 @@
  *   "cached plan must not change result type") fails that once, as the twin would not; its name is then dropped,
  *   so its next run prepares it again. The service's statements name their columns.
  */
-import { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, Redacted, type Scope } from "effect"
-import Pg from "pg"
+import type Pg from "pg"
+import { StatementCountingClient } from "./PgPool.js"
 
 /** How many prepared statements a connection keeps at most. */
 export const DEFAULT_CAPACITY = 256
@@ -37,7 +36,7 @@ const codeOf = (error: Error | null): unknown => (error !== null && "code" in er
 
 /** A `pg` connection that runs each parameterised statement as a named prepared statement (see above). */
 export const preparingClient = (capacity: number) =>
-  class PreparingClient extends Pg.Client {
+  class PreparingClient extends StatementCountingClient {
     /** Statement text → its name on this connection, least recently run first. */
     private readonly names = new Map<string, string>()
     /** Names whose `DEALLOCATE` a failed transaction refused: closed again once outside a transaction. */
@@ -75,7 +74,7 @@ export const preparingClient = (capacity: number) =>
     override query(...args: ReadonlyArray<unknown>): unknown {
       const [text, values, callback] = args
       if (typeof text !== "string" || !Array.isArray(values) || values.length === 0 || typeof callback !== "function")
-        return Reflect.apply(Pg.Client.prototype.query, this, args)
+        return Reflect.apply(StatementCountingClient.prototype.query, this, args)
       // Outside a transaction as of its last statement (a connection runs one caller's statements at a time). One
       // `DEALLOCATE` at most ahead of a statement: `pg` deprecates queueing more than one query behind another.
       const unclosed = this.unclosed[0]
@@ -98,40 +97,3 @@ export const preparingClient = (capacity: number) =>
       })
     }
   }
-
-export interface PreparedPoolOptions {
-  readonly url: Redacted.Redacted
-  readonly maxConnections: number
-  readonly applicationName: string
-  /** How long a new connection may take to be ready (`pg` waits without end by default). */
-  readonly connectTimeout: Duration.Duration
-  readonly capacity?: number
-}
-
-/**
- * The pool, for `PgClient.fromPool`/`layerFromPool`, ended with its scope; connected once to check the address, as
- * `PgClient.make` does.
- */
-export const preparedPool = (options: PreparedPoolOptions): Effect.Effect<Pg.Pool, SqlError, Scope.Scope> =>
-  Effect.gen(function* () {
-    const pool = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const pool = new Pg.Pool({
-          connectionString: Redacted.value(options.url),
-          max: options.maxConnections,
-          application_name: options.applicationName,
-          connectionTimeoutMillis: Duration.toMillis(options.connectTimeout),
-          Client: preparingClient(options.capacity ?? DEFAULT_CAPACITY)
-        })
-        // An idle connection's error (the server restarted, say) is the pool's to handle: it drops the connection.
-        pool.on("error", () => {})
-        return pool
-      }),
-      (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
-    )
-    yield* Effect.tryPromise({
-      try: () => pool.query("SELECT 1"),
-      catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
-    })
-    return pool
-  })

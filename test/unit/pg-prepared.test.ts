@@ -1,8 +1,9 @@
 /**
- * The PostgreSQL pools behind `@effect/sql-pg` (src/Sql/Client.ts): the `prepared-statements` fast path
- * (src/Sql/PgPrepared.ts, each parameterised statement prepared once per connection) and its twin, `PgClient.layer`'s
- * own pool. Both run the same statements here and must answer alike; then what only the fast one does: its
- * statements are prepared once and run many times, at most `capacity` a connection, and one whose result columns
+ * The PostgreSQL pools behind `@effect/sql-pg` (src/Sql/Client.ts, src/Sql/PgPool.ts): with the
+ * `prepared-statements` fast path's connections (src/Sql/PgPrepared.ts, each parameterised statement prepared once
+ * per connection) and with its twin's, which send every statement unnamed. Both run the same statements here and
+ * must answer alike, and an interrupted statement must never cancel another's; then what only the fast one does:
+ * its statements are prepared once and run many times, at most `capacity` a connection, and one whose result columns
  * changed is prepared again. Every other PostgreSQL test runs on the fast one (the default).
  * One connection per pool, so `pg_prepared_statements` (a session's own) shows that connection's statements.
  */
@@ -10,32 +11,26 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Cause, ConfigProvider, Duration, Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { Cause, ConfigProvider, Duration, Effect, Fiber, Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClientLive } from "../../src/Sql/Client.ts"
-import { preparedPool } from "../../src/Sql/PgPrepared.ts"
+import { makePool, StatementCountingClient } from "../../src/Sql/PgPool.ts"
+import { preparingClient } from "../../src/Sql/PgPrepared.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 
 const CAPACITY = 3
 
-const pools = {
-  fast: (url: string) =>
-    PgClient.layerFromPool({
-      acquire: preparedPool({
-        url: Redacted.make(url),
-        maxConnections: 1,
-        applicationName: "pg-prepared-test",
-        connectTimeout: Duration.seconds(2),
-        capacity: CAPACITY
-      })
-    }),
-  idiomatic: (url: string) =>
-    PgClient.layer({
+const poolOf = (Client: typeof StatementCountingClient) => (url: string, maxConnections: number) =>
+  PgClient.layerFromPool({
+    acquire: makePool({
       url: Redacted.make(url),
-      maxConnections: 1,
+      maxConnections,
       applicationName: "pg-prepared-test",
-      connectTimeout: Duration.seconds(2)
+      connectTimeout: Duration.seconds(2),
+      Client
     })
-} as const
+  })
+
+const pools = { fast: poolOf(preparingClient(CAPACITY)), idiomatic: poolOf(StatementCountingClient) } as const
 
 type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
 
@@ -52,10 +47,12 @@ const codeOf = async <A>(runtime: Runtime, f: (sql: SqlClient.SqlClient) => Effe
 for (const [name, pool] of Object.entries(pools)) {
   describe.skipIf(!usingPostgres())(`PostgreSQL pool: ${name}`, () => {
     let runtime: Runtime
+    let url: string
     const sqlRun = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) => withSql(runtime, f)
 
     beforeAll(async () => {
-      runtime = ManagedRuntime.make(Layer.orDie(pool(await freshDatabaseUrl())))
+      url = await freshDatabaseUrl()
+      runtime = ManagedRuntime.make(Layer.orDie(pool(url, 1)))
       await sqlRun((sql) =>
         sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT, data JSONB)`.pipe(
           Effect.zipRight(sql`CREATE TABLE wide (id INTEGER PRIMARY KEY)`),
@@ -138,6 +135,79 @@ for (const [name, pool] of Object.entries(pools)) {
       )
       expect(await sqlRun((sql) => sql`SELECT id FROM things WHERE id >= ${200} ORDER BY id`)).toEqual([{ id: 300 }])
     })
+
+    test("an interrupted statement runs to its end before its fiber does, and its connection goes on", async () => {
+      // Interrupted 50 ms into its 300, on a pool with a connection to spare for a cancel: a cancel would have
+      // stopped it before it wrote. `Fiber.interrupt` returns once the interrupted fiber has ended, and the row is
+      // then there for another connection (this file's other pool) to read.
+      const two = ManagedRuntime.make(Layer.orDie(pool(url, 2)))
+      try {
+        const seen = await withSql(two, (sql) =>
+          Effect.gen(function* () {
+            const slow = yield* Effect.fork(
+              sql`INSERT INTO things (id, name) SELECT ${900}, ${"slow"} FROM pg_sleep(0.3)`
+            )
+            yield* Effect.sleep("50 millis")
+            yield* Fiber.interrupt(slow)
+            return yield* Effect.promise(() => sqlRun((sql) => sql`SELECT name FROM things WHERE id = ${900}`))
+          })
+        )
+        expect(seen).toEqual([{ name: "slow" }])
+        expect(await withSql(two, (sql) => sql`SELECT count(*)::int AS n FROM things WHERE id = ${900}`)).toEqual([
+          { n: 1 }
+        ])
+      } finally {
+        await two.dispose()
+      }
+    })
+
+    test("an interrupted statement never cancels another's, whenever the interruption comes", async () => {
+      // Eight fibers on four connections: half of the statements are interrupted at once or 1–2 ms in, as they run
+      // or as they end, while the others run theirs on the connections they free. A cancel that landed after its
+      // statement had ended would fail one of the others with 57014.
+      const shared = ManagedRuntime.make(Layer.orDie(pool(url, 4)))
+      try {
+        const failures = await shared.runPromise(
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            const failures: Array<string> = []
+            let interrupted = 0
+            const worker = (w: number) =>
+              Effect.forEach(
+                Array.from({ length: 150 }, (_, i) => i),
+                (i) =>
+                  (i + w) % 2 === 0
+                    ? Effect.fork(sql`SELECT count(*) AS n FROM generate_series(1, ${1000 + (i % 50) * 300})`).pipe(
+                        Effect.tap(() => Effect.sleep(Duration.millis(i % 3))),
+                        Effect.flatMap(Fiber.interrupt),
+                        Effect.andThen(() => {
+                          interrupted++
+                        })
+                      )
+                    : sql`SELECT count(*) AS n FROM generate_series(1, ${5000 + i})`.pipe(
+                        Effect.asVoid,
+                        Effect.catchAll((error) =>
+                          Effect.sync(() => {
+                            failures.push(String(error.cause))
+                          })
+                        )
+                      ),
+                { discard: true }
+              )
+            yield* Effect.forEach(
+              Array.from({ length: 8 }, (_, w) => w),
+              worker,
+              { concurrency: "unbounded", discard: true }
+            )
+            expect(interrupted).toBe(600)
+            return failures
+          })
+        )
+        expect(failures).toEqual([])
+      } finally {
+        await shared.dispose()
+      }
+    }, 30_000)
 
     const preparedOnConnection = () =>
       sqlRun(
