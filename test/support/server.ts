@@ -200,6 +200,7 @@ export const startServer = async (
     stderr: "pipe"
   })
   const logs: Array<string> = []
+  let listened = false
   let resolveUrl: (url: string) => void = () => {}
   const listening = new Promise<string>((resolve) => (resolveUrl = resolve))
   ;(async () => {
@@ -214,8 +215,16 @@ export const startServer = async (
         const line = buffered.slice(0, newline)
         buffered = buffered.slice(newline + 1)
         logs.push(line)
+        // An error logged once the server listens is shown as it happens, so that a test failing on a 500 in CI
+        // shows its cause (a failed start-up's lines are in the error below).
+        if (listened && /^\{"time":"[^"]*","level":"(error|fatal)"/.test(line)) {
+          console.error(`server pid ${proc.pid}: ${line}`)
+        }
         const match = /Listening on (http:\/\/[^"\s]+)/.exec(line)
-        if (match) resolveUrl(match[1]!.replace("0.0.0.0", "127.0.0.1"))
+        if (match) {
+          listened = true
+          resolveUrl(match[1]!.replace("0.0.0.0", "127.0.0.1"))
+        }
       }
     }
   })()
