@@ -161,6 +161,36 @@ for (const [name, pool] of Object.entries(pools)) {
       }
     })
 
+    test("a transaction interrupted as its statement runs is rolled back, and no connection is left in it", async () => {
+      const two = ManagedRuntime.make(Layer.orDie(pool(url, 2)))
+      try {
+        await withSql(two, (sql) =>
+          Effect.gen(function* () {
+            const slow = yield* Effect.fork(
+              sql.withTransaction(
+                Effect.zipRight(
+                  sql`INSERT INTO things (id, name) VALUES (${910}, ${"first"})`,
+                  sql`INSERT INTO things (id, name) SELECT ${911}, ${"slow"} FROM pg_sleep(0.3)`
+                )
+              )
+            )
+            yield* Effect.sleep("100 millis")
+            yield* Fiber.interrupt(slow)
+          })
+        )
+        const left = (sql: SqlClient.SqlClient) =>
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND state LIKE ${"idle in transaction%"}`
+        expect(await withSql(two, left)).toEqual([{ n: 0 }])
+        expect(await sqlRun((sql) => sql`SELECT id FROM things WHERE id IN ${sql.in([910, 911])}`)).toEqual([])
+        expect(await withSql(two, (sql) => sql`SELECT count(*)::int AS n FROM things WHERE id = ${1}`)).toEqual([
+          { n: 1 }
+        ])
+      } finally {
+        await two.dispose()
+      }
+    })
+
     test("an interrupted statement never cancels another's, whenever the interruption comes", async () => {
       // Eight fibers on four connections: half of the statements are interrupted at once or 1–2 ms in, as they run
       // or as they end, while the others run theirs on the connections they free. A cancel that landed after its
