@@ -1,6 +1,6 @@
 /**
- * Checks the import graph of src/ against the ranks of /work/plan/ARCHITECTURE.md (summarised in the README's
- * Layout section). Exits 1, listing each offending import, when:
+ * Checks the import graph of src/ against the ranks of the README's Layout section. Exits 1, listing each offending
+ * import, when:
  *
  * - a module imports a module of a higher rank (dependencies point down: Domain ← Sql ← storage ← services ←
  *   contract ← handlers ← server wiring);
@@ -13,8 +13,8 @@
  * - `Domain/` imports anything but `effect` and `@effect/platform` (and other Domain modules);
  * - a module imports one of the `@effect/*` packages through its index (`from "@effect/platform"`) rather than by
  *   module path (`from "@effect/platform/HttpApiBuilder"`): an index loads every module of its package (Scalar's and
- *   Swagger UI's bundles, the cluster and RPC packages, …), ~30 MiB of an idle server (bench/README.md, "Goal 1, RSS
- *   at idle").
+ *   Swagger UI's bundles, the cluster and RPC packages, …), which an idle server would then hold in memory
+ *   (`bench/idle-rss.sh` measures it).
  *
  * Run: `bun run check:imports`.
  */

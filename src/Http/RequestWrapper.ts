@@ -8,7 +8,8 @@
  * Two implementations with the same behaviour, chosen by `FAST_PATHS` (`request-wrapper`; docs/fast-paths.md):
  * `idiomatic`, written as the Effect docs write a middleware, and `fast`, the same steps as plain JS inside one
  * `withFiberRuntime`: each layer of `Effect.gen`, `locally` and annotation costs fiber steps and a copy of the
- * fiber's refs, on every request. Both run under the same tests (test/observability/request-wrapper.test.ts).
+ * fiber's refs, on every request. Both run under the same tests (test/observability/access-log.test.ts,
+ * test/observability/telemetry.test.ts, and the graceful-shutdown test in test/e2e/platform.test.ts).
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
