@@ -49,6 +49,15 @@ for (const [name, pool] of Object.entries(pools)) {
     let runtime: Runtime
     let url: string
     const sqlRun = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) => withSql(runtime, f)
+    /** `f` with a runtime on a pool of `connections` of its own, disposed after. */
+    const onOwnPool = async <T>(connections: number, f: (own: Runtime) => Promise<T>): Promise<T> => {
+      const own = ManagedRuntime.make(Layer.orDie(pool(url, connections)))
+      try {
+        return await f(own)
+      } finally {
+        await own.dispose()
+      }
+    }
 
     beforeAll(async () => {
       url = await freshDatabaseUrl()
@@ -140,8 +149,7 @@ for (const [name, pool] of Object.entries(pools)) {
       // Interrupted 50 ms into its 300, on a pool with a connection to spare for a cancel: a cancel would have
       // stopped it before it wrote. `Fiber.interrupt` returns once the interrupted fiber has ended, and the row is
       // then there for another connection (this file's other pool) to read.
-      const two = ManagedRuntime.make(Layer.orDie(pool(url, 2)))
-      try {
+      await onOwnPool(2, async (two) => {
         const seen = await withSql(two, (sql) =>
           Effect.gen(function* () {
             const slow = yield* Effect.fork(
@@ -156,14 +164,11 @@ for (const [name, pool] of Object.entries(pools)) {
         expect(await withSql(two, (sql) => sql`SELECT count(*)::int AS n FROM things WHERE id = ${900}`)).toEqual([
           { n: 1 }
         ])
-      } finally {
-        await two.dispose()
-      }
+      })
     })
 
     test("a transaction interrupted as its statement runs is rolled back, and no connection is left in it", async () => {
-      const two = ManagedRuntime.make(Layer.orDie(pool(url, 2)))
-      try {
+      await onOwnPool(2, async (two) => {
         await withSql(two, (sql) =>
           Effect.gen(function* () {
             const slow = yield* Effect.fork(
@@ -186,18 +191,15 @@ for (const [name, pool] of Object.entries(pools)) {
         expect(await withSql(two, (sql) => sql`SELECT count(*)::int AS n FROM things WHERE id = ${1}`)).toEqual([
           { n: 1 }
         ])
-      } finally {
-        await two.dispose()
-      }
+      })
     })
 
     test("an interrupted statement never cancels another's, whenever the interruption comes", async () => {
       // Eight fibers on four connections: half of the statements are interrupted at once or 1–2 ms in, as they run
       // or as they end, while the others run theirs on the connections they free. A cancel that landed after its
       // statement had ended would fail one of the others with 57014.
-      const shared = ManagedRuntime.make(Layer.orDie(pool(url, 4)))
-      try {
-        const failures = await shared.runPromise(
+      const failures = await onOwnPool(4, (shared) =>
+        shared.runPromise(
           Effect.gen(function* () {
             const sql = yield* SqlClient.SqlClient
             const failures: Array<string> = []
@@ -233,10 +235,8 @@ for (const [name, pool] of Object.entries(pools)) {
             return failures
           })
         )
-        expect(failures).toEqual([])
-      } finally {
-        await shared.dispose()
-      }
+      )
+      expect(failures).toEqual([])
     }, 30_000)
 
     const preparedOnConnection = () =>
