@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Creates as the database grows: the service, then the baseline (bench/baseline/server.ts), each on a fresh SQLite
+# file, server on core 0 and wrk on core 1 (-c64, bench/create.lua). Each: 10 s of creates unmeasured, two 5 s runs
+# ("early"), GROW of creates unmeasured, two 5 s runs ("late"). Prints creates/s, server CPU per create and p99 of
+# each run, and the file's size at the end.
+# Usage: bash bench/growth.sh [grow=80s]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GROW=${1:-80s}
+PORT=${BENCH_PORT:-3931}
+HZ=$(getconf CLK_TCK)
+command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
+json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
+
+for who in service baseline; do
+  WORK=$(mktemp -d)
+  export DATABASE_URL=sqlite:$WORK/service.sqlite
+  user=$(bun src/cli.ts users create --email "growth-$RANDOM$RANDOM@example.com" --name Growth | json_field id)
+  key=$(bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write | json_field key)
+  if [ "$who" = service ]; then
+    RATE_LIMIT_PER_MINUTE=1000000000 PORT=$PORT HOST=127.0.0.1 taskset -c 0 bun src/main.ts >"$WORK/out.log" 2>&1 &
+  else
+    BASELINE_DB=$WORK/baseline.sqlite BASELINE_KEYS="$user:$key" PORT=$PORT \
+      taskset -c 0 bun bench/baseline/server.ts >"$WORK/out.log" 2>&1 &
+  fi
+  pid=$!
+  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
+  load() {
+    taskset -c 1 wrk -t1 -c64 --latency -d"$1" -s bench/create.lua -H "Authorization: Bearer $key" \
+      "http://127.0.0.1:$PORT/v1/projects"
+  }
+  measure() {
+    local before after out n
+    before=$(awk '{print $14+$15}' "/proc/$pid/stat")
+    out=$(load 5s)
+    after=$(awk '{print $14+$15}' "/proc/$pid/stat")
+    n=$(echo "$out" | grep -oE "^ +[0-9]+ requests" | grep -oE "[0-9]+")
+    echo "  $who $1: $(echo "$out" | awk '/Requests\/sec/ {print $2}') creates/s," \
+      "$(((after - before) * 1000000 / HZ / n)) µs of CPU a create, p99 $(echo "$out" | awk '/ 99%/ {print $2}')"
+  }
+  load 10s >/dev/null
+  measure early
+  measure early
+  load "$GROW" >/dev/null
+  measure late
+  measure late
+  kill -INT "$pid"
+  wait "$pid" 2>/dev/null || true
+  echo "  $who's file: $(du -m "$WORK"/*.sqlite | sort -n | tail -1 | cut -f1) MiB"
+  rm -rf "$WORK"
+done
