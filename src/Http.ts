@@ -112,8 +112,8 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
 
 /** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs and headers). */
 const HttpServerLive = Layer.unwrapEffect(
-  Effect.map(Effect.orDie(ServerConfig), ({ host, port, idleTimeout }) =>
-    NodeHttpServer.layer(makeNodeServer(idleTimeout), { port, host })
+  Effect.map(Effect.orDie(ServerConfig), ({ host, port, idleTimeout, concurrency }) =>
+    NodeHttpServer.layer(makeNodeServer({ idleTimeout, concurrency }), { port, host })
   )
 )
 
