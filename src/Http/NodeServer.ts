@@ -93,14 +93,15 @@ export const admit = (
   let running = 0
   let timer: ReturnType<typeof setTimeout> | undefined
 
+  // One listener for every response: `close` comes once for each, when it has been sent or its connection is gone.
+  const ended = () => {
+    running--
+    if (waiting.length > 0) next()
+  }
   const start = (request: IncomingMessage, response: SettlingResponse, counted: boolean) => {
     if (counted) {
       running++
-      // `close` comes once for every response: when it has been sent, or its connection is gone.
-      response.once("close", () => {
-        running--
-        next()
-      })
+      response.on("close", ended)
     }
     emit("request", request, response)
   }
