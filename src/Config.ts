@@ -163,13 +163,17 @@ export const ServerConfig = Config.all({
         : Either.left(ConfigError.InvalidData(["HTTP_IDLE_TIMEOUT"], "HTTP_IDLE_TIMEOUT must be more than 0"))
     )
   ),
-  /** How many requests are worked on at once (0: no limit); the others wait their turn (src/Http/NodeServer.ts). */
-  concurrency: Config.integer("HTTP_CONCURRENCY").pipe(
-    Config.validate({
-      message: "HTTP_CONCURRENCY must be from 0 to 100000",
-      validation: (n) => n >= 0 && n <= 100_000
-    }),
-    Config.withDefault(32)
+  /**
+   * How many requests are worked on at once (0: no limit); the others wait their turn. Unset: it depends on the
+   * engine (src/Http/NodeServer.ts `concurrencyFor`).
+   */
+  concurrency: Config.option(
+    Config.integer("HTTP_CONCURRENCY").pipe(
+      Config.validate({
+        message: "HTTP_CONCURRENCY must be from 0 to 100000",
+        validation: (n) => n >= 0 && n <= 100_000
+      })
+    )
   )
 })
 

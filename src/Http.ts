@@ -15,7 +15,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, Layer, Option } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
-import { FastPathsConfig, ServerConfig } from "./Config.js"
+import { DatabaseUrl, FastPathsConfig, ServerConfig } from "./Config.js"
 import { DeploymentsHttp } from "./Deployments/Http.js"
 import { EventsHttp } from "./Events/Http.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
@@ -24,7 +24,7 @@ import { type TrustedProxies, trustedProxies } from "./Http/ClientAddress.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
 import { DocsRoutes } from "./Http/Docs.js"
 import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
-import { makeNodeServer } from "./Http/NodeServer.js"
+import { concurrencyFor, makeNodeServer } from "./Http/NodeServer.js"
 import { withStateHeaders } from "./Http/RequestState.js"
 import { makeRequestWrapper } from "./Http/RequestWrapper.js"
 import { StrictRouting } from "./Http/Routes.js"
@@ -110,10 +110,18 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide(AuthenticationLive)
 )
 
-/** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs and headers). */
+/** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs, headers and admission). */
 const HttpServerLive = Layer.unwrapEffect(
-  Effect.map(Effect.orDie(ServerConfig), ({ host, port, idleTimeout, concurrency }) =>
-    NodeHttpServer.layer(makeNodeServer({ idleTimeout, concurrency }), { port, host })
+  Effect.map(
+    Effect.orDie(Effect.all([ServerConfig, DatabaseUrl])),
+    ([{ host, port, idleTimeout, concurrency }, database]) =>
+      NodeHttpServer.layer(
+        makeNodeServer({
+          idleTimeout,
+          concurrency: concurrencyFor(concurrency, database._tag)
+        }),
+        { port, host }
+      )
   )
 )
 

@@ -17,7 +17,7 @@
  */
 import { createServer, type IncomingMessage, type Server, ServerResponse } from "node:http"
 import type { Socket } from "node:net"
-import { Duration } from "effect"
+import { Duration, Option } from "effect"
 
 const isCallback = (arg: unknown): arg is () => void => typeof arg === "function"
 
@@ -58,6 +58,13 @@ export class SettlingResponse<Request extends IncomingMessage = IncomingMessage>
     return super.end(chunk, callback)
   }
 }
+
+/**
+ * `HTTP_CONCURRENCY`, or when it is not set: 32 on SQLite, where a request's work is this process's CPU; no limit on
+ * PostgreSQL, whose requests wait on the database server, which more of them in flight keep busy.
+ */
+export const concurrencyFor = (setting: Option.Option<number>, engine: "sqlite" | "pg"): number =>
+  Option.getOrElse(setting, () => (engine === "pg" ? 0 : 32))
 
 /**
  * How long a request waits for a place at most; then it starts anyway. Places are held by requests that wait for

@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, test } from "bun:test"
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { admit, SettlingResponse } from "../../src/Http/NodeServer.ts"
+import { Option } from "effect"
+import { admit, concurrencyFor, SettlingResponse } from "../../src/Http/NodeServer.ts"
 
 interface Held {
   readonly server: Server<typeof IncomingMessage, typeof SettlingResponse>
@@ -158,5 +159,13 @@ describe("admission", () => {
     expect(held.started).toEqual(["/1", "/2", "/3"])
     for (const path of held.started) held.release(path)
     expect(await Promise.all(answers)).toEqual(["/1", "/2", "/3"])
+  })
+
+  test("unset, it is 32 on SQLite and no limit on PostgreSQL; set, it is what it says on both", () => {
+    expect(concurrencyFor(Option.none(), "sqlite")).toBe(32)
+    expect(concurrencyFor(Option.none(), "pg")).toBe(0)
+    expect(concurrencyFor(Option.some(8), "sqlite")).toBe(8)
+    expect(concurrencyFor(Option.some(8), "pg")).toBe(8)
+    expect(concurrencyFor(Option.some(0), "sqlite")).toBe(0)
   })
 })
