@@ -13,7 +13,7 @@
  *   `Authorization` headers are no credential, not the first of them.
  * - A response whose connection is gone settles (`SettlingResponse`).
  * - Admission (`HTTP_CONCURRENCY`): at most that many requests are worked on at once; the others wait, in arrival
- *   order, for one to end (`admit` below).
+ *   order, for one to end or 100 ms at most (`admit` below).
  */
 import { createServer, type IncomingMessage, type Server, ServerResponse } from "node:http"
 import type { Socket } from "node:net"
@@ -75,10 +75,10 @@ export const ADMISSION_WAIT_MS = 100
 
 /**
  * Admission: at most `concurrency` requests are worked on at once; the others wait, in arrival order, for one to end,
- * or for `waitMs` (`ADMISSION_WAIT_MS`), whichever comes first. A request is parsed when it arrives; until it starts, it holds
- * only that, where one that has started holds the fibers of its whole handling while it waits for its turn at the
- * database (group commit gathers every create that arrives meanwhile). So under load the collector marks a few dozen
- * requests' fibers instead of one for every connection. Health checks start at once, so a busy server still
+ * or for `waitMs` (`ADMISSION_WAIT_MS`), whichever comes first. A request is parsed when it arrives; until it starts,
+ * it holds only that, where one that has started holds the fibers of its whole handling while it waits for its turn at
+ * the database (group commit gathers every create that arrives meanwhile). So under load the collector marks a few
+ * dozen requests' fibers instead of one for every connection. Health checks start at once, so a busy server still
  * answers them. A request whose client went away before it started is dropped.
  */
 export const admit = (
