@@ -24,7 +24,8 @@ for c in 32 0; do
   url=$(bun -e "const u = new URL(process.argv[1]); u.pathname = '/${DB[$c]}'; console.log(u.toString())" "$BASE")
   DATABASE_URL=$url bun src/cli.ts migrate >/dev/null
   user=$(DATABASE_URL=$url bun src/cli.ts users create --email "bench-$RANDOM@example.com" --name Bench | json_field id)
-  KEY[$c]=$(DATABASE_URL=$url bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write | json_field key)
+  KEY[$c]=$(DATABASE_URL=$url bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write |
+    json_field key)
   PORT[$c]=$((port++))
   DATABASE_URL=$url HTTP_CONCURRENCY=$c RATE_LIMIT_PER_MINUTE=1000000000 PORT=${PORT[$c]} HOST=127.0.0.1 \
     taskset -c 0 bun src/main.ts >/dev/null 2>&1 &

@@ -67,7 +67,7 @@ const until = async (condition: () => boolean) => {
   }
 }
 
-/** Sends the requests one after the other, each once the server has it (running or waiting), so they arrive in order. */
+/** Sends the requests one after the other, each once the server has the one before, so they arrive in order. */
 const send = async (held: Held, paths: ReadonlyArray<string>, signal?: AbortSignal) => {
   const answers: Array<Promise<string>> = []
   for (const path of paths) {
