@@ -49,6 +49,18 @@ for (const [name, pool] of Object.entries(pools)) {
     let runtime: Runtime
     let url: string
     const sqlRun = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) => withSql(runtime, f)
+    /** Resolves once a statement containing `text` runs on the server for this file's database (5 s at most). */
+    const runningOnServer = async (text: string) => {
+      for (let tries = 0; tries < 500; tries++) {
+        const [row] = await sqlRun(
+          (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND state = 'active' AND query LIKE ${`%${text}%`}`
+        )
+        if ((row?.n ?? 0) > 0) return
+        await Bun.sleep(10)
+      }
+      throw new Error(`no statement with ${text} ran`)
+    }
     /** `f` with a runtime on a pool of `connections` of its own, disposed after. */
     const onOwnPool = async <T>(connections: number, f: (own: Runtime) => Promise<T>): Promise<T> => {
       const own = ManagedRuntime.make(Layer.orDie(pool(url, connections)))
@@ -146,8 +158,8 @@ for (const [name, pool] of Object.entries(pools)) {
     })
 
     test("an interrupted statement runs to its end before its fiber does, and its connection goes on", async () => {
-      // Interrupted 50 ms into its 300, on a pool with a connection to spare for a cancel: a cancel would have
-      // stopped it before it wrote. `Fiber.interrupt` returns once the interrupted fiber has ended, and the row is
+      // Interrupted once PostgreSQL runs it (a 300 ms sleep), on a pool with a connection to spare for a cancel: a
+      // cancel would have stopped it before it wrote. `Fiber.interrupt` returns once the interrupted fiber has ended, and the row is
       // then there for another connection (this file's other pool) to read.
       await onOwnPool(2, async (two) => {
         const seen = await withSql(two, (sql) =>
@@ -155,7 +167,7 @@ for (const [name, pool] of Object.entries(pools)) {
             const slow = yield* Effect.fork(
               sql`INSERT INTO things (id, name) SELECT ${900}, ${"slow"} FROM pg_sleep(0.3)`
             )
-            yield* Effect.sleep("50 millis")
+            yield* Effect.promise(() => runningOnServer("pg_sleep(0.3)"))
             yield* Fiber.interrupt(slow)
             return yield* Effect.promise(() => sqlRun((sql) => sql`SELECT name FROM things WHERE id = ${900}`))
           })
