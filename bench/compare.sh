@@ -45,7 +45,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 new_user() { bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id; }
 new_key() { bun src/cli.ts api-keys create --user "$1" --name bench --scopes read,write | json_field key; }
 READ_USER=$(new_user)
@@ -133,27 +134,15 @@ for who in $WHO; do
   done
 done
 
-# CPU time (user + system, clock ticks) the process has used so far.
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# wrk once: "req/s p99_ms non2xx cpu_us_per_request requests" (the server's CPU time over the requests wrk
-# completed: what a request costs the server, which the other load on the machine moves far less than req/s).
+# wrk once against <who>, for <what>: "req/s p99_ms non2xx cpu_us_per_request" (bench/lib.sh `wrk_figures`).
 load() {
-  local who=$1 what=$2 port pid out before after
+  local who=$1 what=$2 port
   port=$(port_of "$who")
-  pid=$(pid_of "$who")
-  before=$(ticks "$pid")
   case $what in
-    get) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/ids.lua -H "Authorization: Bearer $(read_key "$who")" "http://127.0.0.1:$port" -- "$WORK/ids.$(db_of "$who")") ;;
-    list) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/pages.lua -H "Authorization: Bearer $(read_key "$who")" "http://127.0.0.1:$port") ;;
-    create) out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/create.lua -H "Authorization: Bearer $(write_key "$who")" "http://127.0.0.1:$port/v1/projects") ;;
+    get) wrk_figures "$(pid_of "$who")" -c"$CONNECTIONS" -d"$DURATION" -s bench/ids.lua -H "Authorization: Bearer $(read_key "$who")" "http://127.0.0.1:$port" -- "$WORK/ids.$(db_of "$who")" ;;
+    list) wrk_figures "$(pid_of "$who")" -c"$CONNECTIONS" -d"$DURATION" -s bench/pages.lua -H "Authorization: Bearer $(read_key "$who")" "http://127.0.0.1:$port" ;;
+    create) wrk_figures "$(pid_of "$who")" -c"$CONNECTIONS" -d"$DURATION" -s bench/create.lua -H "Authorization: Bearer $(write_key "$who")" "http://127.0.0.1:$port/v1/projects" ;;
   esac
-  after=$(ticks "$pid")
-  local rps p99 bad cpu
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" '/requests in/ {printf "%.0f", t / hz * 1e6 / $1}' <<<"$out")
-  p99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' <<<"$out")
-  bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-  echo "$rps ${p99:-?} ${bad:-0} ${cpu:-?}"
 }
 # Resident memory (MiB) now; each contender's figure is the most it held right after one of its own runs, so the
 # order of the contenders (the last one's run just ended, the others have had time to collect) does not count.

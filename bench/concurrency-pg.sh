@@ -2,14 +2,14 @@
 # The service on PostgreSQL with admission (HTTP_CONCURRENCY=32) and without (0), side by side: two servers on core 0,
 # each on a fresh database of its own (made on the server of DATABASE_URL, dropped at the end), wrk on core 1 (-c64).
 # 10 s of creates and 5 s of list pages each, unmeasured; then creates in rounds A B, B A (twice), list pages A B
-# (twice). Prints req/s, server CPU per request and p99 of each run.
+# (twice). Prints req/s, server CPU per request and p99 of each run, and the answers that were not 2xx.
 # Usage: DATABASE_URL=postgres://user@host:5432/postgres bash bench/concurrency-pg.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE=${DATABASE_URL:?set DATABASE_URL to a PostgreSQL server}
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
-HZ=$(getconf CLK_TCK)
-json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 declare -A PID KEY PORT DB
 cleanup() {
   for c in "${!PID[@]}"; do kill -INT "${PID[$c]}" 2>/dev/null || true; done
@@ -35,19 +35,15 @@ for c in 32 0; do
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:${PORT[$c]}/health/ready" >/dev/null && break; sleep 0.1; done
 done
 run() { # <concurrency> <create|list> <duration>
-  local before after out n
-  before=$(awk '{print $14+$15}' "/proc/${PID[$1]}/stat")
+  local url=http://127.0.0.1:${PORT[$1]} rps p99 bad cpu
   if [ "$2" = create ]; then
-    out=$(taskset -c 1 wrk -t1 -c64 --latency -d"$3" -s bench/create.lua -H "Authorization: Bearer ${KEY[$1]}" \
-      "http://127.0.0.1:${PORT[$1]}/v1/projects")
+    read -r rps p99 bad cpu < <(wrk_figures "${PID[$1]}" -c64 -d"$3" -s bench/create.lua \
+      -H "Authorization: Bearer ${KEY[$1]}" "$url/v1/projects")
   else
-    out=$(taskset -c 1 wrk -t1 -c64 --latency -d"$3" -H "Authorization: Bearer ${KEY[$1]}" \
-      "http://127.0.0.1:${PORT[$1]}/v1/projects?per_page=20")
+    read -r rps p99 bad cpu < <(wrk_figures "${PID[$1]}" -c64 -d"$3" -H "Authorization: Bearer ${KEY[$1]}" \
+      "$url/v1/projects?per_page=20")
   fi
-  after=$(awk '{print $14+$15}' "/proc/${PID[$1]}/stat")
-  n=$(echo "$out" | grep -oE "^ +[0-9]+ requests" | grep -oE "[0-9]+")
-  echo "  HTTP_CONCURRENCY=$1 $2: $(echo "$out" | awk '/Requests\/sec/ {print $2}')/s," \
-    "$(((after - before) * 1000000 / HZ / n)) µs of CPU a request, p99 $(echo "$out" | awk '/ 99%/ {print $2}')"
+  echo "  HTTP_CONCURRENCY=$1 $2: $rps/s, $cpu µs of CPU a request, p99 $p99 ms, $bad answers not 2xx"
 }
 for c in 32 0; do run "$c" create 10s >/dev/null; run "$c" list 5s >/dev/null; done
 for _ in 1 2; do for c in 32 0 0 32; do run "$c" create 5s; done; done

@@ -2,15 +2,15 @@
 # Creates as the database grows: the service, then the baseline (bench/baseline/server.ts), each on a fresh SQLite
 # file, server on core 0 and wrk on core 1 (-c64, bench/create.lua). Each: 10 s of creates unmeasured, two 5 s runs
 # ("early"), GROW of creates unmeasured, two 5 s runs ("late"). Prints creates/s, server CPU per create and p99 of
-# each run, and the file's size at the end.
+# each run (and the answers that were not 2xx), and the file's size at the end.
 # Usage: bash bench/growth.sh [grow=80s]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GROW=${1:-80s}
 PORT=${BENCH_PORT:-3931}
-HZ=$(getconf CLK_TCK)
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
-json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 for who in service baseline; do
   WORK=$(mktemp -d)
@@ -25,18 +25,13 @@ for who in service baseline; do
   fi
   pid=$!
   for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
-  load() {
-    taskset -c 1 wrk -t1 -c64 --latency -d"$1" -s bench/create.lua -H "Authorization: Bearer $key" \
-      "http://127.0.0.1:$PORT/v1/projects"
+  load() { # <duration>: "req/s p99_ms non2xx cpu_us" (bench/lib.sh)
+    wrk_figures "$pid" -c64 -d"$1" -s bench/create.lua -H "Authorization: Bearer $key" "http://127.0.0.1:$PORT/v1/projects"
   }
   measure() {
-    local before after out n
-    before=$(awk '{print $14+$15}' "/proc/$pid/stat")
-    out=$(load 5s)
-    after=$(awk '{print $14+$15}' "/proc/$pid/stat")
-    n=$(echo "$out" | grep -oE "^ +[0-9]+ requests" | grep -oE "[0-9]+")
-    echo "  $who $1: $(echo "$out" | awk '/Requests\/sec/ {print $2}') creates/s," \
-      "$(((after - before) * 1000000 / HZ / n)) µs of CPU a create, p99 $(echo "$out" | awk '/ 99%/ {print $2}')"
+    local rps p99 bad cpu
+    read -r rps p99 bad cpu < <(load 5s)
+    echo "  $who $1: $rps creates/s, $cpu µs of CPU a create, p99 $p99 ms, $bad answers not 2xx"
   }
   load 10s >/dev/null
   measure early

@@ -24,7 +24,8 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 bun src/cli.ts migrate >/dev/null
 USER_ID=$(bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
 KEY=$(bun src/cli.ts api-keys create --user "$USER_ID" --name bench --scopes read,write | json_field key)
@@ -33,18 +34,9 @@ SVC_PID=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/health/ready" >/dev/null && break; sleep 0.1; done
 kill -0 "$SVC_PID" 2>/dev/null || { cat "$WORK/service.log" >&2; exit 1; }
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# wrk once with <script>: "req/s p99_ms non2xx cpu_us_per_request" (bench/lib.sh `wrk_figures`).
 load() {
-  local script=$1 out before after
-  before=$(ticks "$SVC_PID")
-  out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$script" -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/projects")
-  after=$(ticks "$SVC_PID")
-  local rps p99 bad cpu
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" '/requests in/ {printf "%.0f", t / hz * 1e6 / $1}' <<<"$out")
-  p99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' <<<"$out")
-  bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-  echo "$rps ${p99:-?} ${bad:-0} ${cpu:-?}"
+  wrk_figures "$SVC_PID" -c"$CONNECTIONS" -d"$DURATION" -s "$1" -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/projects"
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 

@@ -24,7 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 for _ in 1 2; do
   user=$(bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
   bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write >/dev/null

@@ -64,7 +64,8 @@ Bun.serve({ hostname: '127.0.0.1', port: $RECEIVER_PORT, async fetch(r) {
 await Bun.sleep(1e9)" &
 RECEIVER_PID=$!
 
-json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 bun src/cli.ts migrate >/dev/null
 new_key() {
   local user

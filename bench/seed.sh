@@ -1,6 +1,7 @@
 # Sourced by the HTTP benchmarks: a user with a read,write API key in $KEY (through the CLI, on $DATABASE_URL),
 # and `seed_projects PORT` to create 100 projects over HTTP (so a list has full pages), the first one's id in $PROJECT_ID.
-json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 USER_ID=$(bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
 KEY=$(bun src/cli.ts api-keys create --user "$USER_ID" --name bench --scopes read,write | json_field key)

@@ -1,0 +1,24 @@
+# Shared by the bench scripts (sourced, not run).
+
+# json_field <field>: that field of the `data` of the JSON envelope on stdin (what the CLI prints).
+json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
+
+# ticks <pid>: the CPU time (user + system, in clock ticks) the process has used so far.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# wrk_figures <pid> <wrk arguments…>: runs wrk on core 1 (one thread, --latency) against the server of <pid>, and
+# prints "req/s p99-in-ms non-2xx-answers server-CPU-µs-per-request" (a figure wrk did not print is "?"). The CPU is
+# the server's time over the requests completed: what a request costs it, which the machine's other load moves far
+# less than req/s.
+wrk_figures() {
+  local pid=$1 out before after rps p99 bad cpu
+  shift
+  before=$(ticks "$pid")
+  out=$(taskset -c 1 wrk -t1 --latency "$@")
+  after=$(ticks "$pid")
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" '/requests in/ {printf "%.0f", t / hz * 1e6 / $1}' <<<"$out")
+  p99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' <<<"$out")
+  bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
+  echo "${rps:-?} ${p99:-?} ${bad:-0} ${cpu:-?}"
+}
