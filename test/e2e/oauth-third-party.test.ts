@@ -68,7 +68,7 @@ beforeAll(async () => {
 }, 30_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)![1]!
 const actionOf = (html: string, pageUrl: string) =>
@@ -486,7 +486,7 @@ describe("limits per client on /oauth/token and /oauth/revoke", () => {
   }, 30_000)
   afterAll(async () => {
     await limited?.stop()
-  })
+  }, 20_000)
 
   const revoke = (client: { client_id: string; client_secret: string }, secret = client.client_secret) =>
     oauth.revocationRequest(
@@ -590,7 +590,7 @@ describe.skipIf(REDIS_SERVER === null)("per-client limits shared by two servers 
     await b?.stop()
     await a?.stop()
     redis?.process.kill()
-  })
+  }, 30_000)
 
   test("the fourth call of a client is refused whichever server takes it", async () => {
     const client = await makeClient(a, "Shared")
