@@ -43,6 +43,9 @@ export const bearerChallenge = (
     `resource_metadata="${issuer.baseUrl}${PROTECTED_RESOURCE_METADATA_PATH}"`
   ].join(", ")
 
+/** The endpoints an OAuth access token never reaches, whatever its scopes (their services refuse it with 403). */
+const NEVER_OAUTH = /^\/v1\/(api-keys|oauth-clients)(\/|$)/
+
 /** What a bearer check fails with. */
 export type BearerError = Unauthorized | Forbidden | RateLimited
 
@@ -93,7 +96,8 @@ export class Bearer extends Effect.Service<Bearer>()("Bearer", {
     ) => {
       const needed = scopesByRoute.get(`${route.method} ${route.path}`) ?? []
       if (hasAnyScope(principal.scopes, needed)) return Effect.succeed(principal)
-      if (needed.length > 0) challenge(state, request, { error: "insufficient_scope", scopes: needed })
+      const curable = needed.length > 0 && !(principal.credential.kind === "oauth" && NEVER_OAUTH.test(route.path))
+      if (curable) challenge(state, request, { error: "insufficient_scope", scopes: needed })
       return Effect.fail(
         new Forbidden({
           message:

@@ -262,6 +262,13 @@ describe("WWW-Authenticate challenges on /v1", () => {
     const keys = await server.request("/v1/api-keys", { key: tokens.access_token })
     expect(keys.status).toBe(403)
     expect(keys.headers.get("www-authenticate")).toBeNull()
+    // Nor when the token also lacks the scope: `read` would not get it there either.
+    const narrow = await tokensFor(server, as, confidential, "projects:read")
+    for (const path of ["/v1/api-keys", "/v1/oauth-clients"]) {
+      const refused = await server.request(path, { key: narrow.access_token })
+      expect(refused.status).toBe(403)
+      expect(refused.headers.get("www-authenticate")).toBeNull()
+    }
   }, 20_000)
 })
 
