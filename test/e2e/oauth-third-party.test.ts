@@ -159,7 +159,7 @@ describe("metadata documents", () => {
     // Each authorization server it names publishes its RFC 8414 metadata, found by the library.
     const named = await discover(server)
     expect(named.issuer).toBe(found.authorization_servers![0]!)
-  })
+  }, 15_000)
 
   test("RFC 8414: the required fields, every endpoint an absolute URL, and introspection_endpoint", async () => {
     const metadata = (await server.request("/.well-known/oauth-authorization-server/oauth")).body
@@ -184,7 +184,7 @@ describe("metadata documents", () => {
       "client_secret_post"
     ])
     expect(as.introspection_endpoint).toBe(metadata.introspection_endpoint)
-  })
+  }, 15_000)
 })
 
 describe("WWW-Authenticate challenges on /v1", () => {
@@ -437,7 +437,7 @@ describe("CORS (without a browser: test/browser/cors.test.ts has one)", () => {
       )
       expect(res.headers.get("access-control-allow-credentials")).toBeNull()
     }
-  })
+  }, 15_000)
 
   test("answers say who may read them and which headers; pages, sign-in and introspection send no CORS", async () => {
     const key = (await server.user()).key
@@ -470,7 +470,7 @@ describe("CORS (without a browser: test/browser/cors.test.ts has one)", () => {
       })
       expect(res.status).not.toBe(204)
     }
-  })
+  }, 30_000)
 })
 
 describe("limits per client on /oauth/token and /oauth/revoke", () => {
@@ -580,7 +580,7 @@ describe("limits per client on /oauth/token and /oauth/revoke", () => {
     for (let i = 0; i < 4; i++) statuses.push((await from("10.0.0.1")).status)
     expect(statuses).toEqual([200, 200, 200, 429])
     expect((await from("10.0.0.2")).status).toBe(200)
-  })
+  }, 15_000)
 })
 
 describe.skipIf(REDIS_SERVER === null)("per-client limits shared by two servers through Redis", () => {
