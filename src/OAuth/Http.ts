@@ -23,7 +23,7 @@ import { join } from "node:path"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Cause, Data, Effect, Option, ParseResult, Schema } from "effect"
+import { Cause, Effect, Option, ParseResult, Schema } from "effect"
 import { makeCurrentIssuer, PROTECTED_RESOURCE_METADATA_PATH } from "../Auth/Issuer.js"
 import { JWT_TTL_SECONDS, SigningKeys } from "../Auth/Jwt.js"
 import { SignIn, SignInFailed } from "../Auth/SignIn.js"
@@ -98,7 +98,10 @@ const tooMany = (retryAfter: number, description = "Too many requests") =>
   })
 
 /** A call over its limit (a client's, or its IP's for failed client authentication): answered with `tooMany`. */
-class Throttled extends Data.TaggedError("Throttled")<{ readonly retryAfter: number; readonly description: string }> {}
+class Throttled extends Schema.TaggedError<Throttled>()("Throttled", {
+  retryAfter: Schema.Number,
+  description: Schema.String
+}) {}
 
 const contentType = (request: HttpServerRequest.HttpServerRequest) =>
   (request.headers["content-type"] ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? ""
@@ -323,6 +326,20 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
     const currentIssuer = yield* makeCurrentIssuer
     const limits = yield* OAuthLimits
 
+    /** The body's parameters and the client they (or HTTP Basic) authenticate. */
+    const authenticatedCall = Effect.fnUntraced(function* (
+      request: HttpServerRequest.HttpServerRequest,
+      confidentialOnly: boolean
+    ) {
+      const basic = yield* basicCredentials(request)
+      const params = yield* readParams(request)
+      const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
+      if (confidentialOnly && client.isPublic) {
+        return yield* OAuthError.of("invalid_client", "Only a confidential client may introspect tokens")
+      }
+      return { client, params }
+    })
+
     /**
      * The client of a call to `/token`, `/revoke` or `/introspect`, with the body's parameters, under the limits:
      * nothing is looked at while the IP's allowance for failed client authentication is spent; a call that
@@ -339,17 +356,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
           description: "Too many failed client authentications from this address"
         })
       }
-      const attempt = yield* Effect.either(
-        Effect.gen(function* () {
-          const basic = yield* basicCredentials(request)
-          const params = yield* readParams(request)
-          const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
-          if (confidentialOnly && client.isPublic) {
-            return yield* OAuthError.of("invalid_client", "Only a confidential client may introspect tokens")
-          }
-          return { client, params }
-        })
-      )
+      const attempt = yield* Effect.either(authenticatedCall(request, confidentialOnly))
       if (attempt._tag === "Left") {
         yield* limits.ipFailed(ip)
         return yield* attempt.left
