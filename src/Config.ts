@@ -226,8 +226,13 @@ export const RateLimitConfig = Config.all({
 export const AuthConfig = Config.all({
   /** An Ed25519 private key (PKCS#8 PEM or JWK JSON) to sign JWTs with; unset → a key kept in the database. */
   jwtPrivateKey: Config.option(Config.redacted("JWT_PRIVATE_KEY")),
-  /** Requests a minute per client IP on each of `{auth_url}/login`, the sign-in form and `{auth_url}/token`. */
+  /**
+   * Requests a minute per client IP on each of `{auth_url}/login` and the sign-in form; on `{auth_url}/token`,
+   * `/revoke` and `/introspect`, the calls whose client authentication fails.
+   */
   ipLimitPerMinute: positiveInteger("AUTH_IP_LIMIT_PER_MINUTE", 20),
+  /** Calls a minute per authenticated OAuth client on `{auth_url}/token` and `/revoke` together. */
+  clientLimitPerMinute: positiveInteger("OAUTH_CLIENT_LIMIT_PER_MINUTE", 600),
   /** Failed sign-ins per account (email) in 15 minutes before further attempts are refused. */
   failedLoginLimit: positiveInteger("AUTH_FAILED_LOGIN_LIMIT", 10)
 })

@@ -13,6 +13,7 @@ import { HttpLive } from "./Http.js"
 import { OAuthAuthorizations } from "./OAuth/Authorizations.js"
 import { OAuthClients } from "./OAuth/Clients.js"
 import { OAuthGrants } from "./OAuth/Grants.js"
+import { OAuthLimits } from "./OAuth/Limits.js"
 import { OAuthTokens } from "./OAuth/Tokens.js"
 import { LoggingLive } from "./Observability/Logging.js"
 import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
@@ -40,6 +41,7 @@ export const ServicesLive = Layer.mergeAll(
   OAuthAuthorizations.Default,
   OAuthTokens.Default,
   OAuthGrants.Default,
+  OAuthLimits.Default,
   SigningKeys.Default,
   SignIn.Default,
   Webhooks.Default,

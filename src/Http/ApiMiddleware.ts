@@ -1,7 +1,8 @@
 /**
  * The API-level middleware, run before routing around everything the server answers: the drain, the checks
  * before routing, the translation of every failure into one of our errors (so every `/v1` response wears the
- * envelope, and a 503 says when to retry), and the per-IP limit for requests that do not authenticate.
+ * envelope, and a 503 says when to retry), and the per-IP limit for requests that do not authenticate. CORS
+ * preflights are answered first (src/Http/Cors.ts).
  *
  * One wrapper with plain JS inside: the checks are functions of the request state (src/Http/RequestState.ts)
  * that answer `undefined` when there is nothing to run, and the outcome is handled in one `matchCauseEffect`.
@@ -19,6 +20,7 @@ import { requestIdFrom } from "../Domain/RequestId.js"
 import { Idempotency } from "../Idempotency/Idempotency.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
 import { Bearer } from "./Authentication.js"
+import { cors } from "./Cors.js"
 import { isDrainRefused, refusedWhileDraining } from "./Draining.js"
 import { type OurError, translate } from "./ErrorTranslation.js"
 import { keyOf, makeIdempotent } from "./Idempotency.js"
@@ -43,6 +45,9 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
         const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
         // Always set by the server's per-request wrapper (src/Http.ts); made here only if this runs without it.
         const state = requestStateOf(fiber) ?? makeRequestState(request, requestIdFrom(undefined))
+        // CORS (src/Http/Cors.ts): a preflight is answered before anything else, uncounted.
+        const preflight = cors(request, state)
+        if (preflight !== undefined) return Effect.succeed(preflight)
         const work = ((): HttpApp.Default<unknown> => {
           if (isDrainRefused(lifecycle, request)) return refusedWhileDraining
           const checks = precheck(request, state)

@@ -3,7 +3,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Context, Effect, Layer, Option } from "effect"
 import { Api } from "../Api.js"
 import { ApiKeys, KEY_PREFIX } from "../ApiKeys/ApiKeys.js"
-import { makeCurrentIssuer } from "../Auth/Issuer.js"
+import { type Issuer, makeCurrentIssuer, makeIssuerOf, PROTECTED_RESOURCE_METADATA_PATH } from "../Auth/Issuer.js"
 import { SigningKeys } from "../Auth/Jwt.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { Forbidden, type RateLimited, Unauthorized } from "../Domain/Errors.js"
@@ -26,12 +26,25 @@ const scopesByRoute: ReadonlyMap<string, ReadonlyArray<Scope>> = (() => {
   return table
 })()
 
-/** `WWW-Authenticate` for a 401, on whatever response the request gets. */
-const challenge = (state: RequestState | undefined, error: string | undefined): void => {
-  if (state === undefined) return
-  state.headers["www-authenticate"] =
-    error === undefined ? `Bearer realm="api"` : `Bearer realm="api", error="${error}"`
-}
+/**
+ * The `Bearer` challenge (RFC 6750 §3, RFC 9728 §5.1) of every `/v1` 401 and of a 403 refused for scope: all of them
+ * are answered by the bearer check below, so this is the one place the header is written. A 401 says
+ * `error="invalid_token"` when a token was sent (none when no credential was); a scope refusal says
+ * `error="insufficient_scope"` and the scopes that would do (any one of them); both name the resource's metadata.
+ */
+export const bearerChallenge = (
+  issuer: Issuer,
+  refusal: { readonly error?: "invalid_token" | "insufficient_scope"; readonly scopes?: ReadonlyArray<Scope> }
+): string =>
+  [
+    `Bearer realm="api"`,
+    ...(refusal.error === undefined ? [] : [`error="${refusal.error}"`]),
+    ...(refusal.scopes === undefined ? [] : [`scope="${refusal.scopes.join(" ")}"`]),
+    `resource_metadata="${issuer.baseUrl}${PROTECTED_RESOURCE_METADATA_PATH}"`
+  ].join(", ")
+
+/** The endpoints an OAuth access token never reaches, whatever its scopes (their services refuse it with 403). */
+const NEVER_OAUTH = /^\/v1\/(api-keys|oauth-clients)(\/|$)/
 
 /** What a bearer check fails with. */
 export type BearerError = Unauthorized | Forbidden | RateLimited
@@ -49,6 +62,17 @@ export class Bearer extends Effect.Service<Bearer>()("Bearer", {
     const keys = yield* SigningKeys
     const limits = yield* RateLimit
     const currentIssuer = yield* makeCurrentIssuer
+    const issuerOf = yield* makeIssuerOf
+
+    /** `WWW-Authenticate` on whatever response the request gets. */
+    const challenge = (
+      state: RequestState | undefined,
+      request: HttpServerRequest.HttpServerRequest,
+      refusal: Parameters<typeof bearerChallenge>[1]
+    ): void => {
+      if (state === undefined) return
+      state.headers["www-authenticate"] = bearerChallenge(issuerOf(request.headers), refusal)
+    }
 
     /** `pcs_…` API key, `pco_…` OAuth access token, `x.y.z` JWT (verified against the request's issuer). */
     const authenticate = (
@@ -60,19 +84,28 @@ export class Bearer extends Effect.Service<Bearer>()("Bearer", {
       return Effect.fail(new Unauthorized({ message: "The bearer token is not a credential this service issued" }))
     }
 
-    /** Each endpoint's `RequiredScopes`: the credential must hold one of them. No declaration, no access. */
-    const authorize = (route: { readonly method: string; readonly path: string }, principal: Principal) => {
+    /**
+     * Each endpoint's `RequiredScopes`: the credential must hold one of them. No declaration, no access (and then
+     * no scope would do, so no challenge names one).
+     */
+    const authorize = (
+      request: HttpServerRequest.HttpServerRequest,
+      route: { readonly method: string; readonly path: string },
+      state: RequestState | undefined,
+      principal: Principal
+    ) => {
       const needed = scopesByRoute.get(`${route.method} ${route.path}`) ?? []
-      return hasAnyScope(principal.scopes, needed)
-        ? Effect.succeed(principal)
-        : Effect.fail(
-            new Forbidden({
-              message:
-                needed.length === 0
-                  ? "This endpoint declares no scope; access is denied"
-                  : `This credential lacks the scope needed: ${needed.join(" or ")}`
-            })
-          )
+      if (hasAnyScope(principal.scopes, needed)) return Effect.succeed(principal)
+      const curable = needed.length > 0 && !(principal.credential.kind === "oauth" && NEVER_OAUTH.test(route.path))
+      if (curable) challenge(state, request, { error: "insufficient_scope", scopes: needed })
+      return Effect.fail(
+        new Forbidden({
+          message:
+            needed.length === 0
+              ? "This endpoint declares no scope; access is denied"
+              : `This credential lacks the scope needed: ${needed.join(" or ")}`
+        })
+      )
     }
 
     /**
@@ -86,13 +119,13 @@ export class Bearer extends Effect.Service<Bearer>()("Bearer", {
     ): Effect.Effect<Principal, BearerError, HttpServerRequest.HttpServerRequest> => {
       const token = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
       if (token === "") {
-        challenge(state, undefined)
+        challenge(state, request, {})
         return Effect.fail(new Unauthorized({ message: "Send credentials as Authorization: Bearer <token>" }))
       }
       // Rate limits (src/Http/RateLimit.ts): no token is checked while the client IP's bucket is empty; a
       // valid credential then spends one of its own tokens, before its scopes are checked.
       const authenticated = Effect.mapError(authenticate(token), (error) => {
-        challenge(state, "invalid_token")
+        challenge(state, request, { error: "invalid_token" })
         return error
       })
       const guard = guardClient(limits, request)
@@ -100,7 +133,7 @@ export class Bearer extends Effect.Service<Bearer>()("Bearer", {
         Effect.flatMap(guard === undefined ? authenticated : Effect.zipRight(guard, authenticated), (principal) =>
           limitCredential(limits, state, principal)
         ),
-        (principal) => authorize(route, principal)
+        (principal) => authorize(request, route, state, principal)
       )
     }
 

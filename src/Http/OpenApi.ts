@@ -6,8 +6,9 @@
  * - `servers` names this server (`BASE_URL`, else the scheme and host the client used, as for the OAuth issuer).
  * - Beside `bearer`, an OAuth 2.0 authorization-code scheme with its URLs and scopes; each endpoint accepts either,
  *   the OAuth one with the scopes it needs (any one of them; `/v1/api-keys` takes no OAuth token).
- * - The authorization server's routes (`/oauth/token`, `/oauth/revoke`, `/oauth/login`, `/oauth/authorize`,
- *   `/oauth/jwks.json`, the RFC 8414 metadata) are described here; they are served by `src/OAuth/Http.ts`, outside
+ * - The authorization server's routes (`/oauth/token`, `/oauth/revoke`, `/oauth/introspect`, `/oauth/login`,
+ *   `/oauth/authorize`, `/oauth/jwks.json`, the RFC 8414 metadata) and the RFC 9728 protected-resource metadata
+ *   are described here; they are served by `src/OAuth/Http.ts`, outside
  *   the `HttpApi`, because they answer in RFC 6749 forms, not in the `/v1` envelope. The browser-only form posts
  *   behind the sign-in and consent pages are left out.
  * - Every `POST` declares the optional `Idempotency-Key` header, and only `POST`s the two errors that come with it
@@ -115,6 +116,33 @@ const refsOf = (schema: JsonSchema.JsonSchema): ReadonlyArray<string> | undefine
   return refs.length === schema.anyOf.length ? refs : undefined
 }
 
+/** A response header (OpenAPI 3.1 §4.8.21), which the platform's response type does not model. */
+interface ResponseHeader {
+  readonly description: string
+  readonly schema: { readonly type: "string" }
+}
+type ResponseWithHeaders = OpenApi.OpenApiSpecResponse & { readonly headers?: Record<string, ResponseHeader> }
+
+/** The `WWW-Authenticate` of a `/v1` 401 and 403 (src/Http/Authentication.ts writes them). */
+const bearerChallenges: Record<number, Record<string, ResponseHeader>> = {
+  401: {
+    "WWW-Authenticate": {
+      description:
+        '`Bearer realm="api", error="invalid_token", resource_metadata="{base_url}/.well-known/oauth-protected-' +
+        'resource/v1"` (no `error` when no credential was sent)',
+      schema: { type: "string" }
+    }
+  },
+  403: {
+    "WWW-Authenticate": {
+      description:
+        'When the credential lacks a scope: `Bearer realm="api", error="insufficient_scope", scope="<any one of ' +
+        'these>", resource_metadata="…"` (RFC 6750 §3.1); absent on a 403 no scope would cure',
+      schema: { type: "string" }
+    }
+  }
+}
+
 /**
  * An operation's responses with the `Idempotency-Key` errors kept on a `POST` and taken out of any other (a
  * status left with nothing goes). A status several errors share is described by each of them.
@@ -131,7 +159,9 @@ const responsesFor = (
       : ref
   }
   const out: OpenApi.OpenAPISpecResponses = {}
-  for (const [status, response] of Object.entries(responses)) {
+  for (const [status, given] of Object.entries(responses)) {
+    const challenge = bearerChallenges[Number(status)]
+    const response: ResponseWithHeaders = challenge === undefined ? given : { ...given, headers: challenge }
     const media = response.content?.["application/json"]
     const refs = media === undefined ? undefined : refsOf(media.schema)
     if (refs === undefined || !refs.some((ref) => idempotencyErrors.has(ref))) {
@@ -194,9 +224,19 @@ const completePaths = (
 const json = (schema: unknown) => ({ "application/json": { schema } })
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
 const oauthErrorResponse = (description: string) => ({ description, content: json(ref("OAuthError")) })
+const retryAfter = { "Retry-After": { description: "seconds to wait", schema: { type: "integer" } } }
 const rateLimitedResponse = {
-  description: "Too many requests from this address (or failed sign-ins for this account); see `Retry-After`",
-  headers: { "Retry-After": { description: "seconds to wait", schema: { type: "integer" } } },
+  description:
+    "`temporarily_unavailable`: too many requests from this address (or failed sign-ins for this account); see " +
+    "`Retry-After`",
+  headers: retryAfter,
+  content: json(ref("OAuthError"))
+}
+const clientLimitedResponse = {
+  description:
+    "`temporarily_unavailable`: over this client's limit (`OAUTH_CLIENT_LIMIT_PER_MINUTE`), or too many failed " +
+    "client authentications from this address; see `Retry-After`",
+  headers: retryAfter,
   content: json(ref("OAuthError"))
 }
 /** RFC 6749 bodies: form-encoded (as the RFC says) or a JSON object of strings. */
@@ -220,7 +260,7 @@ const oauthSchemas = {
           "invalid_grant",
           "unsupported_grant_type",
           "invalid_scope",
-          "rate_limited"
+          "temporarily_unavailable"
         ]
       },
       error_description: { type: "string" }
@@ -263,6 +303,46 @@ const oauthSchemas = {
       client_id: { type: "string" },
       client_secret: { type: "string" }
     }
+  },
+  IntrospectionRequest: {
+    type: "object",
+    required: ["token"],
+    properties: {
+      token: { type: "string", description: "an access (`pco_…`) or refresh (`pcr_…`) token" },
+      token_type_hint: { type: "string", enum: ["access_token", "refresh_token"], description: "accepted, not needed" },
+      client_id: { type: "string", description: "unless HTTP Basic is used" },
+      client_secret: { type: "string", description: "unless HTTP Basic is used" }
+    }
+  },
+  Introspection: {
+    type: "object",
+    description:
+      "RFC 7662 §2.2. Active: the calling client's own live access or refresh token. Anything else (another " +
+      "client's token, a revoked, rotated or expired one, an API key, a session JWT) is `{active: false}` alone.",
+    required: ["active"],
+    properties: {
+      active: { type: "boolean" },
+      scope: { type: "string", description: "space-separated scopes of the token" },
+      client_id: { type: "string" },
+      sub: { type: "string", description: "the user's id" },
+      exp: { type: "integer", description: "epoch seconds" },
+      iat: { type: "integer", description: "epoch seconds" },
+      token_type: { type: "string", enum: ["Bearer", "refresh_token"] }
+    }
+  },
+  ProtectedResourceMetadata: {
+    type: "object",
+    description: "RFC 9728",
+    required: ["resource"],
+    properties: {
+      resource: { type: "string", format: "uri", description: "`{base_url}/v1`" },
+      authorization_servers: { type: "array", items: { type: "string", format: "uri" } },
+      scopes_supported: { type: "array", items: { type: "string" } },
+      bearer_methods_supported: { type: "array", items: { type: "string", const: "header" } },
+      resource_name: { type: "string" },
+      resource_documentation: { type: "string", format: "uri" }
+    },
+    additionalProperties: true
   },
   LoginRequest: {
     type: "object",
@@ -308,6 +388,7 @@ const oauthSchemas = {
       authorization_endpoint: { type: "string", format: "uri" },
       token_endpoint: { type: "string", format: "uri" },
       revocation_endpoint: { type: "string", format: "uri" },
+      introspection_endpoint: { type: "string", format: "uri" },
       jwks_uri: { type: "string", format: "uri" },
       scopes_supported: { type: "array", items: { type: "string" } },
       response_types_supported: { type: "array", items: { type: "string" } },
@@ -326,6 +407,16 @@ const metadataOperation = (operationId: string) => ({
     summary: "Authorization server metadata (RFC 8414)",
     security: [],
     responses: { 200: { description: "The metadata", content: json(ref("AuthorizationServerMetadata")) } }
+  }
+})
+
+const resourceMetadataOperation = (operationId: string) => ({
+  get: {
+    operationId,
+    tags,
+    summary: "Protected-resource metadata of `{base_url}/v1` (RFC 9728)",
+    security: [],
+    responses: { 200: { description: "The metadata", content: json(ref("ProtectedResourceMetadata")) } }
   }
 })
 
@@ -385,7 +476,7 @@ const oauthPaths = {
         },
         400: oauthErrorResponse("`invalid_request`, `invalid_grant`, `unsupported_grant_type`, `invalid_scope`"),
         401: oauthErrorResponse("`invalid_client`"),
-        429: rateLimitedResponse
+        429: clientLimitedResponse
       }
     }
   },
@@ -400,7 +491,26 @@ const oauthPaths = {
       responses: {
         200: { description: "Revoked (or unknown)", content: json({ type: "object" }) },
         400: oauthErrorResponse("`invalid_request`"),
-        401: oauthErrorResponse("`invalid_client`")
+        401: oauthErrorResponse("`invalid_client`"),
+        429: clientLimitedResponse
+      }
+    }
+  },
+  "/oauth/introspect": {
+    post: {
+      operationId: "oauth.introspect",
+      tags,
+      summary: "Introspect an access or refresh token (RFC 7662), as a confidential client",
+      description:
+        "For resource servers holding a confidential client's credentials: the answer says whether the token is " +
+        "one of that client's own live tokens. Not open to browsers (no CORS).",
+      security: [{}, { oauthClientBasic: [] }],
+      requestBody: formOrJson(ref("IntrospectionRequest")),
+      responses: {
+        200: { description: "The token's state (`Cache-Control: no-store`)", content: json(ref("Introspection")) },
+        400: oauthErrorResponse("`invalid_request`"),
+        401: oauthErrorResponse("`invalid_client`: a public client, no client, or a wrong secret"),
+        429: clientLimitedResponse
       }
     }
   },
@@ -429,7 +539,9 @@ const oauthPaths = {
     }
   },
   "/.well-known/oauth-authorization-server": metadataOperation("oauth.metadata"),
-  "/.well-known/oauth-authorization-server/oauth": metadataOperation("oauth.metadataForIssuer")
+  "/.well-known/oauth-authorization-server/oauth": metadataOperation("oauth.metadataForIssuer"),
+  "/.well-known/oauth-protected-resource": resourceMetadataOperation("oauth.resourceMetadata"),
+  "/.well-known/oauth-protected-resource/v1": resourceMetadataOperation("oauth.resourceMetadataForV1")
 }
 
 /**
@@ -472,5 +584,8 @@ const document = (generated: OpenApi.OpenAPISpec, served: Served) => ({
       }
     }
   },
-  tags: [...generated.tags, { name: "OAuth", description: "The authorization server (RFC 6749, 7009, 8414, 9207)" }]
+  tags: [
+    ...generated.tags,
+    { name: "OAuth", description: "The authorization server (RFC 6749, 7009, 7662, 8414, 9207, 9728)" }
+  ]
 })

@@ -9,9 +9,14 @@
  *   GET  /oauth/assets/styles.css    the pages' stylesheet: the dashboard's, with the pages' additions
  *   POST /oauth/token                authorization_code and refresh_token grants
  *   POST /oauth/revoke               RFC 7009
+ *   POST /oauth/introspect           RFC 7662, for confidential clients
  *   POST /oauth/login                JWT session from {email, password}
  *   GET  /oauth/jwks.json            the JWT verification keys
  *   GET  /.well-known/oauth-authorization-server[/oauth]   RFC 8414 metadata
+ *   GET  /.well-known/oauth-protected-resource[/v1]         RFC 9728 metadata of the resource `{base_url}/v1`
+ *
+ * `/token`, `/revoke` and `/introspect` are limited per authenticated client, and per IP for the calls whose
+ * client authentication fails (src/OAuth/Limits.ts).
  */
 
 import { join } from "node:path"
@@ -19,7 +24,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Effect, Option, ParseResult, Schema } from "effect"
-import { makeCurrentIssuer } from "../Auth/Issuer.js"
+import { makeCurrentIssuer, PROTECTED_RESOURCE_METADATA_PATH } from "../Auth/Issuer.js"
 import { JWT_TTL_SECONDS, SigningKeys } from "../Auth/Jwt.js"
 import { SignIn, SignInFailed } from "../Auth/SignIn.js"
 import { OAuthError } from "../Domain/OAuth.js"
@@ -28,6 +33,7 @@ import { sha256Hex } from "../Domain/Secrets.js"
 import { Users } from "../Users/Users.js"
 import { OAuthAuthorizations, PENDING_TTL_SECONDS } from "./Authorizations.js"
 import { type ClientCredentials, OAuthClients } from "./Clients.js"
+import { type ClientBucket, OAuthLimits } from "./Limits.js"
 import { consentPage, errorPage, STYLESHEET_PATH, signInPage } from "./Pages.js"
 import { storable } from "./Secrets.js"
 import { type IssuedTokens, OAuthTokens } from "./Tokens.js"
@@ -85,10 +91,17 @@ const oauthError = (error: OAuthError, triedBasic: boolean) =>
     error.error === "invalid_client" && triedBasic ? { "www-authenticate": `Basic realm="oauth", charset="UTF-8"` } : {}
   )
 
-const tooMany = (retryAfter: number) =>
-  json({ error: "rate_limited", error_description: "Too many requests; retry later" }, 429, {
+/** A 429 in RFC 6749 form: `temporarily_unavailable`, which generic clients know to retry (no `rate_limited` here). */
+const tooMany = (retryAfter: number, description = "Too many requests") =>
+  json({ error: "temporarily_unavailable", error_description: `${description}; retry in ${retryAfter} s` }, 429, {
     "retry-after": String(retryAfter)
   })
+
+/** A call over its limit (a client's, or its IP's for failed client authentication): answered with `tooMany`. */
+class Throttled extends Schema.TaggedError<Throttled>()("Throttled", {
+  retryAfter: Schema.Number,
+  description: Schema.String
+}) {}
 
 const contentType = (request: HttpServerRequest.HttpServerRequest) =>
   (request.headers["content-type"] ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? ""
@@ -204,6 +217,7 @@ const RefreshParams = Schema.Struct({
   scope: Schema.optionalWith(SpaceSeparated, { as: "Option" })
 }).pipe(Schema.rename({ refresh_token: "refreshToken" }))
 const RevokeParams = Schema.Struct({ token: required("token") })
+const IntrospectParams = Schema.Struct({ token: required("token") })
 const bothRequired = "email and password are required"
 const LoginParams = Schema.Struct({
   email: Schema.propertySignature(Schema.String).annotations({ missingMessage: () => bothRequired }),
@@ -273,6 +287,9 @@ const guardJson = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerRes
         oauthError(error, request.headers.authorization !== undefined)
       )
     }
+    if (Option.isSome(failure) && failure.value instanceof Throttled) {
+      return Effect.succeed(tooMany(failure.value.retryAfter, failure.value.description))
+    }
     if (Cause.isInterruptedOnly(cause)) return Effect.interrupt
     return Effect.as(
       Effect.logError("unexpected failure", cause),
@@ -307,6 +324,54 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
     const signIn = yield* SignIn
     const users = yield* Users
     const currentIssuer = yield* makeCurrentIssuer
+    const limits = yield* OAuthLimits
+
+    /** The body's parameters and the client they (or HTTP Basic) authenticate. */
+    const authenticatedCall = Effect.fnUntraced(function* (
+      request: HttpServerRequest.HttpServerRequest,
+      confidentialOnly: boolean
+    ) {
+      const basic = yield* basicCredentials(request)
+      const params = yield* readParams(request)
+      const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
+      if (confidentialOnly && client.isPublic) {
+        return yield* OAuthError.of("invalid_client", "Only a confidential client may introspect tokens")
+      }
+      return { client, params }
+    })
+
+    /**
+     * The client of a call to `/token`, `/revoke` or `/introspect`, with the body's parameters, under the limits:
+     * nothing is looked at while the IP's allowance for failed client authentication is spent; a call that
+     * authenticates no client (`confidentialOnly`: no public client either) counts against that; an authenticated
+     * client spends one of its own.
+     */
+    const limitedClient = Effect.fnUntraced(function* (bucket: ClientBucket, confidentialOnly = false) {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const ip = clientIp(request)
+      const guard = yield* limits.ipAllowed(ip)
+      if (!guard.allowed) {
+        return yield* new Throttled({
+          retryAfter: guard.retryAfter,
+          description: "Too many failed client authentications from this address"
+        })
+      }
+      const attempt = yield* Effect.either(authenticatedCall(request, confidentialOnly))
+      if (attempt._tag === "Left") {
+        yield* limits.ipFailed(ip)
+        return yield* attempt.left
+      }
+      const { client } = attempt.right
+      // A public client proves nothing but its public id: its allowance is per address, so no one spends it for all.
+      const counted = yield* limits.client(client.isPublic ? `${client.id}@${ip}` : client.id, bucket)
+      if (!counted.allowed) {
+        return yield* new Throttled({
+          retryAfter: counted.retryAfter,
+          description: "Too many requests for this client"
+        })
+      }
+      return attempt.right
+    })
 
     // The stylesheet, read once on first use: the dashboard's, then the pages' own additions.
     const stylesheet = yield* Effect.cached(
@@ -342,6 +407,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
             authorization_endpoint: `${authUrl}/authorize`,
             token_endpoint: `${authUrl}/token`,
             revocation_endpoint: `${authUrl}/revoke`,
+            introspection_endpoint: `${authUrl}/introspect`,
             jwks_uri: `${authUrl}/jwks.json`,
             response_types_supported: ["code"],
             response_modes_supported: ["query"],
@@ -349,6 +415,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
             code_challenge_methods_supported: ["S256"],
             token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
             revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+            introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
             scopes_supported: scopeNames,
             authorization_response_iss_parameter_supported: true,
             service_documentation: `${authUrl.replace(/\/oauth$/, "")}/docs`
@@ -360,6 +427,27 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
     )
     yield* router.get("/.well-known/oauth-authorization-server/oauth", metadata)
     yield* router.get("/.well-known/oauth-authorization-server", metadata)
+
+    // RFC 9728: the resource `{base_url}/v1`, at the RFC's place for it and at the bare well-known address.
+    const resourceMetadata = guardJson(
+      Effect.gen(function* () {
+        const { authUrl, baseUrl } = yield* currentIssuer
+        return json(
+          {
+            resource: `${baseUrl}/v1`,
+            authorization_servers: [authUrl],
+            scopes_supported: scopeNames,
+            bearer_methods_supported: ["header"],
+            resource_name: "Project Collaboration Service API",
+            resource_documentation: `${baseUrl}/docs`
+          },
+          200,
+          { "cache-control": "public, max-age=300" }
+        )
+      })
+    )
+    yield* router.get(PROTECTED_RESOURCE_METADATA_PATH, resourceMetadata)
+    yield* router.get("/.well-known/oauth-protected-resource", resourceMetadata)
 
     yield* router.get(
       "/oauth/jwks.json",
@@ -523,12 +611,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
       "/oauth/token",
       guardJson(
         Effect.gen(function* () {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const perIp = yield* signIn.perIp("token", clientIp(request))
-          if (!perIp.allowed) return tooMany(perIp.retryAfter)
-          const basic = yield* basicCredentials(request)
-          const params = yield* readParams(request)
-          const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
+          const { client, params } = yield* limitedClient("tokens")
           const { grant_type: grantType } = yield* decodeParams(GrantType)(params)
           switch (grantType) {
             case "authorization_code":
@@ -551,13 +634,22 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
       "/oauth/revoke",
       guardJson(
         Effect.gen(function* () {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const basic = yield* basicCredentials(request)
-          const params = yield* readParams(request)
-          const client = yield* Effect.flatMap(clientCredentials(basic, params), clients.authenticate)
+          const { client, params } = yield* limitedClient("tokens")
           const { token } = yield* decodeParams(RevokeParams)(params)
           yield* tokens.revoke(client, token)
           return json({})
+        })
+      )
+    )
+
+    // RFC 7662: `token_type_hint` is accepted and not needed (our tokens say what they are).
+    yield* router.post(
+      "/oauth/introspect",
+      guardJson(
+        Effect.gen(function* () {
+          const { client, params } = yield* limitedClient("introspection", true)
+          const { token } = yield* decodeParams(IntrospectParams)(params)
+          return json(yield* tokens.introspect(client, token))
         })
       )
     )
@@ -568,12 +660,12 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
         Effect.gen(function* () {
           const request = yield* HttpServerRequest.HttpServerRequest
           const perIp = yield* signIn.perIp("login", clientIp(request))
-          if (!perIp.allowed) return tooMany(perIp.retryAfter)
+          if (!perIp.allowed) return tooMany(perIp.retryAfter, "Too many sign-in attempts from this address")
           const params = yield* Effect.flatMap(readParams(request, false), decodeParams(LoginParams))
           const user = yield* Effect.either(signIn.verify(params.email, params.password))
           if (user._tag === "Left") {
             return user.left.reason === "limited"
-              ? tooMany(user.left.retryAfter)
+              ? tooMany(user.left.retryAfter, "Too many failed sign-ins for this account")
               : json({ error: "invalid_grant", error_description: SignInFailed.invalidMessage }, 401)
           }
           const issuer = yield* currentIssuer

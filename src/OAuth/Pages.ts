@@ -11,15 +11,31 @@ export const STYLESHEET_PATH = "/oauth/assets/styles.css"
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c)
 
-/** Each scope in words, as the consent page asks for it. */
+/**
+ * Each scope in words, as the consent page asks for it: what the endpoints that accept it let an OAuth token do
+ * (the `RequiredScopes` of the contract; docs/authentication.md has the table). API keys and OAuth applications are
+ * in none of them: `NEVER` says so.
+ */
 export const scopeMeaning: Record<Scope, string> = {
-  read: "Read everything in your account: projects, teams, API keys, webhooks and events",
-  write: "Create, change and delete everything in your account",
-  "projects:read": "Read your projects and their deployments",
-  "projects:write": "Create, change and delete your projects and their deployments",
-  "team:manage": "Manage your teams: members, roles and invitations",
-  "billing:read": "Read your billing information"
+  read:
+    "See your profile, your projects and their deployments, your teams, their members and invitations, your " +
+    "webhooks and their deliveries, your events, and the applications you have authorized",
+  write:
+    "Change your profile; create, change and delete your projects, deployments and webhooks (and retry their " +
+    "deliveries); accept or decline invitations; revoke applications you have authorized",
+  "projects:read": "See your projects and their deployments",
+  "projects:write": "Create, change and delete your projects, and record their deployments",
+  "team:manage":
+    "See and manage your teams: create and delete them, change members and roles, send and revoke invitations, " +
+    "accept or decline invitations to you",
+  "billing:read": "Read your billing information (nothing uses it yet)"
 }
+
+/** What an OAuth access token can never do, whatever its scopes (the services refuse it with 403). */
+export const NEVER: ReadonlyArray<string> = [
+  "See, create or revoke your API keys",
+  "Register, change or delete OAuth applications, or see their secrets"
+]
 
 const layout = (title: string, body: string) => `<!doctype html>
 <html lang="en">
@@ -101,6 +117,12 @@ export const consentPage = (input: {
 <ul class="scope-list">
 ${input.scopes.map((scope) => `<li><span>${escapeHtml(scopeMeaning[scope])}</span><code>${escapeHtml(scope)}</code></li>`).join("\n")}
 </ul>
+<div class="never">
+<p id="never">Whatever you allow, it can never:</p>
+<ul aria-labelledby="never">
+${NEVER.map((item) => `<li>${escapeHtml(item)}</li>`).join("\n")}
+</ul>
+</div>
 <p class="destination">Either way, your browser will then be sent to:<code>${escapeHtml(input.redirectUri)}</code></p>
 <form method="post" action="${escapeHtml(input.action)}">
 ${hidden(input.pending, input.csrf)}

@@ -42,6 +42,27 @@ export interface IssuedTokens {
   readonly scope: string
 }
 
+/**
+ * An introspection answer (RFC 7662 §2.2): `token_type` is `Bearer` for an access token, `refresh_token` for a
+ * refresh token; `exp` and `iat` in epoch seconds; `sub` the user's id.
+ */
+export type Introspection =
+  | { readonly active: false }
+  | {
+      readonly active: true
+      readonly scope: string
+      readonly client_id: string
+      readonly sub: string
+      readonly exp: number
+      readonly iat: number
+      readonly token_type: "Bearer" | "refresh_token"
+    }
+
+/** What a token of ours looks like: anything else is not looked up. */
+const TOKEN_PATTERN = /^pc[or]_[0-9A-Za-z]{40}$/
+
+const epochSeconds = (iso: string) => Math.floor(Date.parse(iso) / 1000)
+
 const reusedCode = "The authorization code was already used; the tokens issued from it are revoked"
 const reusedRefresh = "The refresh token was already used; every token of this grant is revoked"
 
@@ -208,6 +229,31 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       else yield* Effect.orDie(repo.revokeToken({ id: found.value.id, now: nowIso() }))
     })
 
+    /**
+     * RFC 7662 for an authenticated confidential client: its own live access and refresh tokens are active (a refresh
+     * token already rotated is not); anything else, another client's token, an API key or a session JWT included, is
+     * `{active: false}`, told apart by nothing.
+     */
+    const introspect = traced("OAuthTokens.introspect")(function* (client: OAuthClient, token: string) {
+      const inactive: Introspection = { active: false }
+      if (!TOKEN_PATTERN.test(token)) return inactive
+      const found = yield* Effect.orDie(repo.findToken(sha256Hex(token)))
+      if (Option.isNone(found) || found.value.clientId !== client.id) return inactive
+      const live = found.value
+      if (live.revokedAt !== null || live.expiresAt <= nowIso()) return inactive
+      if (live.kind === "refresh" && live.usedAt !== null) return inactive
+      const active: Introspection = {
+        active: true,
+        scope: live.scope,
+        client_id: live.clientId,
+        sub: live.userId,
+        exp: epochSeconds(live.expiresAt),
+        iat: epochSeconds(live.createdAt),
+        token_type: live.kind === "access" ? "Bearer" : "refresh_token"
+      }
+      return active
+    })
+
     /** A `pco_…` bearer → its principal, or 401 (unknown, expired and revoked alike). */
     const authenticate = traced("OAuthTokens.authenticate")(function* (token: string) {
       const invalid = new Unauthorized({ message: "The OAuth access token is invalid, expired or revoked" })
@@ -232,6 +278,6 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       return principal
     })
 
-    return { exchangeCode, refresh, revoke, authenticate } as const
+    return { exchangeCode, refresh, revoke, introspect, authenticate } as const
   })
 }) {}

@@ -158,8 +158,14 @@ test("Bea runs its PKCE flow: sign-in (a wrong password first), consent, and the
   await page.locator(".signed-in-as").getByText(bea.email).waitFor()
   await page.getByRole("link", { name: "Not you?" }).waitFor()
   expect(await page.locator(".scope-list li code").allTextContents()).toEqual(["read", "projects:write"])
-  await page.getByText("Read everything in your account", { exact: false }).waitFor()
-  await page.getByText("Create, change and delete your projects and their deployments").waitFor()
+  await page.getByText("See your profile, your projects and their deployments", { exact: false }).waitFor()
+  await page.getByText("Create, change and delete your projects, and record their deployments").waitFor()
+  // What no scope allows, and `read` no longer claims API keys.
+  expect(await page.locator(".never li").allTextContents()).toEqual([
+    "See, create or revoke your API keys",
+    "Register, change or delete OAuth applications, or see their secrets"
+  ])
+  expect(await page.locator(".scope-list").textContent()).not.toContain("API keys")
   await page
     .locator(".destination code")
     .filter({ hasText: receiver.url("/callback") })

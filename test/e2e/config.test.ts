@@ -153,6 +153,7 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   IDEMPOTENCY_FAULT: ["none"], // the other values kill the process on a keyed request: test/e2e/idempotency-crash.test.ts
   JWT_PRIVATE_KEY: [pem, jwk],
   AUTH_IP_LIMIT_PER_MINUTE: ["20", "1"],
+  OAUTH_CLIENT_LIMIT_PER_MINUTE: ["600", "3"],
   AUTH_FAILED_LOGIN_LIMIT: ["10", "3"],
   RATE_LIMIT_PER_MINUTE: ["1000", "5"],
   RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: ["100", "7"],

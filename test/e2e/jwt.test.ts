@@ -212,7 +212,7 @@ describe("sign-in rate limits (defaults)", () => {
     const locked = await login(keyed, cy.email, password)
     expect(locked.status).toBe(429)
     expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(60)
-    expect(locked.body.error).toBe("rate_limited")
+    expect(locked.body.error).toBe("temporarily_unavailable")
   }, 20_000)
 
   test("20 requests a minute per IP on /oauth/token, then 429 with Retry-After", async () => {

@@ -101,7 +101,10 @@ describe("the document", () => {
       ["/oauth/authorize", "get"],
       ["/oauth/jwks.json", "get"],
       ["/.well-known/oauth-authorization-server", "get"],
-      ["/.well-known/oauth-authorization-server/oauth", "get"]
+      ["/.well-known/oauth-authorization-server/oauth", "get"],
+      ["/oauth/introspect", "post"],
+      ["/.well-known/oauth-protected-resource", "get"],
+      ["/.well-known/oauth-protected-resource/v1", "get"]
     ] as const) {
       expect({ path, method, described: document.paths[path]?.[method] !== undefined }).toEqual({
         path,

@@ -2,4 +2,5 @@
 import { afterAll } from "bun:test"
 import { removeLeftovers } from "./leftovers.ts"
 
-afterAll(removeLeftovers)
+// Dropping a file's PostgreSQL databases takes longer than the default 5 s on a loaded machine.
+afterAll(removeLeftovers, 60_000)
