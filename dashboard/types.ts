@@ -139,6 +139,8 @@ export interface Webhook {
   readonly created_at: string
   readonly updated_at: string
   readonly failed_at: string | null
+  /** Set while an operator has disabled it (`bun run cli webhooks disable`). */
+  readonly disabled_at: string | null
 }
 export interface CreatedWebhook extends Webhook {
   readonly secret?: string

@@ -105,7 +105,7 @@ export class Events extends Effect.Service<Events>()("Events", {
         ? Effect.succeed([])
         : Effect.flatMap(
             sql`SELECT ${subscriberColumns} FROM webhooks
-                WHERE user_id IN ${sql.in(audience)} AND ${subscribesTo(type)}`,
+                WHERE user_id IN ${sql.in(audience)} AND ${subscribesTo(type)} AND disabled_at IS NULL`,
             (rows) => Effect.orDie(decodeSubscribers(rows))
           )
 
