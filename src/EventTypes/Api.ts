@@ -13,6 +13,7 @@ export const EventTypeInfo = Schema.Struct({
   type: DeliveryEventType,
   description: Schema.String.annotations({ description: "What happened, in one line" }),
   schema: Schema.Object.annotations({
+    jsonSchema: { type: "object" },
     description:
       "The JSON Schema (draft-07) of the event's `data`, made from the schema the service encodes `data` with"
   }),
