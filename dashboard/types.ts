@@ -115,6 +115,14 @@ export const eventTypes = [
 ] as const
 export type EventType = (typeof eventTypes)[number]
 
+/** An entry of the event catalogue (`GET /v1/event-types`). */
+export interface EventTypeInfo {
+  readonly type: EventType | typeof TEST_EVENT
+  readonly description: string
+  readonly schema: object
+  readonly example: { readonly id: string; readonly type: string; readonly created_at: string; readonly data: unknown }
+}
+
 /** An event as the feed answers it: exactly what its webhooks were sent. */
 export interface EventRecord {
   readonly id: string
@@ -131,6 +139,8 @@ export interface Webhook {
   readonly created_at: string
   readonly updated_at: string
   readonly failed_at: string | null
+  /** Set while an operator has disabled it (`bun run cli webhooks disable`). */
+  readonly disabled_at: string | null
 }
 export interface CreatedWebhook extends Webhook {
   readonly secret?: string

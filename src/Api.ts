@@ -9,6 +9,7 @@ import { ApiKeysApi } from "./ApiKeys/Api.js"
 import { DeploymentsApi } from "./Deployments/Api.js"
 import { ApiErrors } from "./Domain/Errors.js"
 import { EventsApi } from "./Events/Api.js"
+import { EventTypesApi } from "./EventTypes/Api.js"
 import { AuthorizationsApi, OAuthClientsApi } from "./OAuth/Api.js"
 import { ProjectsApi } from "./Projects/Api.js"
 import { InvitationsApi, TeamsApi } from "./Teams/Api.js"
@@ -84,6 +85,7 @@ export class Api extends HttpApi.make("api")
   .add(ApiKeysApi)
   .add(WebhooksApi)
   .add(EventsApi)
+  .add(EventTypesApi)
   .add(OAuthClientsApi)
   .add(AuthorizationsApi)
   // What any `/v1` request can get, whatever its route; the rest is declared per endpoint (src/Contract/Errors.ts)

@@ -18,6 +18,7 @@ import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { DatabaseUrl, FastPathsConfig, ServerConfig } from "./Config.js"
 import { DeploymentsHttp } from "./Deployments/Http.js"
 import { EventsHttp } from "./Events/Http.js"
+import { EventTypesHttp } from "./EventTypes/Http.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
 import { AuthenticationLive } from "./Http/Authentication.js"
 import { type TrustedProxies, trustedProxies } from "./Http/ClientAddress.js"
@@ -104,7 +105,8 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     DeploymentsHttp,
     ApiKeysHttp,
     WebhooksHttp,
-    EventsHttp
+    EventsHttp,
+    EventTypesHttp
   ]),
   Layer.provide([OAuthClientsHttp, AuthorizationsHttp]),
   Layer.provide(AuthenticationLive)

@@ -12,6 +12,7 @@ import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
 import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
 import { Conflict, Forbidden, NotFound, ValidationFailed } from "./Domain/Errors.js"
+import { scopeNames } from "./Domain/Scopes.js"
 import { parseInstant } from "./Domain/Time.js"
 import { OAuthClients } from "./OAuth/Clients.js"
 import { Retention } from "./Retention/Retention.js"
@@ -20,6 +21,7 @@ import { runMigrations } from "./Sql/Migrations.js"
 import { TeamRole } from "./Teams/Api.js"
 import { Teams } from "./Teams/Teams.js"
 import { Users } from "./Users/Users.js"
+import { Webhooks } from "./Webhooks/Webhooks.js"
 
 /** What the exit status means (also in the README and in `--help`). */
 export const EXIT = {
@@ -52,7 +54,7 @@ interface Flag {
 
 type Flags = ReadonlyMap<string, ReadonlyArray<string>>
 
-type Services = Users | Teams | ApiKeys | OAuthClients | CliInput
+type Services = Users | Teams | ApiKeys | OAuthClients | Webhooks | CliInput
 
 interface Command {
   readonly words: string
@@ -82,6 +84,29 @@ const userIdOf = (flags: Flags, email = "email", id = "user") =>
     onNone: () => Effect.flatMap(Users, (users) => Effect.map(users.get(value(flags, id)), (user) => user.id)),
     onSome: (address) => Effect.flatMap(Users, (users) => Effect.map(users.getByEmail(address), (user) => user.id))
   })
+
+/** `--scopes read,write`: an unknown scope is named, with the ones there are. */
+const scopesOf = (text: string) => {
+  const names = text.split(",").map((name) => name.trim())
+  const known: ReadonlyArray<string> = scopeNames
+  const unknown = names.filter((name) => !known.includes(name))
+  if (unknown.length > 0) {
+    const shown = unknown.map((name) => (name === "" ? "an empty name" : JSON.stringify(name))).join(", ")
+    return Effect.fail(
+      ValidationFailed.field(
+        "scopes",
+        `${unknown.length === 1 ? "has an unknown scope" : "has unknown scopes"}: ${shown}; ` +
+          `the scopes are ${scopeNames.join(", ")} (comma-separated)`
+      )
+    )
+  }
+  return Schema.decodeUnknown(KeyScopes)(names).pipe(
+    Effect.mapError(() => ValidationFailed.field("scopes", "must be a comma-separated list of scopes"))
+  )
+}
+
+/** `--status` of `webhooks list`. */
+const WEBHOOK_STATUSES = ["active", "failed", "disabled"]
 
 const PASSWORD_FLAGS: ReadonlyArray<Flag> = [
   { name: "password-stdin", description: "read the password from stdin (its first line)" },
@@ -236,9 +261,7 @@ const commands: ReadonlyArray<Command> = [
         const name = yield* Schema.decodeUnknown(KeyName)(value(flags, "name")).pipe(
           Effect.mapError(() => ValidationFailed.field("name", "must be 1 to 100 characters"))
         )
-        const scopes = yield* Schema.decodeUnknown(KeyScopes)(value(flags, "scopes").split(",")).pipe(
-          Effect.mapError(() => ValidationFailed.field("scopes", "must be a comma-separated list of scopes"))
-        )
+        const scopes = yield* scopesOf(value(flags, "scopes"))
         const expiresRaw = Option.getOrUndefined(last(flags, "expires-at"))
         const expires_at = expiresRaw === undefined ? null : parseInstant(expiresRaw)
         if (expires_at === undefined) {
@@ -283,6 +306,12 @@ const commands: ReadonlyArray<Command> = [
     )
   },
   {
+    words: "teams list",
+    summary: "List every team, oldest first, with its number of members and its first owner.",
+    flags: [],
+    run: services(() => Effect.flatMap(Teams, (teams) => teams.listAll()))
+  },
+  {
     words: "teams add-member",
     summary: "Add a user to a team.",
     flags: [
@@ -299,6 +328,39 @@ const commands: ReadonlyArray<Command> = [
         return yield* (yield* Teams).addMember({ teamId: value(flags, "team"), userId, role })
       })
     )
+  },
+  {
+    words: "webhooks list",
+    summary: "List every webhook, oldest first, with its owner's email, URL, status and events.",
+    flags: [
+      {
+        name: "status",
+        value: WEBHOOK_STATUSES.join("|"),
+        description: "only the webhooks that are active, failed, or disabled by an operator"
+      }
+    ],
+    run: services((flags) =>
+      Effect.gen(function* () {
+        const status = Option.getOrNull(last(flags, "status"))
+        if (status !== null && !WEBHOOK_STATUSES.includes(status)) {
+          return yield* ValidationFailed.field("status", `must be one of ${WEBHOOK_STATUSES.join(", ")}`)
+        }
+        return yield* (yield* Webhooks).listAll(status)
+      })
+    )
+  },
+  {
+    words: "webhooks disable",
+    summary:
+      "Disable a webhook: it gets no new deliveries and its pending ones wait, unattempted, until it is enabled.",
+    flags: [{ name: "id", value: "WEBHOOK_ID", required: true, description: "the webhook's id (whk_…)" }],
+    run: services((flags) => Effect.flatMap(Webhooks, (hooks) => hooks.setDisabled(value(flags, "id"), true)))
+  },
+  {
+    words: "webhooks enable",
+    summary: "Enable a disabled webhook again: its waiting deliveries are attempted, and new events delivered.",
+    flags: [{ name: "id", value: "WEBHOOK_ID", required: true, description: "the webhook's id (whk_…)" }],
+    run: services((flags) => Effect.flatMap(Webhooks, (hooks) => hooks.setDisabled(value(flags, "id"), false)))
   },
   {
     words: "oauth-clients create",
@@ -439,6 +501,49 @@ const commandHelp = (command: Command) => {
 
 const isHelp = (word: string) => word === "--help" || word === "-h"
 
+/** The edit distance (Levenshtein) between two words. */
+const distance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (row[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
+      )
+    }
+    previous = row
+  }
+  return previous[b.length] ?? 0
+}
+
+/**
+ * The message for a command line that names no command: the commands closest to what was typed (by edit distance,
+ * over as many words as each command has), or, when none is close, where to find them.
+ */
+const unknownCommand = (argv: ReadonlyArray<string>): string => {
+  const typed = argv.filter((word) => !word.startsWith("-"))
+  const scored = commands.map((command) => {
+    const words = command.words.split(" ")
+    const given = typed.slice(0, words.length).join(" ")
+    return { command, given, score: distance(given, command.words) }
+  })
+  const close = scored
+    .filter(({ command, score }) => score <= Math.max(2, Math.floor(command.words.length / 3)))
+    .sort((a, b) => a.score - b.score)
+  const best = close[0]?.score
+  const suggestions = close.filter(({ score }) => score === best).map(({ command }) => command.words)
+  const head = `error: unknown command: ${argv.join(" ")}`
+  const help = "`bun run cli --help` lists the commands."
+  if (suggestions.length === 0) {
+    const area = commands.filter((command) => command.words.split(" ")[0] === typed[0]).map((c) => c.words)
+    return area.length === 0 ? `${head}\n${help}` : `${head}\nthe ${typed[0]} commands: ${area.join(", ")}\n${help}`
+  }
+  const quoted = suggestions.map((words) => `bun run cli ${words}`)
+  return `${head}\ndid you mean ${quoted.join(" or ")}?\n${help}`
+}
+
 /** `--name value` or `--name=value`; a switch takes no value; only repeatable flags may repeat. */
 const parseFlags = (command: Command, args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
@@ -494,9 +599,13 @@ const findCommand = (argv: ReadonlyArray<string>) => {
   return undefined
 }
 
-const ServicesLive = Layer.mergeAll(Users.Default, Teams.Default, ApiKeys.Default, OAuthClients.Default).pipe(
-  Layer.provideMerge(SqlLive)
-)
+const ServicesLive = Layer.mergeAll(
+  Users.Default,
+  Teams.Default,
+  ApiKeys.Default,
+  OAuthClients.Default,
+  Webhooks.Default
+).pipe(Layer.provideMerge(SqlLive))
 
 const execute = (command: Command, rest: ReadonlyArray<string>): Effect.Effect<unknown, unknown, CliInput> =>
   Effect.flatMap(parseFlags(command, rest), (flags) =>
@@ -576,7 +685,7 @@ export const cli = (argv: ReadonlyArray<string>): Effect.Effect<CliOutcome, neve
         const lines = area.map((command) => `  bun run cli ${usageLine(command)}`).join("\n")
         return Effect.succeed(printed("stdout", `usage:\n${lines}\n\n${EXIT_CODES}`, EXIT.ok))
       }
-      return Effect.succeed(printed("stderr", `error: unknown command: ${argv.join(" ")}\n\n${USAGE}`, EXIT.usage))
+      return Effect.succeed(printed("stderr", unknownCommand(argv), EXIT.usage))
     }
     if (found.rest.some(isHelp)) return Effect.succeed(printed("stdout", commandHelp(found.command), EXIT.ok))
     return Effect.map(Effect.exit(execute(found.command, found.rest)), (exit) => {

@@ -5,13 +5,14 @@
  * attempt's request beside its response, Redeliver, refreshed while in flight).
  */
 import { api } from "../api.ts"
-import { h, replace } from "../dom.ts"
+import { h, replace, uid } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import {
   type Attempt,
   type CreatedWebhook,
   type Delivery,
   type DeliveryWithAttempts,
+  type EventTypeInfo,
   eventTypes,
   type RotatedWebhook,
   TEST_EVENT,
@@ -81,7 +82,7 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
         name: "url",
         control: input({ type: "url", required: true, placeholder: "https://example.com/hooks/pcs" })
       }),
-      checkboxes({ legend: "Events", name: "events", values: eventTypes }),
+      eventChoices(),
       field({
         label: "Secret (optional)",
         name: "secret",
@@ -135,6 +136,49 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
     hooks.element
   )
   await hooks.load()
+}
+
+/**
+ * The event checkboxes of the webhook forms: "All events" first (it checks or clears the nine; it is checked when
+ * they all are), then each type with its one-line description from the catalogue (`GET /v1/event-types`), added
+ * when it arrives; without it the types alone are offered.
+ */
+const eventChoices = (checked?: ReadonlyArray<string>): HTMLFieldSetElement => {
+  const fieldset = checkboxes({
+    legend: "Events",
+    name: "events",
+    values: eventTypes,
+    ...(checked === undefined ? {} : { checked })
+  })
+  const boxes = () => Array.from(fieldset.querySelectorAll<HTMLInputElement>('input[name="events"]'))
+  const allId = uid("events-all")
+  const all = h("input", { type: "checkbox", id: allId, checked: boxes().every((box) => box.checked) })
+  const sync = () => {
+    const on = boxes().filter((box) => box.checked).length
+    all.checked = on === eventTypes.length
+    all.indeterminate = on > 0 && on < eventTypes.length
+  }
+  all.addEventListener("change", () => {
+    for (const box of boxes()) box.checked = all.checked
+  })
+  for (const box of boxes()) box.addEventListener("change", sync)
+  sync()
+  const grid = fieldset.querySelector(".check-grid")
+  grid?.classList.add("described")
+  grid?.before(h("div", { class: "check check-all" }, all, h("label", { for: allId }, "All events")))
+  api
+    .list<EventTypeInfo>("/event-types")
+    .then(({ data }) => {
+      for (const box of boxes()) {
+        const info = data.find((entry) => entry.type === box.value)
+        if (info === undefined) continue
+        const id = uid("event-description")
+        box.setAttribute("aria-describedby", id)
+        box.parentElement?.append(h("span", { class: "event-description", id }, info.description))
+      }
+    })
+    .catch(() => undefined)
+  return fieldset
 }
 
 const eventHref = (eventId: string) => `${BASE}/events/${encodeURIComponent(eventId)}`
@@ -387,7 +431,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
         "form",
         { class: "stack", "aria-label": "Edit webhook" },
         field({ label: "Payload URL", name: "url", control: input({ type: "url", value: hook.url, required: true }) }),
-        checkboxes({ legend: "Events", name: "events", values: eventTypes, checked: hook.events }),
+        eventChoices(hook.events),
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Save changes"))
       ),
       async (form) => {

@@ -18,6 +18,7 @@ export const ApiKeyListParams = listParams({
 })
 
 export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
+  .annotate(OpenApi.Description, "API keys: long-lived credentials with scopes, shown once at creation")
   .add(
     HttpApiEndpoint.get("list", "/api-keys")
       .setUrlParams(ApiKeyListParams)

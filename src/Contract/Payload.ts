@@ -16,7 +16,8 @@ export const strictBody = <Fields extends Schema.Struct.Fields>(
   return options?.nonEmpty === true
     ? struct.pipe(
         Schema.filter((body) => Object.keys(body).length > 0 || "must contain at least one field to change", {
-          identifier
+          identifier,
+          jsonSchema: { minProperties: 1 }
         })
       )
     : struct

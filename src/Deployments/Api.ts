@@ -47,6 +47,7 @@ const deploymentId = HttpApiSchema.param("deployment_id", DeploymentId)
 
 /** Deployments of a project: whoever can change the project can deploy it. */
 export class DeploymentsApi extends HttpApiGroup.make("deployments")
+  .annotate(OpenApi.Description, "Deployments of a project: started, then finished once (succeeded or failed)")
   .add(
     HttpApiEndpoint.get("list")`/projects/${id}/deployments`
       .setUrlParams(DeploymentListParams)

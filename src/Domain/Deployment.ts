@@ -4,6 +4,7 @@
 import { Schema } from "effect"
 import { Stored } from "./Ids.js"
 import { oneOf } from "./Lists.js"
+import { trimmedWith } from "./Payload.js"
 import { Timestamp } from "./Time.js"
 
 export const deploymentStatuses = ["running", "succeeded", "failed"] as const
@@ -16,10 +17,20 @@ export const Environment = Schema.String.pipe(
 ).annotations({ examples: ["production", "staging"] })
 
 /** A commit, tag or branch: 1–200 characters (surrounding blanks dropped). */
-export const Ref = Schema.Trim.pipe(
-  Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(200, { message: () => "must be at most 200 characters" })
-).annotations({ examples: ["main", "v1.4.2", "9fceb02d0ae598e95dc970b74767f19372d61af8"] })
+export const Ref = trimmedWith(
+  {
+    description: "A commit, tag or branch: 1 to 200 characters once surrounding spaces are trimmed",
+    jsonSchema: {
+      minLength: 1,
+      maxLength: 200,
+      examples: ["main", "v1.4.2", "9fceb02d0ae598e95dc970b74767f19372d61af8"]
+    }
+  },
+  Schema.Trim.pipe(
+    Schema.minLength(1, { message: () => "must not be empty" }),
+    Schema.maxLength(200, { message: () => "must be at most 200 characters" })
+  )
+)
 
 export const DeploymentDescription = Schema.String.pipe(
   Schema.maxLength(2000, { message: () => "must be at most 2000 characters" })

@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { Stored } from "./Ids.js"
 import { oneOf } from "./Lists.js"
+import { trimmedWith } from "./Payload.js"
 import { TeamRole } from "./Team.js"
 import { Timestamp } from "./Time.js"
 
@@ -31,7 +32,13 @@ export type Invitation = typeof Invitation.Type
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
 /** An email address as invitations store it: trimmed and lower-cased, at most 254 characters. */
-export const InviteeEmail = Schema.Trim.pipe(
-  Schema.filter((value) => (EMAIL.test(value) && value.length <= 254) || "must be an email address"),
-  Schema.transform(Schema.String, { strict: true, decode: (value) => value.toLowerCase(), encode: (value) => value })
+export const InviteeEmail = trimmedWith(
+  {
+    description: "An email address, at most 254 characters (surrounding spaces trimmed, stored lower-cased)",
+    jsonSchema: { minLength: 3, maxLength: 254, format: "email" }
+  },
+  Schema.Trim.pipe(
+    Schema.filter((value) => (EMAIL.test(value) && value.length <= 254) || "must be an email address"),
+    Schema.transform(Schema.String, { strict: true, decode: (value) => value.toLowerCase(), encode: (value) => value })
+  )
 )

@@ -5,10 +5,26 @@ import { ValidationFailed } from "./Errors.js"
 /** An optional field of a body or query: absent, or present with a valid value (never `undefined`). */
 export const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
+/**
+ * A string whose surrounding spaces are trimmed before `checked` checks it. The JSON Schema of a transformation shows
+ * only its encoded side, a bare string, so the rules the server enforces are declared on that side (`jsonSchema`):
+ * what a client reads in the OpenAPI document.
+ */
+export const trimmedWith = (
+  documented: { readonly description: string; readonly jsonSchema: Record<string, unknown> },
+  checked: Schema.Schema<string, string>
+) => Schema.compose(Schema.String.annotations(documented), checked)
+
 /** A display name: trimmed, 1 to 100 characters. */
-export const TrimmedName = Schema.Trim.pipe(
-  Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(100, { message: () => "must be at most 100 characters" })
+export const TrimmedName = trimmedWith(
+  {
+    description: "1 to 100 characters once surrounding spaces are trimmed",
+    jsonSchema: { minLength: 1, maxLength: 100 }
+  },
+  Schema.Trim.pipe(
+    Schema.minLength(1, { message: () => "must not be empty" }),
+    Schema.maxLength(100, { message: () => "must be at most 100 characters" })
+  )
 )
 
 /**

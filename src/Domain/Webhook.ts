@@ -18,7 +18,10 @@ export const Webhook = Schema.Struct({
   status: WebhookStatus,
   created_at: Timestamp,
   updated_at: Timestamp,
-  failed_at: Schema.NullOr(Timestamp)
+  failed_at: Schema.NullOr(Timestamp),
+  disabled_at: Schema.NullOr(Timestamp).annotations({
+    description: "Set while an operator has disabled the webhook: nothing is sent to it, its deliveries wait"
+  })
 }).annotations({ identifier: "Webhook" })
 export type Webhook = typeof Webhook.Type
 

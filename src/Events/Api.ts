@@ -37,6 +37,7 @@ const id = HttpApiSchema.param("id", EventId)
 
 /** The events feed: what the caller's webhooks were (or would have been) sent, to catch up after missed deliveries. */
 export class EventsApi extends HttpApiGroup.make("events")
+  .annotate(OpenApi.Description, "The events feed: every event whose audience includes you, exactly as delivered")
   .add(
     HttpApiEndpoint.get("list")`/events`
       .setUrlParams(EventListParams)

@@ -13,6 +13,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Context, Effect, Exit, Option, Schema } from "effect"
+import { catalogueEntry } from "../Domain/EventCatalogue.js"
 import type { EventType } from "../Domain/EventTypes.js"
 import { DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
 import { nowIso } from "../Domain/Time.js"
@@ -104,7 +105,7 @@ export class Events extends Effect.Service<Events>()("Events", {
         ? Effect.succeed([])
         : Effect.flatMap(
             sql`SELECT ${subscriberColumns} FROM webhooks
-                WHERE user_id IN ${sql.in(audience)} AND ${subscribesTo(type)}`,
+                WHERE user_id IN ${sql.in(audience)} AND ${subscribesTo(type)} AND disabled_at IS NULL`,
             (rows) => Effect.orDie(decodeSubscribers(rows))
           )
 
@@ -118,6 +119,12 @@ export class Events extends Effect.Service<Events>()("Events", {
         const traceContext = Option.getOrNull(traceparent)
         return { id, type, createdAt, envelope, payload: JSON.stringify(envelope), traceContext }
       })
+
+    /**
+     * An event's `data` encoded by the catalogue's schema for its type (src/Domain/EventCatalogue.ts), the one
+     * `GET /v1/event-types` publishes; data that does not match it is a defect.
+     */
+    const encodeData = (type: RecordedType, data: unknown) => Effect.orDie(catalogueEntry(type).encode(data))
 
     /**
      * A pending delivery of `event` to each of `hooks`, claimed for this process as far as the current
@@ -228,7 +235,7 @@ export class Events extends Effect.Service<Events>()("Events", {
      * subscribed to it. Must run inside the transaction of the change it describes (`transaction`).
      */
     const emit = traced("Events.emit")(function* (type: EventType, audience: ReadonlyArray<string>, data: unknown) {
-      const event = yield* makeEvent(type, data)
+      const event = yield* makeEvent(type, yield* encodeData(type, data))
       const users = Array.from(new Set(audience))
       yield* write(event, users, yield* subscribersOf(type, users))
       return event.envelope
@@ -264,7 +271,8 @@ export class Events extends Effect.Service<Events>()("Events", {
       const hooks = yield* Effect.flatMap(sql`SELECT ${subscriberColumns} FROM webhooks WHERE id = ${id}`, (rows) =>
         Effect.orDie(decodeSubscribers(rows))
       )
-      const [delivery] = yield* write(yield* makeEvent(TEST_EVENT, { webhook_id: id }), [], hooks)
+      const data = yield* encodeData(TEST_EVENT, { webhook_id: id })
+      const [delivery] = yield* write(yield* makeEvent(TEST_EVENT, data), [], hooks)
       return Option.fromNullable(delivery)
     }, transaction)
 

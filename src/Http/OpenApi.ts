@@ -210,16 +210,133 @@ const completePaths = (
                 }
               }
         })
+        const isList = method === "get" && parameters.some((parameter) => parameter.name === "page")
+        const responses = Object.fromEntries(
+          Object.entries(responsesFor(method, operation.responses, schemas)).map(([status, response]) => [
+            status,
+            { ...response, headers: headersFor(method, status, isList) }
+          ])
+        )
         completed[method] = {
           ...operation,
+          description: operation.description ?? describeAccess(method, path),
           security: securityFor(method, path),
           parameters: method === "post" ? [...parameters, idempotencyKeyParameter] : parameters,
-          responses: responsesFor(method, operation.responses, schemas)
+          responses
         }
       }
       return [path, completed]
     })
   )
+
+/** Response headers, declared once and referenced from each response that carries them. */
+const responseHeaders = {
+  "X-Request-Id": {
+    description: "The request's id (`req_…`, or the caller's own `X-Request-Id` when valid): quote it when reporting",
+    schema: { type: "string" }
+  },
+  "X-RateLimit-Limit": {
+    description: "Requests the bucket this request was counted against allows per window",
+    schema: { type: "integer" }
+  },
+  "X-RateLimit-Remaining": { description: "Requests left in that bucket", schema: { type: "integer" } },
+  "X-RateLimit-Reset": {
+    description: "When that bucket is full again (Unix time, seconds)",
+    schema: { type: "integer" }
+  },
+  Link: {
+    description: "RFC 8288 links to the `first`, `prev`, `next` and `last` pages (as GitHub sends them)",
+    schema: { type: "string" }
+  },
+  "Idempotent-Replayed": {
+    description: "`true` when this is the recorded answer to an earlier request with the same `Idempotency-Key`",
+    schema: { type: "string", enum: ["true"] }
+  },
+  "Retry-After": { description: "Seconds to wait before trying again", schema: { type: "integer", minimum: 1 } }
+}
+const headerRef = (name: keyof typeof responseHeaders) => ({ $ref: `#/components/headers/${name}` })
+
+/**
+ * The headers a `/v1` response carries (src/Http/RequestState.ts, src/Http/RateLimit.ts, src/Contract/Links.ts,
+ * src/Http/Idempotency.ts): the request id and the rate limit on all, `Link` on a list page, `Idempotent-Replayed`
+ * on a `POST`'s success, `Retry-After` on 429, 503 and (a `POST`'s) 409.
+ */
+const headersFor = (method: string, status: string, isList: boolean) => {
+  const success = status.startsWith("2")
+  return {
+    "X-Request-Id": headerRef("X-Request-Id"),
+    "X-RateLimit-Limit": headerRef("X-RateLimit-Limit"),
+    "X-RateLimit-Remaining": headerRef("X-RateLimit-Remaining"),
+    "X-RateLimit-Reset": headerRef("X-RateLimit-Reset"),
+    ...(success && isList ? { Link: headerRef("Link") } : {}),
+    ...(success && method === "post" ? { "Idempotent-Replayed": headerRef("Idempotent-Replayed") } : {}),
+    ...(status === "429" || status === "503" || (status === "409" && method === "post")
+      ? { "Retry-After": headerRef("Retry-After") }
+      : {})
+  }
+}
+
+/**
+ * What every operation is told beside its summary, when its endpoint gives no description of its own: who may call
+ * it. Made here so an endpoint added later has one too.
+ */
+const describeAccess = (method: string, path: string): string => {
+  const scopes = endpointScopes.get(`${method} ${path}`) ?? []
+  if (!acceptsOAuth(path)) return "Needs an API key or a session token (OAuth access tokens manage no API keys)."
+  if (scopes.length === 0) return "Needs a credential."
+  const all: ReadonlyArray<string> = Object.keys(scopeDescriptions)
+  if (all.every((scope) => scopes.includes(scope))) return "Any valid credential may call it, whatever its scopes."
+  return `Needs a credential with ${scopes.length === 1 ? "the scope" : "any one of the scopes"} ${scopes
+    .map((scope) => `\`${scope}\``)
+    .join(", ")}.`
+}
+
+/**
+ * What Effect's JSON Schema generator leaves behind that means nothing to a reader or a client generator: `$id`s
+ * such as `/schemas/%7B%7D` or `/schemas/unknown`, and titles named after a filter or a primitive (`maxLength(200)`,
+ * `minItems(1)`, `int`, `unknown`). Titles that name something (`Timestamp`, `webhook id`) stay.
+ */
+const removeGeneratorLeftovers = (node: unknown): void => {
+  if (Array.isArray(node)) {
+    for (const item of node) removeGeneratorLeftovers(item)
+    return
+  }
+  if (node === null || typeof node !== "object") return
+  for (const [key, value] of Object.entries(node)) {
+    const leftover =
+      (key === "$id" && typeof value === "string" && value.startsWith("/schemas/")) ||
+      (key === "title" && typeof value === "string" && /^[a-z][A-Za-z]*(\(.*\))?$/.test(value))
+    if (leftover) Reflect.deleteProperty(node, key)
+    else removeGeneratorLeftovers(value)
+  }
+}
+
+/** The component schemas some `$ref` in `document` still points at (transitively): the others are dropped. */
+const usedSchemas = <S>(schemas: Readonly<Record<string, S>>, rest: unknown): Record<string, S> => {
+  const refsIn = (node: unknown, into: Set<string>): void => {
+    if (Array.isArray(node)) for (const item of node) refsIn(item, into)
+    else if (node !== null && typeof node === "object") {
+      for (const [key, value] of Object.entries(node)) {
+        if (key === "$ref" && typeof value === "string" && value.startsWith("#/components/schemas/")) {
+          into.add(value.slice("#/components/schemas/".length))
+        } else refsIn(value, into)
+      }
+    }
+  }
+  const used = new Set<string>()
+  refsIn(rest, used)
+  const queue = [...used]
+  for (let name = queue.pop(); name !== undefined; name = queue.pop()) {
+    const found = new Set<string>()
+    refsIn(schemas[name], found)
+    for (const next of found) {
+      if (used.has(next)) continue
+      used.add(next)
+      queue.push(next)
+    }
+  }
+  return Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name)))
+}
 
 const json = (schema: unknown) => ({ "application/json": { schema } })
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
@@ -405,6 +522,8 @@ const metadataOperation = (operationId: string) => ({
     operationId,
     tags,
     summary: "Authorization server metadata (RFC 8414)",
+    description:
+      "The issuer, its endpoints, and the scopes, grant types and PKCE methods it supports; needs no credential.",
     security: [],
     responses: { 200: { description: "The metadata", content: json(ref("AuthorizationServerMetadata")) } }
   }
@@ -467,6 +586,9 @@ const oauthPaths = {
       operationId: "oauth.token",
       tags,
       summary: "Exchange an authorization code, or a refresh token, for tokens",
+      description:
+        "A confidential client authenticates with HTTP Basic or `client_id` and `client_secret` in the body; a " +
+        "public client sends its `client_id` and the PKCE `code_verifier`. Each refresh returns a new refresh token.",
       security: [{}, { oauthClientBasic: [] }],
       requestBody: formOrJson(ref("TokenRequest")),
       responses: {
@@ -519,6 +641,9 @@ const oauthPaths = {
       operationId: "oauth.login",
       tags,
       summary: "Sign in with email and password for a session JWT",
+      description:
+        "For the dashboard and scripts acting as a person: the JWT (EdDSA, one hour) works as a bearer token on " +
+        "every `/v1` endpoint. Repeated failures for an address or an account are answered 429.",
       security: [],
       requestBody: { required: true, content: json(ref("LoginRequest")) },
       responses: {
@@ -534,6 +659,7 @@ const oauthPaths = {
       operationId: "oauth.jwks",
       tags,
       summary: "The public keys that verify session JWTs",
+      description: "A JSON Web Key Set of Ed25519 keys (`kid` names the one that signed a token); needs no credential.",
       security: [],
       responses: { 200: { description: "A JSON Web Key Set", content: json(ref("Jwks")) } }
     }
@@ -554,13 +680,27 @@ export const openApiDocument = (served: Served) => {
   return document(generated, served)
 }
 
-const document = (generated: OpenApi.OpenAPISpec, served: Served) => ({
+const document = (fromApi: OpenApi.OpenAPISpec, served: Served) => {
+  // A copy: `fromApi` keeps its document for the `HttpApi`, and the leftovers are taken out of this one in place.
+  const generated = structuredClone(fromApi)
+  removeGeneratorLeftovers(generated)
+  const paths = { ...completePaths(generated.paths, generated.components.schemas), ...oauthPaths }
+  return completed(generated, served, paths, usedSchemas({ ...generated.components.schemas, ...oauthSchemas }, paths))
+}
+
+const completed = (
+  generated: OpenApi.OpenAPISpec,
+  served: Served,
+  paths: Record<string, unknown>,
+  schemas: Record<string, unknown>
+) => ({
   ...generated,
   servers: [{ url: served.baseUrl, description: "this server" }],
-  paths: { ...completePaths(generated.paths, generated.components.schemas), ...oauthPaths },
+  paths,
   components: {
     ...generated.components,
-    schemas: { ...generated.components.schemas, ...oauthSchemas },
+    schemas,
+    headers: responseHeaders,
     securitySchemes: {
       ...generated.components.securitySchemes,
       oauth2: {

@@ -30,6 +30,7 @@ export const AuthorizationListParams = listParamsNoStatus({ sort: ["created_at",
 const id = HttpApiSchema.param("id", OAuthClientId)
 
 export class OAuthClientsApi extends HttpApiGroup.make("oauthClients")
+  .annotate(OpenApi.Description, "OAuth applications you registered, for other people to authorize")
   .add(
     HttpApiEndpoint.get("list", "/oauth-clients")
       .setUrlParams(OAuthClientListParams)
@@ -81,6 +82,7 @@ export class OAuthClientsApi extends HttpApiGroup.make("oauthClients")
   .middleware(Authentication) {}
 
 export class AuthorizationsApi extends HttpApiGroup.make("authorizations")
+  .annotate(OpenApi.Description, "The OAuth applications you authorized, and revoking their access")
   .add(
     HttpApiEndpoint.get("list", "/authorizations")
       .setUrlParams(AuthorizationListParams)

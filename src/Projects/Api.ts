@@ -21,6 +21,7 @@ export const ProjectListParams = listParams({
 const id = HttpApiSchema.param("id", ProjectId)
 
 export class ProjectsApi extends HttpApiGroup.make("projects")
+  .annotate(OpenApi.Description, "Projects: private, a team's, or public")
   .add(
     HttpApiEndpoint.get("list", "/projects")
       .setUrlParams(ProjectListParams)

@@ -20,6 +20,7 @@ import m0015 from "./migrations/0015_list_plans.js"
 import m0016 from "./migrations/0016_invitation_expiries.js"
 import m0017 from "./migrations/0017_credential_generation.js"
 import m0018 from "./migrations/0018_feed_sequence.js"
+import m0024 from "./migrations/0024_webhook_disabled.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -40,7 +41,8 @@ const migrations = {
   "0015_list_plans": m0015,
   "0016_invitation_expiries": m0016,
   "0017_credential_generation": m0017,
-  "0018_feed_sequence": m0018
+  "0018_feed_sequence": m0018,
+  "0024_webhook_disabled": m0024
 }
 
 const migrate = Migrator.make({})

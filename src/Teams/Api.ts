@@ -49,6 +49,7 @@ const MANAGE = ["team:manage"] as const
 
 /** Teams, their members and their invitations. A non-member gets 404 for the team and everything under it. */
 export class TeamsApi extends HttpApiGroup.make("teams")
+  .annotate(OpenApi.Description, "Teams, their members and roles, and the invitations they send")
   .add(
     HttpApiEndpoint.get("list", "/teams")
       .setUrlParams(TeamListParams)
@@ -151,6 +152,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
 
 /** The caller's own invitations: those addressed to their email. */
 export class InvitationsApi extends HttpApiGroup.make("invitations")
+  .annotate(OpenApi.Description, "Invitations addressed to you: list, accept or decline")
   .add(
     HttpApiEndpoint.get("list", "/invitations")
       .setUrlParams(MyInvitationListParams)

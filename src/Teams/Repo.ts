@@ -11,6 +11,7 @@ import { Invitation, type InvitationStatus } from "../Domain/Invitation.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Team, TeamMember, TeamRole } from "../Domain/Team.js"
 import { counterSum, listPage } from "../Sql/Lists.js"
+import * as Rows from "../Sql/Rows.js"
 
 export type TeamSort = "created_at" | "updated_at" | "name"
 export type MemberSort = "joined_at" | "name"
@@ -34,6 +35,16 @@ const MemberRow = Schema.Struct({
   user_id: Schema.String,
   role: TeamRole,
   joined_at: Schema.String
+})
+
+/** A team as the operator's `teams list` shows it. */
+const TeamSummaryRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  created_at: Schema.String,
+  members: Schema.Number,
+  owner_id: Schema.NullOr(Schema.String),
+  owner_email: Schema.NullOr(Schema.String)
 })
 
 export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
@@ -193,7 +204,24 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
         query
       )
 
+    /** Every team with its number of members and its first owner (the CLI's `teams list`), oldest first. */
+    const listAll = Rows.findAll({
+      Request: Schema.Void,
+      Result: TeamSummaryRow,
+      execute: () =>
+        sql`SELECT t.id, t.name, t.created_at,
+              (SELECT CAST(count(*) AS INTEGER) FROM team_members m WHERE m.team_id = t.id) AS members,
+              o.user_id AS owner_id, u.email AS owner_email
+            FROM teams t
+            LEFT JOIN team_members o ON o.team_id = t.id AND o.role = 'owner' AND o.user_id = (
+              SELECT f.user_id FROM team_members f WHERE f.team_id = t.id AND f.role = 'owner'
+              ORDER BY f.joined_at, f.user_id LIMIT 1)
+            LEFT JOIN users u ON u.id = o.user_id
+            ORDER BY t.created_at, t.id`
+    })
+
     return {
+      listAll: () => listAll(undefined),
       insert,
       rename,
       remove,

@@ -230,7 +230,17 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
 
     const managersOf = (teamId: string) => Effect.orDie(repo.managersOf(teamId))
 
+    /** Every team, oldest first, with its number of members and its first owner (the CLI's `teams list`). */
+    const listAll = traced("Teams.listAll")(function* () {
+      const rows = yield* Effect.orDie(repo.listAll())
+      return rows.map(({ owner_email, owner_id, ...team }) => ({
+        ...team,
+        owner: owner_id === null || owner_email === null ? null : { id: owner_id, email: owner_email }
+      }))
+    })
+
     return {
+      listAll,
       create,
       get,
       rename,

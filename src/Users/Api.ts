@@ -10,6 +10,7 @@ import { User, UserPatch } from "../Domain/User.js"
 export const UpdateMe = strictBody(UserPatch.fields, "UpdateMe", { nonEmpty: true })
 
 export class UsersApi extends HttpApiGroup.make("users")
+  .annotate(OpenApi.Description, "Your own user record")
   .add(
     HttpApiEndpoint.get("me", "/users/me")
       .addSuccess(Success(User))

@@ -35,21 +35,28 @@ export const DeliveryListParams = Schema.Struct({
 })
 export const RotateSecret = strictBody(SecretRotation.fields, "RotateSecret")
 /** `{}`: an empty struct would take any object, so a field in it is refused here by name. */
-export const TestWebhook = Schema.Struct({}).pipe(
-  Schema.filter(
-    (body) => {
-      const [field] = Object.keys(body)
-      return field === undefined || { path: [field], message: "is not allowed (unknown or read-only field)" }
-    },
-    { identifier: "TestWebhook" }
+export const TestWebhook = Schema.Struct({})
+  // Documented as what it takes: an object with no field (the empty struct alone would also admit an array).
+  .annotations({ jsonSchema: { type: "object", properties: {}, additionalProperties: false } })
+  .pipe(
+    Schema.filter(
+      (body) => {
+        const [field] = Object.keys(body)
+        return field === undefined || { path: [field], message: "is not allowed (unknown or read-only field)" }
+      },
+      { identifier: "TestWebhook" }
+    )
   )
-)
 export const RecoverDeliveries = strictBody(Recovery.fields, "RecoverDeliveries")
 
 const id = HttpApiSchema.param("id", WebhookId)
 const deliveryId = HttpApiSchema.param("delivery_id", DeliveryId)
 
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
+  .annotate(
+    OpenApi.Description,
+    "Webhooks: endpoints that receive signed event deliveries, their delivery logs, tests, retries and recovery"
+  )
   .add(
     HttpApiEndpoint.get("list", "/webhooks")
       .setUrlParams(WebhookListParams)

@@ -58,12 +58,25 @@ export interface DeliveryQuery extends ListQuery<"created_at", DeliveryStatus> {
 
 const Id = Schema.Struct({ id: Schema.String })
 
+/** A webhook as the operator's `webhooks list` shows it: with its owner's email. */
+const OperatorWebhookRow = Schema.Struct({
+  id: Schema.String,
+  owner_email: Schema.String,
+  url: Schema.String,
+  status: Schema.String,
+  events: Events,
+  failed_at: Schema.NullOr(Schema.String),
+  disabled_at: Schema.NullOr(Schema.String),
+  created_at: Schema.String
+})
+export type OperatorWebhookRow = typeof OperatorWebhookRow.Type
+
 export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const listDeliveryRows = makeListPage(Delivery)
     const listWebhooks = makeListPage(WebhookRow)
-    const columns = sql`w.id, w.url, w.events, w.status, w.created_at, w.updated_at, w.failed_at`
+    const columns = sql`w.id, w.url, w.events, w.status, w.created_at, w.updated_at, w.failed_at, w.disabled_at`
     // The latest attempt's status code: one step down the attempts' primary key per delivery shown.
     const deliveryColumns = sql`d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at, d.last_attempt_at,
       (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.number DESC LIMIT 1) AS last_status_code,
@@ -104,6 +117,31 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     })
 
     const remove = Rows.write({ Request: WebhookId, execute: (id) => sql`DELETE FROM webhooks WHERE id = ${id}` })
+
+    /** Every webhook with its owner's email, oldest first (the CLI's `webhooks list`). */
+    const listAll = Rows.findAll({
+      Request: Schema.Struct({ status: Schema.NullOr(Schema.String), id: Schema.NullOr(Schema.String) }),
+      Result: OperatorWebhookRow,
+      execute: ({ id, status }) => {
+        const where =
+          id !== null
+            ? sql`WHERE w.id = ${id}`
+            : status === null
+              ? sql``
+              : status === "disabled"
+                ? sql`WHERE w.disabled_at IS NOT NULL`
+                : sql`WHERE w.status = ${status}`
+        return sql`SELECT w.id, u.email AS owner_email, w.url, w.status, w.events, w.failed_at, w.disabled_at, w.created_at
+                   FROM webhooks w JOIN users u ON u.id = w.user_id ${where} ORDER BY w.created_at, w.id`
+      }
+    })
+
+    /** Sets or clears `disabled_at`; answers whether the webhook exists. */
+    const setDisabled = Rows.findAll({
+      Request: Schema.Struct({ id: Schema.String, at: Schema.NullOr(Schema.String) }),
+      Result: Id,
+      execute: ({ at, id }) => sql`UPDATE webhooks SET disabled_at = ${at} WHERE id = ${id} RETURNING id`
+    })
 
     const listDeliveries = (webhookId: WebhookId, query: DeliveryQuery) =>
       listDeliveryRows(
@@ -202,6 +240,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
             SELECT id FROM deliveries
             WHERE status = 'pending' AND next_attempt_at <= ${now}
               AND (claimed_until IS NULL OR claimed_until < ${now})
+              AND webhook_id NOT IN (SELECT id FROM webhooks WHERE disabled_at IS NOT NULL)
             ORDER BY next_attempt_at LIMIT ${limit} ${lock}
           )
           RETURNING id`
@@ -256,6 +295,9 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       list,
       update: (id: WebhookId, change: WebhookChange) => update({ id, change }),
       remove,
+      listAll: (status: string | null) => listAll({ status, id: null }),
+      findForOperator: (id: string) => Effect.map(listAll({ status: null, id }), (rows) => rows[0]),
+      setDisabled: (id: string, at: string | null) => Effect.map(setDisabled({ id, at }), (rows) => rows.length > 0),
       listDeliveries,
       findDelivery: (webhookId: WebhookId, id: DeliveryId) => findDelivery({ webhookId, id }),
       attemptsOf,

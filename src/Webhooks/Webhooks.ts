@@ -94,6 +94,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         created_at: now,
         updated_at: now,
         failed_at: null,
+        disabled_at: null,
         ...(generated !== undefined ? { secret: generated } : {})
       }
       return created
@@ -120,6 +121,21 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         })
       )
       return yield* find(principal, id)
+    })
+
+    /** The operator's view (the CLI): every webhook, or those with `status` (`active`, `failed`, `disabled`). */
+    const listAll = traced("Webhooks.listAll")(function* (status: string | null) {
+      return yield* Effect.orDie(repo.listAll(status))
+    })
+
+    /**
+     * The operator's switch (the CLI): a disabled webhook gets no new deliveries and its pending ones wait,
+     * unclaimed, until it is enabled (the servers' delivery workers then claim them as they poll). Answers the webhook as the operator sees it.
+     */
+    const setDisabled = traced("Webhooks.setDisabled")(function* (id: string, disabled: boolean) {
+      const found = yield* Effect.orDie(repo.setDisabled(id, disabled ? nowIso() : null))
+      if (!found) return yield* Effect.fail(NotFound.resource("webhook", id))
+      return yield* Effect.orDie(repo.findForOperator(id))
     })
 
     const remove = traced("Webhooks.remove")(function* (principal: Principal, id: WebhookId) {
@@ -223,7 +239,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       retry,
       rotateSecret,
       test,
-      recover
+      recover,
+      listAll,
+      setDisabled
     } as const
   })
 }) {}

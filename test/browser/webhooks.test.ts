@@ -68,6 +68,14 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   await page.getByRole("heading", { level: 1, name: "Webhooks" }).waitFor()
   await page.getByText("No webhooks yet.").waitFor()
   await page.getByText("Register a webhook").click()
+  // Each type with its description from the catalogue, and "All events", which ticks or clears the nine.
+  await page.getByText("A project was created; data is the project.").waitFor()
+  const ticked = page.locator('form[aria-label="Register a webhook"] input[name="events"]:checked')
+  await page.getByLabel("All events").check()
+  expect(await ticked.count()).toBe(9)
+  await session.shots("10-webhook-register-events")
+  await page.getByLabel("All events").uncheck()
+  expect(await ticked.count()).toBe(0)
   // No event ticked: the API's message appears next to the checkboxes.
   await page.getByLabel("Payload URL").fill(receiver.url(path))
   await page.getByRole("button", { name: "Register webhook" }).click()

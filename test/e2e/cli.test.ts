@@ -3,7 +3,9 @@ import { Effect, Option } from "effect"
 import { Users } from "../../src/Users/Users.ts"
 import { runCliInProcess } from "../support/cli.ts"
 import { type Fixtures, fixtures } from "../support/fixtures.ts"
+import { eventually } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
+import { startReceiver } from "../support/receiver.ts"
 import { type CliOptions, freshDatabaseUrl, runCli } from "../support/server.ts"
 
 const ROOT = new URL("../..", import.meta.url).pathname
@@ -187,7 +189,9 @@ describe("api-keys create", () => {
       fails("api-keys", "create", "--user", "usr_01jd3xkq8w0000000000000000", "--name", "ci", "--scopes", "read"),
       fails("api-keys", "create", "--user", user.id, "--name", "ci", "--scopes", "read", "--expires-at", "soon")
     ])
-    expect(unknownScope).toContain("scopes")
+    expect(unknownScope).toContain('has an unknown scope: "admin"')
+    expect(unknownScope).toContain("read, write, projects:read, projects:write, team:manage, billing:read")
+    expect(unknownScope).not.toContain("must be a comma-separated list")
     expect(unknownUser).toContain("usr_01jd3xkq8w0000000000000000")
     expect(badExpiry).toContain("expires-at")
   }, 60_000)
@@ -263,13 +267,150 @@ describe("teams", () => {
 })
 
 describe("usage", () => {
-  test("an unknown command exits non-zero with the usage", async () => {
-    const [unknown, none, half] = await Promise.all([fails("projects", "destroy"), fails(), fails("users")])
-    expect(unknown).toContain("unknown command")
-    expect(unknown).toContain("usage")
-    expect(none).toContain("usage")
-    expect(half).toContain("usage")
+  test("an unknown command exits 2 and says where the commands are; no command prints the usage", async () => {
+    const [unknown, none, half] = await Promise.all([cli("projects", "destroy"), cli(), cli("users")])
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toContain("unknown command: projects destroy")
+    expect(unknown.stderr).toContain("`bun run cli --help` lists the commands")
+    expect(unknown.stderr).not.toContain("did you mean")
+    expect(none.code).toBe(2)
+    expect(none.stderr).toContain("usage")
+    expect(half.code).toBe(2)
+    expect(half.stderr).toContain("the users commands: users create, users list, users delete, users set-password")
   }, 60_000)
+
+  test("a mistyped command says which one was meant, not the whole usage", async () => {
+    const cases: ReadonlyArray<[ReadonlyArray<string>, string]> = [
+      [["teams", "lst"], "did you mean bun run cli teams list?"],
+      [["user", "create", "--email", "a@example.com"], "did you mean bun run cli users create?"],
+      [["webhook", "disable", "--id", "whk_x"], "did you mean bun run cli webhooks disable?"],
+      [["api-key", "revoke"], "did you mean bun run cli api-keys revoke?"],
+      [["migrat"], "did you mean bun run cli migrate?"]
+    ]
+    for (const [argv, suggestion] of cases) {
+      const { code, stderr, stdout } = await cli(...argv)
+      expect({ argv, code, stdout, suggested: stderr.includes(suggestion) }).toEqual({
+        argv,
+        code: 2,
+        stdout: "",
+        suggested: true
+      })
+      expect(stderr).not.toContain("usage:")
+    }
+  }, 60_000)
+})
+
+describe("teams list", () => {
+  test("every team with its number of members and its first owner", async () => {
+    const [owner, member] = await Promise.all([
+      made.account({ email: uniqueEmail("listed-owner"), name: "Listed Owner" }),
+      made.account({ email: uniqueEmail("listed-member"), name: "Listed Member" })
+    ])
+    const team = await ok("teams", "create", "--name", "Listed", "--owner", owner.id)
+    await ok("teams", "add-member", "--team", team.id, "--user", member.id, "--role", "owner")
+    const alone = await ok("teams", "create", "--name", "Alone", "--owner-email", member.email)
+    const teams: Array<any> = await ok("teams", "list")
+    const listed = teams.find((candidate) => candidate.id === team.id)
+    expect(listed).toEqual({
+      id: team.id,
+      name: "Listed",
+      created_at: team.created_at,
+      members: 2,
+      owner: { id: owner.id, email: owner.email }
+    })
+    expect(teams.find((candidate) => candidate.id === alone.id)).toMatchObject({
+      members: 1,
+      owner: { id: member.id, email: member.email }
+    })
+    // Oldest first.
+    expect(teams.findIndex((t) => t.id === team.id)).toBeLessThan(teams.findIndex((t) => t.id === alone.id))
+  }, 60_000)
+})
+
+describe("webhooks list, disable and enable", () => {
+  test("--status failed lists the failing ones; a disabled webhook is sent nothing until it is enabled", async () => {
+    const receiver = startReceiver()
+    receiver.setDefault({ status: 500 }, "/down")
+    const server = await startInProcess({
+      env: {
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+        WEBHOOK_RETRY_DELAYS: "50ms,50ms,50ms,50ms",
+        WEBHOOK_POLL_INTERVAL: "100ms"
+      }
+    })
+    try {
+      const ann = await server.user({ name: "Ann" })
+      const make = async (path: string) => {
+        const created = await server.request("/v1/webhooks", {
+          method: "POST",
+          key: ann.key,
+          body: { url: receiver.url(path), events: ["project.created"] }
+        })
+        expect(created.status).toBe(201)
+        return created.body.data.id as string
+      }
+      const down = await make("/down")
+      const up = await make("/up")
+      const project = (name: string) => server.request("/v1/projects", { method: "POST", key: ann.key, body: { name } })
+      expect((await project("first")).status).toBe(201)
+      await receiver.waitFor(5, { path: "/down", timeoutMs: 20_000 })
+      await receiver.waitFor(1, { path: "/up" })
+      const failed: Array<any> = await eventually(
+        async () => {
+          const listed: Array<any> = await server.cli("webhooks", "list", "--status", "failed")
+          return listed.length > 0 ? listed : undefined
+        },
+        { what: "the failing webhook to be failed" }
+      )
+      expect(failed).toEqual([
+        {
+          id: down,
+          owner_email: ann.email,
+          url: receiver.url("/down"),
+          status: "failed",
+          events: ["project.created"],
+          failed_at: expect.any(String),
+          disabled_at: null,
+          created_at: expect.any(String)
+        }
+      ])
+      const all: Array<any> = await server.cli("webhooks", "list")
+      expect(all.map((hook) => [hook.id, hook.status])).toEqual([
+        [down, "failed"],
+        [up, "active"]
+      ])
+
+      const disabled = await server.cli("webhooks", "disable", "--id", up)
+      const disabledAt = disabled.disabled_at
+      expect(disabledAt).toMatch(TIMESTAMP)
+      expect(disabled).toMatchObject({ id: up, status: "active" })
+      expect((await server.cli<Array<any>>("webhooks", "list", "--status", "disabled")).map((h) => h.id)).toEqual([up])
+      const shown = await server.request(`/v1/webhooks/${up}`, { key: ann.key })
+      expect(shown.body.data.disabled_at).toBe(disabledAt)
+
+      // While disabled: no delivery is made for it (its log stays at one), though the event is recorded.
+      expect((await project("second")).status).toBe(201)
+      await receiver.waitFor(6, { path: "/down", timeoutMs: 20_000 })
+      const log = await server.request(`/v1/webhooks/${up}/deliveries`, { key: ann.key })
+      expect(log.body.meta.total).toBe(1)
+      expect(receiver.requests("/up")).toHaveLength(1)
+
+      const enabled = await server.cli("webhooks", "enable", "--id", up)
+      expect(enabled).toMatchObject({ id: up, disabled_at: null })
+      expect((await project("third")).status).toBe(201)
+      const [, third] = await receiver.waitFor(2, { path: "/up" })
+      expect(JSON.parse(third!.body).data.name).toBe("third")
+
+      const unknown = await cli("webhooks", "disable", "--id", "whk_01jd3xkq8w0000000000000000")
+      expect(unknown.code).toBe(3)
+      const badStatus = await cli("webhooks", "list", "--status", "broken")
+      expect(badStatus.code).toBe(4)
+      expect(badStatus.stderr).toContain("active, failed, disabled")
+    } finally {
+      await server.stop()
+      await receiver.stop()
+    }
+  }, 90_000)
 })
 
 describe("help", () => {

@@ -118,6 +118,93 @@ describe("the document", () => {
     expect(Array.isArray(jwks.body.keys)).toBe(true)
   })
 
+  test("every operation and every tag has a description (an endpoint added later too)", () => {
+    let operations = 0
+    for (const [path, item] of Object.entries<any>(document.paths)) {
+      for (const [method, operation] of Object.entries<any>(item)) {
+        operations++
+        const described = typeof operation.description === "string" && operation.description.trim() !== ""
+        expect({ path, method, described }).toEqual({ path, method, described: true })
+      }
+    }
+    expect(operations).toBeGreaterThan(50)
+    for (const tag of document.tags)
+      expect({ tag: tag.name, described: (tag.description ?? "") !== "" }).toEqual({
+        tag: tag.name,
+        described: true
+      })
+    // Said from the endpoint's scopes when it has no description of its own.
+    expect(document.paths["/v1/projects"].get.description).toBe(
+      "Needs a credential with any one of the scopes `read`, `projects:read`."
+    )
+  })
+
+  test("declares the limits the server enforces, and no body the server refuses", () => {
+    const schemas = document.components.schemas
+    // The trimmed names: 1–100 characters, as the server checks after trimming.
+    for (const [schema, field] of [
+      ["CreateProject", "name"],
+      ["UpdateProject", "name"],
+      ["CreateTeam", "name"],
+      ["UpdateTeam", "name"],
+      ["UpdateMe", "name"],
+      ["CreateApiKey", "name"],
+      ["CreateOAuthClient", "name"]
+    ] as const) {
+      const property = schemas[schema].properties[field]
+      expect({ schema, field, minLength: property.minLength, maxLength: property.maxLength }).toEqual({
+        schema,
+        field,
+        minLength: 1,
+        maxLength: 100
+      })
+    }
+    expect(schemas.CreateDeployment.properties.ref).toMatchObject({ minLength: 1, maxLength: 200 })
+    expect(schemas.CreateInvitation.properties.email).toMatchObject({ format: "email", maxLength: 254 })
+    // A PUT that changes nothing is refused: {} is not a valid body.
+    for (const name of ["UpdateProject", "UpdateWebhook", "UpdateMe", "UpdateOAuthClient"]) {
+      expect({ name, minProperties: schemas[name].minProperties }).toEqual({ name, minProperties: 1 })
+    }
+    // The test event's body is an empty object, never an array.
+    expect(schemas.TestWebhook).toEqual({ type: "object", properties: {}, additionalProperties: false })
+  })
+
+  test("has no leftovers of the schema generator", () => {
+    const text = JSON.stringify(document)
+    expect(text).not.toContain('"$id":"/schemas/')
+    expect(text).not.toMatch(/"title":"(maxLength|minLength|minItems|maxItems)\(/)
+    expect(text).not.toMatch(/"title":"(int|unknown)"/)
+    expect(Object.keys(document.components.schemas)).not.toContain("Issue")
+  })
+
+  test("declares the response headers", () => {
+    const headers = document.components.headers
+    for (const name of [
+      "X-Request-Id",
+      "X-RateLimit-Limit",
+      "X-RateLimit-Remaining",
+      "X-RateLimit-Reset",
+      "Link",
+      "Idempotent-Replayed",
+      "Retry-After"
+    ]) {
+      expect({ name, declared: headers[name]?.schema !== undefined }).toEqual({ name, declared: true })
+    }
+    const list = document.paths["/v1/projects"].get.responses
+    expect(Object.keys(list["200"].headers).sort()).toEqual([
+      "Link",
+      "X-RateLimit-Limit",
+      "X-RateLimit-Remaining",
+      "X-RateLimit-Reset",
+      "X-Request-Id"
+    ])
+    expect(list["429"].headers["Retry-After"]).toEqual({ $ref: "#/components/headers/Retry-After" })
+    const create = document.paths["/v1/projects"].post.responses
+    expect(create["201"].headers["Idempotent-Replayed"]).toEqual({ $ref: "#/components/headers/Idempotent-Replayed" })
+    expect(create["409"].headers["Retry-After"]).toBeDefined()
+    expect(document.paths["/v1/projects/{id}"].get.responses["200"].headers.Link).toBeUndefined()
+  })
+
   test("is the same document through another host name but for the addresses in it", async () => {
     const other = await server.request("/v1/openapi.json", { headers: { host: "docs.example.test" } })
     expect(other.body.servers[0].url).toBe("http://docs.example.test")

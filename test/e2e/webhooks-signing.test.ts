@@ -194,13 +194,29 @@ describe("Standard Webhooks headers", () => {
     expect(verifies(h.secret, { ...attempts[0]!, body: attempts[0]!.body.replace("project", "Project") })).toBe(false)
   }, 40_000)
 
-  test("a secret the user chose (not of whsec_ form) signs with its UTF-8 bytes: verified by hand", async () => {
+  test("a secret the user chose (not of whsec_ form) signs with its UTF-8 bytes: verified by hand and by the package's raw format", async () => {
     const secret = "my own secret, not base64!"
     const h = await hook(ann, { secret })
     await createProject(ann)
     const request = await nth(h.path, 1)
     expect(entries(request)).toEqual([byHand(secret, request)])
     expect(request.headers["x-service-signature"]).toBe(serviceSignature(secret, request.body))
+    // docs/webhooks.md: `standardwebhooks` verifies it given the secret's UTF-8 bytes with `{ format: "raw" }`.
+    const raw = new Webhook(new TextEncoder().encode(secret), { format: "raw" })
+    expect(raw.verify(request.body, request.headers)).toEqual(JSON.parse(request.body))
+    expect(verifies(secret, request)).toBe(false)
+  })
+
+  test("a chosen secret with characters outside ASCII: the package's raw format verifies it from its UTF-8 bytes", async () => {
+    const secret = "un secret choisi à la main, élève"
+    const h = await hook(ann, { secret })
+    await createProject(ann)
+    const request = await nth(h.path, 1)
+    expect(entries(request)).toEqual([byHand(secret, request)])
+    const raw = new Webhook(new TextEncoder().encode(secret), { format: "raw" })
+    expect(raw.verify(request.body, request.headers)).toEqual(JSON.parse(request.body))
+    // Given as a string, the package takes each character's code as a byte (Latin-1), not UTF-8: it fails here.
+    expect(() => new Webhook(secret, { format: "raw" }).verify(request.body, request.headers)).toThrow()
   })
 
   test("a chosen secret of whsec_ form that decodes to 16 bytes or more is used decoded, as the package does", async () => {

@@ -185,6 +185,7 @@ describe("registration", () => {
     expect(data.secret).toMatch(/^whsec_[0-9A-Za-z]{32}$/)
     expect(Object.keys(data).sort()).toEqual([
       "created_at",
+      "disabled_at",
       "events",
       "failed_at",
       "id",

@@ -18,6 +18,19 @@ import { uniqueEmail, withDatabaseUrl } from "../support/fixtures.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 import { principalOf } from "../support/services.ts"
 
+/** `data` for a `project.created` event: a project record, as the catalogue's schema requires (name: `name`). */
+const projectData = (name: string) => ({
+  id: "proj_01kg7xpz3c5m2q8r4w6y9b1dfe",
+  name,
+  description: "",
+  visibility: "private",
+  status: "active",
+  owner_id: "usr_01kg7xnv8h2k4m6p8r0t2v4x6z",
+  team_id: null,
+  created_at: "2026-01-31T12:00:00.000Z",
+  updated_at: "2026-01-31T12:00:00.000Z"
+})
+
 const ROOM = 50
 let runtime: ManagedRuntime.ManagedRuntime<Projects | Users | Events | DeliveryInbox | SqlClient.SqlClient, never>
 const run = <A, E>(effect: Effect.Effect<A, E, Projects | Users | Events | DeliveryInbox | SqlClient.SqlClient>) =>
@@ -202,11 +215,11 @@ describe("a create and its outbox rows", () => {
     const kept = await run(
       Effect.flatMap(Events, (events) =>
         Effect.gen(function* () {
-          const outer = yield* events.emit("project.created", [alice.userId], { marker, kept: true })
+          const outer = yield* events.emit("project.created", [alice.userId], projectData(`${marker} kept`))
           const inner = yield* Effect.exit(
             events.transaction(
               Effect.zipRight(
-                events.emit("project.created", [alice.userId], { marker, kept: false }),
+                events.emit("project.created", [alice.userId], projectData(`${marker} dropped`)),
                 Effect.fail("the inner change fails")
               )
             )
@@ -228,7 +241,7 @@ describe("a create and its outbox rows", () => {
   test("an event with no audience is written alone: no audience rows, no deliveries", async () => {
     const marker = `alone-${Date.now()}`
     const event = await run(
-      Effect.flatMap(Events, (events) => events.transaction(events.emit("project.created", [], { marker })))
+      Effect.flatMap(Events, (events) => events.transaction(events.emit("project.created", [], projectData(marker))))
     )
     const count = (table: "events" | "event_audience" | "deliveries", column: string) =>
       sql(

@@ -15,6 +15,19 @@ import { uniqueEmail } from "../support/fixtures.ts"
 import { webhookRow } from "../support/helpers.ts"
 import { inMemory } from "../support/services.ts"
 
+/** `data` for a `project.created` event: a project record, as the catalogue's schema requires (name: `name`). */
+const projectData = (name: string) => ({
+  id: "proj_01kg7xpz3c5m2q8r4w6y9b1dfe",
+  name,
+  description: "",
+  visibility: "private",
+  status: "active",
+  owner_id: "usr_01kg7xnv8h2k4m6p8r0t2v4x6z",
+  team_id: null,
+  created_at: "2026-01-31T12:00:00.000Z",
+  updated_at: "2026-01-31T12:00:00.000Z"
+})
+
 const harness = inMemory(Layer.mergeAll(Events.Default, DeliveryInbox.Default, Users.Default))
 const { run } = harness
 
@@ -65,7 +78,7 @@ describe("the outbox and the inbox", () => {
       Effect.flip(
         Effect.flatMap(Events, (events) =>
           events.transaction(
-            Effect.zipRight(events.emit("project.created", [userId], { n: 0 }), Effect.fail("refused"))
+            Effect.zipRight(events.emit("project.created", [userId], projectData("n0")), Effect.fail("refused"))
           )
         )
       )
@@ -82,7 +95,9 @@ describe("the outbox and the inbox", () => {
 
   test("a committed change hands over what there is room for, claimed for the lease; the rest waits unclaimed", async () => {
     const event = await run(
-      Effect.flatMap(Events, (events) => events.transaction(events.emit("project.created", [userId], { n: 1 })))
+      Effect.flatMap(Events, (events) =>
+        events.transaction(events.emit("project.created", [userId], projectData("n1")))
+      )
     )
     const rows = await deliveries()
     expect(rows).toHaveLength(4)
@@ -174,7 +189,7 @@ describe("inside another transaction", () => {
     const event = await run(
       Effect.flatMap(Events, (events) =>
         Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          sql.withTransaction(events.transaction(events.emit("project.created", [userId], { n: 2 })))
+          sql.withTransaction(events.transaction(events.emit("project.created", [userId], projectData("n2"))))
         )
       )
     )
