@@ -198,7 +198,11 @@ describe("If-Match on PUT and DELETE", () => {
         body: { status: "succeeded" },
         again: { status: "failed" }
       },
-      { path: `/v1/webhooks/${webhook}`, body: { events: ["project.updated"] }, again: { events: ["project.deleted"] } },
+      {
+        path: `/v1/webhooks/${webhook}`,
+        body: { events: ["project.updated"] },
+        again: { events: ["project.deleted"] }
+      },
       { path: `/v1/oauth-clients/${client}`, body: { name: "W1" }, again: { name: "W2" } }
     ]
   }
@@ -240,9 +244,15 @@ describe("If-Match on PUT and DELETE", () => {
     const res = await call(ann, "PUT", `/v1/projects/${id}`, { name: "Starred" }, { "if-match": "*" })
     expect(res.status).toBe(200)
     expect(res.body.data.name).toBe("Starred")
-    const missing = await call(ann, "PUT", "/v1/projects/proj_01m8ja5030e4j8hwyqwzhv8emc", { name: "x" }, {
-      "if-match": "*"
-    })
+    const missing = await call(
+      ann,
+      "PUT",
+      "/v1/projects/proj_01m8ja5030e4j8hwyqwzhv8emc",
+      { name: "x" },
+      {
+        "if-match": "*"
+      }
+    )
     expect(missing.status).toBe(404)
     // Another user's project is not found for them, whatever the tag.
     const etag = await etagOf(ann, `/v1/projects/${id}`)

@@ -4,8 +4,8 @@
  * Generated from the contract, so a new endpoint is covered without a line here.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Option, Schema } from "effect"
 import * as AST from "effect/SchemaAST"
-import { Option } from "effect"
 import { Api } from "../../src/Api.ts"
 import { startInProcess } from "../support/in-process.ts"
 import type { Server, TestUser } from "../support/server.ts"
@@ -33,7 +33,10 @@ const endpoints: ReadonlyArray<Endpoint> = Object.values(Api.groups).flatMap((gr
     path: endpoint.path,
     params: Option.match(endpoint.urlParamsSchema, {
       onNone: () => [],
-      onSome: ({ ast }) => AST.getPropertySignatures(AST.encodedAST(ast)).map(({ name }) => String(name))
+      onSome: (schema: unknown) =>
+        Schema.isSchema(schema)
+          ? AST.getPropertySignatures(AST.encodedAST(schema.ast)).map(({ name }) => String(name))
+          : []
     })
   }))
 )
