@@ -21,7 +21,7 @@ let ann: Awaited<ReturnType<typeof userWithPassword>>
 let colleague = ""
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startServer({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" } })
   ann = await userWithPassword(server, "Ann Example")
   // The colleague: another client of the same account (another tab, a script), through the API.
   colleague = (await server.fixtures.apiKey(ann.id, { name: "colleague" })).key
@@ -93,6 +93,41 @@ test("a save after someone else's change is refused, says so, shows the current 
   await page.getByText("Project archived.").waitFor()
   expect((await project(id)).status).toBe("archived")
 
+  expectOnlyLoopback(session)
+  expectNoProblems(session)
+}, 60_000)
+
+test("a webhook edit after someone else's change is refused the same way", async () => {
+  const { page } = session
+  const created = await server.request("/v1/webhooks", {
+    method: "POST",
+    key: colleague,
+    body: { url: "http://127.0.0.1:9/first", events: ["project.deleted"] }
+  })
+  expect(created.status).toBe(201)
+  const id: string = created.body.data.id
+  await page.goto(`${server.url}/dashboard/webhooks/${id}`)
+  await page.getByRole("heading", { level: 1, name: "Webhook" }).waitFor()
+  await page.getByText("Edit webhook").click()
+  await page.getByLabel("Payload URL").fill("http://127.0.0.1:9/mine")
+  const theirs = await server.request(`/v1/webhooks/${id}`, {
+    method: "PUT",
+    key: colleague,
+    body: { url: "http://127.0.0.1:9/theirs" }
+  })
+  expect(theirs.status).toBe(200)
+  await page.getByRole("button", { name: "Save changes" }).click()
+  const alert = page.locator(".changed-meanwhile")
+  await alert.waitFor()
+  const text = (await alert.textContent()) ?? ""
+  expect(text).toContain("Someone else changed this webhook while you were editing it")
+  expect(text).toContain("http://127.0.0.1:9/theirs")
+  const stored = await server.request(`/v1/webhooks/${id}`, { key: colleague })
+  expect(stored.body.data.url).toBe("http://127.0.0.1:9/theirs")
+  await session.shots("42-webhook-changed-meanwhile")
+  await page.getByRole("button", { name: "Save changes" }).click()
+  await page.getByText("Webhook saved.").waitFor()
+  expect((await server.request(`/v1/webhooks/${id}`, { key: colleague })).body.data.url).toBe("http://127.0.0.1:9/mine")
   expectOnlyLoopback(session)
   expectNoProblems(session)
 }, 60_000)
