@@ -16,7 +16,7 @@ let ann: TestUser
 beforeAll(async () => {
   server = await startInProcess()
   ann = await server.user({ scopes: "read,write,team:manage" })
-})
+}, 30_000)
 afterAll(async () => {
   await server?.stop()
 })
