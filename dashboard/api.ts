@@ -124,21 +124,45 @@ const toError = (status: number, body: unknown): ApiError => {
   )
 }
 
+/** A record with the `ETag` it was read with: send it back as `ifMatch` so an edit never overwrites another's. */
+export interface Tagged<T> {
+  readonly data: T
+  readonly etag: string | undefined
+}
+
+/** Options of a write: `ifMatch`, the `ETag` the record was read with (412 `precondition_failed` if it changed). */
+export interface WriteOptions {
+  readonly ifMatch?: string | undefined
+}
+
+/** Someone else changed the record since it was read (a write with `ifMatch` answered 412). */
+export const isChangedMeanwhile = (error: unknown): boolean =>
+  error instanceof ApiError && error.code === "precondition_failed"
+
 /** Sends one `/v1` request with the session; resolves with the parsed body (undefined for 204). */
-const send = async (method: string, path: string, payload?: unknown): Promise<unknown> => {
+const send = async (method: string, path: string, payload?: unknown, options: WriteOptions = {}): Promise<unknown> =>
+  (await sendTagged(method, path, payload, options)).body
+
+const sendTagged = async (
+  method: string,
+  path: string,
+  payload: unknown,
+  options: WriteOptions
+): Promise<{ readonly body: unknown; readonly etag: string | undefined }> => {
   if (current === undefined) {
     onSessionEnded("Sign in to continue.")
     throw new ApiError(401, "unauthorized", "You are signed out.")
   }
   const headers: Record<string, string> = { authorization: `Bearer ${current.token}`, accept: "application/json" }
   if (payload !== undefined) headers["content-type"] = "application/json"
+  if (options.ifMatch !== undefined) headers["if-match"] = options.ifMatch
   const response = await fetch(`/v1${path}`, {
     method,
     headers,
     ...(payload === undefined ? {} : { body: JSON.stringify(payload) })
   }).catch(() => Promise.reject(unreachable()))
   const body = await readBody(response)
-  if (response.ok) return body
+  if (response.ok) return { body, etag: response.headers.get("etag") ?? undefined }
   const error = toError(response.status, body)
   if (response.status === 401) {
     signOut()
@@ -170,6 +194,11 @@ export const withQuery = (path: string, query: Query = {}): string => {
 
 export const api = {
   get: async <T>(path: string): Promise<T> => data<T>(await send("GET", path)),
+  /** The record and its `ETag`, for an edit that must not overwrite someone else's. */
+  getTagged: async <T>(path: string): Promise<Tagged<T>> => {
+    const { body, etag } = await sendTagged("GET", path, undefined, {})
+    return { data: data<T>(body), etag }
+  },
   list: async <T>(
     path: string,
     query?: Query
@@ -179,9 +208,10 @@ export const api = {
     throw new ApiError(0, "bad_response", "The service sent a list the dashboard does not understand")
   },
   post: async <T>(path: string, payload?: unknown): Promise<T> => data<T>(await send("POST", path, payload)),
-  put: async <T>(path: string, payload: unknown): Promise<T> => data<T>(await send("PUT", path, payload)),
-  delete: async (path: string): Promise<void> => {
-    await send("DELETE", path)
+  put: async <T>(path: string, payload: unknown, options?: WriteOptions): Promise<T> =>
+    data<T>(await send("PUT", path, payload, options)),
+  delete: async (path: string, options?: WriteOptions): Promise<void> => {
+    await send("DELETE", path, undefined, options)
   }
 }
 

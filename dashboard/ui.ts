@@ -4,7 +4,7 @@
  * cards on a phone, pagers, list regions (table + pager, or the error box), status badges, and the shown-once
  * secret panel.
  */
-import { ApiError, api, messageOf } from "./api.ts"
+import { ApiError, api, messageOf, type Tagged } from "./api.ts"
 import { type Child, h, uid } from "./dom.ts"
 import type { ListMeta, Page } from "./types.ts"
 
@@ -327,6 +327,43 @@ export const pager = (meta: ListMeta, hrefFor: (page: number) => string): HTMLEl
  * How a record's page begins: a link back to its list, then the record read from `path`. When it cannot be read,
  * the page is titled `label` and says why (the error box), and the answer is `undefined`.
  */
+/** `readRecord` with the record's `ETag` (`Tagged`), for a page whose edits send `If-Match`. */
+export const readTaggedRecord = async <T>(
+  context: { readonly root: HTMLElement; title(text: string, ...after: Array<Child>): HTMLHeadingElement },
+  options: { readonly path: string; readonly back: readonly [href: string, text: string]; readonly label: string }
+): Promise<Tagged<T> | undefined> => {
+  const [href, text] = options.back
+  context.root.append(h("p", { class: "crumbs" }, h("a", { href }, text)))
+  try {
+    return await api.getTagged<T>(options.path)
+  } catch (error) {
+    context.title(options.label)
+    context.root.append(errorBox(error))
+    return undefined
+  }
+}
+
+/**
+ * What a form shows when its save was refused because someone else changed the record meanwhile (412): that it
+ * was not saved, the current version's facts, and that saving again replaces that version with the form's values.
+ */
+export const changedMeanwhileBox = (
+  kind: string,
+  facts: ReadonlyArray<readonly [label: string, value: Child]>
+): HTMLElement =>
+  h(
+    "div",
+    { class: "form-error changed-meanwhile", role: "alert" },
+    h("p", null, `Someone else changed this ${kind} while you were editing it, so your changes were not saved.`),
+    h("p", null, `The current version:`),
+    h(
+      "dl",
+      { class: "facts" },
+      facts.flatMap(([label, value]) => [h("dt", null, label), h("dd", null, value)])
+    ),
+    h("p", null, "Your edits are still in the form: save again to replace the current version with them.")
+  )
+
 export const readRecord = async <T>(
   context: { readonly root: HTMLElement; title(text: string, ...after: Array<Child>): HTMLHeadingElement },
   options: { readonly path: string; readonly back: readonly [href: string, text: string]; readonly label: string }

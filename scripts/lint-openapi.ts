@@ -11,6 +11,13 @@ import { join } from "node:path"
 import { openApiDocument } from "../src/Http/OpenApi.ts"
 
 const MAX_WARNINGS = 5
+
+/**
+ * Findings that are true of the service and stay: printed, not counted. The discovery documents (RFC 8414's and
+ * RFC 9728's metadata, the JWKS) are public and answer 200 to every GET, so they have no 4xx to declare.
+ */
+const accepted = (finding: Finding): boolean =>
+  finding.rule === "operation-4xx-response" && /well-known|jwks\.json/.test(finding.where)
 const root = join(import.meta.dir, "..")
 const bin = (name: string) => join(root, "node_modules", ".bin", name)
 
@@ -69,12 +76,14 @@ for (const [name, lint] of [
   ["Spectral (spectral:oas)", spectral],
   ["Redocly (recommended)", redocly]
 ] as const) {
-  const findings = lint()
+  const all = lint()
+  const findings = all.filter((finding) => !accepted(finding))
   const errors = findings.filter((finding) => finding.severity === "error").length
   const warnings = findings.filter((finding) => finding.severity === "warning").length
   console.log(`${name}: ${errors} errors, ${warnings} warnings (at most ${MAX_WARNINGS} allowed)`)
-  for (const finding of findings) {
-    console.log(`  ${finding.severity} ${finding.rule} ${finding.where}: ${finding.message}`)
+  for (const finding of all) {
+    const note = accepted(finding) ? " (accepted: not counted)" : ""
+    console.log(`  ${finding.severity} ${finding.rule} ${finding.where}: ${finding.message}${note}`)
   }
   if (errors > 0 || warnings > MAX_WARNINGS) failed = true
 }

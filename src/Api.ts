@@ -98,6 +98,9 @@ export class Api extends HttpApi.make("api")
   // left on the `POST` operations only in the published document (src/Http/OpenApi.ts).
   .addError(ApiErrors.IdempotencyKeyInUse)
   .addError(ApiErrors.IdempotencyKeyReused)
+  // `If-Match` on a `PUT` or `DELETE` (src/Sql/Preconditions.ts); left on those operations only in the published
+  // document (src/Http/OpenApi.ts).
+  .addError(ApiErrors.PreconditionFailed)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Project Collaboration Service")
   .annotate(OpenApi.Version, "1.0.0")

@@ -1,18 +1,19 @@
 /** Projects: the list (search, status, sort, paging), creating one, and a project's page with its deployments. */
-import { api } from "../api.ts"
+import { api, isChangedMeanwhile } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import type { Deployment, Project, Team } from "../types.ts"
 import {
   actionButton,
   badge,
+  changedMeanwhileBox,
   confirmAction,
   field,
   formValue,
   input,
   listRegion,
   onSubmit,
-  readRecord,
+  readTaggedRecord,
   select,
   when
 } from "../ui.ts"
@@ -170,19 +171,29 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
 export const projectPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
   const path = `/projects/${encodeURIComponent(id)}`
-  const project = await readRecord<Project>(context, {
+  const tagged = await readTaggedRecord<Project>(context, {
     path,
     back: [`${BASE}/projects`, "← Projects"],
     label: "Project"
   })
-  if (project === undefined) return
+  if (tagged === undefined) return
+  const project = tagged.data
+  // Every change is sent with the ETag the page was drawn from, so it never overwrites someone else's change.
+  let etag = tagged.etag
+  /** A button's change was refused because the project changed meanwhile: the page again, with the current version. */
+  const changedMeanwhile = (error: unknown) => {
+    if (!isChangedMeanwhile(error)) throw error
+    flashNext("Someone else changed this project meanwhile, so nothing was changed. This is the current version.")
+    context.refresh()
+  }
   context.title(project.name, badge(project.status))
 
   const actions = h("div", { class: "actions" })
   actions.append(
     actionButton(project.status === "active" ? "Archive" : "Unarchive", async () => {
       const status = project.status === "active" ? "archived" : "active"
-      await api.put<Project>(path, { status })
+      const changed = await api.put<Project>(path, { status }, { ifMatch: etag }).catch(changedMeanwhile)
+      if (changed === undefined) return
       flashNext(status === "archived" ? "Project archived." : "Project restored to active.")
       context.refresh()
     }),
@@ -196,7 +207,14 @@ export const projectPage = async (context: PageContext): Promise<void> => {
           ))
         )
           return
-        await api.delete(path)
+        const deleted = await api.delete(path, { ifMatch: etag }).then(
+          () => true,
+          (error: unknown) => {
+            changedMeanwhile(error)
+            return false
+          }
+        )
+        if (!deleted) return
         flashNext(`Project “${project.name}” deleted.`)
         navigate(`${BASE}/projects`)
       },
@@ -237,11 +255,36 @@ export const projectPage = async (context: PageContext): Promise<void> => {
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Save changes"))
       ),
       async (form) => {
-        await api.put<Project>(path, {
-          name: formValue(form, "name"),
-          description: formValue(form, "description"),
-          visibility: formValue(form, "visibility")
-        })
+        const saved = await api
+          .put<Project>(
+            path,
+            {
+              name: formValue(form, "name"),
+              description: formValue(form, "description"),
+              visibility: formValue(form, "visibility")
+            },
+            { ifMatch: etag }
+          )
+          .then(
+            () => true,
+            async (error: unknown) => {
+              if (!isChangedMeanwhile(error)) throw error
+              // Someone else saved first: show what they saved; saving again (with its tag) replaces it.
+              const current = await api.getTagged<Project>(path)
+              etag = current.etag
+              form.prepend(
+                changedMeanwhileBox("project", [
+                  ["Name", current.data.name],
+                  ["Description", current.data.description === "" ? "—" : current.data.description],
+                  ["Visibility", current.data.visibility],
+                  ["Status", current.data.status],
+                  ["Updated", when(current.data.updated_at)]
+                ])
+              )
+              return false
+            }
+          )
+        if (!saved) return
         flashNext("Project saved.")
         context.refresh()
       }

@@ -4,7 +4,7 @@
  * filtered by status, event type and date, refreshed while a delivery is in flight) and a delivery's page (each
  * attempt's request beside its response, Redeliver, refreshed while in flight).
  */
-import { api } from "../api.ts"
+import { api, isChangedMeanwhile } from "../api.ts"
 import { h, replace, uid } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import {
@@ -21,6 +21,7 @@ import {
 import {
   actionButton,
   badge,
+  changedMeanwhileBox,
   checkboxes,
   checkedValues,
   confirmAction,
@@ -30,6 +31,7 @@ import {
   listRegion,
   onSubmit,
   readRecord,
+  readTaggedRecord,
   secretOnce,
   select,
   table,
@@ -259,8 +261,15 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
   const { q } = context
   const id = context.params[0] ?? ""
   const path = `/webhooks/${encodeURIComponent(id)}`
-  const hook = await readRecord<Webhook>(context, { path, back: [`${BASE}/webhooks`, "← Webhooks"], label: "Webhook" })
-  if (hook === undefined) return
+  const tagged = await readTaggedRecord<Webhook>(context, {
+    path,
+    back: [`${BASE}/webhooks`, "← Webhooks"],
+    label: "Webhook"
+  })
+  if (tagged === undefined) return
+  const hook = tagged.data
+  // The edit form sends the ETag the page was drawn from, so it never overwrites someone else's change.
+  let etag = tagged.etag
   context.title("Webhook", badge(hook.status))
   const secretSlot = h("div", { class: "created-slot" })
   const notice = h("p", { class: "flash", role: "status", hidden: true })
@@ -388,6 +397,8 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       )
         return
       const rotated = await api.post<RotatedWebhook>(`${path}/rotate-secret`, {})
+      // The rotation changed the record (its secret's expiry): the form edits that version now.
+      etag = (await api.getTagged<Webhook>(path)).etag
       secretSlot.replaceChildren(
         rotated.secret === undefined
           ? h("p", { class: "flash", role: "status" }, "Secret rotated.")
@@ -435,7 +446,27 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Save changes"))
       ),
       async (form) => {
-        await api.put<Webhook>(path, { url: formValue(form, "url"), events: checkedValues(form, "events") })
+        const saved = await api
+          .put<Webhook>(path, { url: formValue(form, "url"), events: checkedValues(form, "events") }, { ifMatch: etag })
+          .then(
+            () => true,
+            async (error: unknown) => {
+              if (!isChangedMeanwhile(error)) throw error
+              // Someone else saved first (or a delivery changed its status): show the current version.
+              const current = await api.getTagged<Webhook>(path)
+              etag = current.etag
+              form.prepend(
+                changedMeanwhileBox("webhook", [
+                  ["Payload URL", current.data.url],
+                  ["Events", current.data.events.join(", ")],
+                  ["Status", current.data.status],
+                  ["Updated", when(current.data.updated_at)]
+                ])
+              )
+              return false
+            }
+          )
+        if (!saved) return
         flashNext("Webhook saved.")
         context.refresh()
       }

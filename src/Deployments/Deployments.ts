@@ -4,7 +4,7 @@
  * (`deployment.failed`). Each change is written with its event in one transaction; the receivers are the project's.
  */
 import { Effect, Option } from "effect"
-import type { Deployment, DeploymentStatus } from "../Domain/Deployment.js"
+import { Deployment, type DeploymentStatus } from "../Domain/Deployment.js"
 import { Conflict, NotFound } from "../Domain/Errors.js"
 import { DeploymentId, makeId, type ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
@@ -13,6 +13,7 @@ import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { Projects } from "../Projects/Projects.js"
+import { readForWrite } from "../Sql/Preconditions.js"
 import { type DeploymentFilters, type DeploymentSort, DeploymentsRepo } from "./Repo.js"
 
 export interface StartDeployment {
@@ -84,7 +85,7 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
     const finish = traced("Deployments.finish")(
       function* (principal: Principal, projectId: ProjectId, id: string, input: FinishDeployment) {
         const project = yield* projects.changeable(principal, projectId)
-        const current = yield* find(projectId, id)
+        const current = yield* readForWrite(Deployment, "deployments", id, find(projectId, id))
         const to = input.status
         // Deployments have no name: what a person knows them by is the ref, the environment and the project.
         const named = `The deployment of ${current.ref} to ${current.environment} in ${project.name}`

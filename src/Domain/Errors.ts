@@ -90,6 +90,12 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   message: Schema.String
 }) {}
 
+export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()("PreconditionFailed", {
+  message: Schema.String
+}) {
+  static readonly default = "The resource has changed since you read it (its ETag is not among those in If-Match)"
+}
+
 export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>()("IdempotencyKeyInUse", {
   message: Schema.String
 }) {}
@@ -205,6 +211,13 @@ export const ApiErrors = {
     "rate_limited",
     429,
     "Over the rate limit; see the `Retry-After` header"
+  ),
+  PreconditionFailed: envelope(
+    PreconditionFailed,
+    "PreconditionFailed",
+    "precondition_failed",
+    412,
+    "`If-Match` names no current `ETag` of the resource: someone changed it since you read it; nothing was changed"
   ),
   IdempotencyKeyInUse: envelope(
     IdempotencyKeyInUse,

@@ -7,7 +7,8 @@
  * One wrapper with plain JS inside: the checks are functions of the request state (src/Http/RequestState.ts)
  * that answer `undefined` when there is nothing to run, and the outcome is handled in one `matchCauseEffect`.
  * A `POST` with `Idempotency-Key` runs, after those checks, in its key's transaction (src/Http/Idempotency.ts);
- * without the header nothing of it runs.
+ * without the header nothing of it runs. Conditional requests (`ETag`, `If-None-Match`, `HEAD`) are answered around the
+ * endpoint (src/Http/Conditional.ts).
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpApp from "@effect/platform/HttpApp"
@@ -20,6 +21,7 @@ import { requestIdFrom } from "../Domain/RequestId.js"
 import { Idempotency } from "../Idempotency/Idempotency.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
 import { Bearer } from "./Authentication.js"
+import { conditional } from "./Conditional.js"
 import { cors } from "./Cors.js"
 import { isDrainRefused, refusedWhileDraining } from "./Draining.js"
 import { type OurError, translate } from "./ErrorTranslation.js"
@@ -53,7 +55,9 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
           const checks = precheck(request, state)
           const key = keyOf(request)
           const route = state.match.route
-          const handled = key === undefined || route === undefined ? app : idempotent(request, state, route, key, app)
+          const served = conditional(request, state, app)
+          const handled =
+            key === undefined || route === undefined ? served : idempotent(request, state, route, key, served)
           if (checks !== undefined) return Effect.zipRight(checks, handled)
           if (handled !== app) return handled
           const oauth = precheckOAuth(request, state.path)

@@ -46,6 +46,9 @@ export const unstorable = (text: string): string | undefined => {
     : "must be valid Unicode (it contains a lone surrogate)"
 }
 
+/** A name as it can be quoted back in `details`: unstorable text replaced by U+FFFD. */
+export const quotableName = (name: string): string => name.replace(UNSTORABLE, "\ufffd")
+
 const fieldName = (path: ReadonlyArray<string | number>) => path.join(".")
 
 /**
@@ -99,7 +102,7 @@ export const checkQuery = (query: string): Effect.Effect<void, ValidationFailed>
   const problems: Array<FieldIssue> = []
   for (const [key, value] of new URLSearchParams(query)) {
     const why = unstorable(key) ?? unstorable(value)
-    if (why !== undefined) problems.push({ field: key.replace(UNSTORABLE, "\ufffd"), message: why })
+    if (why !== undefined) problems.push({ field: quotableName(key), message: why })
     if (problems.length >= MAX_SHAPE_PROBLEMS) break
   }
   return problems.length === 0 ? Effect.void : Effect.fail(ValidationFailed.of(problems))

@@ -22,6 +22,7 @@ import {
   MethodNotAllowed,
   NotFound,
   PayloadTooLarge,
+  PreconditionFailed,
   RateLimited,
   Unauthorized,
   Unavailable,
@@ -29,7 +30,7 @@ import {
   ValidationFailed
 } from "../Domain/Errors.js"
 import { isUnavailable } from "../Sql/Errors.js"
-import { matching, pathOf, queryOf, type RouteShape } from "./Routes.js"
+import { matching, pathOf, queryOf, type RouteShape, routedMethod } from "./Routes.js"
 
 /** The walk over a decode failure stops after this many problems. */
 export const MAX_PROBLEMS = 300
@@ -50,6 +51,7 @@ export type OurError =
   | RateLimited
   | IdempotencyKeyInUse
   | IdempotencyKeyReused
+  | PreconditionFailed
   | InternalError
   | Unavailable
 
@@ -67,6 +69,7 @@ const isOurs = (error: unknown): error is OurError =>
   error instanceof RateLimited ||
   error instanceof IdempotencyKeyInUse ||
   error instanceof IdempotencyKeyReused ||
+  error instanceof PreconditionFailed ||
   error instanceof InternalError ||
   error instanceof Unavailable
 
@@ -252,7 +255,8 @@ const firstFailure = (ast: Option.Option<AST.AST>, input: () => unknown): Option
 const decodeFailure = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const path = pathOf(request.url)
-  const route: RouteShape | undefined = matching(path).find((candidate) => candidate.method === request.method)
+  const method = routedMethod(request.method)
+  const route: RouteShape | undefined = matching(path).find((candidate) => candidate.method === method)
   if (route === undefined) return Option.none<ParseResult.ParseError>()
   const { schemas } = route
   const segments = path.split("/")

@@ -13,10 +13,15 @@
  *   behind the sign-in and consent pages are left out.
  * - Every `POST` declares the optional `Idempotency-Key` header, and only `POST`s the two errors that come with it
  *   (declared API-wide in src/Api.ts so the server encodes them; src/Http/Idempotency.ts answers them).
+ * - Conditional requests (src/Http/Conditional.ts): a `GET` of one record declares `If-None-Match` and `If-Match`,
+ *   its `ETag` and `304`; a `PUT` or `DELETE` declares `If-Match`; those, and only those, answer `412` (declared
+ *   API-wide in src/Api.ts). A `PUT` of a record that has a `GET` declares the `ETag` of its answer.
+ * - Every operation declares `400 validation_failed`: an unknown query parameter is refused on every one.
  */
 import * as OpenApi from "@effect/platform/OpenApi"
 import type * as JsonSchema from "@effect/platform/OpenApiJsonSchema"
-import { Context, Option } from "effect"
+import { Context, Option, Schema } from "effect"
+import * as AST from "effect/SchemaAST"
 import { Api } from "../Api.js"
 import { RequiredScopes } from "../Contract/Security.js"
 import type { scopeNames } from "../Domain/Scopes.js"
@@ -108,6 +113,94 @@ const idempotencyErrors: ReadonlySet<string> = new Set([
   "#/components/schemas/IdempotencyKeyReusedError"
 ])
 
+const PRECONDITION_FAILED = "#/components/schemas/PreconditionFailedError"
+const VALIDATION_FAILED = "#/components/schemas/ValidationFailedError"
+
+/** Whether a success schema's `data` is one record (`Success(…)`), not a list of them (`List(…)`). */
+const isOneRecord = (success: Schema.Schema.All): boolean => {
+  const data = AST.getPropertySignatures(AST.encodedAST(success.ast)).find(({ name }) => name === "data")
+  return data !== undefined && AST.encodedAST(data.type)._tag === "TypeLiteral"
+}
+
+/** The paths (`/v1/projects/{id}`) whose `GET` answers one record: those answers, and their `PUT`'s, have an `ETag`. */
+const taggedPaths: ReadonlySet<string> = new Set(
+  Object.values(Api.groups).flatMap((group) =>
+    Object.values(group.endpoints).flatMap((endpoint) =>
+      endpoint.method === "GET" && Schema.isSchema(endpoint.successSchema) && isOneRecord(endpoint.successSchema)
+        ? [endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}")]
+        : []
+    )
+  )
+)
+
+const etagHeader = {
+  ETag: {
+    description: "The representation's entity tag: send it in `If-None-Match` (304 while unchanged) or `If-Match`",
+    schema: { type: "string" }
+  }
+}
+
+const ifNoneMatchParameter: OpenApi.OpenAPISpecParameter = {
+  name: "If-None-Match",
+  in: "header",
+  required: false,
+  schema: { type: "string" },
+  description: "One or more `ETag`s (or `*`): while the record still has one of them, 304 with no body."
+}
+
+const ifMatchParameter: OpenApi.OpenAPISpecParameter = {
+  name: "If-Match",
+  in: "header",
+  required: false,
+  schema: { type: "string" },
+  description:
+    "One or more `ETag`s (or `*`): unless the record's current `ETag` is among them, 412 `precondition_failed` " +
+    "and nothing changes. Of concurrent requests carrying the same tag, one succeeds."
+}
+
+/** A response with its `ETag` header (the platform's response type has no `headers`; the document does). */
+const withEtag = (response: OpenApi.OpenApiSpecResponse): OpenApi.OpenApiSpecResponse => {
+  const withHeaders: OpenApi.OpenApiSpecResponse & { readonly headers: typeof etagHeader } = {
+    ...response,
+    headers: etagHeader
+  }
+  return withHeaders
+}
+
+/** The conditional parts of an operation: its parameters, and what its responses gain. */
+const conditionalOf = (method: OpenApi.OpenAPISpecMethodName, path: string) => {
+  const tagged = taggedPaths.has(path)
+  const read = method === "get" && tagged
+  const write = method === "put" || method === "delete"
+  return {
+    parameters: read ? [ifNoneMatchParameter, ifMatchParameter] : write ? [ifMatchParameter] : [],
+    preconditions: read || write,
+    etag: read || (method === "put" && tagged),
+    notModified: read
+  }
+}
+
+const withConditionalResponses = (
+  responses: OpenApi.OpenAPISpecResponses,
+  conditional: ReturnType<typeof conditionalOf>
+): OpenApi.OpenAPISpecResponses => {
+  const out: OpenApi.OpenAPISpecResponses = { ...responses }
+  const ok = out[200]
+  if (conditional.etag && ok !== undefined) out[200] = withEtag(ok)
+  if (conditional.notModified) {
+    out[304] = withEtag({
+      description: "Not modified: the record still has an `ETag` named in `If-None-Match`; no body"
+    })
+  }
+  if (out[400] === undefined) {
+    out[400] = {
+      description: "An unknown query parameter (`details` names it)",
+      content: { "application/json": { schema: { $ref: VALIDATION_FAILED } } }
+    }
+  }
+  return out
+}
+
 /** The `$ref`s a response schema is made of (one, or a union of them), or undefined for any other schema. */
 const refsOf = (schema: JsonSchema.JsonSchema): ReadonlyArray<string> | undefined => {
   if ("$ref" in schema) return [schema.$ref]
@@ -150,8 +243,11 @@ const bearerChallenges: Record<number, Record<string, ResponseHeader>> = {
 const responsesFor = (
   method: OpenApi.OpenAPISpecMethodName,
   responses: OpenApi.OpenAPISpecResponses,
-  schemas: Readonly<Record<string, JsonSchema.JsonSchema>>
+  schemas: Readonly<Record<string, JsonSchema.JsonSchema>>,
+  preconditions: boolean
 ): OpenApi.OpenAPISpecResponses => {
+  const dropped = (ref: string) =>
+    (method !== "post" && idempotencyErrors.has(ref)) || (!preconditions && ref === PRECONDITION_FAILED)
   const describe = (ref: string) => {
     const schema = schemas[ref.slice("#/components/schemas/".length)]
     return schema !== undefined && "description" in schema && schema.description !== undefined
@@ -164,11 +260,11 @@ const responsesFor = (
     const response: ResponseWithHeaders = challenge === undefined ? given : { ...given, headers: challenge }
     const media = response.content?.["application/json"]
     const refs = media === undefined ? undefined : refsOf(media.schema)
-    if (refs === undefined || !refs.some((ref) => idempotencyErrors.has(ref))) {
+    if (refs === undefined || !refs.some(dropped)) {
       out[Number(status)] = response
       continue
     }
-    const kept = method === "post" ? refs : refs.filter((ref) => !idempotencyErrors.has(ref))
+    const kept = refs.filter((ref) => !dropped(ref))
     const [only] = kept
     if (only === undefined) continue
     out[Number(status)] = {
@@ -211,17 +307,27 @@ const completePaths = (
               }
         })
         const isList = method === "get" && parameters.some((parameter) => parameter.name === "page")
+        const conditional = conditionalOf(method, path)
         const responses = Object.fromEntries(
-          Object.entries(responsesFor(method, operation.responses, schemas)).map(([status, response]) => [
+          Object.entries(
+            withConditionalResponses(
+              responsesFor(method, operation.responses, schemas, conditional.preconditions),
+              conditional
+            )
+          ).map(([status, response]: [string, ResponseWithHeaders]) => [
             status,
-            { ...response, headers: headersFor(method, status, isList) }
+            { ...response, headers: { ...headersFor(method, status, isList), ...response.headers } }
           ])
         )
         completed[method] = {
           ...operation,
           description: operation.description ?? describeAccess(method, path),
           security: securityFor(method, path),
-          parameters: method === "post" ? [...parameters, idempotencyKeyParameter] : parameters,
+          parameters: [
+            ...parameters,
+            ...(method === "post" ? [idempotencyKeyParameter] : []),
+            ...conditional.parameters
+          ],
           responses
         }
       }
@@ -534,6 +640,9 @@ const resourceMetadataOperation = (operationId: string) => ({
     operationId,
     tags,
     summary: "Protected-resource metadata of `{base_url}/v1` (RFC 9728)",
+    description:
+      "What an OAuth client reads first (RFC 9728): the resource, its authorization server, the scopes and how a " +
+      "token is sent. A `/v1` 401 names this document in `WWW-Authenticate` (`resource_metadata`). No credential.",
     security: [],
     responses: { 200: { description: "The metadata", content: json(ref("ProtectedResourceMetadata")) } }
   }

@@ -9,13 +9,14 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Either, Option } from "effect"
 import {
   type BadRequest,
+  type FieldIssue,
   MethodNotAllowed,
   NotFound,
   type PayloadTooLarge,
   type UnsupportedMediaType,
-  type ValidationFailed
+  ValidationFailed
 } from "../Domain/Errors.js"
-import { checkFormBody, checkQuery, readJsonBody } from "./BodyChecks.js"
+import { checkFormBody, checkQuery, quotableName, readJsonBody } from "./BodyChecks.js"
 import type { RequestState } from "./RequestState.js"
 import { isCanonical, queryOf } from "./Routes.js"
 
@@ -37,16 +38,32 @@ export const precheck = (
   const { candidates, route } = state.match
   if (candidates.length === 0) return undefined // not a contract path: the router answers (openapi.json, or 404)
   if (route === undefined) {
-    const allowed = Array.from(new Set(candidates.map((candidate) => candidate.method)))
+    const allowed = Array.from(
+      new Set(candidates.flatMap(({ method }) => (method === "GET" ? ["GET", "HEAD"] : [method])))
+    )
     state.headers.allow = allowed.join(", ")
     return Effect.fail(
       new MethodNotAllowed({ message: `${request.method} is not allowed here; use ${allowed.join(", ")}` })
     )
   }
   const query = queryOf(request.url)
-  const queryChecked = query === "" ? undefined : checkQuery(query)
+  const queryChecked = query === "" ? undefined : checkParams(query, route.params)
   if (!route.hasPayload) return queryChecked
   return queryChecked === undefined ? readJsonBody(request) : Effect.zipRight(queryChecked, readJsonBody(request))
+}
+
+/**
+ * A query's parameters against those the endpoint defines: one it does not is refused, naming it, so a typo
+ * (`?stauts=archived`) is not silently ignored; then the values' text (`checkQuery`).
+ */
+const checkParams = (query: string, known: ReadonlySet<string>): Effect.Effect<void, ValidationFailed> => {
+  const unknown: Array<FieldIssue> = []
+  for (const name of new URLSearchParams(query).keys()) {
+    if (!known.has(name) && !unknown.some(({ field }) => field === name)) {
+      unknown.push({ field: quotableName(name), message: "unknown parameter" })
+    }
+  }
+  return unknown.length === 0 ? checkQuery(query) : Effect.fail(ValidationFailed.of(unknown))
 }
 
 /**

@@ -45,7 +45,8 @@ class State implements RequestState {
   constructor(
     readonly id: string,
     readonly path: string,
-    readonly match: RouteMatch
+    readonly match: RouteMatch,
+    readonly ifMatch: string | undefined
   ) {
     this.headers = { "x-request-id": id }
   }
@@ -59,7 +60,12 @@ const stateOf = (identity: RequestIdentity | undefined): RequestState | undefine
 
 export const makeRequestState = (request: HttpServerRequest.HttpServerRequest, id: string): RequestState => {
   const path = pathOf(request.url)
-  return new State(id, path, path.startsWith("/v1/") ? lookup(request.method, path) : NO_ROUTE)
+  return new State(
+    id,
+    path,
+    path.startsWith("/v1/") ? lookup(request.method, path) : NO_ROUTE,
+    request.headers["if-match"]
+  )
 }
 
 /** The state of the request a fiber serves; outside the server (no request) none. */

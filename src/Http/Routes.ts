@@ -7,7 +7,7 @@
  */
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import { Option } from "effect"
-import type * as AST from "effect/SchemaAST"
+import * as AST from "effect/SchemaAST"
 import { Api } from "../Api.js"
 
 export interface RouteShape {
@@ -16,6 +16,8 @@ export interface RouteShape {
   readonly path: string
   readonly segments: ReadonlyArray<string>
   readonly hasPayload: boolean
+  /** The query parameters the endpoint defines (its `urlParams` schema's fields); any other is refused. */
+  readonly params: ReadonlySet<string>
   /** The endpoint's schemas, to decode a refused request again for the structure of its failure. */
   readonly schemas: {
     readonly path: Option.Option<AST.AST>
@@ -27,12 +29,22 @@ export interface RouteShape {
 
 const astOf = (schema: Option.Option<{ readonly ast: AST.AST }>) => Option.map(schema, ({ ast }) => ast)
 
+/** The names a query may use: the fields of the encoded side of the endpoint's `urlParams` schema (none without). */
+const paramsOf = (urlParams: Option.Option<AST.AST>): ReadonlySet<string> =>
+  new Set(
+    Option.match(urlParams, {
+      onNone: () => [],
+      onSome: (ast) => AST.getPropertySignatures(AST.encodedAST(ast)).map(({ name }) => String(name))
+    })
+  )
+
 export const routes: ReadonlyArray<RouteShape> = Object.values(Api.groups).flatMap((group) =>
   Object.values(group.endpoints).map((endpoint) => ({
     method: endpoint.method,
     path: endpoint.path,
     segments: endpoint.path.split("/"),
     hasPayload: Option.isSome(endpoint.payloadSchema) && endpoint.method !== "GET" && endpoint.method !== "DELETE",
+    params: paramsOf(astOf(endpoint.urlParamsSchema)),
     schemas: {
       path: astOf(endpoint.pathSchema),
       payload: astOf(endpoint.payloadSchema),
@@ -79,12 +91,16 @@ export interface RouteMatch {
 
 export const NO_ROUTE: RouteMatch = { candidates: NONE, route: undefined }
 
+/** The method whose route serves a request: `HEAD` is answered wherever `GET` is, by its route (RFC 9110 §9.3.2). */
+export const routedMethod = (method: string): string => (method === "HEAD" ? "GET" : method)
+
 /** Matches a `/v1` path once, for everyone after (the precheck, the scope check, spans and metrics). */
 export const lookup = (method: string, path: string): RouteMatch => {
   if (!path.startsWith("/v1/")) return NO_ROUTE
   const candidates = matching(path)
   if (candidates.length === 0) return NO_ROUTE
-  return { candidates, route: candidates.find((candidate) => candidate.method === method) }
+  const routed = routedMethod(method)
+  return { candidates, route: candidates.find((candidate) => candidate.method === routed) }
 }
 
 /** The path part of a request URL (what the router matches). */

@@ -13,6 +13,7 @@ import {
   type NewOAuthClient,
   OAuthClient,
   type OAuthClientPatch,
+  OAuthClientRecord,
   type OAuthClientSort,
   type OAuthClientWithSecret,
   OAuthError,
@@ -23,6 +24,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { traced } from "../Observability/Traced.js"
+import { checkIfMatch, whenConditional } from "../Sql/Preconditions.js"
 import { OAuthAppsRepo } from "./Apps/Repo.js"
 import { OAuthRepo } from "./Repo.js"
 import { newClientSecret } from "./Secrets.js"
@@ -151,6 +153,7 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       patch: OAuthClientPatch
     ) {
       yield* refuseOAuth(principal)
+      yield* checkIfMatch(OAuthClientRecord, "oauth_clients", id, get(principal, id))
       const changed = yield* Effect.orDie(
         apps.updateClient({
           ownerId: principal.userId,
@@ -162,15 +165,16 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       )
       if (!changed) return yield* NotFound.resource("OAuth client", id)
       return yield* get(principal, id)
-    })
+    }, whenConditional)
 
     /** `DELETE /v1/oauth-clients/:id`: the client goes with every grant, pending authorization, code and token. */
     const deleteOwned = traced("OAuthClients.delete")(function* (principal: Principal, id: OAuthClientId) {
       yield* refuseOAuth(principal)
+      yield* checkIfMatch(OAuthClientRecord, "oauth_clients", id, get(principal, id))
       if (!(yield* Effect.orDie(apps.deleteClient({ ownerId: principal.userId, id })))) {
         return yield* NotFound.resource("OAuth client", id)
       }
-    })
+    }, whenConditional)
 
     /** `POST /v1/oauth-clients/:id/rotate-secret`: a new secret, shown this once; the old one stops working at once. */
     const rotateOwned = traced("OAuthClients.rotateOwned")(function* (principal: Principal, id: OAuthClientId) {

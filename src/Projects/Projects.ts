@@ -4,10 +4,11 @@ import type { EventType } from "../Domain/EventTypes.js"
 import { makeId, ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
-import type { NewProject, Project, ProjectPatch, ProjectSort, ProjectStatus } from "../Domain/Project.js"
+import { type NewProject, Project, type ProjectPatch, type ProjectSort, type ProjectStatus } from "../Domain/Project.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { readForWrite } from "../Sql/Preconditions.js"
 import { Teams } from "../Teams/Teams.js"
 import { ProjectsRepo } from "./Repo.js"
 
@@ -79,7 +80,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
 
     const update = traced("Projects.update")(
       function* (principal: Principal, id: ProjectId, patch: ProjectPatch) {
-        const current = yield* findVisible(principal, id)
+        const current = yield* readForWrite(Project, "projects", id, findVisible(principal, id))
         const next: Project = {
           ...current,
           name: patch.name ?? current.name,
@@ -101,7 +102,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
 
     const remove = traced("Projects.remove")(
       function* (principal: Principal, id: ProjectId) {
-        const current = yield* findVisible(principal, id)
+        const current = yield* readForWrite(Project, "projects", id, findVisible(principal, id))
         yield* Effect.orDie(repo.remove(current.id))
         yield* announce("project.deleted", current)
       },

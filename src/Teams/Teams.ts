@@ -10,11 +10,12 @@ import type { EventType } from "../Domain/EventTypes.js"
 import { makeId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
-import { type MemberEvent, manages, type Team, TeamName, type TeamRole } from "../Domain/Team.js"
+import { type MemberEvent, manages, Team, TeamName, type TeamRole } from "../Domain/Team.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
+import { checkIfMatch, whenConditional } from "../Sql/Preconditions.js"
 import { Users } from "../Users/Users.js"
 import { type MemberSort, type TeamSort, TeamsRepo } from "./Repo.js"
 
@@ -105,14 +106,16 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
     const rename = traced("Teams.rename")(function* (principal: Principal, teamId: string, name: string) {
       const role = yield* roleIn(teamId, principal.userId)
       if (!manages(role)) return yield* needsRole("Renaming a team", "owner or admin", role)
+      yield* checkIfMatch(Team, "teams", teamId, teamFor(teamId, principal.userId))
       yield* Effect.orDie(repo.rename({ teamId, name, at: nowIso() }))
       return yield* teamFor(teamId, principal.userId)
-    })
+    }, whenConditional)
 
     const remove = traced("Teams.remove")(
       function* (principal: Principal, teamId: string) {
         const role = yield* roleIn(teamId, principal.userId)
         if (role !== "owner") return yield* needsRole("Deleting a team", "owner", role)
+        yield* checkIfMatch(Team, "teams", teamId, teamFor(teamId, principal.userId))
         yield* repo.lock({ teamId })
         const projects = yield* repo.projectCount(teamId)
         if (projects > 0) {

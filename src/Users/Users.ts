@@ -4,9 +4,10 @@ import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
 import { validName } from "../Domain/Payload.js"
 import { nowIso } from "../Domain/Time.js"
-import type { UserPatch } from "../Domain/User.js"
+import { User, type UserPatch } from "../Domain/User.js"
 import { traced } from "../Observability/Traced.js"
 import { definedOnly, isUniqueViolation } from "../Sql/Errors.js"
+import { checkIfMatch, whenConditional } from "../Sql/Preconditions.js"
 import { UsersRepo } from "./Repo.js"
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
@@ -66,12 +67,13 @@ export class Users extends Effect.Service<Users>()("Users", {
     })
 
     const updateMe = traced("Users.updateMe")(function* (id: string, patch: UserPatch) {
+      yield* checkIfMatch(User, "users", id, get(id))
       const updated = yield* Effect.orDie(repo.update(id, definedOnly(patch), nowIso()))
       return yield* Option.match(updated, {
         onNone: () => Effect.fail(NotFound.resource("user", id)),
         onSome: Effect.succeed
       })
-    })
+    }, whenConditional)
 
     /** `cli users set-password`: a new argon2id hash replaces the old one. */
     const setPassword = traced("Users.setPassword")(function* (id: string, password: string) {

@@ -6,23 +6,24 @@ import { type DeliveryId, makeId, randomBase62, WebhookId } from "../Domain/Ids.
 import type { ListQuery } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
 import { nowIso } from "../Domain/Time.js"
-import type {
-  CreatedWebhook,
-  Delivery,
-  DeliveryWithAttempts,
-  NewWebhook,
-  Recovered,
-  Recovery,
-  RotatedWebhook,
-  SecretRotation,
+import {
+  type CreatedWebhook,
+  type Delivery,
+  type DeliveryWithAttempts,
+  type NewWebhook,
+  type Recovered,
+  type Recovery,
+  type RotatedWebhook,
+  type SecretRotation,
   Webhook,
-  WebhookPatch,
-  WebhookSort,
-  WebhookStatus
+  type WebhookPatch,
+  type WebhookSort,
+  type WebhookStatus
 } from "../Domain/Webhook.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
+import { readForWrite, whenConditional } from "../Sql/Preconditions.js"
 import { checkTarget } from "./Delivery/Targets.js"
 import { type DeliveryQuery, WebhooksRepo } from "./Repo.js"
 
@@ -105,7 +106,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     })
 
     const update = traced("Webhooks.update")(function* (principal: Principal, id: WebhookId, patch: WebhookPatch) {
-      yield* find(principal, id)
+      yield* readForWrite(Webhook, "webhooks", id, find(principal, id))
       if (patch.url !== undefined) yield* guard(patch.url)
       const now = nowIso()
       yield* urlTaken(patch.url ?? "that URL")(
@@ -121,7 +122,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         })
       )
       return yield* find(principal, id)
-    })
+    }, whenConditional)
 
     /** The operator's view (the CLI): every webhook, or those with `status` (`active`, `failed`, `disabled`). */
     const listAll = traced("Webhooks.listAll")(function* (status: string | null) {
@@ -139,9 +140,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     })
 
     const remove = traced("Webhooks.remove")(function* (principal: Principal, id: WebhookId) {
-      yield* find(principal, id)
+      yield* readForWrite(Webhook, "webhooks", id, find(principal, id))
       yield* Effect.orDie(repo.remove(id))
-    })
+    }, whenConditional)
 
     const deliveries = traced("Webhooks.deliveries")(function* (
       principal: Principal,

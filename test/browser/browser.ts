@@ -40,7 +40,8 @@ export interface BrowserSession {
  * A console error that is the browser reporting an HTTP error status the page asked for on purpose (a wrong
  * password is a 401) — not a fault of the page. Any other console error counts.
  */
-const expectedStatusLog = /^Failed to load resource: the server responded with a status of (401|403|404|409|422|400) /
+const expectedStatusLog =
+  /^Failed to load resource: the server responded with a status of (401|403|404|409|412|422|400) /
 
 /** The recorded problems that count: uncaught errors, CSP violations, console errors (but expected HTTP statuses). */
 export const problems = (session: BrowserSession): Array<Problem> =>

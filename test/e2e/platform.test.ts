@@ -140,9 +140,41 @@ describe("API reference", () => {
       const clash = CONFLICTS.has(`${method} ${path}`) || method === "post"
       expect(statuses.includes("409"), `${method} ${path} 409`).toBe(clash)
       expect(statuses.includes("422"), `${method} ${path} 422`).toBe(method === "post")
+      // An unknown query parameter is 400 on every operation.
+      expect(statuses.includes("400"), `${method} ${path} 400`).toBe(true)
+      // 412 where If-Match is compared: every PUT and DELETE, and a GET of one record (with its 304).
+      const oneRecord = method === "get" && statuses.includes("304")
+      expect(statuses.includes("412"), `${method} ${path} 412`).toBe(
+        method === "put" || method === "delete" || oneRecord
+      )
+      const headers = (operation.parameters ?? [])
+        .filter((p: { in: string }) => p.in === "header")
+        .map((p: { name: string }) => p.name)
+      if (method === "put" || method === "delete") expect(headers, `${method} ${path}`).toContain("If-Match")
+      if (oneRecord) {
+        expect(headers, `${method} ${path}`).toEqual(expect.arrayContaining(["If-None-Match", "If-Match"]))
+        expect(Object.keys(operation.responses["200"].headers ?? {}), `${method} ${path}`).toEqual(["ETag"])
+      }
     }
     const me = doc.paths["/v1/users/me"].get.responses
-    expect(Object.keys(me).sort()).toEqual(["200", "401", "403", "404", "405", "429", "500", "503"])
+    expect(Object.keys(me).sort()).toEqual([
+      "200",
+      "304",
+      "400",
+      "401",
+      "403",
+      "404",
+      "405",
+      "412",
+      "429",
+      "500",
+      "503"
+    ])
+    const project = doc.paths["/v1/projects/{id}"]
+    expect(Object.keys(project.put.responses["200"].headers)).toEqual(["ETag"])
+    expect(project.put.responses["412"].content["application/json"].schema.$ref).toBe(
+      "#/components/schemas/PreconditionFailedError"
+    )
   })
 
   test("a bearer security scheme, required by the operations", () => {

@@ -1,0 +1,133 @@
+/**
+ * Two people editing one project in the dashboard (issue 42): the dashboard sends `If-Match` with the `ETag` the page
+ * was drawn from, so a save after someone else's change is refused (412) instead of silently overwriting it; the
+ * form then says so and shows the current version, and saving again replaces it. A button (Archive) refused the same
+ * way reloads the page with the current version and says why. Photographed at 1280 and 375 px.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test"
+import { type ServerProcess, startServer } from "../support/server.ts"
+import {
+  type BrowserSession,
+  expectNoProblems,
+  expectOnlyLoopback,
+  openBrowser,
+  signIn,
+  userWithPassword
+} from "./browser.ts"
+
+let server: ServerProcess
+let session: BrowserSession
+let ann: Awaited<ReturnType<typeof userWithPassword>>
+let colleague = ""
+
+beforeAll(async () => {
+  server = await startServer({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" } })
+  ann = await userWithPassword(server, "Ann Example")
+  // The colleague: another client of the same account (another tab, a script), through the API.
+  colleague = (await server.fixtures.apiKey(ann.id, { name: "colleague" })).key
+  session = await openBrowser({ origin: server.url })
+}, 30_000)
+
+afterAll(async () => {
+  await session?.close()
+  await server?.stop()
+}, 20_000)
+
+const project = async (id: string) => (await server.request(`/v1/projects/${id}`, { key: colleague })).body.data
+
+test("a save after someone else's change is refused, says so, shows the current version; saving again applies", async () => {
+  const { page } = session
+  const created = await server.request("/v1/projects", {
+    method: "POST",
+    key: colleague,
+    body: { name: "Apollo", description: "The first one" }
+  })
+  const id: string = created.body.data.id
+  await signIn(page, server.url, ann)
+  await page.goto(`${server.url}/dashboard/projects/${id}`)
+  await page.getByRole("heading", { level: 1, name: "Apollo" }).waitFor()
+
+  await page.getByText("Edit project").click()
+  await page.getByLabel("Name").fill("Apollo (mine)")
+
+  // Meanwhile the colleague renames it and rewrites its description.
+  const theirs = await server.request(`/v1/projects/${id}`, {
+    method: "PUT",
+    key: colleague,
+    body: { name: "Apollo (theirs)", description: "Rewritten by a colleague" }
+  })
+  expect(theirs.status).toBe(200)
+
+  await page.getByRole("button", { name: "Save changes" }).click()
+  const alert = page.locator(".changed-meanwhile")
+  await alert.waitFor()
+  expect(await alert.getAttribute("role")).toBe("alert")
+  const text = (await alert.textContent()) ?? ""
+  expect(text).toContain("Someone else changed this project while you were editing it")
+  expect(text).toContain("Apollo (theirs)")
+  expect(text).toContain("Rewritten by a colleague")
+  // Nothing of the refused save reached the project.
+  expect((await project(id)).name).toBe("Apollo (theirs)")
+  // The form kept the edit.
+  expect(await page.getByLabel("Name").inputValue()).toBe("Apollo (mine)")
+  await session.shots("42-changed-meanwhile")
+
+  // Having seen the current version, saving again replaces it.
+  await page.getByRole("button", { name: "Save changes" }).click()
+  await page.getByRole("heading", { level: 1, name: "Apollo (mine)" }).waitFor()
+  await page.getByText("Project saved.").waitFor()
+  const saved = await project(id)
+  expect(saved.name).toBe("Apollo (mine)")
+  // Only the fields of the form were sent: the description the colleague wrote was in the form when it was saved.
+  expect(saved.description).toBe("The first one")
+
+  // A button refused the same way: the page again, with the current version and the reason.
+  await server.request(`/v1/projects/${id}`, { method: "PUT", key: colleague, body: { description: "Changed again" } })
+  await page.getByRole("button", { name: "Archive" }).click()
+  await page.getByText("Someone else changed this project meanwhile, so nothing was changed.").waitFor()
+  await page.getByText("Changed again").waitFor()
+  expect((await project(id)).status).toBe("active")
+  await session.shots("42-changed-meanwhile-button")
+  // With the current version on the page, Archive applies.
+  await page.getByRole("button", { name: "Archive" }).click()
+  await page.getByText("Project archived.").waitFor()
+  expect((await project(id)).status).toBe("archived")
+
+  expectOnlyLoopback(session)
+  expectNoProblems(session)
+}, 60_000)
+
+test("a webhook edit after someone else's change is refused the same way", async () => {
+  const { page } = session
+  const created = await server.request("/v1/webhooks", {
+    method: "POST",
+    key: colleague,
+    body: { url: "http://127.0.0.1:9/first", events: ["project.deleted"] }
+  })
+  expect(created.status).toBe(201)
+  const id: string = created.body.data.id
+  await page.goto(`${server.url}/dashboard/webhooks/${id}`)
+  await page.getByRole("heading", { level: 1, name: "Webhook" }).waitFor()
+  await page.getByText("Edit webhook").click()
+  await page.getByLabel("Payload URL").fill("http://127.0.0.1:9/mine")
+  const theirs = await server.request(`/v1/webhooks/${id}`, {
+    method: "PUT",
+    key: colleague,
+    body: { url: "http://127.0.0.1:9/theirs" }
+  })
+  expect(theirs.status).toBe(200)
+  await page.getByRole("button", { name: "Save changes" }).click()
+  const alert = page.locator(".changed-meanwhile")
+  await alert.waitFor()
+  const text = (await alert.textContent()) ?? ""
+  expect(text).toContain("Someone else changed this webhook while you were editing it")
+  expect(text).toContain("http://127.0.0.1:9/theirs")
+  const stored = await server.request(`/v1/webhooks/${id}`, { key: colleague })
+  expect(stored.body.data.url).toBe("http://127.0.0.1:9/theirs")
+  await session.shots("42-webhook-changed-meanwhile")
+  await page.getByRole("button", { name: "Save changes" }).click()
+  await page.getByText("Webhook saved.").waitFor()
+  expect((await server.request(`/v1/webhooks/${id}`, { key: colleague })).body.data.url).toBe("http://127.0.0.1:9/mine")
+  expectOnlyLoopback(session)
+  expectNoProblems(session)
+}, 60_000)
