@@ -5,8 +5,8 @@
 
 import { createHmac } from "node:crypto"
 import { isIP } from "node:net"
-import { Duration, Effect } from "effect"
-import { resolveTarget } from "./Targets.js"
+import { Context, Duration, Effect } from "effect"
+import { type Resolver, resolveTarget, systemResolver } from "./Targets.js"
 
 export const USER_AGENT = "ProjectCollaborationService-Webhooks/1.0"
 const RESPONSE_BODY_LIMIT = 4096
@@ -58,6 +58,23 @@ export const signatureHeaders = (
         ? current
         : `${current} ${standardSignature(signingKey(request.previousSecret), request.eventId, timestamp, request.body)}`
   }
+}
+
+/**
+ * What an attempt's TLS connections trust: the system's certificate authorities, unless a layer says otherwise. Only
+ * the tests say otherwise (a local receiver's self-signed certificate); no setting reaches it.
+ */
+export class DeliveryTrust extends Context.Reference<DeliveryTrust>()("DeliveryTrust", {
+  defaultValue: (): { readonly ca?: string } => ({})
+}) {}
+
+export interface AttemptOptions {
+  readonly timeout: Duration.Duration
+  readonly allowPrivate: boolean
+  /** The system's unless given (`TargetResolver`). */
+  readonly resolver?: Resolver
+  /** Certificate authorities to trust instead of the system's (`DeliveryTrust`: tests only). */
+  readonly ca?: string | undefined
 }
 
 export interface AttemptRequest {
@@ -126,11 +143,8 @@ const pinnedUrl = (raw: string, address: string): string => {
 }
 
 /** One attempt, as plain async code (one promise per attempt: it is the worker's hot path). Never rejects. */
-const attemptAsync = async (
-  request: AttemptRequest,
-  timeoutMs: number,
-  allowPrivate: boolean
-): Promise<AttemptResult> => {
+const attemptAsync = async (request: AttemptRequest, options: AttemptOptions): Promise<AttemptResult> => {
+  const timeoutMs = Duration.toMillis(options.timeout)
   const started = performance.now()
   const elapsed = () => Math.round(performance.now() - started)
   const headers: Record<string, string> = {
@@ -154,14 +168,15 @@ const attemptAsync = async (
   })
   try {
     headers.host = new URL(request.url).host
-    const target = await resolveTarget(request.url, allowPrivate)
+    const target = await resolveTarget(request.url, options.allowPrivate, options.resolver ?? systemResolver)
     if ("refused" in target) return failed(`refused: ${target.refused}`)
     const response = await fetch(pinnedUrl(request.url, target.address), {
       method: "POST",
       headers,
       body: request.body,
       redirect: "manual",
-      signal: AbortSignal.timeout(timeoutMs)
+      signal: AbortSignal.timeout(timeoutMs),
+      ...(options.ca === undefined ? {} : { tls: { ca: options.ca } })
     })
     const responseBody = await readPrefix(response)
     const succeeded = response.status >= 200 && response.status < 300
@@ -184,8 +199,5 @@ const attemptAsync = async (
   }
 }
 
-export const attempt = (
-  request: AttemptRequest,
-  options: { readonly timeout: Duration.Duration; readonly allowPrivate: boolean }
-): Effect.Effect<AttemptResult> =>
-  Effect.promise(() => attemptAsync(request, Duration.toMillis(options.timeout), options.allowPrivate))
+export const attempt = (request: AttemptRequest, options: AttemptOptions): Effect.Effect<AttemptResult> =>
+  Effect.promise(() => attemptAsync(request, options))

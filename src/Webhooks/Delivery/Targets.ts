@@ -6,7 +6,7 @@
 
 import { lookup } from "node:dns/promises"
 import { isIP } from "node:net"
-import { Effect, Schema } from "effect"
+import { Context, Effect, Schema } from "effect"
 
 export class TargetRefused extends Schema.TaggedError<TargetRefused>()("TargetRefused", {
   message: Schema.String
@@ -117,13 +117,32 @@ export const isBlockedAddress = (ip: string): boolean => {
 
 const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1")
 
+/** Answers a host name's addresses, in the order to try them (rejects when there are none). */
+export interface Resolver {
+  readonly lookup: (host: string) => Promise<ReadonlyArray<string>>
+}
+
+/** The system's resolver (getaddrinfo, as the operating system orders its answers). */
+export const systemResolver: Resolver = {
+  lookup: async (host) => (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address)
+}
+
+/**
+ * The resolver webhook targets are looked up with: the system's unless a layer provides another (the tests do, to
+ * answer what DNS would in an attack).
+ */
+export class TargetResolver extends Context.Reference<TargetResolver>()("TargetResolver", {
+  defaultValue: (): Resolver => systemResolver
+}) {}
+
 /**
  * Resolves the URL's host and checks every address. Answers the address to connect to (the first one), or the
  * reason it is refused. Plain async: the delivery attempt calls it for every attempt.
  */
 export const resolveTarget = async (
   rawUrl: string,
-  allowPrivate: boolean
+  allowPrivate: boolean,
+  resolver: Resolver = systemResolver
 ): Promise<{ readonly address: string } | { readonly refused: string }> => {
   const host = hostOf(new URL(rawUrl))
   let addresses: ReadonlyArray<string>
@@ -131,7 +150,7 @@ export const resolveTarget = async (
     addresses = [host]
   } else {
     try {
-      addresses = (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address)
+      addresses = await resolver.lookup(host)
     } catch {
       return { refused: `${host} could not be resolved` }
     }
@@ -150,6 +169,6 @@ export const resolveTarget = async (
 /** `resolveTarget` as an Effect: the address, or `TargetRefused` naming the reason (registration uses it). */
 export const checkTarget = (rawUrl: string, allowPrivate: boolean): Effect.Effect<string, TargetRefused> =>
   Effect.flatMap(
-    Effect.promise(() => resolveTarget(rawUrl, allowPrivate)),
+    Effect.flatMap(TargetResolver, (resolver) => Effect.promise(() => resolveTarget(rawUrl, allowPrivate, resolver))),
     (target) => ("address" in target ? Effect.succeed(target.address) : new TargetRefused({ message: target.refused }))
   )

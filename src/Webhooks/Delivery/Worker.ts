@@ -38,9 +38,10 @@ import { tracingEnabled } from "../../Observability/Telemetry.js"
 import { currentTraceparent, parentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
 import { DeliveryRecorder } from "../Recorder.js"
 import { WebhooksRepo } from "../Repo.js"
-import { type AttemptResult, attempt } from "./Attempt.js"
+import { type AttemptResult, attempt, DeliveryTrust } from "./Attempt.js"
 import { DeliveryScheduleRepo } from "./Repo.js"
 import { retryPolicy, waitAfterFailure } from "./Retry.js"
+import { TargetResolver } from "./Targets.js"
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
@@ -99,7 +100,12 @@ export const DeliveryWorker = Layer.scopedDiscard(
     // `Queue.take`); unwritten, its delivery would be sent again once the claim lapsed.
     const unrecorded = new Set<Outcome>()
     const lease = Duration.toMillis(config.claimTimeout)
-    const attemptOptions = { timeout: config.timeout, allowPrivate: config.allowPrivateTargets }
+    const attemptOptions = {
+      timeout: config.timeout,
+      allowPrivate: config.allowPrivateTargets,
+      resolver: yield* TargetResolver,
+      ca: (yield* DeliveryTrust).ca
+    }
 
     // Whether spans are made here at all (the program turns the tracer off when nothing would receive them).
     const traced = yield* FiberRef.get(FiberRef.currentTracerEnabled)
