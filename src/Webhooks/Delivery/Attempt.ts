@@ -199,11 +199,9 @@ const attemptAsync = async (request: AttemptRequest, options: AttemptOptions): P
         signal,
         ...(tls === undefined ? {} : { tls })
       })
-    const [first, ...others] = target.addresses
-    if (first === undefined) return failed("refused: no address")
     let response: Response | undefined
     let lastCause: unknown
-    for (const address of [first, ...others]) {
+    for (const address of target.addresses) {
       try {
         response = await send(address)
         break
