@@ -101,7 +101,8 @@ const outcomeOf = (row: { id: DeliveryId; webhook: string }, token: string): Rec
       status: "delivered",
       attempt_count: 1,
       next_attempt_at: null,
-      last_attempt_at: at
+      last_attempt_at: at,
+      trigger: "schedule"
     },
     attempt: {
       delivery_id: row.id,
@@ -110,6 +111,7 @@ const outcomeOf = (row: { id: DeliveryId; webhook: string }, token: string): Rec
       duration_ms: 2,
       status_code: 204,
       error: null,
+      trigger: "schedule",
       response_body: null,
       outcome: "succeeded",
       request_headers: JSON.stringify({

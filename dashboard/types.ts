@@ -173,6 +173,8 @@ export interface Attempt {
   readonly error: string | null
   readonly response_body: string | null
   readonly outcome: "succeeded" | "failed"
+  /** A manual retry (retry, recover, Redeliver) is extra: outside the five scheduled attempts. */
+  readonly trigger: "schedule" | "manual"
   readonly request_headers: Readonly<Record<string, string>> | null
   readonly response_headers: Readonly<Record<string, string>> | null
 }

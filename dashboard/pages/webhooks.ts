@@ -270,7 +270,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
   const hook = tagged.data
   // The edit form sends the ETag the page was drawn from, so it never overwrites someone else's change.
   let etag = tagged.etag
-  context.title("Webhook", badge(hook.status))
+  const heading = context.title("Webhook", badge(hook.status))
   const secretSlot = h("div", { class: "created-slot" })
   const notice = h("p", { class: "flash", role: "status", hidden: true })
   const say = (...text: Array<Node | string>) => {
@@ -322,8 +322,9 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
               ? actionButton(
                   "Retry",
                   async () => {
-                    await retryAndWait(path, d.id)
-                    await deliveries.load()
+                    const { attempt } = await retryAndWait(path, d.id)
+                    say(manualOutcome(attempt))
+                    await Promise.all([deliveries.load(), refreshHook()])
                   },
                   { ariaLabel: `Retry delivery ${d.id}` }
                 )
@@ -370,8 +371,42 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       )
       form.closest("details")?.removeAttribute("open")
       await watchDeliveries()
+      if (queued > 0) await watchRecovery()
     }
   )
+
+  /** "Set active again", shown while the webhook is failed. */
+  const setActive = () =>
+    actionButton("Set active again", async () => {
+      await api.put<Webhook>(path, { status: "active" })
+      flashNext("Webhook set active.")
+      context.refresh()
+    })
+  const setActiveSlot = h("span", { class: "set-active" }, hook.status === "failed" ? setActive() : null)
+  const failedAt = h("dd", null, when(hook.failed_at))
+  let shownStatus = hook.status
+  /** Shows the webhook's status as it is now (a manual attempt that succeeds makes a failed webhook active). */
+  const refreshHook = async () => {
+    const now = await api.get<Webhook>(path)
+    if (now.status === shownStatus) return
+    shownStatus = now.status
+    heading.parentElement?.querySelector(".badge")?.replaceWith(badge(now.status))
+    replace(failedAt, when(now.failed_at))
+    setActiveSlot.replaceChildren(...(now.status === "failed" ? [setActive()] : []))
+  }
+  /**
+   * After a recover: the queued attempts are made by the worker, and a failed delivery stays failed until one of them
+   * succeeds, so the list and the webhook's status are shown again every few seconds, for up to 30 s or until the
+   * webhook is active.
+   */
+  const watchRecovery = async () => {
+    const deadline = Date.now() + 30_000
+    while (deliveries.element.isConnected && Date.now() < deadline) {
+      await sleep(REFRESH_MS)
+      await Promise.all([deliveries.load(), refreshHook()])
+      if (shownStatus === "active") return
+    }
+  }
 
   const actions = h(
     "div",
@@ -414,13 +449,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
         )
       )
     }),
-    hook.status === "failed"
-      ? actionButton("Set active again", async () => {
-          await api.put<Webhook>(path, { status: "active" })
-          flashNext("Webhook set active.")
-          context.refresh()
-        })
-      : null,
+    setActiveSlot,
     actionButton(
       "Delete webhook",
       async () => {
@@ -525,7 +554,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       h("dt", null, "Created"),
       h("dd", null, when(hook.created_at)),
       h("dt", null, "Failed at"),
-      h("dd", null, when(hook.failed_at))
+      failedAt
     ),
     actions,
     notice,
@@ -546,19 +575,39 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /**
- * The manual retry: `POST …/retry` (202) schedules one immediate attempt, which the service's delivery worker
- * makes; this waits (up to 30 s) until that attempt is recorded and answers the delivery with its attempts.
+ * The manual retry: `POST …/retry` (202) asks for one extra attempt, which the service's delivery worker makes
+ * (before any scheduled one); this waits (up to 30 s) until that attempt is recorded, a manual attempt numbered after
+ * every attempt shown before, and answers the delivery with it (no attempt when it has not been made in time).
  */
-const retryAndWait = async (hookPath: string, deliveryId: string): Promise<DeliveryWithAttempts> => {
+const retryAndWait = async (
+  hookPath: string,
+  deliveryId: string
+): Promise<{ readonly delivery: DeliveryWithAttempts; readonly attempt: Attempt | undefined }> => {
   const deliveryPath = `${hookPath}/deliveries/${encodeURIComponent(deliveryId)}`
   const before = await api.get<DeliveryWithAttempts>(deliveryPath)
+  const known = before.attempts.reduce((max, a) => Math.max(max, a.number), 0)
   await api.post<Delivery>(`${deliveryPath}/retry`)
   const deadline = Date.now() + 30_000
   for (;;) {
     const now = await api.get<DeliveryWithAttempts>(deliveryPath)
-    if ((now.status !== "pending" && now.attempt_count > before.attempt_count) || Date.now() > deadline) return now
+    const attempt = now.attempts.find((a) => a.trigger === "manual" && a.number > known)
+    if (attempt !== undefined || Date.now() > deadline) return { delivery: now, attempt }
     await sleep(400)
   }
+}
+
+/** What a manual attempt came to, in words. */
+const manualOutcome = (attempt: Attempt | undefined): string =>
+  attempt === undefined
+    ? "The attempt has not been made yet; the delivery log shows it once it is."
+    : attempt.outcome === "succeeded"
+      ? `Attempt ${attempt.number} (manual) succeeded: HTTP ${attempt.status_code ?? "?"}. The delivery is delivered.`
+      : `Attempt ${attempt.number} (manual) failed: ${attempt.error ?? `HTTP ${attempt.status_code ?? "?"}`}. The delivery's status and schedule are unchanged.`
+
+/** Scheduled attempts made (of five), and the manual ones beside them. */
+const attemptsFact = (d: DeliveryWithAttempts): string => {
+  const manual = d.attempts.filter((a) => a.trigger === "manual").length
+  return `${d.attempt_count} of ${ATTEMPTS} scheduled${manual === 0 ? "" : `, ${manual} manual`}`
 }
 
 /** The payload as sent, indented for reading (as sent when it is not JSON). */
@@ -584,7 +633,7 @@ const exchange = (url: string, payload: string, attempt: Attempt, open: boolean)
     h(
       "summary",
       null,
-      `Attempt ${attempt.number}: `,
+      `Attempt ${attempt.number}${attempt.trigger === "manual" ? " (manual)" : ""}: `,
       attempt.status_code === null ? "no response" : `HTTP ${attempt.status_code}`,
       " ",
       badge(attempt.outcome)
@@ -663,7 +712,7 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
         h("dt", null, "Event"),
         h("dd", null, h("a", { href: eventHref(shown.event_id) }, h("code", null, shown.event_id))),
         h("dt", null, "Attempts"),
-        h("dd", null, String(shown.attempt_count)),
+        h("dd", null, attemptsFact(shown)),
         h("dt", null, "Next attempt"),
         h("dd", null, when(shown.next_attempt_at)),
         h("dt", null, "Created"),
@@ -677,16 +726,10 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
           async () => {
             status.hidden = false
             status.textContent = "Sending…"
-            const after = await retryAndWait(hookPath, shown.id)
+            const { delivery: after, attempt } = await retryAndWait(hookPath, shown.id)
             show(after)
-            const last = after.attempts[after.attempts.length - 1]
-            status.textContent =
-              after.status === "delivered"
-                ? `Delivered on attempt ${last?.number ?? after.attempt_count}.`
-                : after.status === "pending"
-                  ? "The attempt has not been made yet; this page refreshes by itself."
-                  : `Attempt ${last?.number ?? after.attempt_count} failed: ${last?.error ?? `HTTP ${last?.status_code ?? "?"}`}.`
-            if (after.status === "pending") watch()
+            status.textContent = manualOutcome(attempt)
+            if (after.status === "pending" || attempt === undefined) watch()
           },
           { className: "primary" }
         )
@@ -696,6 +739,7 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
         "Attempts",
         [
           { label: "#", cell: (a) => String(a.number) },
+          { label: "Trigger", cell: (a) => (a.trigger === "manual" ? "manual" : "schedule") },
           { label: "Time", cell: (a) => when(a.attempted_at, { milliseconds: true }) },
           { label: "Duration", cell: (a) => `${a.duration_ms} ms` },
           {

@@ -128,7 +128,11 @@ export const attemptFields = {
   status_code: Schema.NullOr(Schema.Int),
   error: Schema.NullOr(Schema.String),
   response_body: Schema.NullOr(Schema.String),
-  outcome: oneOf("succeeded", "failed")
+  outcome: oneOf("succeeded", "failed"),
+  trigger: oneOf("schedule", "manual").annotations({
+    description:
+      "What made the attempt: the retry schedule (at most five, counted in attempt_count) or a manual retry (retry, recover, the dashboard's Redeliver), which is extra"
+  })
 }
 
 /** Header names (lower-case) and values. */
@@ -167,11 +171,15 @@ export const ClaimedDelivery = Schema.Struct({
   webhook_id: Stored.WebhookId,
   event_id: Stored.EventId,
   event_type: Schema.String,
+  /** The scheduled attempts made so far. */
   attempt_count: Schema.Int,
-  /** 1 for a manual retry (one attempt only), else 0. */
+  /** Every attempt made so far, manual ones too: the next attempt's number follows it. */
+  attempts_made: Schema.Int,
+  status: DeliveryStatus,
+  /** 1 when a manual attempt is asked for (it is made before a scheduled one due with it), else 0. */
   manual: Schema.Int,
-  /** When the attempt fell due (for the lag metric). */
-  next_attempt_at: Timestamp,
+  /** When the next scheduled attempt falls due (for the lag metric), null when none is. */
+  next_attempt_at: Schema.NullOr(Timestamp),
   url: Schema.String,
   secret: Schema.String,
   /** The secret rotated out, which signs too until `previous_secret_expires_at`. */

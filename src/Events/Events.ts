@@ -146,6 +146,8 @@ export class Events extends Effect.Service<Events>()("Events", {
             event_id: event.id,
             event_type: event.type,
             attempt_count: 0,
+            attempts_made: 0,
+            status: "pending",
             manual: 0,
             next_attempt_at: event.createdAt,
             url: hook.url,

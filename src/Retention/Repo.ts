@@ -35,7 +35,7 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
       Result: Id,
       execute: ({ before, limit }) =>
         sql`SELECT id FROM deliveries
-            WHERE status IN ('delivered', 'failed') AND last_attempt_at < ${before}
+            WHERE status IN ('delivered', 'failed') AND manual = 0 AND last_attempt_at < ${before}
             ORDER BY last_attempt_at LIMIT ${limit} ${lockRows(true)}`
     })
 
@@ -58,10 +58,11 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
         count
       )
 
-    /** The deliveries `ids` (at most the batch's), unless one is pending again (retried since it was read). */
+    /** The deliveries `ids` (at most the batch's), unless one is pending again or has a manual attempt asked for. */
     const deleteDeliveries = (ids: ReadonlyArray<string>) =>
       Effect.map(
-        sql`DELETE FROM deliveries WHERE id IN ${sql.in(ids)} AND status IN ('delivered', 'failed') RETURNING id`,
+        sql`DELETE FROM deliveries WHERE id IN ${sql.in(ids)} AND status IN ('delivered', 'failed') AND manual = 0
+            RETURNING id`,
         count
       )
 
@@ -72,7 +73,9 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
       execute: ({ before, limit }) =>
         sql`SELECT e.id FROM events e
             WHERE e.created_at < ${before}
-              AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.status = 'pending')
+              AND NOT EXISTS (
+                SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND (d.status = 'pending' OR d.manual = 1)
+              )
             ORDER BY e.created_at LIMIT ${limit} ${lockRows(true)}`
     })
 

@@ -20,6 +20,7 @@ import m0015 from "./migrations/0015_list_plans.js"
 import m0016 from "./migrations/0016_invitation_expiries.js"
 import m0017 from "./migrations/0017_credential_generation.js"
 import m0018 from "./migrations/0018_feed_sequence.js"
+import m0020 from "./migrations/0020_manual_attempts.js"
 import m0024 from "./migrations/0024_webhook_disabled.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
@@ -42,6 +43,7 @@ const migrations = {
   "0016_invitation_expiries": m0016,
   "0017_credential_generation": m0017,
   "0018_feed_sequence": m0018,
+  "0020_manual_attempts": m0020,
   "0024_webhook_disabled": m0024
 }
 

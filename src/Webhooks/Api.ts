@@ -117,7 +117,10 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .addSuccess(Success(Delivery), { status: 202 })
       .pipe(withParamErrors)
       .annotate(RequiredScopes, ["write"])
-      .annotate(OpenApi.Summary, "Retry a delivery now: one immediate attempt (the dashboard's retry button)")
+      .annotate(
+        OpenApi.Summary,
+        "Retry a delivery now: one extra attempt outside the schedule, any status (the dashboard's Redeliver)"
+      )
   )
   .add(
     HttpApiEndpoint.post("rotateSecret")`/webhooks/${id}/rotate-secret`
@@ -144,6 +147,6 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .addSuccess(Success(Recovered), { status: 202 })
       .pipe(withBodyErrors)
       .annotate(RequiredScopes, ["write"])
-      .annotate(OpenApi.Summary, "One new attempt now for each failed delivery of events created in [since, until)")
+      .annotate(OpenApi.Summary, "One manual attempt now for each failed delivery of events created in [since, until)")
   )
   .middleware(Authentication) {}

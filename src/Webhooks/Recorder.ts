@@ -26,6 +26,8 @@ export interface Settlement {
   readonly attempt_count: number
   readonly next_attempt_at: string | null
   readonly last_attempt_at: string
+  /** What made the attempt: a manual one answers the manual retry asked for (a scheduled one leaves it asked for). */
+  readonly trigger: "schedule" | "manual"
 }
 
 /** One outcome for the recorder to write: the delivery's next state, its attempt, and whether it decides its webhook. */

@@ -65,6 +65,7 @@ const RECORD_COLUMNS: ReadonlyArray<readonly [string, "text" | "integer"]> = [
   ["error", "text"],
   ["response_body", "text"],
   ["outcome", "text"],
+  ["attempt_trigger", "text"],
   ["request_headers", "text"],
   ["response_headers", "text"],
   ["webhook_id", "text"],
@@ -88,12 +89,12 @@ export const makeFastRecorder = Effect.gen(function* () {
     const params: Array<Param> = []
     for (const a of attempts) {
       params.push(a.delivery_id, a.number, a.attempted_at, a.duration_ms, a.status_code, a.error)
-      params.push(a.response_body, a.outcome, a.request_headers, a.response_headers)
+      params.push(a.response_body, a.outcome, a.trigger, a.request_headers, a.response_headers)
     }
     const text = direct.text(
       `attempts ${attempts.length}`,
       () =>
-        `INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome, request_headers, response_headers) VALUES ${direct.values(attempts.length, 10)}`
+        `INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome, "trigger", request_headers, response_headers) VALUES ${direct.values(attempts.length, 11)}`
     )
     return Effect.asVoid(direct.run(text, params))
   }
@@ -102,20 +103,21 @@ export const makeFastRecorder = Effect.gen(function* () {
   const settle = (outcomes: ReadonlyArray<Settlement>) => {
     const params: Array<Param> = []
     for (const o of outcomes) {
-      params.push(o.id, o.claim_token, o.status, o.attempt_count, o.next_attempt_at, o.last_attempt_at)
+      params.push(o.id, o.claim_token, o.status, o.attempt_count, o.next_attempt_at, o.last_attempt_at, o.trigger)
     }
     const text = direct.text(
       `settle ${outcomes.length}`,
       () => `
-        WITH outcome (id, claim_token, status, attempt_count, next_attempt_at, last_attempt_at) AS (
-          VALUES ${direct.values(outcomes.length, 6)}
+        WITH outcome (id, claim_token, status, attempt_count, next_attempt_at, last_attempt_at, attempt_trigger) AS (
+          VALUES ${direct.values(outcomes.length, 7)}
         )
         UPDATE deliveries SET
           status = outcome.status,
           attempt_count = CAST(outcome.attempt_count AS INTEGER),
           next_attempt_at = outcome.next_attempt_at,
           last_attempt_at = outcome.last_attempt_at,
-          manual = 0, claimed_until = NULL, claim_token = NULL
+          manual = CASE WHEN outcome.attempt_trigger = 'manual' THEN 0 ELSE deliveries.manual END,
+          claimed_until = NULL, claim_token = NULL
         FROM outcome
         WHERE deliveries.id = outcome.id AND deliveries.claim_token = outcome.claim_token
         RETURNING deliveries.id`
@@ -182,7 +184,7 @@ export const makeFastRecorder = Effect.gen(function* () {
     recordings.forEach(({ settlement: s, attempt: a, webhook_id, decisive }, ordinal) => {
       params.push(s.id, s.claim_token, s.status, s.attempt_count, s.next_attempt_at, s.last_attempt_at)
       params.push(a.number, a.attempted_at, a.duration_ms, a.status_code, a.error, a.response_body, a.outcome)
-      params.push(a.request_headers, a.response_headers, webhook_id, ordinal, decisive ? 1 : 0)
+      params.push(a.trigger, a.request_headers, a.response_headers, webhook_id, ordinal, decisive ? 1 : 0)
     })
     for (let i = recordings.length * RECORD_COLUMNS.length; i < rows * RECORD_COLUMNS.length; i++) params.push(null)
     const text = direct.text(`record ${rows}`, () => {
@@ -198,15 +200,17 @@ export const makeFastRecorder = Effect.gen(function* () {
         settled AS (
           UPDATE deliveries SET
             status = o.status, attempt_count = o.attempt_count, next_attempt_at = o.next_attempt_at,
-            last_attempt_at = o.last_attempt_at, manual = 0, claimed_until = NULL, claim_token = NULL
+            last_attempt_at = o.last_attempt_at,
+            manual = CASE WHEN o.attempt_trigger = 'manual' THEN 0 ELSE deliveries.manual END,
+            claimed_until = NULL, claim_token = NULL
           FROM o
           WHERE deliveries.id = o.id AND deliveries.claim_token = o.claim_token
           RETURNING deliveries.id
         ),
         owned AS (SELECT o.* FROM o JOIN settled ON settled.id = o.id),
         attempts AS (
-          INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome, request_headers, response_headers)
-          SELECT id, number, attempted_at, duration_ms, status_code, error, response_body, outcome, request_headers, response_headers FROM owned
+          INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome, "trigger", request_headers, response_headers)
+          SELECT id, number, attempted_at, duration_ms, status_code, error, response_body, outcome, attempt_trigger, request_headers, response_headers FROM owned
         ),
         latest AS (
           SELECT DISTINCT ON (webhook_id) webhook_id, id, outcome = 'succeeded' AS succeeded

@@ -16,7 +16,8 @@ const SettlementRow: Schema.Schema<Settlement> = Schema.Struct({
   status: DeliveryStatus,
   attempt_count: Schema.Int,
   next_attempt_at: Schema.NullOr(Schema.String),
-  last_attempt_at: Schema.String
+  last_attempt_at: Schema.String,
+  trigger: Schema.Literal("schedule", "manual")
 })
 
 const Id = Schema.Struct({ id: Schema.String })
@@ -30,11 +31,11 @@ export const makeIdiomaticRecorder = Effect.gen(function* () {
     Result: Id,
     execute: (outcomes) =>
       sql`
-        WITH outcome (id, claim_token, status, attempt_count, next_attempt_at, last_attempt_at) AS (
+        WITH outcome (id, claim_token, status, attempt_count, next_attempt_at, last_attempt_at, attempt_trigger) AS (
           VALUES ${sql.csv(
             outcomes.map(
               (o) =>
-                sql`(${o.id}, ${o.claim_token}, ${o.status}, ${o.attempt_count}, ${o.next_attempt_at}, ${o.last_attempt_at})`
+                sql`(${o.id}, ${o.claim_token}, ${o.status}, ${o.attempt_count}, ${o.next_attempt_at}, ${o.last_attempt_at}, ${o.trigger})`
             )
           )}
         )
@@ -43,7 +44,8 @@ export const makeIdiomaticRecorder = Effect.gen(function* () {
           attempt_count = CAST(outcome.attempt_count AS INTEGER),
           next_attempt_at = outcome.next_attempt_at,
           last_attempt_at = outcome.last_attempt_at,
-          manual = 0, claimed_until = NULL, claim_token = NULL
+          manual = CASE WHEN outcome.attempt_trigger = 'manual' THEN 0 ELSE deliveries.manual END,
+          claimed_until = NULL, claim_token = NULL
         FROM outcome
         WHERE deliveries.id = outcome.id AND deliveries.claim_token = outcome.claim_token
         RETURNING deliveries.id`

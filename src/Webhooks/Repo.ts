@@ -181,7 +181,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       Result: AttemptRow,
       execute: (deliveryId) =>
         sql`
-        SELECT number, attempted_at, duration_ms, status_code, error, response_body, outcome, request_headers, response_headers
+        SELECT number, attempted_at, duration_ms, status_code, error, response_body, outcome, "trigger", request_headers, response_headers
         FROM delivery_attempts WHERE delivery_id = ${deliveryId} ORDER BY number`
     })
 
@@ -205,24 +205,23 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
 
     /**
      * Recovery: each `failed` delivery of the webhook whose event was created in `[since, until)` (a delivery is
-     * written with its event, at the event's time) becomes due now for one attempt, as a manual retry. A delivery
-     * not `failed` (pending: an attempt due or in flight; delivered) is left alone. Answers how many it queued.
+     * written with its event, at the event's time) gets a manual attempt asked for. One with a manual attempt already
+     * asked for or any attempt in flight is left alone, as is one not `failed`. Answers how many it queued.
      */
-    const recover = (webhookId: WebhookId, since: string, until: string, now: string) =>
+    const recover = (webhookId: WebhookId, since: string, until: string) =>
       Effect.map(
-        sql<{ readonly id: string }>`UPDATE deliveries SET manual = 1, status = 'pending', next_attempt_at = ${now}
-          WHERE webhook_id = ${webhookId} AND status = 'failed' AND claim_token IS NULL
+        sql<{ readonly id: string }>`UPDATE deliveries SET manual = 1
+          WHERE webhook_id = ${webhookId} AND status = 'failed' AND manual = 0 AND claim_token IS NULL
             AND created_at >= ${since} AND created_at < ${until}
           RETURNING id`,
         (rows) => rows.length
       )
 
-    /** A manual retry: due now, one attempt; a retry of a delivery already waiting just brings it forward. */
-    const scheduleNow = (id: DeliveryId, now: string) =>
-      sql`UPDATE deliveries SET
-            manual = CASE WHEN status = 'pending' THEN manual ELSE 1 END,
-            status = 'pending', next_attempt_at = ${now}
-          WHERE id = ${id}`.pipe(Effect.asVoid)
+    /**
+     * A manual retry: one extra attempt asked for, whatever the delivery's status; its schedule is left as it is.
+     * Asked for again before it is made, it is still one attempt.
+     */
+    const scheduleNow = (id: DeliveryId) => sql`UPDATE deliveries SET manual = 1 WHERE id = ${id}`.pipe(Effect.asVoid)
 
     const claimIds = Rows.findAll({
       Request: Schema.Struct({
@@ -234,14 +233,23 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       Result: Id,
       execute: ({ claimedUntil, limit, now, token }) => {
         const lock = sql.onDialectOrElse({ pg: () => sql`FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })
+        // Manual attempts asked for first (someone is waiting to see them), then scheduled ones by due time.
+        // A webhook an operator disabled (`bun run cli webhooks disable`) has nothing claimed until it is enabled.
+        const unclaimed = sql`(claimed_until IS NULL OR claimed_until < ${now})
+          AND webhook_id NOT IN (SELECT id FROM webhooks WHERE disabled_at IS NOT NULL)`
         return sql`
+          WITH manual AS (
+            SELECT id FROM deliveries WHERE manual = 1 AND ${unclaimed} LIMIT ${limit} ${lock}
+          ),
+          due AS (
+            SELECT id FROM deliveries
+            WHERE status = 'pending' AND next_attempt_at <= ${now} AND ${unclaimed}
+            ORDER BY next_attempt_at LIMIT ${limit} ${lock}
+          )
           UPDATE deliveries SET claimed_until = ${claimedUntil}, claim_token = ${token}
           WHERE id IN (
-            SELECT id FROM deliveries
-            WHERE status = 'pending' AND next_attempt_at <= ${now}
-              AND (claimed_until IS NULL OR claimed_until < ${now})
-              AND webhook_id NOT IN (SELECT id FROM webhooks WHERE disabled_at IS NOT NULL)
-            ORDER BY next_attempt_at LIMIT ${limit} ${lock}
+            SELECT id FROM (SELECT id FROM manual UNION ALL SELECT id FROM due WHERE id NOT IN (SELECT id FROM manual)) picked
+            LIMIT ${limit}
           )
           RETURNING id`
       }
@@ -252,7 +260,8 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       Result: ClaimedDelivery,
       execute: ({ ids, token }) =>
         sql`
-          SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.attempt_count, d.manual, d.claim_token, d.next_attempt_at,
+          SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.attempt_count, d.status, d.manual, d.claim_token, d.next_attempt_at,
+                 (SELECT COALESCE(MAX(a.number), 0) FROM delivery_attempts a WHERE a.delivery_id = d.id) AS attempts_made,
                  w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.status AS webhook_status,
                  e.payload, e.trace_context
           FROM deliveries d

@@ -202,7 +202,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return yield* findDelivery(principal, id, deliveryId.value)
     })
 
-    /** One new attempt now for each failed delivery of events created in `[since, until)`, at most 14 days back. */
+    /** One manual attempt now for each failed delivery of events created in `[since, until)`, at most 14 days back. */
     const recover = traced("Webhooks.recover")(function* (principal: Principal, id: WebhookId, input: Recovery) {
       yield* find(principal, id)
       const now = Date.now()
@@ -214,16 +214,19 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         )
       }
       if (input.since >= until) return yield* Effect.fail(ValidationFailed.field("until", "must be after since"))
-      const queued = yield* Effect.orDie(repo.recover(id, input.since, until, new Date(now).toISOString()))
+      const queued = yield* Effect.orDie(repo.recover(id, input.since, until))
       if (queued > 0) yield* events.wake
       const recovered: Recovered = { queued }
       return recovered
     })
 
-    /** The dashboard's retry button: one immediate attempt; if it fails the delivery stays failed. */
+    /**
+     * The dashboard's Redeliver: one extra attempt now, outside the schedule (any status, delivered too). Its success
+     * ends the delivery; its failure changes neither the delivery's status nor its schedule.
+     */
     const retry = traced("Webhooks.retry")(function* (principal: Principal, id: WebhookId, deliveryId: DeliveryId) {
       yield* findDelivery(principal, id, deliveryId)
-      yield* repo.scheduleNow(deliveryId, nowIso()).pipe(Effect.orDie)
+      yield* repo.scheduleNow(deliveryId).pipe(Effect.orDie)
       // Due now: the worker may be asleep until a later delivery falls due.
       yield* events.wake
       return yield* findDelivery(principal, id, deliveryId)

@@ -160,15 +160,21 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   )
   await session.shots("13-delivery-failed")
 
-  // The receiver recovers; Redeliver makes one attempt, shown at once.
+  // The receiver recovers; Redeliver makes one extra attempt, shown at once.
   receiver.setDefault({ status: 200, body: "thanks" }, path)
   await page.getByRole("button", { name: "Redeliver" }).click()
-  await page.getByText("Delivered on attempt 6.").waitFor({ timeout: 15_000 })
+  await page
+    .getByText("Attempt 6 (manual) succeeded: HTTP 200. The delivery is delivered.")
+    .waitFor({ timeout: 15_000 })
   await page.locator(".page-head .badge", { hasText: "delivered" }).waitFor()
   expect(await attemptRows.count()).toBe(6)
   expect(await attemptRows.nth(5).locator('td[data-label="Status code"]').textContent()).toBe("200")
   expect(await attemptRows.nth(5).locator('td[data-label="Outcome"]').textContent()).toBe("succeeded")
-  expect(await exchanges.first().locator("summary").textContent()).toContain("Attempt 6: HTTP 200")
+  expect(await attemptRows.nth(5).locator('td[data-label="Trigger"]').textContent()).toBe("manual")
+  expect(await attemptRows.nth(4).locator('td[data-label="Trigger"]').textContent()).toBe("schedule")
+  expect(await exchanges.first().locator("summary").textContent()).toContain("Attempt 6 (manual): HTTP 200")
+  // Five scheduled attempts, and the manual one beside them.
+  await page.locator("dd", { hasText: "5 of 5 scheduled, 1 manual" }).waitFor()
   // Redeliver stays for a delivered delivery too.
   await page.getByRole("button", { name: "Redeliver" }).waitFor()
   expect(receiver.requests(path)).toHaveLength(6)
@@ -200,6 +206,9 @@ test("recover failed deliveries since a time: the count, and the log refreshing 
   receiver.setDefault({ status: 200, body: "back" }, path)
   await page.goto(`${server.url}/dashboard/webhooks/${hookId}`)
   await page.getByRole("heading", { level: 1, name: "Webhook" }).waitFor()
+  // Five failures each: the webhook is failed, and can be set active by hand.
+  await page.locator(".page-head .badge", { hasText: "failed" }).waitFor()
+  await page.getByRole("button", { name: "Set active again" }).waitFor()
   await page.getByText("Recover failed deliveries since…").click()
   // The default: a day back, in the reader's time zone.
   expect(await page.getByLabel("Since").inputValue()).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d$/)
@@ -213,6 +222,9 @@ test("recover failed deliveries since a time: the count, and the log refreshing 
     { what: "the three deliveries shown delivered", timeoutMs: 20_000 }
   )
   expect(await page.locator("tbody .badge", { hasText: "failed" }).count()).toBe(0)
+  // The webhook's status follows (a manual attempt that succeeds makes it active), without a reload.
+  await page.locator(".page-head .badge", { hasText: "active" }).waitFor({ timeout: 15_000 })
+  expect(await page.getByRole("button", { name: "Set active again" }).count()).toBe(0)
   expect(await page.evaluate(() => document.body.getAttribute("data-not-reloaded"))).toBe("yes")
   await session.shots("17-webhook-recovered")
 }, 60_000)
@@ -337,6 +349,24 @@ test("a delivery retrying says so (attempt 1 of 5 failed, next at HH:MM with the
     new RegExp(`^retrying: attempt 1 of 5 failed, next at (.+, )?${hhmm} UTC$`)
   )
   await session.shots("21-delivery-retrying")
+  // Redeliver while it is retrying: an extra attempt, whose failure is reported as soon as it is recorded; the
+  // delivery still waits for its second scheduled attempt, at the same time.
+  await page.getByRole("button", { name: "Redeliver" }).click()
+  await page
+    .getByText("Attempt 2 (manual) failed: HTTP 503. The delivery's status and schedule are unchanged.")
+    .waitFor({ timeout: 15_000 })
+  expect(await page.locator(".delivery-progress").textContent()).toMatch(
+    new RegExp(`^retrying: attempt 1 of 5 failed, next at (.+, )?${hhmm} UTC$`)
+  )
+  await page.locator("dd", { hasText: "1 of 5 scheduled, 1 manual" }).waitFor()
+  const afterRedeliver = (await slow.request(`/v1/webhooks/${hookId}/deliveries/${pending.id}`, { key: bobKey })).body
+    .data
+  expect(afterRedeliver).toMatchObject({
+    status: "pending",
+    attempt_count: 1,
+    next_attempt_at: pending.next_attempt_at
+  })
+  await session.shots("22-delivery-redelivered-while-retrying")
   // A retry made elsewhere (the API): the page shows its outcome by itself, without being reloaded.
   await page.evaluate(() => document.body.setAttribute("data-not-reloaded", "yes"))
   receiver.setDefault({ status: 200, body: "ok now" }, path)
@@ -348,7 +378,7 @@ test("a delivery retrying says so (attempt 1 of 5 failed, next at HH:MM with the
   await page.locator(".page-head .badge", { hasText: "delivered" }).waitFor({ timeout: 15_000 })
   expect(await page.locator(".delivery-progress").textContent()).toBe("delivered")
   expect(await page.evaluate(() => document.body.getAttribute("data-not-reloaded"))).toBe("yes")
-  expect(await page.locator("details.exchange").count()).toBe(2)
+  expect(await page.locator("details.exchange").count()).toBe(3)
 }, 60_000)
 
 test("nothing left 127.0.0.1 from the page, and no CSP violation or error reached the console", () => {

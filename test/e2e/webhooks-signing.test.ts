@@ -432,8 +432,10 @@ describe("recover", () => {
     expect(again.body.data).toEqual({ queued: 0 })
     for (const d of list) {
       const done = await deliveryWhen(fay, h.id, d.id, (x) => x.status === "delivered", fast)
-      expect(done.attempt_count).toBe(6)
-      expect(done.attempts.at(-1).outcome).toBe("succeeded")
+      // One extra attempt, outside the five scheduled ones.
+      expect(done.attempt_count).toBe(5)
+      expect(done.attempts).toHaveLength(6)
+      expect(done.attempts.at(-1)).toMatchObject({ outcome: "succeeded", trigger: "manual" })
     }
     expect(receiver.requests(h.path).length - arrived).toBe(2)
     // Delivered now: nothing left to recover.
@@ -449,9 +451,10 @@ describe("recover", () => {
     expect(res.body.data).toEqual({ queued: 1 })
     const left = await delivery(fay, h.id, newer.id, fast)
     expect(left.status).toBe("failed")
-    // The older one gets its one attempt (refused again: failed after a sixth).
-    const again = await deliveryWhen(fay, h.id, older.id, (x) => x.attempt_count === 6 && x.status === "failed", fast)
-    expect(again.attempts).toHaveLength(6)
+    // The older one gets its one manual attempt (refused again: still failed, five scheduled attempts and this one).
+    const again = await deliveryWhen(fay, h.id, older.id, (x) => x.attempts.length === 6, fast)
+    expect(again).toMatchObject({ status: "failed", attempt_count: 5 })
+    expect(again.attempts.at(-1).trigger).toBe("manual")
     expect((await delivery(fay, h.id, newer.id, fast)).attempt_count).toBe(5)
     // After both: none.
     const later = new Date(Date.parse(newer.created_at) + 1).toISOString()

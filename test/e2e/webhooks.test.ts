@@ -747,8 +747,10 @@ describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery re
           "request_headers",
           "response_body",
           "response_headers",
-          "status_code"
+          "status_code",
+          "trigger"
         ])
+        expect(attempt.trigger).toBe("schedule")
       }
       for (let i = 1; i < 5; i++) {
         const gap = Date.parse(delivery.attempts[i].attempted_at) - Date.parse(delivery.attempts[i - 1].attempted_at)
@@ -801,7 +803,7 @@ describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery re
       expect(stillFailed.body.data.status).toBe("failed")
     }, 30_000)
 
-    test("manual retry: 202 with the delivery, one immediate attempt; a failure stays failed with no automatic retries, a success delivers", async () => {
+    test("manual retry: 202 with the delivery, one immediate extra attempt; a failure stays failed with no automatic retries, a success delivers", async () => {
       const created = await hook(ann, { events: ["project.created"] })
       receiver.enqueue(created.path, ...Array.from({ length: 6 }, () => ({ status: 503, body: "down" })))
       await createProject(ann, "Manual retry")
@@ -823,20 +825,26 @@ describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery re
       const sixth = await receiver.waitFor(6, { path: created.path })
       expect(sixth[5]!.receivedMono - retriedAt).toBeLessThan(1000)
       expect(sixth[5]!.headers["x-service-delivery"]).toBe(deliveryId)
+      // An extra attempt: listed as manual, not counted among the five scheduled ones.
       const afterFailedRetry = await deliveryWhen(
         ann,
         created.id,
         deliveryId,
-        (d) => d.status === "failed" && d.attempt_count === 6
+        (d) => d.status === "failed" && d.attempts.length === 6
       )
       expect(afterFailedRetry.next_attempt_at).toBeNull()
-      expect(afterFailedRetry.attempts).toHaveLength(6)
-      expect(afterFailedRetry.attempts[5]).toMatchObject({ number: 6, status_code: 503, outcome: "failed" })
+      expect(afterFailedRetry.attempt_count).toBe(5)
+      expect(afterFailedRetry.attempts[5]).toMatchObject({
+        number: 6,
+        status_code: 503,
+        outcome: "failed",
+        trigger: "manual"
+      })
       // No automatic attempts follow a failed manual retry.
       await sleep(DELAY_MS * 3)
       expect(receiver.requests(created.path)).toHaveLength(6)
       const stillFailed = await getDelivery(ann, created.id, deliveryId)
-      expect(stillFailed.body.data).toMatchObject({ status: "failed", attempt_count: 6 })
+      expect(stillFailed.body.data).toMatchObject({ status: "failed", attempt_count: 5 })
       const hookFailed = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
       expect(hookFailed.body.data.status).toBe("failed")
       // The owner may set a failed webhook active again by hand.
@@ -855,8 +863,14 @@ describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery re
       })
       expect(retry2.status).toBe(202)
       const delivered = await deliveryWhen(ann, created.id, deliveryId, (d) => d.status === "delivered")
-      expect(delivered).toMatchObject({ attempt_count: 7, next_attempt_at: null })
-      expect(delivered.attempts[6]).toMatchObject({ number: 7, status_code: 200, outcome: "succeeded", error: null })
+      expect(delivered).toMatchObject({ attempt_count: 5, next_attempt_at: null })
+      expect(delivered.attempts[6]).toMatchObject({
+        number: 7,
+        status_code: 200,
+        outcome: "succeeded",
+        error: null,
+        trigger: "manual"
+      })
       expect(receiver.requests(created.path)).toHaveLength(7)
       const hookActive = await server.request(`/v1/webhooks/${created.id}`, { key: ann.key })
       expect(hookActive.body.data).toMatchObject({ status: "active", failed_at: null })

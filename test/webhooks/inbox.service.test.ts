@@ -214,6 +214,8 @@ describe("shutdown gives back what no attempt started", () => {
       event_id: makeId("event"),
       event_type: "project.created",
       attempt_count: 0,
+      attempts_made: 0,
+      status: "pending",
       manual: 0,
       next_attempt_at: new Date().toISOString(),
       url: "http://127.0.0.1:1/hook",

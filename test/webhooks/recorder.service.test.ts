@@ -110,7 +110,8 @@ const outcome = (
     response_body: succeeded ? null : `busy ${n}`,
     request_headers: JSON.stringify({ "webhook-id": `evt_${n}` }),
     response_headers: null,
-    outcome: succeeded ? "succeeded" : "failed"
+    outcome: succeeded ? "succeeded" : "failed",
+    trigger: "schedule"
   }
   return {
     settlement: {
@@ -119,7 +120,8 @@ const outcome = (
       status: kind === "delivered" ? "delivered" : kind === "retry" ? "pending" : "failed",
       attempt_count: 1,
       next_attempt_at: kind === "retry" ? "2026-01-01T00:01:05.000Z" : null,
-      last_attempt_at: at
+      last_attempt_at: at,
+      trigger: "schedule"
     },
     attempt,
     webhook_id: hook(h),
@@ -137,7 +139,7 @@ const attemptsOf = (scope: string) =>
   sqlRun(
     (sql) =>
       sql`SELECT delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome,
-        request_headers, response_headers
+        "trigger", request_headers, response_headers
         FROM delivery_attempts WHERE delivery_id LIKE ${`dlv_0${scope}%`} ORDER BY delivery_id`
   )
 const webhooksOf = (scope: string) =>
@@ -324,7 +326,7 @@ describe.each([
       if (r.settlement.claim_token === "lapsed") {
         expect(row).toMatchObject({ status: "pending", attempt_count: 0, claim_token: `token-${i + 1}` })
       } else {
-        const { claim_token: _, id: __, ...settled } = r.settlement
+        const { claim_token: _, id: __, trigger: ___, ...settled } = r.settlement
         expect(row).toEqual({ id: dlv(i + 1), ...settled, claim_token: null, claimed_until: null })
       }
     }

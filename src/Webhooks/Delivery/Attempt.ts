@@ -5,8 +5,8 @@
 
 import { createHmac } from "node:crypto"
 import { isIP } from "node:net"
-import { Duration, Effect } from "effect"
-import { resolveTarget } from "./Targets.js"
+import { Context, Duration, Effect } from "effect"
+import { type Resolver, resolveTarget, systemResolver } from "./Targets.js"
 
 export const USER_AGENT = "ProjectCollaborationService-Webhooks/1.0"
 const RESPONSE_BODY_LIMIT = 4096
@@ -58,6 +58,23 @@ export const signatureHeaders = (
         ? current
         : `${current} ${standardSignature(signingKey(request.previousSecret), request.eventId, timestamp, request.body)}`
   }
+}
+
+/**
+ * What an attempt's TLS connections trust: the system's certificate authorities, unless a layer says otherwise. Only
+ * the tests say otherwise (a local receiver's self-signed certificate); no setting reaches it.
+ */
+export class DeliveryTrust extends Context.Reference<DeliveryTrust>()("DeliveryTrust", {
+  defaultValue: (): { readonly ca?: string } => ({})
+}) {}
+
+export interface AttemptOptions {
+  readonly timeout: Duration.Duration
+  readonly allowPrivate: boolean
+  /** The system's unless given (`TargetResolver`). */
+  readonly resolver?: Resolver
+  /** Certificate authorities to trust instead of the system's (`DeliveryTrust`: tests only). */
+  readonly ca?: string | undefined
 }
 
 export interface AttemptRequest {
@@ -114,23 +131,28 @@ const readPrefix = async (response: Response): Promise<string> => {
   return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT))
 }
 
+/** The URL with its host replaced by a checked address: the connection goes there and nowhere else. */
+const atAddress = (url: URL, address: string): string => {
+  const pinned = new URL(url)
+  pinned.hostname = isIP(address) === 6 ? `[${address}]` : address
+  return pinned.toString()
+}
+
 /**
- * For `http:` the connection goes to the address that was checked (Host keeps the name), so a DNS answer that
- * changes between check and connect cannot redirect it. For `https:` the name must stay in the URL for TLS.
+ * Failures that leave no request at a server (the connection was not made, or TLS refused the certificate before
+ * anything was sent): after one of these the next checked address is tried. After any other failure (a time-out,
+ * a reset once the request may have been sent) the attempt ends, so one attempt never reaches a receiver twice.
  */
-const pinnedUrl = (raw: string, address: string): string => {
-  const url = new URL(raw)
-  if (url.protocol !== "http:" || isIP(url.hostname.replace(/^\[(.*)\]$/, "$1")) !== 0) return raw
-  url.hostname = isIP(address) === 6 ? `[${address}]` : address
-  return url.toString()
+const notConnected = (cause: unknown): boolean => {
+  const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
+  return /^(ECONNREFUSED|ConnectionRefused|EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL|ERR_TLS_CERT_ALTNAME_INVALID|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|CERT_HAS_EXPIRED|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)$/.test(
+    code
+  )
 }
 
 /** One attempt, as plain async code (one promise per attempt: it is the worker's hot path). Never rejects. */
-const attemptAsync = async (
-  request: AttemptRequest,
-  timeoutMs: number,
-  allowPrivate: boolean
-): Promise<AttemptResult> => {
+const attemptAsync = async (request: AttemptRequest, options: AttemptOptions): Promise<AttemptResult> => {
+  const timeoutMs = Duration.toMillis(options.timeout)
   const started = performance.now()
   const elapsed = () => Math.round(performance.now() - started)
   const headers: Record<string, string> = {
@@ -153,16 +175,42 @@ const attemptAsync = async (
     responseHeaders: null
   })
   try {
-    headers.host = new URL(request.url).host
-    const target = await resolveTarget(request.url, allowPrivate)
+    const url = new URL(request.url)
+    headers.host = url.host
+    const target = await resolveTarget(request.url, options.allowPrivate, options.resolver ?? systemResolver)
     if ("refused" in target) return failed(`refused: ${target.refused}`)
-    const response = await fetch(pinnedUrl(request.url, target.address), {
-      method: "POST",
-      headers,
-      body: request.body,
-      redirect: "manual",
-      signal: AbortSignal.timeout(timeoutMs)
-    })
+    // The connection goes to a checked address; the name stays in Host and, for https, in TLS (SNI and the
+    // certificate check), so nothing resolves it a second time.
+    const name = url.hostname.replace(/^\[(.*)\]$/, "$1")
+    const tls =
+      url.protocol === "https:"
+        ? {
+            ...(isIP(name) === 0 ? { serverName: name } : {}),
+            ...(options.ca === undefined ? {} : { ca: options.ca })
+          }
+        : undefined
+    const signal = AbortSignal.timeout(timeoutMs)
+    const send = (address: string) =>
+      fetch(atAddress(url, address), {
+        method: "POST",
+        headers,
+        body: request.body,
+        redirect: "manual",
+        signal,
+        ...(tls === undefined ? {} : { tls })
+      })
+    let response: Response | undefined
+    let lastCause: unknown
+    for (const address of target.addresses) {
+      try {
+        response = await send(address)
+        break
+      } catch (cause) {
+        if (!notConnected(cause)) throw cause
+        lastCause = cause
+      }
+    }
+    if (response === undefined) throw lastCause
     const responseBody = await readPrefix(response)
     const succeeded = response.status >= 200 && response.status < 300
     return {
@@ -184,8 +232,5 @@ const attemptAsync = async (
   }
 }
 
-export const attempt = (
-  request: AttemptRequest,
-  options: { readonly timeout: Duration.Duration; readonly allowPrivate: boolean }
-): Effect.Effect<AttemptResult> =>
-  Effect.promise(() => attemptAsync(request, Duration.toMillis(options.timeout), options.allowPrivate))
+export const attempt = (request: AttemptRequest, options: AttemptOptions): Effect.Effect<AttemptResult> =>
+  Effect.promise(() => attemptAsync(request, options))

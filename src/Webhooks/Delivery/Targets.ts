@@ -1,12 +1,13 @@
 /**
  * The SSRF guard: a webhook may not point at loopback, private, link-local, metadata or other special-purpose
- * addresses (unless `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`). Checked at registration and again at connect time:
- * the host is resolved, every address is checked, and the connection goes to a checked address.
+ * addresses (unless `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`). Checked at registration and again for every attempt:
+ * the host is resolved once, every address is checked, and the connection goes to a checked address (for https
+ * too: the name is kept for TLS only), so a DNS answer that changes in between cannot send it elsewhere.
  */
 
 import { lookup } from "node:dns/promises"
 import { isIP } from "node:net"
-import { Effect, Schema } from "effect"
+import { Context, Effect, Schema } from "effect"
 
 export class TargetRefused extends Schema.TaggedError<TargetRefused>()("TargetRefused", {
   message: Schema.String
@@ -117,21 +118,41 @@ export const isBlockedAddress = (ip: string): boolean => {
 
 const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1")
 
+/** Answers a host name's addresses, in the order to try them (rejects when there are none). */
+export interface Resolver {
+  readonly lookup: (host: string) => Promise<ReadonlyArray<string>>
+}
+
+/** The system's resolver (getaddrinfo, as the operating system orders its answers). */
+export const systemResolver: Resolver = {
+  lookup: async (host) => (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address)
+}
+
 /**
- * Resolves the URL's host and checks every address. Answers the address to connect to (the first one), or the
- * reason it is refused. Plain async: the delivery attempt calls it for every attempt.
+ * The resolver webhook targets are looked up with: the system's unless a layer provides another (the tests do, to
+ * answer what DNS would in an attack).
+ */
+export class TargetResolver extends Context.Reference<TargetResolver>()("TargetResolver", {
+  defaultValue: (): Resolver => systemResolver
+}) {}
+
+/**
+ * Resolves the URL's host once and checks every address. Answers the addresses to connect to, in the resolver's
+ * order (the attempt connects to these, never to the name), or the reason the target is refused. Plain async: the
+ * delivery attempt calls it for every attempt.
  */
 export const resolveTarget = async (
   rawUrl: string,
-  allowPrivate: boolean
-): Promise<{ readonly address: string } | { readonly refused: string }> => {
+  allowPrivate: boolean,
+  resolver: Resolver = systemResolver
+): Promise<{ readonly addresses: ReadonlyArray<string> } | { readonly refused: string }> => {
   const host = hostOf(new URL(rawUrl))
   let addresses: ReadonlyArray<string>
   if (isIP(host) !== 0) {
     addresses = [host]
   } else {
     try {
-      addresses = (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address)
+      addresses = await resolver.lookup(host)
     } catch {
       return { refused: `${host} could not be resolved` }
     }
@@ -144,12 +165,13 @@ export const resolveTarget = async (
       return { refused: `${host} resolves to ${blocked}, a loopback, private, link-local or reserved address` }
     }
   }
-  return { address: first }
+  return { addresses }
 }
 
-/** `resolveTarget` as an Effect: the address, or `TargetRefused` naming the reason (registration uses it). */
+/** `resolveTarget` as an Effect: the first address, or `TargetRefused` naming the reason (registration uses it). */
 export const checkTarget = (rawUrl: string, allowPrivate: boolean): Effect.Effect<string, TargetRefused> =>
   Effect.flatMap(
-    Effect.promise(() => resolveTarget(rawUrl, allowPrivate)),
-    (target) => ("address" in target ? Effect.succeed(target.address) : new TargetRefused({ message: target.refused }))
+    Effect.flatMap(TargetResolver, (resolver) => Effect.promise(() => resolveTarget(rawUrl, allowPrivate, resolver))),
+    (target) =>
+      "addresses" in target ? Effect.succeed(target.addresses[0] ?? "") : new TargetRefused({ message: target.refused })
   )

@@ -38,9 +38,10 @@ import { tracingEnabled } from "../../Observability/Telemetry.js"
 import { currentTraceparent, parentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
 import { DeliveryRecorder } from "../Recorder.js"
 import { WebhooksRepo } from "../Repo.js"
-import { type AttemptResult, attempt } from "./Attempt.js"
+import { type AttemptResult, attempt, DeliveryTrust } from "./Attempt.js"
 import { DeliveryScheduleRepo } from "./Repo.js"
 import { retryPolicy, waitAfterFailure } from "./Retry.js"
+import { TargetResolver } from "./Targets.js"
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
@@ -61,10 +62,14 @@ const attemptFields = (claimed: ClaimedDelivery, number: number, result: Attempt
 
 interface Outcome {
   readonly claimed: ClaimedDelivery
+  /** The attempt's place among all of the delivery's attempts. */
   readonly number: number
+  readonly trigger: "schedule" | "manual"
   readonly attemptedAt: number
   readonly result: AttemptResult
   readonly status: "pending" | "delivered" | "failed"
+  /** The scheduled attempts made, this one included if it was one. */
+  readonly attemptCount: number
   readonly nextAttemptAt: string | null
 }
 
@@ -95,7 +100,12 @@ export const DeliveryWorker = Layer.scopedDiscard(
     // `Queue.take`); unwritten, its delivery would be sent again once the claim lapsed.
     const unrecorded = new Set<Outcome>()
     const lease = Duration.toMillis(config.claimTimeout)
-    const attemptOptions = { timeout: config.timeout, allowPrivate: config.allowPrivateTargets }
+    const attemptOptions = {
+      timeout: config.timeout,
+      allowPrivate: config.allowPrivateTargets,
+      resolver: yield* TargetResolver,
+      ca: (yield* DeliveryTrust).ca
+    }
 
     // Whether spans are made here at all (the program turns the tracer off when nothing would receive them).
     const traced = yield* FiberRef.get(FiberRef.currentTracerEnabled)
@@ -106,18 +116,33 @@ export const DeliveryWorker = Layer.scopedDiscard(
       failed: [MetricLabel.make("outcome", "failed")]
     }
 
-    /** What follows a failed attempt: the next attempt's time (none once the policy gives up or it was manual). */
-    const afterFailure = Effect.fnUntraced(function* (claimed: ClaimedDelivery, number: number, result: AttemptResult) {
-      const wait = claimed.manual === 1 ? Option.none() : yield* waitAfterFailure(policy, number)
+    /**
+     * What follows a failed attempt: after a scheduled one, the next one's time (none once the policy gives up);
+     * after a manual one, the delivery's status and schedule as they were.
+     */
+    const afterFailure = Effect.fnUntraced(function* (
+      claimed: ClaimedDelivery,
+      number: number,
+      manual: boolean,
+      result: AttemptResult
+    ) {
+      if (manual) {
+        yield* Effect.logWarning("webhook delivery attempt failed", {
+          ...attemptFields(claimed, number, result),
+          trigger: "manual",
+          next_attempt_at: claimed.next_attempt_at
+        })
+        return { status: claimed.status, attemptCount: claimed.attempt_count, nextAttemptAt: claimed.next_attempt_at }
+      }
+      const attemptCount = claimed.attempt_count + 1
+      const wait = yield* waitAfterFailure(policy, attemptCount)
       const nextAttemptAt = Option.getOrNull(Option.map(wait, (d) => iso(Date.now() + Duration.toMillis(d))))
       yield* Effect.logWarning("webhook delivery attempt failed", {
         ...attemptFields(claimed, number, result),
         next_attempt_at: nextAttemptAt
       })
-      return { status: Option.isSome(wait) ? ("pending" as const) : ("failed" as const), nextAttemptAt }
+      return { status: Option.isSome(wait) ? ("pending" as const) : ("failed" as const), attemptCount, nextAttemptAt }
     })
-
-    const delivered = { status: "delivered" as const, nextAttemptAt: null }
 
     /**
      * Attempts one claimed delivery, sending `traceparent`; its outcome goes to the recorder. The attempt is one
@@ -126,9 +151,14 @@ export const DeliveryWorker = Layer.scopedDiscard(
      */
     const attemptAndRecord = (claimed: ClaimedDelivery, traceparent: string | undefined) =>
       Effect.withFiberRuntime<void>((fiber) => {
-        const number = claimed.attempt_count + 1
+        const number = claimed.attempts_made + 1
+        // A manual attempt asked for goes first: a scheduled one due with it follows at the next claim.
+        const manual = claimed.manual === 1
+        const trigger = manual ? ("manual" as const) : ("schedule" as const)
         const attemptedAt = Date.now()
-        updateInPlace(deliveryLag, Math.max(0, attemptedAt - Date.parse(claimed.next_attempt_at)), [], fiber)
+        if (!manual && claimed.next_attempt_at !== null) {
+          updateInPlace(deliveryLag, Math.max(0, attemptedAt - Date.parse(claimed.next_attempt_at)), [], fiber)
+        }
         // A rotated-out secret signs too until it expires.
         const previousSecret =
           claimed.previous_secret !== null &&
@@ -148,8 +178,8 @@ export const DeliveryWorker = Layer.scopedDiscard(
         }
         return Effect.flatMap(attempt(request, attemptOptions), (result) => {
           updateInPlace(deliveryAttempts, 1, result.succeeded ? outcomeLabels.succeeded : outcomeLabels.failed, fiber)
-          const offer = (next: { readonly status: Outcome["status"]; readonly nextAttemptAt: string | null }) => {
-            const outcome: Outcome = { claimed, number, attemptedAt, result, ...next }
+          const offer = (next: Pick<Outcome, "status" | "attemptCount" | "nextAttemptAt">) => {
+            const outcome: Outcome = { claimed, number, trigger, attemptedAt, result, ...next }
             unrecorded.add(outcome)
             outcomes.unsafeOffer(outcome)
           }
@@ -161,10 +191,15 @@ export const DeliveryWorker = Layer.scopedDiscard(
               })
             : Effect.void
           if (result.succeeded) {
-            offer(delivered)
+            // Delivered: whatever made it, no attempt follows.
+            offer({
+              status: "delivered",
+              attemptCount: manual ? claimed.attempt_count : claimed.attempt_count + 1,
+              nextAttemptAt: null
+            })
             return annotated
           }
-          return Effect.zipRight(annotated, Effect.map(afterFailure(claimed, number, result), offer))
+          return Effect.zipRight(annotated, Effect.map(afterFailure(claimed, number, manual, result), offer))
         })
       })
 
@@ -202,14 +237,15 @@ export const DeliveryWorker = Layer.scopedDiscard(
       // In the order attempted: a webhook's status follows the latest decisive outcome.
       const ordered = [...batch].sort((a, b) => a.attemptedAt - b.attemptedAt)
       const { kept, failedBy } = yield* deliveryRecorder.record(
-        ordered.map(({ attemptedAt, claimed, number, result, status, nextAttemptAt }) => ({
+        ordered.map(({ attemptCount, attemptedAt, claimed, number, result, status, nextAttemptAt, trigger }) => ({
           settlement: {
             id: claimed.id,
             claim_token: claimed.claim_token,
             status,
-            attempt_count: number,
+            attempt_count: attemptCount,
             next_attempt_at: nextAttemptAt,
-            last_attempt_at: iso(attemptedAt)
+            last_attempt_at: iso(attemptedAt),
+            trigger
           },
           attempt: {
             delivery_id: claimed.id,
@@ -220,18 +256,20 @@ export const DeliveryWorker = Layer.scopedDiscard(
             error: result.error,
             response_body: result.responseBody,
             outcome: result.succeeded ? "succeeded" : "failed",
+            trigger,
             request_headers: JSON.stringify(result.requestHeaders),
             response_headers: result.responseHeaders === null ? null : JSON.stringify(result.responseHeaders)
           },
           webhook_id: claimed.webhook_id,
-          decisive: result.succeeded || status === "failed"
+          // A failed manual attempt decides nothing: the webhook's status follows the schedule's outcomes.
+          decisive: result.succeeded || (trigger === "schedule" && status === "failed")
         })),
         iso(Date.now())
       )
       // A claim that lapsed and was taken by another process is theirs to record now.
       const owned = ordered.filter((outcome) => kept.has(outcome.claimed.id))
       return {
-        givenUp: owned.filter((outcome) => outcome.status === "failed"),
+        givenUp: owned.filter((outcome) => outcome.trigger === "schedule" && outcome.status === "failed"),
         webhooksFailed: owned.filter((outcome) => failedBy.has(outcome.claimed.id)),
         retries: owned.some((outcome) => outcome.status === "pending")
       }
