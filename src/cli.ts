@@ -15,6 +15,8 @@ import { Conflict, Forbidden, NotFound, ValidationFailed } from "./Domain/Errors
 import { parseInstant } from "./Domain/Time.js"
 import { OAuthClients } from "./OAuth/Clients.js"
 import { Retention } from "./Retention/Retention.js"
+import { KeyRingLive } from "./Secrets/KeyRing.js"
+import { rotate as rotateSecrets } from "./Secrets/Stored.js"
 import { SqlClientLive, SqlLive } from "./Sql/Client.js"
 import { runMigrations } from "./Sql/Migrations.js"
 import { TeamRole } from "./Teams/Api.js"
@@ -356,6 +358,14 @@ const commands: ReadonlyArray<Command> = [
     }
   },
   {
+    words: "secrets rotate",
+    summary:
+      "Re-encrypt every stored secret (webhook secrets, JWT signing keys, recorded answers) under the first key of " +
+      "SECRETS_KEY, in batches, while the service runs; then the other keys can be dropped.",
+    flags: [],
+    run: { _tag: "standalone", effect: () => rotateSecrets().pipe(Effect.provide(SqlLive)) }
+  },
+  {
     words: "prune",
     summary:
       "Run one retention sweep now (after any sweep running in a server) and print what it deleted: ended " +
@@ -382,7 +392,7 @@ const commands: ReadonlyArray<Command> = [
     run: {
       _tag: "standalone",
       effect: () =>
-        Effect.map(Effect.provide(runMigrations, SqlClientLive), (applied) =>
+        Effect.map(Effect.provide(runMigrations, Layer.merge(SqlClientLive, KeyRingLive)), (applied) =>
           applied.map(([id, name]) => ({ id, name }))
         )
     }

@@ -1,6 +1,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import { KeyRing } from "../Secrets/KeyRing.js"
 import { exclusively } from "./Locks.js"
 import m0001 from "./migrations/0001_foundation.js"
 import m0002 from "./migrations/0002_webhooks.js"
@@ -19,6 +20,7 @@ import m0014 from "./migrations/0014_list_order.js"
 import m0015 from "./migrations/0015_list_plans.js"
 import m0016 from "./migrations/0016_invitation_expiries.js"
 import m0017 from "./migrations/0017_credential_generation.js"
+import m0021 from "./migrations/0021_secrets_at_rest.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -38,7 +40,8 @@ const migrations = {
   "0014_list_order": m0014,
   "0015_list_plans": m0015,
   "0016_invitation_expiries": m0016,
-  "0017_credential_generation": m0017
+  "0017_credential_generation": m0017,
+  "0021_secrets_at_rest": m0021
 }
 
 const migrate = Migrator.make({})
@@ -67,7 +70,11 @@ const migrationsTable = Effect.flatMap(SqlClient.SqlClient, (sql) =>
 export const runMigrations = exclusively(
   "migrations",
   Effect.zipRight(migrationsTable, migrate({ loader: Migrator.fromRecord(migrations) }))
-).pipe(Effect.withSpan("Sql.migrate"))
+).pipe(
+  // Migration 0021 encrypts the secrets stored before it with the key ring (src/Secrets/KeyRing.ts).
+  Effect.zipLeft(KeyRing),
+  Effect.withSpan("Sql.migrate")
+)
 
 /**
  * Applies the migrations before `name` only: a database as it was before that migration, for testing what the

@@ -7,6 +7,7 @@
  */
 import { ConfigProvider, Effect, Logger, Option } from "effect"
 import { CliInput, type CliOutcome, cli } from "../../src/cli.ts"
+import { secretsSettings } from "./fixtures.ts"
 
 export const runCliInProcess = async (
   databaseUrl: string,
@@ -17,9 +18,9 @@ export const runCliInProcess = async (
   const logger = Logger.map(Logger.logfmtLogger, (line) => {
     logged.push(`${line}\n`)
   })
-  const settings = ConfigProvider.fromMap(new Map([["DATABASE_URL", databaseUrl]])).pipe(
-    ConfigProvider.orElse(() => ConfigProvider.fromEnv())
-  )
+  const settings = ConfigProvider.fromMap(
+    new Map(Object.entries({ DATABASE_URL: databaseUrl, ...secretsSettings(databaseUrl) }))
+  ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
   const outcome = await Effect.runPromise(
     cli(args).pipe(
       Effect.provideService(CliInput, { stdin: Effect.succeed(options.stdin ?? ""), askHidden: Option.none() }),

@@ -7,6 +7,7 @@
 import { ConfigProvider, Effect, Layer, ManagedRuntime, Schema } from "effect"
 import { ApiKeys } from "../../src/ApiKeys/ApiKeys.ts"
 import { KeyName, KeyScopes } from "../../src/Domain/ApiKey.ts"
+import { KeyRingLive } from "../../src/Secrets/KeyRing.ts"
 import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
 import type { TeamRole } from "../../src/Teams/Api.ts"
 import { Teams } from "../../src/Teams/Teams.ts"
@@ -16,10 +17,21 @@ import { Users } from "../../src/Users/Users.ts"
 export const withSettings = (settings: Readonly<Record<string, string>>) =>
   Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(settings))))
 
-/** The layer of a database URL: `DATABASE_URL` given to the service's own configuration, nothing else. */
-export const withDatabaseUrl = (databaseUrl: string) => withSettings({ DATABASE_URL: databaseUrl })
+/**
+ * The key ring of the test servers on PostgreSQL, where `SECRETS_KEY` is required (this process's own when it has
+ * one): a fixed key, for tests only. On SQLite they keep `secrets.key` beside the database file, as a server does.
+ */
+export const TEST_SECRETS_KEY = "3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I="
 
-const services = (sql: typeof SqlClientLive) =>
+/** `SECRETS_KEY` for a server on `databaseUrl`: the test key on PostgreSQL, nothing on SQLite. */
+export const secretsSettings = (databaseUrl: string): Record<string, string> =>
+  /^postgres(ql)?:\/\//.test(databaseUrl) ? { SECRETS_KEY: process.env.SECRETS_KEY || TEST_SECRETS_KEY } : {}
+
+/** The layer of a database URL: `DATABASE_URL` (and on PostgreSQL the test `SECRETS_KEY`), nothing else. */
+export const withDatabaseUrl = (databaseUrl: string) =>
+  withSettings({ DATABASE_URL: databaseUrl, ...secretsSettings(databaseUrl) })
+
+const services = (sql: typeof SqlLive) =>
   Layer.mergeAll(Users.Default, ApiKeys.Default, Teams.Default).pipe(Layer.provideMerge(sql))
 
 export type FixtureServices = Layer.Layer.Success<ReturnType<typeof services>>
@@ -90,7 +102,7 @@ export const uniqueEmail = (tag = "user") => `${tag}${++counter}.${Math.random()
  * e.g. `sqlite::memory:` for in-process service tests); by default the database is taken as migrated.
  */
 export const fixtures = (databaseUrl: string, options: { readonly migrate?: boolean } = {}): Fixtures => {
-  const layer = services(options.migrate === true ? SqlLive : SqlClientLive).pipe(
+  const layer = services(options.migrate === true ? SqlLive : Layer.merge(SqlClientLive, KeyRingLive)).pipe(
     Layer.provide(withDatabaseUrl(databaseUrl))
   )
   let runtime: ManagedRuntime.ManagedRuntime<FixtureServices, never> | undefined
