@@ -70,6 +70,15 @@ const last = (flags: Flags, name: string) => Option.fromNullable(flags.get(name)
 /** Present after parsing: `required` flags are checked there. */
 const value = (flags: Flags, name: string) => flags.get(name)?.at(-1) ?? ""
 
+/** `--batch N`: 1 to 10,000 (200 unless given). */
+const batchOf = (flags: Flags): Effect.Effect<number, UsageError> => {
+  const text = Option.getOrElse(last(flags, "batch"), () => "200")
+  const n = Number(text)
+  return /^\d+$/.test(text) && n >= 1 && n <= 10_000
+    ? Effect.succeed(n)
+    : Effect.fail(new UsageError({ message: "--batch must be an integer from 1 to 10000" }))
+}
+
 /** The user record without the internal organisation id. */
 const publicUser = <U extends { readonly org_id: string }>({ org_id: _, ...user }: U) => user
 
@@ -362,8 +371,13 @@ const commands: ReadonlyArray<Command> = [
     summary:
       "Re-encrypt every stored secret (webhook secrets, JWT signing keys, recorded answers) under the first key of " +
       "SECRETS_KEY, in batches, while the service runs; then the other keys can be dropped.",
-    flags: [],
-    run: { _tag: "standalone", effect: () => rotateSecrets().pipe(Effect.provide(SqlLive)) }
+    flags: [
+      { name: "batch", value: "N", description: "rows read and re-encrypted at a time (1–10000; 200 unless given)" }
+    ],
+    run: {
+      _tag: "standalone",
+      effect: (flags) => Effect.flatMap(batchOf(flags), (batch) => rotateSecrets(batch).pipe(Effect.provide(SqlLive)))
+    }
   },
   {
     words: "prune",

@@ -12,14 +12,14 @@ import { secretsSettings } from "./fixtures.ts"
 export const runCliInProcess = async (
   databaseUrl: string,
   args: ReadonlyArray<string>,
-  options: { readonly stdin?: string } = {}
+  options: { readonly stdin?: string; readonly env?: Record<string, string> } = {}
 ): Promise<CliOutcome> => {
   const logged: Array<string> = []
   const logger = Logger.map(Logger.logfmtLogger, (line) => {
     logged.push(`${line}\n`)
   })
   const settings = ConfigProvider.fromMap(
-    new Map(Object.entries({ DATABASE_URL: databaseUrl, ...secretsSettings(databaseUrl) }))
+    new Map(Object.entries({ DATABASE_URL: databaseUrl, ...secretsSettings(databaseUrl), ...options.env }))
   ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
   const outcome = await Effect.runPromise(
     cli(args).pipe(

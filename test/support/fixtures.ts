@@ -101,9 +101,20 @@ export const uniqueEmail = (tag = "user") => `${tag}${++counter}.${Math.random()
  * Fixtures on `databaseUrl`. `migrate: true` applies the migrations first (a database no server has opened,
  * e.g. `sqlite::memory:` for in-process service tests); by default the database is taken as migrated.
  */
-export const fixtures = (databaseUrl: string, options: { readonly migrate?: boolean } = {}): Fixtures => {
+export const fixtures = (
+  databaseUrl: string,
+  options: {
+    readonly migrate?: boolean
+    /** The server's `SECRETS_KEY` when it was given one (else the test key on PostgreSQL, `secrets.key` on SQLite). */
+    readonly secretsKey?: string | undefined
+  } = {}
+): Fixtures => {
   const layer = services(options.migrate === true ? SqlLive : Layer.merge(SqlClientLive, KeyRingLive)).pipe(
-    Layer.provide(withDatabaseUrl(databaseUrl))
+    Layer.provide(
+      options.secretsKey === undefined
+        ? withDatabaseUrl(databaseUrl)
+        : withSettings({ DATABASE_URL: databaseUrl, SECRETS_KEY: options.secretsKey })
+    )
   )
   let runtime: ManagedRuntime.ManagedRuntime<FixtureServices, never> | undefined
   const run = <A, E>(effect: Effect.Effect<A, E, FixtureServices>): Promise<A> => {

@@ -87,7 +87,7 @@ export const startInProcess = async (
     )
   )
 
-  const fixtures = fixturesOn(databaseUrl)
+  const fixtures = fixturesOn(databaseUrl, { secretsKey: options.env?.SECRETS_KEY })
   const user = (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> =>
     fixtures.user(opts)
 

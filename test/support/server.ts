@@ -253,7 +253,7 @@ export const startServer = async (
   const request = requestOn(url)
   const cli = cliOn(databaseUrl)
 
-  const fixtures = fixturesOn(databaseUrl)
+  const fixtures = fixturesOn(databaseUrl, { secretsKey: options.env?.SECRETS_KEY })
   const user = (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> =>
     fixtures.user(opts)
 
