@@ -7,7 +7,7 @@
  *
  * Adding a command is one entry in `commands`: its words, a summary, its flags and what it runs.
  */
-import { Cause, Context, Effect, Exit, Layer, Option, Schema } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Logger, Option, Schema } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
 import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
@@ -617,7 +617,12 @@ if (import.meta.main) {
     stdin: Effect.promise(() => Bun.stdin.text()),
     askHidden: process.stdin.isTTY ? Option.some(promptHidden) : Option.none()
   })
-  const outcome = await Effect.runPromise(Effect.provideService(cli(process.argv.slice(2)), CliInput, input))
+  // Log lines (a warning, say: the key made for the secrets at rest) go to stderr: stdout is the command's JSON.
+  const outcome = await Effect.runPromise(
+    Effect.provideService(cli(process.argv.slice(2)), CliInput, input).pipe(
+      Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger)))
+    )
+  )
   const write = (stream: NodeJS.WriteStream, text: string) =>
     new Promise<void>((resolve) => (text === "" ? resolve() : stream.write(text, () => resolve())))
   await write(process.stdout, outcome.stdout)

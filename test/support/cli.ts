@@ -1,8 +1,8 @@
 /**
  * The operator commands in this process: `cli(argv)` from src/cli.ts, the code `bun src/cli.ts` runs, on the
  * database `databaseUrl` names (read through the service's `Config`, as the process reads it), with `stdin` as its
- * standard input and no terminal. What the default logger prints goes to `stdout`, before the command's output, as
- * it would in a process. What needs a process stays on `runCli` (server.ts): reading the process's own stdin, the
+ * standard input and no terminal. What the default logger prints goes to `stderr`, before the command's own, as it
+ * does in a process. What needs a process stays on `runCli` (server.ts): reading the process's own stdin, the
  * terminal prompt, the exit status a shell sees, the package script's output.
  */
 import { ConfigProvider, Effect, Logger, Option } from "effect"
@@ -28,5 +28,5 @@ export const runCliInProcess = async (
       Effect.withConfigProvider(settings)
     )
   )
-  return { ...outcome, stdout: logged.join("") + outcome.stdout }
+  return { ...outcome, stderr: logged.join("") + outcome.stderr }
 }
