@@ -4,10 +4,12 @@
  * milliseconds instead of two CLI processes. Keys come from `ApiKeys.issue`, the code path behind both the CLI and
  * `POST /v1/api-keys`, so nothing is faked. One runtime per database, built on first use; `dispose()` closes it.
  */
+import { readFileSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { ConfigProvider, Effect, Layer, ManagedRuntime, Schema } from "effect"
 import { ApiKeys } from "../../src/ApiKeys/ApiKeys.ts"
 import { KeyName, KeyScopes } from "../../src/Domain/ApiKey.ts"
-import { KeyRingLive } from "../../src/Secrets/KeyRing.ts"
+import { KeyRingLive, keyRingOf } from "../../src/Secrets/KeyRing.ts"
 import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
 import type { TeamRole } from "../../src/Teams/Api.ts"
 import { Teams } from "../../src/Teams/Teams.ts"
@@ -26,6 +28,15 @@ export const TEST_SECRETS_KEY = "3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I="
 /** `SECRETS_KEY` for a server on `databaseUrl`: the test key on PostgreSQL, nothing on SQLite. */
 export const secretsSettings = (databaseUrl: string): Record<string, string> =>
   /^postgres(ql)?:\/\//.test(databaseUrl) ? { SECRETS_KEY: process.env.SECRETS_KEY || TEST_SECRETS_KEY } : {}
+
+/** The key ring text a server on `databaseUrl` uses unless given another: the test key, or `secrets.key` beside the file. */
+export const secretsKeyOf = (databaseUrl: string): string =>
+  secretsSettings(databaseUrl).SECRETS_KEY ??
+  readFileSync(join(dirname(databaseUrl.replace(/^sqlite:(\/\/)?/, "")), "secrets.key"), "utf8").trim()
+
+/** `value` as a server on `databaseUrl` stores it for the row `rowId` (src/Secrets/KeyRing.ts): for rows a test writes. */
+export const storedSecret = (databaseUrl: string, value: string, rowId: string): Promise<string> =>
+  Effect.runPromise(Effect.flatMap(keyRingOf(secretsKeyOf(databaseUrl)), (ring) => ring.encrypt(value, rowId)))
 
 /** The layer of a database URL: `DATABASE_URL` (and on PostgreSQL the test `SECRETS_KEY`), nothing else. */
 export const withDatabaseUrl = (databaseUrl: string) =>
