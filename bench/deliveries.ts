@@ -17,6 +17,7 @@
  */
 import { join } from "node:path"
 import { SQL } from "bun"
+import { secretsSettings } from "../test/support/fixtures.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 
@@ -37,7 +38,8 @@ const ROOT = process.env.BENCH_SERVER_DIR ?? join(import.meta.dir, "..")
 Bun.spawnSync(["taskset", "-a", "-cp", "1", String(process.pid)], { stdout: "ignore" })
 
 const DATABASE_URL = await freshDatabaseUrl()
-const env = { ...process.env, DATABASE_URL, LOG_LEVEL: "warn" }
+// On PostgreSQL the server needs SECRETS_KEY (the webhook secrets it signs with are stored encrypted): the test key.
+const env = { ...process.env, DATABASE_URL, LOG_LEVEL: "warn", ...secretsSettings(DATABASE_URL) }
 const cli = async (...args: Array<string>) => {
   const proc = Bun.spawn(["bun", "src/cli.ts", ...args], { cwd: ROOT, env, stdout: "pipe" })
   return JSON.parse(await new Response(proc.stdout).text()).data

@@ -1,5 +1,9 @@
 # Shared by the bench scripts (sourced, not run).
 
+# The servers and CLI runs of a benchmark share one key for the secrets at rest (PostgreSQL requires one): the test
+# suite's fixed key (test/support/fixtures.ts), for benchmarks only, unless SECRETS_KEY is set.
+export SECRETS_KEY=${SECRETS_KEY:-3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I=}
+
 # json_field <field>: that field of the `data` of the JSON envelope on stdin (what the CLI prints).
 json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
 

@@ -41,7 +41,7 @@ const rankOf = (module: string): number => {
     return 6 // Http.ts, main.ts, cli.ts
   }
   if (top === "Domain" || top === "Observability") return 0
-  if (top === "Sql") return 1
+  if (top === "Sql" || top === "Secrets") return 1
   if (top === "Http") return 6
   if (top === "Contract") return 4
   if (file === "Repo.ts" || top === "RateLimit") return 2
@@ -57,7 +57,8 @@ const nodeOf = (module: string): string => {
   return parts.length === 1 ? module : `${parts[0]}/`
 }
 
-const isStorage = (module: string) => module.startsWith("Sql/") || module.endsWith("/Repo.ts")
+const isStorage = (module: string) =>
+  module.startsWith("Sql/") || module.startsWith("Secrets/") || module.endsWith("/Repo.ts")
 const isWire = (module: string) =>
   module === "Api.ts" ||
   module.endsWith("/Api.ts") ||

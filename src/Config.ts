@@ -237,6 +237,57 @@ export const AuthConfig = Config.all({
   failedLoginLimit: positiveInteger("AUTH_FAILED_LOGIN_LIMIT", 10)
 })
 
+/**
+ * `SECRETS_KEY`: one or more base64 keys of 32 bytes, separated by commas. Answers the keys' bytes, or what is wrong
+ * (never the value itself).
+ */
+export const parseSecretsKeys = (raw: string): ReadonlyArray<Uint8Array> | string => {
+  const parts = raw.split(",").map((part) => part.trim())
+  const keys: Array<Uint8Array> = []
+  for (const [i, part] of parts.entries()) {
+    const bytes = /^[A-Za-z0-9+/_-]{43}=?$/.test(part) ? Buffer.from(part, "base64") : undefined
+    if (bytes === undefined || bytes.length !== 32) {
+      return `SECRETS_KEY must be one or more base64 keys of 32 bytes separated by commas (openssl rand -base64 32); key ${
+        i + 1
+      } of ${parts.length} is not one`
+    }
+    keys.push(new Uint8Array(bytes))
+  }
+  return keys
+}
+
+/**
+ * The key ring secrets at rest are encrypted with (src/Secrets/KeyRing.ts): the first key encrypts, every one
+ * decrypts. Unset or empty: none given, which PostgreSQL refuses (every replica must share the keys); SQLite then keeps
+ * one in `secrets.key` beside the database file.
+ */
+export const SecretsConfig = Config.all({
+  keys: Config.redacted("SECRETS_KEY").pipe(
+    Config.withDefault(Redacted.make("")),
+    Config.mapOrFail((raw) => {
+      const text = Redacted.value(raw).trim()
+      if (text === "") return Either.right(Option.none<Redacted.Redacted<ReadonlyArray<Uint8Array>>>())
+      const parsed = parseSecretsKeys(text)
+      return typeof parsed === "string"
+        ? Either.left(ConfigError.InvalidData(["SECRETS_KEY"], parsed))
+        : Either.right(Option.some(Redacted.make(parsed)))
+    })
+  ),
+  database: DatabaseUrl
+}).pipe(
+  Config.mapOrFail((c) =>
+    c.database._tag === "pg" && Option.isNone(c.keys)
+      ? Either.left(
+          ConfigError.InvalidData(
+            ["SECRETS_KEY"],
+            "SECRETS_KEY is required with PostgreSQL: one or more base64 keys of 32 bytes separated by commas " +
+              "(openssl rand -base64 32), the same on every replica"
+          )
+        )
+      : Either.right(c)
+  )
+)
+
 /** Webhook delivery. Defaults are the spec's: waits of 1m, 5m, 30m, 2h before attempts 2–5; a 10 s time-out. */
 export const WebhookConfig = Config.all({
   retryDelays: Config.string("WEBHOOK_RETRY_DELAYS").pipe(

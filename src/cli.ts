@@ -7,7 +7,7 @@
  *
  * Adding a command is one entry in `commands`: its words, a summary, its flags and what it runs.
  */
-import { Cause, Context, Effect, Exit, Layer, Option, Schema } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Logger, Option, Schema } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
 import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
@@ -16,6 +16,8 @@ import { scopeNames } from "./Domain/Scopes.js"
 import { parseInstant } from "./Domain/Time.js"
 import { OAuthClients } from "./OAuth/Clients.js"
 import { Retention } from "./Retention/Retention.js"
+import { KeyRingLive } from "./Secrets/KeyRing.js"
+import { rotate as rotateSecrets } from "./Secrets/Stored.js"
 import { SqlClientLive, SqlLive } from "./Sql/Client.js"
 import { runMigrations } from "./Sql/Migrations.js"
 import { TeamRole } from "./Teams/Api.js"
@@ -69,6 +71,15 @@ interface Command {
 const last = (flags: Flags, name: string) => Option.fromNullable(flags.get(name)?.at(-1))
 /** Present after parsing: `required` flags are checked there. */
 const value = (flags: Flags, name: string) => flags.get(name)?.at(-1) ?? ""
+
+/** `--batch N`: 1 to 10,000 (200 unless given). */
+const batchOf = (flags: Flags): Effect.Effect<number, UsageError> => {
+  const text = Option.getOrElse(last(flags, "batch"), () => "200")
+  const n = Number(text)
+  return /^\d+$/.test(text) && n >= 1 && n <= 10_000
+    ? Effect.succeed(n)
+    : Effect.fail(new UsageError({ message: "--batch must be an integer from 1 to 10000" }))
+}
 
 /** The user record without the internal organisation id. */
 const publicUser = <U extends { readonly org_id: string }>({ org_id: _, ...user }: U) => user
@@ -418,6 +429,19 @@ const commands: ReadonlyArray<Command> = [
     }
   },
   {
+    words: "secrets rotate",
+    summary:
+      "Re-encrypt every stored secret (webhook secrets, JWT signing keys, recorded answers) under the first key of " +
+      "SECRETS_KEY, in batches, while the service runs; then the other keys can be dropped.",
+    flags: [
+      { name: "batch", value: "N", description: "rows read and re-encrypted at a time (1–10000; 200 unless given)" }
+    ],
+    run: {
+      _tag: "standalone",
+      effect: (flags) => Effect.flatMap(batchOf(flags), (batch) => rotateSecrets(batch).pipe(Effect.provide(SqlLive)))
+    }
+  },
+  {
     words: "prune",
     summary:
       "Run one retention sweep now (after any sweep running in a server) and print what it deleted: ended " +
@@ -444,7 +468,7 @@ const commands: ReadonlyArray<Command> = [
     run: {
       _tag: "standalone",
       effect: () =>
-        Effect.map(Effect.provide(runMigrations, SqlClientLive), (applied) =>
+        Effect.map(Effect.provide(runMigrations, Layer.merge(SqlClientLive, KeyRingLive)), (applied) =>
           applied.map(([id, name]) => ({ id, name }))
         )
     }
@@ -702,7 +726,12 @@ if (import.meta.main) {
     stdin: Effect.promise(() => Bun.stdin.text()),
     askHidden: process.stdin.isTTY ? Option.some(promptHidden) : Option.none()
   })
-  const outcome = await Effect.runPromise(Effect.provideService(cli(process.argv.slice(2)), CliInput, input))
+  // Log lines (a warning, say: the key made for the secrets at rest) go to stderr: stdout is the command's JSON.
+  const outcome = await Effect.runPromise(
+    Effect.provideService(cli(process.argv.slice(2)), CliInput, input).pipe(
+      Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger)))
+    )
+  )
   const write = (stream: NodeJS.WriteStream, text: string) =>
     new Promise<void>((resolve) => (text === "" ? resolve() : stream.write(text, () => resolve())))
   await write(process.stdout, outcome.stdout)

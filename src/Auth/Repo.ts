@@ -1,6 +1,11 @@
-/** The JWT signing keys table: keys as JWK JSON text, retired keys kept until their last token has expired. */
+/**
+ * The JWT signing keys table: keys as JWK JSON text, retired keys kept until their last token has expired. The
+ * private key is stored encrypted, its `kid` the associated data (src/Secrets/KeyRing.ts): written encrypted here,
+ * read back decrypted.
+ */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { KeyRing } from "../Secrets/KeyRing.js"
 import * as Rows from "../Sql/Rows.js"
 
 export const KeyRow = Schema.Struct({
@@ -18,11 +23,14 @@ const PublicKey = Schema.Struct({ kid: Schema.String, public_jwk: Schema.String 
 export class SigningKeysRepo extends Effect.Service<SigningKeysRepo>()("SigningKeysRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const keyRing = yield* KeyRing
 
-    const insert = Rows.write({
+    const insertRow = Rows.write({
       Request: KeyRow,
       execute: (row) => sql`INSERT INTO jwt_signing_keys ${sql.insert({ ...row })}`
     })
+    const insert = (row: KeyRow) =>
+      Effect.flatMap(keyRing.encrypt(row.private_jwk, row.kid), (private_jwk) => insertRow({ ...row, private_jwk }))
 
     const activeCount = Effect.map(
       Rows.single({
@@ -33,13 +41,23 @@ export class SigningKeysRepo extends Effect.Service<SigningKeysRepo>()("SigningK
       (row) => row.n
     )
 
-    /** The newest active key: the one that signs. */
+    /** The newest active key, decrypted: the one that signs. A key that cannot be decrypted is a defect. */
     const newestActive = Rows.findOne({
       Request: Schema.Void,
       Result: PrivateKey,
       execute: () =>
         sql`SELECT kid, private_jwk FROM jwt_signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC, kid DESC LIMIT 1`
-    })(undefined)
+    })(undefined).pipe(
+      Effect.flatMap(
+        Option.match({
+          onNone: () => Effect.succeed(Option.none()),
+          onSome: (row) =>
+            Effect.map(Effect.orDie(keyRing.decrypt(row.private_jwk, row.kid)), (private_jwk) =>
+              Option.some({ kid: row.kid, private_jwk })
+            )
+        })
+      )
+    )
 
     /** A key that may still verify: active, or retired after `oldestStillValid`. */
     const findVerifying = Rows.findOne({

@@ -181,6 +181,7 @@ export const ClaimedDelivery = Schema.Struct({
   /** When the next scheduled attempt falls due (for the lag metric), null when none is. */
   next_attempt_at: Schema.NullOr(Timestamp),
   url: Schema.String,
+  /** As stored (encrypted, src/Secrets/KeyRing.ts) until the worker decrypts it for the attempt. */
   secret: Schema.String,
   /** The secret rotated out, which signs too until `previous_secret_expires_at`. */
   previous_secret: Schema.NullOr(Schema.String),

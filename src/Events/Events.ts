@@ -46,6 +46,7 @@ export interface RecordedEvent {
 export const Subscriber = Schema.Struct({
   id: WebhookId,
   url: Schema.String,
+  /** As stored (encrypted): the delivery worker decrypts it (src/Secrets/KeyRing.ts). */
   secret: Schema.String,
   /** The secret rotated out, which signs too until `previous_secret_expires_at`. */
   previous_secret: Schema.NullOr(Schema.String),

@@ -5,7 +5,9 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { KeyRing } from "../Secrets/KeyRing.js"
+import { idempotencyRowId } from "../Secrets/Stored.js"
 import * as Rows from "../Sql/Rows.js"
 
 /** A recorded answer, as stored. */
@@ -30,6 +32,9 @@ export type KeyRecord = typeof KeyRecord.Type
 export class IdempotencyRepo extends Effect.Service<IdempotencyRepo>()("IdempotencyRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    // A recorded answer may show a secret once (a new API key, a client secret): stored encrypted, the user and
+    // the key its associated data (src/Secrets/KeyRing.ts).
+    const keyRing = yield* KeyRing
     const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
 
     /**
@@ -47,7 +52,7 @@ export class IdempotencyRepo extends Effect.Service<IdempotencyRepo>()("Idempote
     }
 
     /** The answer recorded with a live (unexpired at `now`) key. */
-    const find = Rows.findOne({
+    const findRow = Rows.findOne({
       Request: Schema.Struct({ user_id: Schema.String, idempotency_key: Schema.String, now: Schema.String }),
       Result: RecordedAnswer,
       execute: ({ idempotency_key, now, user_id }) =>
@@ -60,6 +65,20 @@ export class IdempotencyRepo extends Effect.Service<IdempotencyRepo>()("Idempote
      * never overwritten: the statement then writes nothing and this dies, rolling the change back (the lock makes
      * that impossible, so it would be a bug).
      */
+    /** The answer recorded with a live key, decrypted; one that cannot be decrypted is a defect (never replayed). */
+    const find = (request: { readonly user_id: string; readonly idempotency_key: string; readonly now: string }) =>
+      Effect.flatMap(
+        findRow(request),
+        Option.match({
+          onNone: () => Effect.succeed(Option.none<RecordedAnswer>()),
+          onSome: (row) =>
+            Effect.map(
+              Effect.orDie(keyRing.decrypt(row.body, idempotencyRowId(request.user_id, request.idempotency_key))),
+              (body) => Option.some({ ...row, body })
+            )
+        })
+      )
+
     const insert = Rows.findAll({
       Request: KeyRecord,
       Result: Schema.Struct({ user_id: Schema.String }),
@@ -72,8 +91,11 @@ export class IdempotencyRepo extends Effect.Service<IdempotencyRepo>()("Idempote
             RETURNING user_id`
     })
     const record = (row: KeyRecord) =>
-      Effect.flatMap(insert(row), (written) =>
-        written.length === 1 ? Effect.void : Effect.die(new Error("an Idempotency-Key already held an answer"))
+      keyRing.encrypt(row.body, idempotencyRowId(row.user_id, row.idempotency_key)).pipe(
+        Effect.flatMap((body) => insert({ ...row, body })),
+        Effect.flatMap((written) =>
+          written.length === 1 ? Effect.void : Effect.die(new Error("an Idempotency-Key already held an answer"))
+        )
       )
 
     /**

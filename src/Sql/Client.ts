@@ -10,6 +10,8 @@ import { dirname } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, Layer } from "effect"
 import { type DatabaseConfig, DatabaseUrl, FastPathsConfig } from "../Config.js"
+import { KeyRingLive } from "../Secrets/KeyRing.js"
+import { checkStored } from "../Secrets/Stored.js"
 import { runMigrations } from "./Migrations.js"
 import { makeDirectStatements } from "./SqliteStatements.js"
 
@@ -100,5 +102,11 @@ export const SqlClientLive = Layer.unwrapEffect(
   Effect.map(DatabaseUrl, (db) => (db._tag === "pg" ? pg(db) : sqlite(db.filename)))
 ).pipe(Layer.orDie)
 
-/** The SqlClient with every migration applied: what the server and the CLI use. */
-export const SqlLive = Layer.effectDiscard(Effect.orDie(runMigrations)).pipe(Layer.provideMerge(SqlClientLive))
+/**
+ * The SqlClient with every migration applied, and the key ring of the secrets at rest (src/Secrets/KeyRing.ts),
+ * checked against what is stored: what the server and the CLI use.
+ */
+export const SqlLive = Layer.effectDiscard(Effect.orDie(Effect.zipRight(runMigrations, checkStored))).pipe(
+  Layer.provideMerge(SqlClientLive),
+  Layer.provideMerge(KeyRingLive)
+)

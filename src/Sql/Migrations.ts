@@ -1,6 +1,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import { KeyRing } from "../Secrets/KeyRing.js"
 import { exclusively } from "./Locks.js"
 import m0001 from "./migrations/0001_foundation.js"
 import m0002 from "./migrations/0002_webhooks.js"
@@ -21,6 +22,7 @@ import m0016 from "./migrations/0016_invitation_expiries.js"
 import m0017 from "./migrations/0017_credential_generation.js"
 import m0018 from "./migrations/0018_feed_sequence.js"
 import m0020 from "./migrations/0020_manual_attempts.js"
+import m0021 from "./migrations/0021_secrets_at_rest.js"
 import m0024 from "./migrations/0024_webhook_disabled.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
@@ -44,6 +46,7 @@ const migrations = {
   "0017_credential_generation": m0017,
   "0018_feed_sequence": m0018,
   "0020_manual_attempts": m0020,
+  "0021_secrets_at_rest": m0021,
   "0024_webhook_disabled": m0024
 }
 
@@ -73,7 +76,11 @@ const migrationsTable = Effect.flatMap(SqlClient.SqlClient, (sql) =>
 export const runMigrations = exclusively(
   "migrations",
   Effect.zipRight(migrationsTable, migrate({ loader: Migrator.fromRecord(migrations) }))
-).pipe(Effect.withSpan("Sql.migrate"))
+).pipe(
+  // Migration 0021 encrypts the secrets stored before it with the key ring (src/Secrets/KeyRing.ts).
+  Effect.zipLeft(KeyRing),
+  Effect.withSpan("Sql.migrate")
+)
 
 /**
  * Applies the migrations before `name` only: a database as it was before that migration, for testing what the

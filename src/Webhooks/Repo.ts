@@ -14,6 +14,7 @@ import {
   type WebhookSort,
   type WebhookStatus
 } from "../Domain/Webhook.js"
+import { KeyRing } from "../Secrets/KeyRing.js"
 import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
@@ -74,6 +75,9 @@ export type OperatorWebhookRow = typeof OperatorWebhookRow.Type
 export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    // Secrets are stored encrypted, the webhook's id their associated data (src/Secrets/KeyRing.ts); the delivery
+    // worker decrypts them.
+    const keyRing = yield* KeyRing
     const listDeliveryRows = makeListPage(Delivery)
     const listWebhooks = makeListPage(WebhookRow)
     const columns = sql`w.id, w.url, w.events, w.status, w.created_at, w.updated_at, w.failed_at, w.disabled_at`
@@ -82,10 +86,12 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.number DESC LIMIT 1) AS last_status_code,
       d.created_at`
 
-    const insert = Rows.write({
+    const insertRow = Rows.write({
       Request: NewWebhookRow,
       execute: (hook) => sql`INSERT INTO webhooks ${sql.insert({ ...hook, status: "active", failed_at: null })}`
     })
+    const insert = (hook: typeof NewWebhookRow.Type) =>
+      Effect.flatMap(keyRing.encrypt(hook.secret, hook.id), (secret) => insertRow({ ...hook, secret }))
 
     const find = Rows.findOne({
       Request: Schema.Struct({ userId: Schema.String, id: WebhookId }),
@@ -111,10 +117,16 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         query
       )
 
-    const update = Rows.write({
+    const updateRow = Rows.write({
       Request: Schema.Struct({ id: WebhookId, change: WebhookChange }),
       execute: ({ change, id }) => sql`UPDATE webhooks SET ${sql.update(change)} WHERE id = ${id}`
     })
+    const update = (id: WebhookId, change: WebhookChange) =>
+      change.secret === undefined
+        ? updateRow({ id, change })
+        : Effect.flatMap(keyRing.encrypt(change.secret, id), (secret) =>
+            updateRow({ id, change: { ...change, secret } })
+          )
 
     const remove = Rows.write({ Request: WebhookId, execute: (id) => sql`DELETE FROM webhooks WHERE id = ${id}` })
 
@@ -199,9 +211,13 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
      * the secret the other put in or took out, never a third.
      */
     const rotateSecret = (id: WebhookId, secret: string, expiresAt: string, now: string) =>
-      sql`UPDATE webhooks SET previous_secret = secret, previous_secret_expires_at = ${expiresAt},
-            secret = ${secret}, updated_at = ${now}
-          WHERE id = ${id}`.pipe(Effect.asVoid)
+      Effect.flatMap(
+        keyRing.encrypt(secret, id),
+        (encrypted) =>
+          sql`UPDATE webhooks SET previous_secret = secret, previous_secret_expires_at = ${expiresAt},
+                secret = ${encrypted}, updated_at = ${now}
+              WHERE id = ${id}`
+      ).pipe(Effect.asVoid)
 
     /**
      * Recovery: each `failed` delivery of the webhook whose event was created in `[since, until)` (a delivery is
@@ -302,7 +318,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       insert,
       find: (userId: string, id: WebhookId) => find({ userId, id }),
       list,
-      update: (id: WebhookId, change: WebhookChange) => update({ id, change }),
+      update,
       remove,
       listAll: (status: string | null) => listAll({ status, id: null }),
       findForOperator: (id: string) => Effect.map(listAll({ status: null, id }), (rows) => rows[0]),

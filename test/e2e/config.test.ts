@@ -152,6 +152,13 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   IDEMPOTENCY_TTL: ["24h", "500ms"],
   IDEMPOTENCY_FAULT: ["none"], // the other values kill the process on a keyed request: test/e2e/idempotency-crash.test.ts
   JWT_PRIVATE_KEY: [pem, jwk],
+  // Unset or empty: secrets.key beside the SQLite file (every DATABASE_URL here is SQLite), or in memory a key of
+  // the process's own. PostgreSQL without it: test/e2e/secrets-key-ring.test.ts.
+  SECRETS_KEY: [
+    "",
+    "3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I=",
+    "ololDq0O5dmmB/OTIdGxuHq66VTnFrptUYHQgErB8oQ=,mPhAgRJJEFhTMjGVpgUOfCekd7h0d/mOdUunZBTIOlY="
+  ],
   AUTH_IP_LIMIT_PER_MINUTE: ["20", "1"],
   OAUTH_CLIENT_LIMIT_PER_MINUTE: ["600", "3"],
   AUTH_FAILED_LOGIN_LIMIT: ["10", "3"],

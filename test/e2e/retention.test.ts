@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { fixtures as fixturesOn } from "../support/fixtures.ts"
+import { fixtures as fixturesOn, storedSecret } from "../support/fixtures.ts"
 import { eventually, stopWithin, webhookRow } from "../support/helpers.ts"
 import { freshDatabaseUrl, runCli, type Server, startServer } from "../support/server.ts"
 
@@ -19,11 +19,13 @@ afterAll(async () => {
 const seedOld = async (databaseUrl: string, tag: string, n: number) => {
   const fixtures = fixturesOn(databaseUrl)
   const user = await fixtures.account()
+  // Stored as a server stores a secret (encrypted), as the start-up check expects.
+  const secret = await storedSecret(databaseUrl, "whsec_x", `whk_${tag}`)
   await fixtures.run(
     Effect.flatMap(SqlClient.SqlClient, (sql) =>
       Effect.gen(function* () {
         const hook = `whk_${tag}`
-        yield* sql`INSERT INTO webhooks ${sql.insert(webhookRow({ id: hook, userId: user.id, url: "https://hooks.example.com/x", secret: "whsec_x", at: OLD }))}`
+        yield* sql`INSERT INTO webhooks ${sql.insert(webhookRow({ id: hook, userId: user.id, url: "https://hooks.example.com/x", secret, at: OLD }))}`
         for (let i = 0; i < n; i++) {
           yield* sql`INSERT INTO events ${sql.insert({ id: `evt_${tag}_${i}`, type: "project.created", payload: "{}", trace_context: null, created_at: OLD })}`
           yield* sql`INSERT INTO deliveries ${sql.insert({ id: `dlv_${tag}_${i}`, webhook_id: hook, event_id: `evt_${tag}_${i}`, event_type: "project.created", status: "delivered", attempt_count: 2, manual: 0, next_attempt_at: null, last_attempt_at: OLD, claimed_until: null, claim_token: null, created_at: OLD })}`

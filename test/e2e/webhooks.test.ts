@@ -11,6 +11,7 @@ import { createHmac } from "node:crypto"
 import { verify } from "@octokit/webhooks-methods"
 import { SQL } from "bun"
 import { makeId } from "../../src/Domain/Ids.ts"
+import { storedSecret } from "../support/fixtures.ts"
 import { DELIVERY_RECORDERS, deliveryRecorderOf, eventually, stopWithin } from "../support/helpers.ts"
 import { startInProcess as startServer } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
@@ -1170,7 +1171,9 @@ describe("settings", () => {
 })
 
 /** Writes a webhook row straight into a server's database (bypassing the registration check). */
-const insertWebhookRow = async (databaseUrl: string, row: Record<string, string | null>) => {
+const insertWebhookRow = async (databaseUrl: string, written: Record<string, string | null>) => {
+  // Its secret stored as the server stores one (encrypted), so the worker can sign with it.
+  const row = { ...written, secret: await storedSecret(databaseUrl, written.secret ?? "", written.id ?? "") }
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     const sql = new SQL(databaseUrl)
     try {

@@ -4,9 +4,12 @@
  * milliseconds instead of two CLI processes. Keys come from `ApiKeys.issue`, the code path behind both the CLI and
  * `POST /v1/api-keys`, so nothing is faked. One runtime per database, built on first use; `dispose()` closes it.
  */
+import { readFileSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { ConfigProvider, Effect, Layer, ManagedRuntime, Schema } from "effect"
 import { ApiKeys } from "../../src/ApiKeys/ApiKeys.ts"
 import { KeyName, KeyScopes } from "../../src/Domain/ApiKey.ts"
+import { KeyRingLive, keyRingOf } from "../../src/Secrets/KeyRing.ts"
 import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
 import type { TeamRole } from "../../src/Teams/Api.ts"
 import { Teams } from "../../src/Teams/Teams.ts"
@@ -16,10 +19,30 @@ import { Users } from "../../src/Users/Users.ts"
 export const withSettings = (settings: Readonly<Record<string, string>>) =>
   Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(settings))))
 
-/** The layer of a database URL: `DATABASE_URL` given to the service's own configuration, nothing else. */
-export const withDatabaseUrl = (databaseUrl: string) => withSettings({ DATABASE_URL: databaseUrl })
+/**
+ * The key ring of the test servers on PostgreSQL, where `SECRETS_KEY` is required (this process's own when it has
+ * one): a fixed key, for tests only. On SQLite they keep `secrets.key` beside the database file, as a server does.
+ */
+export const TEST_SECRETS_KEY = "3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I="
 
-const services = (sql: typeof SqlClientLive) =>
+/** `SECRETS_KEY` for a server on `databaseUrl`: the test key on PostgreSQL, nothing on SQLite. */
+export const secretsSettings = (databaseUrl: string): Record<string, string> =>
+  /^postgres(ql)?:\/\//.test(databaseUrl) ? { SECRETS_KEY: process.env.SECRETS_KEY || TEST_SECRETS_KEY } : {}
+
+/** The key ring text a server on `databaseUrl` uses unless given another: the test key, or `secrets.key` beside the file. */
+export const secretsKeyOf = (databaseUrl: string): string =>
+  secretsSettings(databaseUrl).SECRETS_KEY ??
+  readFileSync(join(dirname(databaseUrl.replace(/^sqlite:(\/\/)?/, "")), "secrets.key"), "utf8").trim()
+
+/** `value` as a server on `databaseUrl` stores it for the row `rowId` (src/Secrets/KeyRing.ts): for rows a test writes. */
+export const storedSecret = (databaseUrl: string, value: string, rowId: string): Promise<string> =>
+  Effect.runPromise(Effect.flatMap(keyRingOf(secretsKeyOf(databaseUrl)), (ring) => ring.encrypt(value, rowId)))
+
+/** The layer of a database URL: `DATABASE_URL` (and on PostgreSQL the test `SECRETS_KEY`), nothing else. */
+export const withDatabaseUrl = (databaseUrl: string) =>
+  withSettings({ DATABASE_URL: databaseUrl, ...secretsSettings(databaseUrl) })
+
+const services = (sql: typeof SqlLive) =>
   Layer.mergeAll(Users.Default, ApiKeys.Default, Teams.Default).pipe(Layer.provideMerge(sql))
 
 export type FixtureServices = Layer.Layer.Success<ReturnType<typeof services>>
@@ -89,9 +112,20 @@ export const uniqueEmail = (tag = "user") => `${tag}${++counter}.${Math.random()
  * Fixtures on `databaseUrl`. `migrate: true` applies the migrations first (a database no server has opened,
  * e.g. `sqlite::memory:` for in-process service tests); by default the database is taken as migrated.
  */
-export const fixtures = (databaseUrl: string, options: { readonly migrate?: boolean } = {}): Fixtures => {
-  const layer = services(options.migrate === true ? SqlLive : SqlClientLive).pipe(
-    Layer.provide(withDatabaseUrl(databaseUrl))
+export const fixtures = (
+  databaseUrl: string,
+  options: {
+    readonly migrate?: boolean
+    /** The server's `SECRETS_KEY` when it was given one (else the test key on PostgreSQL, `secrets.key` on SQLite). */
+    readonly secretsKey?: string | undefined
+  } = {}
+): Fixtures => {
+  const layer = services(options.migrate === true ? SqlLive : Layer.merge(SqlClientLive, KeyRingLive)).pipe(
+    Layer.provide(
+      options.secretsKey === undefined
+        ? withDatabaseUrl(databaseUrl)
+        : withSettings({ DATABASE_URL: databaseUrl, SECRETS_KEY: options.secretsKey })
+    )
   )
   let runtime: ManagedRuntime.ManagedRuntime<FixtureServices, never> | undefined
   const run = <A, E>(effect: Effect.Effect<A, E, FixtureServices>): Promise<A> => {

@@ -16,7 +16,7 @@ import { Cause, ConfigProvider, Deferred, Effect, Exit, Fiber, Layer, Logger } f
 import { LogLevelConfig } from "../../src/Config.ts"
 import { programWith } from "../../src/main.ts"
 import { jsonLoggerTo } from "../../src/Observability/Logging.ts"
-import { fixtures as fixturesOn } from "./fixtures.ts"
+import { fixtures as fixturesOn, secretsSettings } from "./fixtures.ts"
 import { cliOn, migratedDatabaseUrl, requestOn, type Server, type TestUser } from "./server.ts"
 
 /** The settings a test gives, over this process's environment (a test run's `DATABASE_URL` among them). */
@@ -48,7 +48,14 @@ export const startInProcess = async (
   } = {}
 ): Promise<Server> => {
   const databaseUrl = options.databaseUrl ?? (await migratedDatabaseUrl())
-  const env = { DATABASE_URL: databaseUrl, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...options.env }
+  const env = {
+    DATABASE_URL: databaseUrl,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "info",
+    ...secretsSettings(databaseUrl),
+    ...options.env
+  }
   const logs: Array<string> = []
   const listening = Effect.runSync(Deferred.make<string>())
   const write = (text: string) => {
@@ -80,7 +87,7 @@ export const startInProcess = async (
     )
   )
 
-  const fixtures = fixturesOn(databaseUrl)
+  const fixtures = fixturesOn(databaseUrl, { secretsKey: options.env?.SECRETS_KEY })
   const user = (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> =>
     fixtures.user(opts)
 

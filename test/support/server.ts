@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { SQL, type Subprocess } from "bun"
 import { runCliInProcess } from "./cli.ts"
 import { createDatabase, databaseOn } from "./databases.ts"
-import { type Fixtures, fixtures as fixturesOn } from "./fixtures.ts"
+import { type Fixtures, fixtures as fixturesOn, secretsSettings } from "./fixtures.ts"
 import { tempDir } from "./temp.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -29,7 +29,7 @@ export const freshDatabaseUrl = async (): Promise<string> => {
 /**
  * A fresh database with every migration applied: where a test is not about migrating or about start-up on an empty
  * database (those take `freshDatabaseUrl`). On PostgreSQL a copy of a migrated template, `pcs_template_<hash of
- * src/Sql and src/Domain>`, made once per version of the migrations on that server and kept there, so a server does
+ * src/Sql, src/Domain and src/Secrets>`, made once per version of the migrations on that server and kept there, so a server does
  * not run the migrations' DDL again (a copy costs a fraction of that); the server still checks them on start-up and
  * finds them all applied. On SQLite, where migrating a new file is quick, an empty file as from `freshDatabaseUrl`.
  */
@@ -53,7 +53,7 @@ const TEMPLATE_LOCK = 4_242_901
 const migratedTemplate = async (base: string): Promise<string> => {
   // What a migration can read: the migrations and the rest of src/Sql, and the domain modules some of them import.
   const hash = createHash("sha256")
-  for (const dir of ["src/Sql", "src/Domain"]) {
+  for (const dir of ["src/Sql", "src/Domain", "src/Secrets"]) {
     const files = readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"))
     for (const file of files.sort()) hash.update(file).update(readFileSync(join(ROOT, dir, file)))
   }
@@ -142,7 +142,10 @@ export interface CliOptions {
 export const runCli = async (databaseUrl: string, args: ReadonlyArray<string>, options: CliOptions = {}) => {
   const proc = Bun.spawn(options.viaScript ? ["bun", "run", "cli", ...args] : ["bun", "src/cli.ts", ...args], {
     cwd: options.cwd ?? ROOT,
-    env: { ...(options.env ?? { ...process.env, LOG_LEVEL: "warn" }), DATABASE_URL: databaseUrl },
+    env: {
+      ...(options.env ?? { ...process.env, LOG_LEVEL: "warn", ...secretsSettings(databaseUrl) }),
+      DATABASE_URL: databaseUrl
+    },
     stdin: options.stdin === undefined ? "ignore" : new Blob([options.stdin]),
     stdout: "pipe",
     stderr: "pipe"
@@ -195,7 +198,15 @@ export const startServer = async (
   // forgets to stop a server) never leaves one running after the test run.
   const proc = Bun.spawn(["bun", "--no-orphans", "src/main.ts"], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...options.env },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "info",
+      ...secretsSettings(databaseUrl),
+      ...options.env
+    },
     stdout: "pipe",
     stderr: "pipe"
   })
@@ -242,7 +253,7 @@ export const startServer = async (
   const request = requestOn(url)
   const cli = cliOn(databaseUrl)
 
-  const fixtures = fixturesOn(databaseUrl)
+  const fixtures = fixturesOn(databaseUrl, { secretsKey: options.env?.SECRETS_KEY })
   const user = (opts: { readonly scopes?: string; readonly name?: string } = {}): Promise<TestUser> =>
     fixtures.user(opts)
 

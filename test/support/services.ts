@@ -6,20 +6,24 @@ import type { SqlClient } from "@effect/sql"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import type { Principal } from "../../src/Domain/Principal.ts"
 import type { Scope } from "../../src/Domain/Scopes.ts"
+import type { KeyRing } from "../../src/Secrets/KeyRing.ts"
 import { SqlLive } from "../../src/Sql/Client.ts"
 import { withDatabaseUrl } from "./fixtures.ts"
 import { migratedDatabaseUrl } from "./server.ts"
 
 export interface ServiceHarness<R> {
   /** Runs an effect against the services; its failure rejects. */
-  run<A, E>(effect: Effect.Effect<A, E, R | SqlClient.SqlClient>): Promise<A>
+  run<A, E>(effect: Effect.Effect<A, E, R | SqlClient.SqlClient | KeyRing>): Promise<A>
   /** Runs an effect that must fail, and answers its (typed) error; rejects if it succeeds. */
-  fail<A, E>(effect: Effect.Effect<A, E, R | SqlClient.SqlClient>): Promise<E>
+  fail<A, E>(effect: Effect.Effect<A, E, R | SqlClient.SqlClient | KeyRing>): Promise<E>
   dispose(): Promise<void>
 }
 
 /** The given service layers over the database at `databaseUrl`, migrated. */
-const harnessOf = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient>, databaseUrl: string): ServiceHarness<R> => {
+const harnessOf = <R, E>(
+  services: Layer.Layer<R, E, SqlClient.SqlClient | KeyRing>,
+  databaseUrl: string
+): ServiceHarness<R> => {
   const runtime = ManagedRuntime.make(
     services.pipe(Layer.provideMerge(SqlLive), Layer.provide(withDatabaseUrl(databaseUrl)))
   )
@@ -31,12 +35,12 @@ const harnessOf = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient>, datab
 }
 
 /** The given service layers over `sqlite::memory:`, migrated; one database per harness. */
-export const inMemory = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient>): ServiceHarness<R> =>
+export const inMemory = <R, E>(services: Layer.Layer<R, E, SqlClient.SqlClient | KeyRing>): ServiceHarness<R> =>
   harnessOf(services, "sqlite::memory:")
 
 /** The given service layers over the database at `databaseUrl` (from `freshDatabaseUrl`), migrated. */
 export const onDatabase = <R, E>(
-  services: Layer.Layer<R, E, SqlClient.SqlClient>,
+  services: Layer.Layer<R, E, SqlClient.SqlClient | KeyRing>,
   databaseUrl: string
 ): ServiceHarness<R> => harnessOf(services, databaseUrl)
 
@@ -45,7 +49,7 @@ export const onDatabase = <R, E>(
  * without it), migrated: for what differs by engine.
  */
 export const onSelectedEngine = async <R, E>(
-  services: Layer.Layer<R, E, SqlClient.SqlClient>
+  services: Layer.Layer<R, E, SqlClient.SqlClient | KeyRing>
 ): Promise<ServiceHarness<R>> => harnessOf(services, await migratedDatabaseUrl())
 
 /** The principal a credential of `user` would give (an API key with `read,write` unless told otherwise). */

@@ -36,6 +36,7 @@ import { capacityFor, DeliveryInbox } from "../../Events/Inbox.js"
 import { deliveryAttempts, deliveryLag, pendingDeliveries, updateInPlace } from "../../Observability/Metrics.js"
 import { tracingEnabled } from "../../Observability/Telemetry.js"
 import { currentTraceparent, parentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
+import { KeyRing, type SecretUnreadable } from "../../Secrets/KeyRing.js"
 import { DeliveryRecorder } from "../Recorder.js"
 import { WebhooksRepo } from "../Repo.js"
 import { type AttemptResult, attempt, DeliveryTrust } from "./Attempt.js"
@@ -93,6 +94,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
     const deliveryRecorder = yield* DeliveryRecorder
     const schedule = yield* DeliveryScheduleRepo
     const inbox = yield* DeliveryInbox
+    const keyRing = yield* KeyRing
     const policy = retryPolicy(config.retryDelays)
     const outcomes = yield* Queue.unbounded<Outcome>()
     // Offered and not yet taken by the recorder: what shutdown writes itself. Kept apart from the queue because the
@@ -309,9 +311,51 @@ export const DeliveryWorker = Layer.scopedDiscard(
       )
     ).pipe(Effect.forever)
 
+    /**
+     * Webhook secrets are stored encrypted (src/Secrets/KeyRing.ts): each one is decrypted once and kept here by its
+     * stored value (a new secret, or the same one encrypted again by `secrets rotate`, is a new value), so an attempt
+     * does not decrypt. Bounded: cleared when full.
+     */
+    const secrets = new Map<string, string>()
+    const secretOf = (stored: string, webhookId: string): Effect.Effect<string, SecretUnreadable> => {
+      const kept = secrets.get(stored)
+      if (kept !== undefined) return Effect.succeed(kept)
+      return Effect.tap(keyRing.decrypt(stored, webhookId), (secret) =>
+        Effect.sync(() => {
+          if (secrets.size >= 10_000) secrets.clear()
+          secrets.set(stored, secret)
+        })
+      )
+    }
+
+    /** The claimed delivery with its webhook's secrets decrypted. */
+    const opened = (claimed: ClaimedDelivery): Effect.Effect<ClaimedDelivery, SecretUnreadable> => {
+      const secret = secrets.get(claimed.secret)
+      const previous = claimed.previous_secret === null ? null : secrets.get(claimed.previous_secret)
+      if (secret !== undefined && previous !== undefined) {
+        return Effect.succeed({ ...claimed, secret, previous_secret: previous })
+      }
+      return Effect.map(
+        Effect.all([
+          secretOf(claimed.secret, claimed.webhook_id),
+          claimed.previous_secret === null
+            ? Effect.succeed(null)
+            : secretOf(claimed.previous_secret, claimed.webhook_id)
+        ]),
+        ([secret, previous_secret]) => ({ ...claimed, secret, previous_secret })
+      )
+    }
+
     /** Attempts one delivery from the inbox, and gives its room back when it ends. */
     const attemptOne = (claimed: ClaimedDelivery) =>
-      deliver(claimed).pipe(
+      opened(claimed).pipe(
+        Effect.flatMap(deliver),
+        Effect.catchTag("SecretUnreadable", (unreadable) =>
+          Effect.logError(
+            "webhook secret cannot be decrypted with SECRETS_KEY: the delivery is not attempted; its claim will lapse and it will be tried again",
+            { webhook_id: claimed.webhook_id, delivery_id: claimed.id, reason: unreadable.message }
+          )
+        ),
         Effect.catchAllCause((cause) =>
           Effect.logError("delivery attempt could not be recorded; its claim will lapse and it will be retried", cause)
         ),
