@@ -33,7 +33,7 @@ describe.skipIf(!POSTGRES)("sessions and suspension across two replicas on one P
   }, 90_000)
   afterAll(async () => {
     await Promise.all(replicas.map((server) => server.stop()))
-  })
+  }, 30_000)
 
   const [a, b] = [() => replicas[0]!, () => replicas[1]!]
   let counter = 0
