@@ -1,7 +1,8 @@
 /**
  * The dashboard's only ways to talk to the service: `{auth_url}/login` for a session JWT, then the public `/v1` API
  * with `Authorization: Bearer <jwt>` — the same calls any other client makes. The token lives in memory and in
- * `sessionStorage` (so a reload keeps you signed in, a closed tab does not); signing out forgets it.
+ * `sessionStorage` (so a reload keeps you signed in, a closed tab does not); signing out ends the session at the
+ * service (`{auth_url}/logout`) and forgets it.
  */
 import type { ListMeta } from "./types.ts"
 
@@ -54,9 +55,23 @@ let current: Session | undefined = loadSession()
 
 export const signedIn = (): boolean => current !== undefined && current.expiresAt > Date.now()
 
+/** Forgets the session here (the API refused it, or it expired). */
 export const signOut = (): void => {
   current = undefined
   sessionStorage.removeItem(STORAGE_KEY)
+}
+
+/**
+ * The "Sign out" button: ends the session at the service (`POST {auth_url}/logout`, so the token is refused
+ * everywhere at once), then forgets it here. Forgotten even when the service cannot be reached.
+ */
+export const logOut = async (): Promise<void> => {
+  const session = current
+  signOut()
+  if (session === undefined) return
+  await fetch("/oauth/logout", { method: "POST", headers: { authorization: `Bearer ${session.token}` } }).catch(
+    () => undefined
+  )
 }
 
 let onSessionEnded: (message: string) => void = () => {}

@@ -1,12 +1,13 @@
 /**
  * The dashboard's entry: the layout (header, navigation, sign-out), the routes, and rendering a page into <main>.
  */
-import { api, signedIn, signOut, whenSessionEnds } from "./api.ts"
+import { api, logOut, signedIn, whenSessionEnds } from "./api.ts"
 import { h, replace } from "./dom.ts"
 import { apiKeysPage } from "./pages/apiKeys.ts"
 import { eventPage, eventsPage } from "./pages/events.ts"
 import { authorizedAppsPage, oauthAppPage, oauthAppsPage } from "./pages/oauthApps.ts"
 import { projectPage, projectsPage } from "./pages/projects.ts"
+import { sessionsPage } from "./pages/sessions.ts"
 import { signInPage } from "./pages/signIn.ts"
 import { teamPage, teamsPage } from "./pages/teams.ts"
 import { deliveryPage, webhookPage, webhooksPage } from "./pages/webhooks.ts"
@@ -36,6 +37,7 @@ route(/^\/settings\/api-keys$/, apiKeysPage)
 route(/^\/settings\/oauth-apps$/, oauthAppsPage)
 route(new RegExp(`^/settings/oauth-apps/${ID}$`), oauthAppPage)
 route(/^\/settings\/authorized-apps$/, authorizedAppsPage)
+route(/^\/settings\/sessions$/, sessionsPage)
 route(/^\/webhooks$/, webhooksPage)
 route(new RegExp(`^/webhooks/${ID}$`), webhookPage)
 route(new RegExp(`^/webhooks/${ID}/deliveries/${ID}$`), deliveryPage)
@@ -49,7 +51,8 @@ const nav = [
   ["Events", `${BASE}/events`],
   ["API keys", `${BASE}/settings/api-keys`],
   ["OAuth apps", `${BASE}/settings/oauth-apps`],
-  ["Authorized apps", `${BASE}/settings/authorized-apps`]
+  ["Authorized apps", `${BASE}/settings/authorized-apps`],
+  ["Sessions", `${BASE}/settings/sessions`]
 ] as const
 
 let me: Promise<User> | undefined
@@ -83,8 +86,8 @@ const header = (): HTMLElement => {
         {
           type: "button",
           class: "link-button",
-          onclick: () => {
-            signOut()
+          onclick: async () => {
+            await logOut()
             me = undefined
             flashNext("You are signed out.")
             navigate(`${BASE}/sign-in`)

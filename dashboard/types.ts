@@ -182,3 +182,13 @@ export interface DeliveryWithAttempts extends Delivery {
   readonly payload: string
   readonly attempts: ReadonlyArray<Attempt>
 }
+
+/** A live session of the signed-in user (`GET /v1/users/me/sessions`); `current`: the dashboard's own. */
+export interface Session {
+  readonly id: string
+  readonly created_at: string
+  readonly last_used_at: string | null
+  readonly ip: string | null
+  readonly user_agent: string | null
+  readonly current: boolean
+}

@@ -12,6 +12,7 @@ import { EventsApi } from "./Events/Api.js"
 import { EventTypesApi } from "./EventTypes/Api.js"
 import { AuthorizationsApi, OAuthClientsApi } from "./OAuth/Api.js"
 import { ProjectsApi } from "./Projects/Api.js"
+import { SessionsApi } from "./Sessions/Api.js"
 import { InvitationsApi, TeamsApi } from "./Teams/Api.js"
 import { UsersApi } from "./Users/Api.js"
 import { WebhooksApi } from "./Webhooks/Api.js"
@@ -88,6 +89,7 @@ export class Api extends HttpApi.make("api")
   .add(EventTypesApi)
   .add(OAuthClientsApi)
   .add(AuthorizationsApi)
+  .add(SessionsApi)
   // What any `/v1` request can get, whatever its route; the rest is declared per endpoint (src/Contract/Errors.ts)
   // and by the `Authentication` middleware (401, 403, 429).
   .addError(ApiErrors.NotFound)

@@ -33,6 +33,7 @@ import { AuthorizationsHttp, OAuthClientsHttp } from "./OAuth/Apps/Http.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
 import { TraceSampler } from "./Observability/Sampling.js"
 import { ProjectsHttp } from "./Projects/Http.js"
+import { SessionsHttp } from "./Sessions/Http.js"
 import { InvitationsHttp, TeamsHttp } from "./Teams/Http.js"
 import { UsersHttp } from "./Users/Http.js"
 import { WebhooksHttp } from "./Webhooks/Http.js"
@@ -109,6 +110,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     EventTypesHttp
   ]),
   Layer.provide([OAuthClientsHttp, AuthorizationsHttp]),
+  Layer.provide(SessionsHttp),
   Layer.provide(AuthenticationLive)
 )
 

@@ -246,6 +246,26 @@ const commands: ReadonlyArray<Command> = [
     )
   },
   {
+    words: "users suspend",
+    summary:
+      "Suspend a user: every API key, OAuth token and session of theirs answers 401 at once and they cannot sign " +
+      "in; nothing is deleted (again: no change, the first suspended_at stays).",
+    flags: EMAIL_OR_ID("the user"),
+    run: services((flags) =>
+      Effect.flatMap(userIdOf(flags), (id) => Effect.flatMap(Users, (users) => users.suspend(id)))
+    )
+  },
+  {
+    words: "users reactivate",
+    summary:
+      "Reactivate a suspended user: the keys, grants and sessions of theirs that have not expired work again " +
+      "(again: no change).",
+    flags: EMAIL_OR_ID("the user"),
+    run: services((flags) =>
+      Effect.flatMap(userIdOf(flags), (id) => Effect.flatMap(Users, (users) => users.reactivate(id)))
+    )
+  },
+  {
     words: "users set-password",
     summary: "Set (or replace) a user's password, at least 8 characters: asked on the terminal, or --password-stdin.",
     flags: [...EMAIL_OR_ID("the user"), ...PASSWORD_FLAGS],

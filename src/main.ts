@@ -20,6 +20,7 @@ import { TelemetryLive, tracingEnabled } from "./Observability/Telemetry.js"
 import { Projects } from "./Projects/Projects.js"
 import { RateLimitLive } from "./RateLimit/RateLimit.js"
 import { Retention, RetentionSweeperLive } from "./Retention/Retention.js"
+import { Sessions } from "./Sessions/Sessions.js"
 import { WalCheckpointerLive } from "./Sql/Checkpointer.js"
 import { SqlLive } from "./Sql/Client.js"
 import { Invitations } from "./Teams/Invitations.js"
@@ -44,6 +45,7 @@ export const ServicesLive = Layer.mergeAll(
   OAuthLimits.Default,
   SigningKeys.Default,
   SignIn.Default,
+  Sessions.Default,
   Webhooks.Default,
   DeliveryWorker.pipe(Layer.provide([WebhooksRepo.Default, DeliveryInbox.Default])),
   WalCheckpointerLive,

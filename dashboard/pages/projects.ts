@@ -2,7 +2,7 @@
 import { api, isChangedMeanwhile } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
-import type { Deployment, Project, Team } from "../types.ts"
+import type { Deployment, Project, Team, User } from "../types.ts"
 import {
   actionButton,
   badge,
@@ -168,6 +168,19 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
   await projects.load()
 }
 
+/**
+ * Whether the signed-in user may archive, unarchive, change the visibility of and delete `project`: its owner may,
+ * and for a team project the team's owners and admins (decisions.md "Who may do what to a team's projects"); the
+ * team's read answers the caller's role. Unknown (a failed read) counts as no: the service decides anyway.
+ */
+const managesProject = async (project: Project): Promise<boolean> => {
+  const me = await api.get<User>("/users/me").catch(() => undefined)
+  if (me !== undefined && me.id === project.owner_id) return true
+  if (project.visibility !== "team" || project.team_id === null) return true
+  const team = await api.get<Team>(`/teams/${encodeURIComponent(project.team_id)}`).catch(() => undefined)
+  return team?.role === "owner" || team?.role === "admin"
+}
+
 export const projectPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
   const path = `/projects/${encodeURIComponent(id)}`
@@ -187,40 +200,51 @@ export const projectPage = async (context: PageContext): Promise<void> => {
     context.refresh()
   }
   context.title(project.name, badge(project.status))
+  const manages = await managesProject(project)
 
   const actions = h("div", { class: "actions" })
-  actions.append(
-    actionButton(project.status === "active" ? "Archive" : "Unarchive", async () => {
-      const status = project.status === "active" ? "archived" : "active"
-      const changed = await api.put<Project>(path, { status }, { ifMatch: etag }).catch(changedMeanwhile)
-      if (changed === undefined) return
-      flashNext(status === "archived" ? "Project archived." : "Project restored to active.")
-      context.refresh()
-    }),
-    actionButton(
-      "Delete project",
-      async () => {
-        if (
-          !(await confirmAction(
-            `Delete “${project.name}” and its deployments for good? This cannot be undone.`,
-            "Delete project"
-          ))
-        )
-          return
-        const deleted = await api.delete(path, { ifMatch: etag }).then(
-          () => true,
-          (error: unknown) => {
-            changedMeanwhile(error)
-            return false
-          }
-        )
-        if (!deleted) return
-        flashNext(`Project “${project.name}” deleted.`)
-        navigate(`${BASE}/projects`)
-      },
-      { className: "danger" }
+  if (manages) {
+    actions.append(
+      actionButton(project.status === "active" ? "Archive" : "Unarchive", async () => {
+        const status = project.status === "active" ? "archived" : "active"
+        const changed = await api.put<Project>(path, { status }, { ifMatch: etag }).catch(changedMeanwhile)
+        if (changed === undefined) return
+        flashNext(status === "archived" ? "Project archived." : "Project restored to active.")
+        context.refresh()
+      }),
+      actionButton(
+        "Delete project",
+        async () => {
+          if (
+            !(await confirmAction(
+              `Delete “${project.name}” and its deployments for good? This cannot be undone.`,
+              "Delete project"
+            ))
+          )
+            return
+          const deleted = await api.delete(path, { ifMatch: etag }).then(
+            () => true,
+            (error: unknown) => {
+              changedMeanwhile(error)
+              return false
+            }
+          )
+          if (!deleted) return
+          flashNext(`Project “${project.name}” deleted.`)
+          navigate(`${BASE}/projects`)
+        },
+        { className: "danger" }
+      )
     )
-  )
+  } else {
+    actions.append(
+      h(
+        "p",
+        { class: "muted" },
+        "Archiving, changing the visibility and deleting this team project need the team role admin or owner."
+      )
+    )
+  }
 
   const details = h(
     "dl",
@@ -251,7 +275,9 @@ export const projectPage = async (context: PageContext): Promise<void> => {
         { class: "stack", "aria-label": "Edit project" },
         field({ label: "Name", name: "name", control: input({ value: project.name, required: true, maxlength: 100 }) }),
         field({ label: "Description", name: "description", control: textarea(project.description) }),
-        field({ label: "Visibility", name: "visibility", control: select(visibilities, project.visibility) }),
+        manages
+          ? field({ label: "Visibility", name: "visibility", control: select(visibilities, project.visibility) })
+          : null,
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Save changes"))
       ),
       async (form) => {
@@ -261,7 +287,7 @@ export const projectPage = async (context: PageContext): Promise<void> => {
             {
               name: formValue(form, "name"),
               description: formValue(form, "description"),
-              visibility: formValue(form, "visibility")
+              ...(manages ? { visibility: formValue(form, "visibility") } : {})
             },
             { ifMatch: etag }
           )

@@ -88,32 +88,48 @@ const sqliteFile = Effect.gen(function* () {
   )
 })
 
-const fast = (repo: ApiKeysRepo, filename: string) =>
+/**
+ * The number in `credential_generation` (migrations 0017, 0022), read as one prepared statement on a read-only
+ * connection of its own to the SQLite file the service has open; `undefined` when it cannot be read. None when the
+ * database is not an SQLite file (PostgreSQL, `:memory:`) or the connection cannot be opened: the caller's twin
+ * lookup answers then. Shared by the API keys' store here and the sessions' (src/Sessions/Credentials.ts).
+ */
+export const generationReader = Effect.gen(function* () {
+  const file = yield* sqliteFile
+  if (Option.isNone(file)) return Option.none<() => number | undefined>()
+  const filename = file.value
+  const { Database } = yield* Effect.promise(() => import("bun:sqlite"))
+  const opened = yield* Effect.option(
+    Effect.acquireRelease(
+      Effect.try(() => {
+        const db = new Database(filename, { create: false })
+        db.run("PRAGMA query_only = 1")
+        db.run("PRAGMA busy_timeout = 100")
+        return db
+      }),
+      (db) => Effect.sync(() => db.close())
+    )
+  )
+  if (Option.isNone(opened)) return Option.none<() => number | undefined>()
+  const db = opened.value
+  let read: ReturnType<typeof db.query<{ n: number }, []>> | undefined
+  const generation = (): number | undefined => {
+    try {
+      read ??= db.query<{ n: number }, []>("SELECT n FROM credential_generation WHERE id = 1")
+      return read.get()?.n
+    } catch {
+      return undefined
+    }
+  }
+  return Option.some(generation)
+})
+
+const fast = (repo: ApiKeysRepo) =>
   Effect.gen(function* () {
     const twin = idiomatic(repo)
-    const { Database } = yield* Effect.promise(() => import("bun:sqlite"))
-    const opened = yield* Effect.option(
-      Effect.acquireRelease(
-        Effect.try(() => {
-          const db = new Database(filename, { create: false })
-          db.run("PRAGMA query_only = 1")
-          db.run("PRAGMA busy_timeout = 100")
-          return db
-        }),
-        (db) => Effect.sync(() => db.close())
-      )
-    )
-    if (Option.isNone(opened)) return twin
-    const db = opened.value
-    let read: ReturnType<typeof db.query<{ n: number }, []>> | undefined
-    const generation = (): number | undefined => {
-      try {
-        read ??= db.query<{ n: number }, []>("SELECT n FROM credential_generation WHERE id = 1")
-        return read.get()?.n
-      } catch {
-        return undefined
-      }
-    }
+    const reader = yield* generationReader
+    if (Option.isNone(reader)) return twin
+    const generation = reader.value
     const kept = new Map<string, Kept>()
     const keep = (prefix: string, generation: number, credentials: ReadonlyArray<KeyCredential>) => {
       if (credentials.length === 0) return
@@ -160,7 +176,6 @@ export class Credentials extends Effect.Service<Credentials>()("Credentials", {
   scoped: Effect.gen(function* () {
     const repo = yield* ApiKeysRepo
     if (!(yield* Effect.orDie(FastPathsConfig)).has("credential-cache")) return idiomatic(repo)
-    const file = yield* sqliteFile
-    return Option.isSome(file) ? yield* fast(repo, file.value) : idiomatic(repo)
+    return yield* fast(repo)
   })
 }) {}

@@ -103,7 +103,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
      * Authentication runs this for a request with a key (unless src/ApiKeys/Credentials.ts kept what it found), so
      * its two strings go in as they are (no request schema to encode), and the owner's organisation is read by a
      * subquery on the user's primary key rather than a join (the same row: `user_id` is a cascading foreign key;
-     * SQLite plans the subquery as one primary-key probe).
+     * SQLite plans the subquery as one primary-key probe). A suspended user's keys are not found (`users suspend`).
      */
     const findByPrefix = (prefix: string, now: string) =>
       Effect.flatMap(
@@ -111,7 +111,8 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
           SELECT k.id, k.user_id, (SELECT u.org_id FROM users u WHERE u.id = k.user_id) AS org_id, k.key_hash,
             k.scopes, ${status(now)} AS status, k.expires_at, k.last_used_at
           FROM api_keys k
-          WHERE k.prefix = ${prefix}`,
+          WHERE k.prefix = ${prefix}
+            AND NOT EXISTS (SELECT 1 FROM users s WHERE s.id = k.user_id AND s.suspended_at IS NOT NULL)`,
         decodeCredentialRows
       )
 

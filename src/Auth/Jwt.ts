@@ -18,6 +18,8 @@ import { type KeyRow, SigningKeysRepo } from "./Repo.js"
 
 export const JWT_TTL_SECONDS = 3600
 export const CLOCK_SKEW_SECONDS = 30
+/** How long a verification key found in the database is used without looking it up again. */
+const VERIFIER_KEPT_MS = 60_000
 const ALG = "EdDSA"
 
 /** A session acts as the user themselves: every scope. */
@@ -125,13 +127,27 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
       return { kid: row.value.kid, key: yield* cached(`private:${row.value.kid}`, row.value.private_jwk) }
     })
 
+    /**
+     * A key found verifying is taken without a lookup for `VERIFIER_KEPT_MS` after: a key retired meanwhile (by any
+     * process) still verifies for an hour and a half, far longer, so nothing is accepted that a lookup would refuse.
+     * This keeps a request with a session JWT to one round trip, its session's (src/Sessions/Credentials.ts).
+     */
+    const verifiedAt = new Map<string, number>()
     const verificationKey = Effect.fnUntraced(function* (kid: string) {
       if (Option.isSome(configured)) {
         return configured.value.kid === kid ? Option.some(configured.value.publicKey) : Option.none()
       }
+      const seen = verifiedAt.get(kid)
+      const known = cache.get(`public:${kid}`)
+      if (seen !== undefined && known !== undefined && Date.now() - seen < VERIFIER_KEPT_MS) return Option.some(known)
       const row = yield* Effect.orDie(repo.findVerifying(kid, oldestStillValid()))
-      if (Option.isNone(row)) return Option.none()
-      return Option.some(yield* cached(`public:${row.value.kid}`, row.value.public_jwk))
+      if (Option.isNone(row)) {
+        verifiedAt.delete(kid)
+        return Option.none()
+      }
+      const key = yield* cached(`public:${row.value.kid}`, row.value.public_jwk)
+      verifiedAt.set(kid, Date.now())
+      return Option.some(key)
     })
 
     /** `GET {auth_url}/jwks.json` */
@@ -162,21 +178,25 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
       }
     }).pipe(Effect.withSpan("SigningKeys.rotate"))
 
-    /** A session JWT for a user who signed in. */
+    /**
+     * A session JWT for a user who signed in: `sid` names its row in `sessions` (src/Sessions/Sessions.ts), and it
+     * expires with it (`expiresAt`, seconds).
+     */
     const signSession = traced("SigningKeys.signSession")(function* (
       user: { readonly id: string; readonly org_id: string },
-      issuer: Issuer
+      issuer: Issuer,
+      session: { readonly id: string; readonly expiresAt: number }
     ) {
       const { kid, key } = yield* signingKey
       const now = Math.floor(Date.now() / 1000)
       return yield* Effect.promise(() =>
-        new jose.SignJWT({ org: user.org_id, scope: SESSION_SCOPES.join(" ") })
+        new jose.SignJWT({ org: user.org_id, scope: SESSION_SCOPES.join(" "), sid: session.id })
           .setProtectedHeader({ alg: ALG, kid, typ: "JWT" })
           .setSubject(user.id)
           .setIssuer(issuer.authUrl)
           .setAudience(issuer.audience)
           .setIssuedAt(now)
-          .setExpirationTime(now + JWT_TTL_SECONDS)
+          .setExpirationTime(session.expiresAt)
           .setJti(randomBase62(24))
           .sign(key)
       )
@@ -203,7 +223,10 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
       })
     }
 
-    /** A bearer JWT → the principal it names, or 401 for anything wrong with it. */
+    /**
+     * A bearer JWT → the principal it names (its credential id is the session's `sid`), or 401 for anything wrong
+     * with it. Whether the session is still live is the caller's to check (src/Sessions/Sessions.ts).
+     */
     const verify = traced("SigningKeys.verify")(function* (token: string, issuer: Issuer) {
       const invalid = new Unauthorized({ message: "The JWT is invalid or expired" })
       const header = yield* Effect.try({ try: () => jose.decodeProtectedHeader(token), catch: () => invalid })
@@ -221,7 +244,12 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
           }),
         catch: (error) => issuerMismatch(error, issuer) ?? invalid
       })
-      if (typeof payload.sub !== "string" || typeof payload.org !== "string" || typeof payload.scope !== "string") {
+      if (
+        typeof payload.sub !== "string" ||
+        typeof payload.org !== "string" ||
+        typeof payload.scope !== "string" ||
+        typeof payload.sid !== "string"
+      ) {
         return yield* invalid
       }
       const granted = payload.scope.split(" ")
@@ -229,7 +257,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
         userId: payload.sub,
         orgId: payload.org,
         scopes: scopeNames.filter((scope) => granted.includes(scope)),
-        credential: { kind: "jwt", id: String(payload.jti) }
+        credential: { kind: "jwt", id: payload.sid }
       }
       return principal
     })

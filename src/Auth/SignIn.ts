@@ -1,7 +1,8 @@
 /**
  * Email and password sign-in, shared by `POST {auth_url}/login` and the authorization page's form. Unknown
  * emails and wrong passwords take the same time and get the same answer; after `AUTH_FAILED_LOGIN_LIMIT`
- * failures for one email in 15 minutes, that account's sign-in is refused until the window ends.
+ * failures for one email in 15 minutes, that account's sign-in is refused until the window ends. A suspended user
+ * (`cli users suspend`) who gives the right password is told so, and gets no session.
  */
 import { Effect, Option, Schema } from "effect"
 import { AuthConfig } from "../Config.js"
@@ -13,10 +14,12 @@ export const ACCOUNT_WINDOW_MS = 15 * 60_000
 export const IP_WINDOW_MS = 60_000
 
 export class SignInFailed extends Schema.TaggedError<SignInFailed>()("SignInFailed", {
-  reason: Schema.Literal("invalid", "limited"),
+  reason: Schema.Literal("invalid", "limited", "suspended"),
   retryAfter: Schema.Number
 }) {
   static readonly invalidMessage = "The email or password is wrong"
+  /** Said only to someone who gave the right password. */
+  static readonly suspendedMessage = "This account is suspended; ask the service's operator"
 }
 
 export class SignIn extends Effect.Service<SignIn>()("SignIn", {
@@ -44,6 +47,7 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
         const counted = yield* limits.hit(accountKey, config.failedLoginLimit, ACCOUNT_WINDOW_MS)
         return yield* new SignInFailed({ reason: "invalid", retryAfter: counted.retryAfter })
       }
+      if (found.value.suspended_at !== null) return yield* new SignInFailed({ reason: "suspended", retryAfter: 0 })
       return { id: found.value.id, org_id: found.value.org_id }
     })
 

@@ -180,7 +180,13 @@ export const ApiErrors = {
     401,
     "Credentials missing, unknown, expired or revoked"
   ),
-  Forbidden: envelope(Forbidden, "Forbidden", "forbidden", 403, "The credential lacks the scope the message names"),
+  Forbidden: envelope(
+    Forbidden,
+    "Forbidden",
+    "forbidden",
+    403,
+    "The credential lacks the scope, or the caller the team role, that the message names"
+  ),
   NotFound: envelope(NotFound, "NotFound", "not_found", 404, "No such route, or no such resource visible to you"),
   CursorExpired: envelope(
     CursorExpired,

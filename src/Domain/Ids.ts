@@ -69,7 +69,8 @@ export const prefixes = {
   client: "cli",
   deployment: "dpl",
   invitation: "inv",
-  grant: "grant"
+  grant: "grant",
+  session: "ses"
 } as const
 
 export type IdKind = keyof typeof prefixes
@@ -113,6 +114,7 @@ export type ProjectId = typeof ProjectId.Type
 export const UserId = idSchema("user")
 export const OrgId = idSchema("org")
 export const TeamId = idSchema("team")
+export const SessionId = idSchema("session")
 export const ApiKeyId = brandedId("apiKey", "ApiKeyId")
 export type ApiKeyId = typeof ApiKeyId.Type
 export const WebhookId = brandedId("webhook", "WebhookId")
@@ -146,7 +148,8 @@ export const Stored = {
   InvitationId: storedId("invitation").pipe(Schema.brand("InvitationId")),
   DeploymentId: storedId("deployment").pipe(Schema.brand("DeploymentId")),
   OAuthClientId: storedId("client").pipe(Schema.brand("OAuthClientId")),
-  GrantId: storedId("grant").pipe(Schema.brand("GrantId"))
+  GrantId: storedId("grant").pipe(Schema.brand("GrantId")),
+  SessionId: storedId("session")
 } as const
 
 /** Random base62 text from a CSPRNG, without modulo bias. */

@@ -18,11 +18,13 @@ export type User = typeof User.Type
 export const UserWithOrg = Schema.Struct({ ...User.fields, org_id: Stored.OrgId })
 export type UserWithOrg = typeof UserWithOrg.Type
 
-/** What signing in needs: the user's ids and password hash (null when no password was ever set). */
+/** What signing in needs: the user's ids, password hash (null when no password was ever set) and suspension. */
 export const UserCredentials = Schema.Struct({
   id: Stored.UserId,
   org_id: Stored.OrgId,
-  password_hash: Schema.NullOr(Schema.String)
+  password_hash: Schema.NullOr(Schema.String),
+  /** Set while an operator has suspended the user (`cli users suspend`): they cannot sign in. */
+  suspended_at: Schema.NullOr(Schema.String)
 })
 export type UserCredentials = typeof UserCredentials.Type
 

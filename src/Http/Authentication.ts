@@ -11,6 +11,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { hasAnyScope, type Scope } from "../Domain/Scopes.js"
 import { ACCESS_PREFIX, OAuthTokens } from "../OAuth/Tokens.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
+import { Sessions } from "../Sessions/Sessions.js"
 import { guardClient, limitCredential } from "./RateLimit.js"
 import { type RequestState, requestStateOf } from "./RequestState.js"
 
@@ -60,6 +61,7 @@ export class Bearer extends Effect.Service<Bearer>()("Bearer", {
     const apiKeys = yield* ApiKeys
     const oauth = yield* OAuthTokens
     const keys = yield* SigningKeys
+    const sessions = yield* Sessions
     const limits = yield* RateLimit
     const currentIssuer = yield* makeCurrentIssuer
     const issuerOf = yield* makeIssuerOf
@@ -74,13 +76,20 @@ export class Bearer extends Effect.Service<Bearer>()("Bearer", {
       state.headers["www-authenticate"] = bearerChallenge(issuerOf(request.headers), refusal)
     }
 
-    /** `pcs_…` API key, `pco_…` OAuth access token, `x.y.z` JWT (verified against the request's issuer). */
+    /**
+     * `pcs_…` API key, `pco_…` OAuth access token, `x.y.z` JWT (verified against the request's issuer, then its
+     * session: live, its user there and not suspended).
+     */
     const authenticate = (
       token: string
     ): Effect.Effect<Principal, Unauthorized, HttpServerRequest.HttpServerRequest> => {
       if (token.startsWith(KEY_PREFIX)) return apiKeys.authenticate(token)
       if (token.startsWith(ACCESS_PREFIX)) return oauth.authenticate(token)
-      if (token.split(".").length === 3) return Effect.flatMap(currentIssuer, (issuer) => keys.verify(token, issuer))
+      if (token.split(".").length === 3) {
+        return Effect.flatMap(currentIssuer, (issuer) =>
+          Effect.flatMap(keys.verify(token, issuer), sessions.authenticate)
+        )
+      }
       return Effect.fail(new Unauthorized({ message: "The bearer token is not a credential this service issued" }))
     }
 

@@ -11,6 +11,7 @@
  *   POST /oauth/revoke               RFC 7009
  *   POST /oauth/introspect           RFC 7662, for confidential clients
  *   POST /oauth/login                JWT session from {email, password}
+ *   POST /oauth/logout               ends the bearer session JWT's session
  *   GET  /oauth/jwks.json            the JWT verification keys
  *   GET  /.well-known/oauth-authorization-server[/oauth]   RFC 8414 metadata
  *   GET  /.well-known/oauth-protected-resource[/v1]         RFC 9728 metadata of the resource `{base_url}/v1`
@@ -30,6 +31,7 @@ import { SignIn, SignInFailed } from "../Auth/SignIn.js"
 import { OAuthError } from "../Domain/OAuth.js"
 import { scopeNames } from "../Domain/Scopes.js"
 import { sha256Hex } from "../Domain/Secrets.js"
+import { Sessions } from "../Sessions/Sessions.js"
 import { Users } from "../Users/Users.js"
 import { OAuthAuthorizations, PENDING_TTL_SECONDS } from "./Authorizations.js"
 import { type ClientCredentials, OAuthClients } from "./Clients.js"
@@ -323,6 +325,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
     const keys = yield* SigningKeys
     const signIn = yield* SignIn
     const users = yield* Users
+    const sessions = yield* Sessions
     const currentIssuer = yield* makeCurrentIssuer
     const limits = yield* OAuthLimits
 
@@ -518,7 +521,9 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
           if (user._tag === "Left") {
             return user.left.reason === "limited"
               ? again("Too many failed sign-ins for this account; try again later.", 429)
-              : again(SignInFailed.invalidMessage, 401)
+              : user.left.reason === "suspended"
+                ? again(SignInFailed.suspendedMessage, 403)
+                : again(SignInFailed.invalidMessage, 401)
           }
           const pending = awaiting.value.pending.id
           const csrf = yield* authorizations.signedIn(pending, user.right.id)
@@ -666,11 +671,43 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
           if (user._tag === "Left") {
             return user.left.reason === "limited"
               ? tooMany(user.left.retryAfter, "Too many failed sign-ins for this account")
-              : json({ error: "invalid_grant", error_description: SignInFailed.invalidMessage }, 401)
+              : json(
+                  {
+                    error: "invalid_grant",
+                    error_description:
+                      user.left.reason === "suspended" ? SignInFailed.suspendedMessage : SignInFailed.invalidMessage
+                  },
+                  401
+                )
           }
           const issuer = yield* currentIssuer
-          const token = yield* keys.signSession(user.right, issuer)
+          const session = yield* sessions.start(user.right.id, {
+            ip: Option.getOrNull(request.remoteAddress),
+            userAgent: request.headers["user-agent"] ?? null
+          })
+          const token = yield* keys.signSession(user.right, issuer, session)
           return json({ access_token: token, token_type: "Bearer", expires_in: JWT_TTL_SECONDS })
+        })
+      )
+    )
+
+    // Ends the session whose JWT is the bearer: it answers 401 at once, on every replica. 204 when it is ended (or
+    // had ended already); 401 `invalid_token` for a bearer that is no session JWT of this service.
+    yield* router.post(
+      "/oauth/logout",
+      guardJson(
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const token = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
+          const issuer = yield* currentIssuer
+          const principal = yield* Effect.either(keys.verify(token, issuer))
+          if (principal._tag === "Left") {
+            return json({ error: "invalid_token", error_description: principal.left.message }, 401, {
+              "www-authenticate": `Bearer realm="oauth", error="invalid_token"`
+            })
+          }
+          yield* sessions.end(principal.right)
+          return HttpServerResponse.empty({ status: 204, headers: noStore })
         })
       )
     )

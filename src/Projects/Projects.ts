@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import { NotFound, ValidationFailed } from "../Domain/Errors.js"
+import { Forbidden, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import type { EventType } from "../Domain/EventTypes.js"
 import { makeId, ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
@@ -39,6 +39,32 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
           onSome: Effect.succeed
         })
       )
+
+    /**
+     * Who may do what to a team's project (decisions.md "Who may do what to a team's projects"): its `owner_id`,
+     * the team's owners and admins may do anything; a plain member reads, renames, describes and deploys it, and
+     * gets 403 naming the role needed for anything else (`act` says what: "deleting a team project"). A project
+     * of any other visibility is reached only by its owner (`findVisible`).
+     */
+    const mayManage = (principal: Principal, project: Project, act: string) =>
+      project.owner_id === principal.userId || project.visibility !== "team" || project.team_id === null
+        ? Effect.void
+        : Effect.flatMap(teams.roleOf(project.team_id, principal.userId), (role) =>
+            Option.isSome(role) && (role.value === "owner" || role.value === "admin")
+              ? Effect.void
+              : Effect.fail(new Forbidden({ message: `${act} needs the team role admin or owner` }))
+          )
+
+    /** What of a patch needs a manager, named as the refusal says it; none when only name and description change. */
+    const managedChange = (current: Project, patch: ProjectPatch): string | undefined => {
+      if (patch.status !== undefined && patch.status !== current.status) {
+        return patch.status === "archived" ? "archiving a team project" : "unarchiving a team project"
+      }
+      if (patch.visibility !== undefined && patch.visibility !== current.visibility) {
+        return "changing a team project's visibility"
+      }
+      return undefined
+    }
 
     const list = traced("Projects.list")(function* (
       principal: Principal,
@@ -81,6 +107,8 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
     const update = traced("Projects.update")(
       function* (principal: Principal, id: ProjectId, patch: ProjectPatch) {
         const current = yield* readForWrite(Project, "projects", id, findVisible(principal, id))
+        const managed = managedChange(current, patch)
+        if (managed !== undefined) yield* mayManage(principal, current, managed)
         const next: Project = {
           ...current,
           name: patch.name ?? current.name,
@@ -103,6 +131,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
     const remove = traced("Projects.remove")(
       function* (principal: Principal, id: ProjectId) {
         const current = yield* readForWrite(Project, "projects", id, findVisible(principal, id))
+        yield* mayManage(principal, current, "deleting a team project")
         yield* Effect.orDie(repo.remove(current.id))
         yield* announce("project.deleted", current)
       },
@@ -111,8 +140,8 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
     )
 
     /**
-     * A project the caller may change (and so deploy), for other services; 404 otherwise. Today everyone who can
-     * see a project can change it.
+     * A project the caller may deploy (and so read, rename and describe), for other services; 404 otherwise. Every
+     * member of a team project's team may; archiving, visibility and deletion need more (`mayManage`).
      */
     const changeable = (principal: Principal, id: ProjectId) => findVisible(principal, id)
 

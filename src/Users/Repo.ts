@@ -46,7 +46,7 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
     const findCredentials = Rows.findOne({
       Request: Schema.String,
       Result: UserCredentials,
-      execute: (email) => sql`SELECT id, org_id, password_hash FROM users WHERE email = ${email}`
+      execute: (email) => sql`SELECT id, org_id, password_hash, suspended_at FROM users WHERE email = ${email}`
     })
 
     const setPasswordHash = Rows.findAll({
@@ -55,6 +55,18 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
       execute: ({ at, id, passwordHash }) =>
         sql`UPDATE users SET password_hash = ${passwordHash}, updated_at = ${at}
           WHERE id = ${id} RETURNING id`
+    })
+
+    /**
+     * Suspends (`at`) or reactivates (null) the user; a suspended user keeps their first `suspended_at`. Answers
+     * the user's `suspended_at` afterwards; none when there is no such user.
+     */
+    const setSuspended = Rows.findOne({
+      Request: Schema.Struct({ id: Schema.String, at: Schema.NullOr(Schema.String) }),
+      Result: Schema.Struct({ id: UserId, suspended_at: Schema.NullOr(Schema.String) }),
+      execute: ({ at, id }) =>
+        sql`UPDATE users SET suspended_at = ${at === null ? null : sql`COALESCE(suspended_at, ${at})`}
+          WHERE id = ${id} RETURNING id, suspended_at`
     })
 
     /** Every user, oldest first (the operator's `cli users list`). */
@@ -98,6 +110,7 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
       findById,
       update: (id: string, patch: UserPatch, at: string) => update({ id, patch, at }),
       findCredentials,
+      setSuspended: (id: string, at: string | null) => setSuspended({ id, at }),
       setPasswordHash: (id: string, passwordHash: string, at: string) =>
         Effect.map(setPasswordHash({ id, passwordHash, at }), (rows) => rows.length > 0)
     } as const

@@ -84,6 +84,25 @@ export class Users extends Effect.Service<Users>()("Users", {
       return yield* get(id)
     })
 
+    /**
+     * `cli users suspend` / `users reactivate`: while `suspended_at` is set, every credential of the user is refused
+     * (their keys' lookup, their OAuth tokens' and their sessions' join on it) and they cannot sign in; nothing of
+     * theirs is deleted, so reactivating restores what has not expired meanwhile.
+     */
+    const setSuspended = (id: string, suspended: boolean) =>
+      Effect.gen(function* () {
+        const user = yield* get(id)
+        const row = yield* Effect.orDie(repo.setSuspended(id, suspended ? nowIso() : null))
+        if (Option.isNone(row)) return yield* NotFound.resource("user", id)
+        return { id: user.id, email: user.email, name: user.name, suspended_at: row.value.suspended_at }
+      })
+    const suspend = traced("Users.suspend")(function* (id: string) {
+      return yield* setSuspended(id, true)
+    })
+    const reactivate = traced("Users.reactivate")(function* (id: string) {
+      return yield* setSuspended(id, false)
+    })
+
     /** What signing in reads: the user with this (lower-cased) email and their password hash. */
     const findCredentials = (email: string) => Effect.orDie(repo.findCredentials(email))
 
@@ -126,6 +145,17 @@ export class Users extends Effect.Service<Users>()("Users", {
       Effect.catchTag("SqlError", Effect.die)
     )
 
-    return { create, get, getByEmail, updateMe, setPassword, findCredentials, listAll, remove } as const
+    return {
+      create,
+      get,
+      getByEmail,
+      updateMe,
+      setPassword,
+      findCredentials,
+      listAll,
+      remove,
+      suspend,
+      reactivate
+    } as const
   })
 }) {}

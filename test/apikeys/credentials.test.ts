@@ -164,9 +164,9 @@ for (const [name, fastPaths] of twinsOf("credential-cache")) {
           )
         ).then(Option.getOrThrow)
       expect(await find()).toMatchObject({ id: key.id, status: "active", last_used_at: null })
-      // A write no credential depends on (as a touch is, or a rename): the fast store keeps what it found.
+      // A touch (`last_used_at` alone, which the store learns of itself): the fast store keeps what it found.
       const longAgo = "2000-01-01T00:00:00.000Z"
-      other.run("UPDATE api_keys SET last_used_at = ?, name = ? WHERE id = ?", [longAgo, "x", key.id])
+      other.run("UPDATE api_keys SET last_used_at = ? WHERE id = ?", [longAgo, key.id])
       expect((await find()).last_used_at).toBe(name === "fast" ? null : longAgo)
       // A write one may depend on: both read it afresh.
       other.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [new Date().toISOString(), key.id])
@@ -220,7 +220,7 @@ for (const [name, fastPaths] of twinsOf("credential-cache")) {
   })
 }
 
-describe.skipIf(usingPostgres())("credential_generation (migration 0017)", () => {
+describe.skipIf(usingPostgres())("credential_generation (migrations 0017, 0022)", () => {
   let runtime: ReturnType<typeof runtimeOn>
   let other: Database
   const generation = () => (other.query("SELECT n FROM credential_generation WHERE id = 1").get() as { n: number }).n
@@ -253,9 +253,13 @@ describe.skipIf(usingPostgres())("credential_generation (migration 0017)", () =>
     const one = await issue()
     const two = await issue()
     const at = new Date().toISOString()
+    // Only a touch (`last_used_at` alone) leaves it; since migration 0022 the triggers fail closed: any other
+    // update of the tables the cache reads moves it, a rename and a suspension included.
     expect(moves(() => other.run("UPDATE api_keys SET last_used_at = ? WHERE id = ?", [at, one.id]))).toBe(0)
-    expect(moves(() => other.run("UPDATE api_keys SET name = ? WHERE id = ?", ["renamed", one.id]))).toBe(0)
-    expect(moves(() => other.run("UPDATE users SET name = ? WHERE id = ?", ["Renamed", user.id]))).toBe(0)
+    expect(moves(() => other.run("UPDATE api_keys SET name = ? WHERE id = ?", ["renamed", one.id]))).toBe(1)
+    expect(moves(() => other.run("UPDATE users SET name = ? WHERE id = ?", ["Renamed", user.id]))).toBe(1)
+    expect(moves(() => other.run("UPDATE users SET suspended_at = ? WHERE id = ?", [at, user.id]))).toBe(1)
+    expect(moves(() => other.run("UPDATE users SET suspended_at = NULL WHERE id = ?", [user.id]))).toBe(1)
     expect(moves(() => other.run("UPDATE api_keys SET scopes = ? WHERE id = ?", ['["write"]', one.id]))).toBe(1)
     expect(moves(() => other.run("UPDATE api_keys SET expires_at = ? WHERE id = ?", [at, one.id]))).toBe(1)
     expect(moves(() => other.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [at, one.id]))).toBe(1)

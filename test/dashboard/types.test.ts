@@ -7,8 +7,23 @@ import { expect, test } from "bun:test"
 import * as Dashboard from "../../dashboard/types.ts"
 import { eventTypes } from "../../src/Domain/EventTypes.ts"
 import { scopeNames } from "../../src/Domain/Scopes.ts"
+import { Session } from "../../src/Domain/Session.ts"
 
 test("the dashboard offers exactly the service's event types and scopes, in its order", () => {
   expect([...Dashboard.eventTypes]).toEqual([...eventTypes])
   expect([...Dashboard.scopes]).toEqual([...scopeNames])
+})
+
+test("the dashboard's Session is the contract's: the same fields, and a record of the contract is one", () => {
+  // Checked by the type checker: what the service encodes is what the dashboard reads.
+  const asDashboard = (session: typeof Session.Type): Dashboard.Session => session
+  const sample: typeof Session.Type = {
+    id: "ses_01jd3xkq8w0000000000000000",
+    created_at: "2026-11-28T00:00:00.000Z",
+    last_used_at: null,
+    ip: "127.0.0.1",
+    user_agent: null,
+    current: true
+  }
+  expect(Object.keys(asDashboard(sample)).sort()).toEqual(Object.keys(Session.fields).sort())
 })

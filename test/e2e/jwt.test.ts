@@ -140,15 +140,19 @@ describe("POST /oauth/login", () => {
 
 describe("JWT_PRIVATE_KEY: tokens signed with the right key but wrong claims", () => {
   let bea: Account
+  /** A live session of Bea's (from a sign-in): a forged token must name one, as every session JWT does. */
+  let sid: string
   beforeAll(async () => {
     bea = await account(keyed)
-  })
+    sid = String(jose.decodeJwt((await login(keyed, bea.email, password)).body.access_token).sid)
+  }, 30_000)
 
-  const forge = async (claims: { iss?: string; aud?: string; exp?: number; iat?: number }) => {
+  const forge = async (claims: { iss?: string; aud?: string; exp?: number; iat?: number; sid?: string | null }) => {
     const now = Math.floor(Date.now() / 1000)
     const jwks = await keyed.request("/oauth/jwks.json")
     const kid: string = jwks.body.keys[0].kid
-    return new jose.SignJWT({ org: "org_01jd3xkq8w0000000000000000", scope: "read write" })
+    const session = claims.sid === undefined ? { sid } : claims.sid === null ? {} : { sid: claims.sid }
+    return new jose.SignJWT({ org: "org_01jd3xkq8w0000000000000000", scope: "read write", ...session })
       .setProtectedHeader({ alg: "EdDSA", kid })
       .setSubject(bea.id)
       .setIssuer(claims.iss ?? `${keyed.url}/oauth`)
@@ -167,8 +171,12 @@ describe("JWT_PRIVATE_KEY: tokens signed with the right key but wrong claims", (
     const jwks = await keyed.request("/oauth/jwks.json")
     expect(jwks.body.keys).toHaveLength(1)
     expect(jwks.body.keys[0].kid).toBe(jose.decodeProtectedHeader(res.body.access_token).kid)
-    // A correctly forged token with good claims is accepted: the test holds the server's key.
+    // A correctly forged token with good claims and a live session is accepted: the test holds the server's key.
     expect((await keyed.request("/v1/users/me", { key: await forge({}) })).status).toBe(200)
+    // Without a session, or naming one that does not exist, it is not.
+    expect((await keyed.request("/v1/users/me", { key: await forge({ sid: null }) })).status).toBe(401)
+    const made = await forge({ sid: "ses_01jd3xkq8w0000000000000000" })
+    expect((await keyed.request("/v1/users/me", { key: made })).status).toBe(401)
   })
 
   test("wrong issuer, wrong audience and expired tokens are 401; 30 s of clock skew is allowed", async () => {

@@ -1,0 +1,126 @@
+/**
+ * Sessions (decisions.md "Sessions that end, and users who can be stopped"): every sign-in is a row, named by its
+ * JWT's `sid`; a JWT is accepted only while its session is live (not revoked, not expired) and its user exists and is
+ * not suspended. Logout ends the request's own session; a user lists their live sessions and ends one, or all but the
+ * current one. OAuth access tokens manage no sessions (403), as they manage no API keys.
+ */
+import { Effect, Option } from "effect"
+import { JWT_TTL_SECONDS } from "../Auth/Jwt.js"
+import { Forbidden, NotFound, Unauthorized } from "../Domain/Errors.js"
+import { makeId, SessionId } from "../Domain/Ids.js"
+import type { ListQuery } from "../Domain/Lists.js"
+import type { Principal } from "../Domain/Principal.js"
+import type { Session, SessionSort } from "../Domain/Session.js"
+import { nowIso } from "../Domain/Time.js"
+import { traced } from "../Observability/Traced.js"
+import { SessionCredentials } from "./Credentials.js"
+import { SessionsRepo } from "./Repo.js"
+
+/** `last_used_at` is written at most once a minute, as an API key's is. */
+const TOUCH_INTERVAL_MS = 60_000
+/** The most of a `User-Agent` kept. */
+const MAX_USER_AGENT = 512
+
+/** Where a sign-in came from, as the request tells it. */
+export interface SessionOrigin {
+  readonly ip: string | null
+  readonly userAgent: string | null
+}
+
+/** A session just started: its id (the JWT's `sid`) and when it expires (the JWT's `exp`, seconds). */
+export interface StartedSession {
+  readonly id: string
+  readonly expiresAt: number
+}
+
+const noOAuth = (principal: Principal) =>
+  principal.credential.kind === "oauth"
+    ? Effect.fail(new Forbidden({ message: "OAuth access tokens cannot manage sessions" }))
+    : Effect.void
+
+export class Sessions extends Effect.Service<Sessions>()("Sessions", {
+  dependencies: [SessionsRepo.Default, SessionCredentials.Default],
+  effect: Effect.gen(function* () {
+    const repo = yield* SessionsRepo
+    const store = yield* SessionCredentials
+
+    /** A new session for a user who signed in; it lives as long as its JWT. */
+    const start = traced("Sessions.start")(function* (userId: string, origin: SessionOrigin) {
+      const now = new Date()
+      const expiresAt = Math.floor(now.getTime() / 1000) + JWT_TTL_SECONDS
+      const id = SessionId.make(makeId("session"))
+      yield* Effect.orDie(
+        repo.insert({
+          id,
+          user_id: userId,
+          created_at: now.toISOString(),
+          last_used_at: now.toISOString(),
+          ip: origin.ip,
+          user_agent: origin.userAgent === null ? null : origin.userAgent.slice(0, MAX_USER_AGENT),
+          revoked_at: null,
+          expires_at: new Date(expiresAt * 1000).toISOString()
+        })
+      )
+      const started: StartedSession = { id, expiresAt }
+      return started
+    })
+
+    /**
+     * A verified session JWT's principal (its credential id is the `sid`) → the same principal while its session is
+     * live and its user exists and is not suspended; 401 otherwise. The user's organisation is the stored one.
+     */
+    const authenticate = traced("Sessions.authenticate")(function* (principal: Principal) {
+      const invalid = () => new Unauthorized({ message: "The session has ended: sign in again" })
+      const found = yield* store.find(principal.credential.id)
+      if (Option.isNone(found)) return yield* invalid()
+      const session = found.value
+      const now = new Date()
+      if (
+        session.user_id !== principal.userId ||
+        session.revoked_at !== null ||
+        session.suspended_at !== null ||
+        session.expires_at <= now.toISOString()
+      ) {
+        return yield* invalid()
+      }
+      const notBefore = new Date(now.getTime() - TOUCH_INTERVAL_MS).toISOString()
+      if (session.last_used_at === null || session.last_used_at < notBefore) {
+        yield* store.touch(session.id, now.toISOString(), notBefore)
+      }
+      const authenticated: Principal = { ...principal, orgId: session.org_id }
+      return authenticated
+    })
+
+    /** `POST {auth_url}/logout`: ends the request's own session. */
+    const end = traced("Sessions.end")(function* (principal: Principal) {
+      yield* Effect.orDie(repo.revoke({ userId: principal.userId, id: principal.credential.id, now: nowIso() }))
+    })
+
+    /** `GET /v1/users/me/sessions`: the caller's live sessions; `current` marks the one the request uses. */
+    const list = traced("Sessions.list")(function* (principal: Principal, query: ListQuery<SessionSort>) {
+      yield* noOAuth(principal)
+      const page = yield* Effect.orDie(repo.listLive(principal.userId, nowIso(), query))
+      const current = principal.credential.kind === "jwt" ? principal.credential.id : null
+      return {
+        ...page,
+        items: page.items.map((row): Session => ({ ...row, current: row.id === current }))
+      }
+    })
+
+    /** `DELETE /v1/users/me/sessions/:id`: one of the caller's live sessions (404 otherwise); its JWT answers 401. */
+    const revoke = traced("Sessions.revoke")(function* (principal: Principal, id: string) {
+      yield* noOAuth(principal)
+      const ended = yield* Effect.orDie(repo.revoke({ userId: principal.userId, id, now: nowIso() }))
+      if (!ended) return yield* NotFound.resource("session", id)
+    })
+
+    /** `DELETE /v1/users/me/sessions`: every live session of the caller but the one the request uses. */
+    const revokeOthers = traced("Sessions.revokeOthers")(function* (principal: Principal) {
+      yield* noOAuth(principal)
+      const keep = principal.credential.kind === "jwt" ? principal.credential.id : null
+      yield* Effect.orDie(repo.revokeOthers({ userId: principal.userId, keep, now: nowIso() }))
+    })
+
+    return { start, authenticate, end, list, revoke, revokeOthers } as const
+  })
+}) {}

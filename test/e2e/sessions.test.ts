@@ -1,0 +1,282 @@
+/**
+ * Sessions that end, and users who can be stopped (decisions.md), over HTTP on the engine `DATABASE_URL` selects:
+ * every session JWT names its session (`sid`); logout and `DELETE /v1/users/me/sessions[/:id]` end sessions (401
+ * `unauthorized` at once); `cli users suspend` refuses every credential of a user and their sign-in, `reactivate`
+ * restores them; a credential whose user was deleted is 401 (never 500) on every endpoint of the contract.
+ * Across replicas: test/e2e/replicas-sessions.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect, Layer, Option } from "effect"
+import * as jose from "jose"
+import { Api } from "../../src/Api.ts"
+import { OAuthAuthorizations } from "../../src/OAuth/Authorizations.ts"
+import { OAuthClients } from "../../src/OAuth/Clients.ts"
+import { OAuthTokens } from "../../src/OAuth/Tokens.ts"
+import { expectError } from "../support/api.ts"
+import { startInProcess } from "../support/in-process.ts"
+import type { Server } from "../support/server.ts"
+import { onDatabase, type ServiceHarness } from "../support/services.ts"
+
+const password = "correct horse battery"
+const REDIRECT = "https://app.example.com/callback"
+
+let server: Server
+const oauthLayers = Layer.mergeAll(OAuthClients.Default, OAuthAuthorizations.Default, OAuthTokens.Default)
+let oauth: ServiceHarness<Layer.Layer.Success<typeof oauthLayers>>
+let clientId = ""
+let clientSecret = ""
+
+beforeAll(async () => {
+  server = await startInProcess({
+    env: {
+      AUTH_IP_LIMIT_PER_MINUTE: "100000",
+      RATE_LIMIT_PER_MINUTE: "100000",
+      RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "100000"
+    }
+  })
+  oauth = onDatabase(oauthLayers, server.databaseUrl)
+  const client = await oauth.run(
+    Effect.flatMap(OAuthClients, (clients) =>
+      clients.create({ name: "Sessions app", redirectUris: [REDIRECT], isPublic: false })
+    )
+  )
+  clientId = client.client_id
+  clientSecret = client.client_secret ?? ""
+}, 60_000)
+afterAll(async () => {
+  await oauth?.dispose()
+  await server?.stop()
+})
+
+let counter = 0
+/** A user with a password and an API key. */
+const person = async () => {
+  const email = `sessions.${++counter}.${Math.random().toString(36).slice(2, 8)}@example.com`
+  const account = await server.fixtures.account({ email, name: `Person ${counter}`, password })
+  const key = (await server.fixtures.apiKey(account.id, { scopes: "read,write,team:manage" })).key
+  return { ...account, key }
+}
+
+const login = (email: string, userAgent = "sessions-test/1.0") =>
+  server.request("/oauth/login", { method: "POST", body: { email, password }, headers: { "user-agent": userAgent } })
+
+const signIn = async (email: string, userAgent?: string): Promise<string> => {
+  const res = await login(email, userAgent)
+  expect(res.status).toBe(200)
+  return res.body.access_token
+}
+
+const me = (token: string) => server.request("/v1/users/me", { key: token })
+
+/** An OAuth access token of `userId`'s for the test's client, through the services' own flow. */
+const oauthToken = (userId: string) =>
+  oauth.run(
+    Effect.gen(function* () {
+      const authorizations = yield* OAuthAuthorizations
+      const started = yield* authorizations.start({
+        clientId: Option.some(clientId),
+        redirectUri: Option.some(REDIRECT),
+        responseType: Option.some("code"),
+        scope: ["read", "write"],
+        state: Option.some("st"),
+        codeChallenge: Option.none(),
+        codeChallengeMethod: Option.none()
+      })
+      const csrf = yield* authorizations.signedIn(started.pending.id, userId)
+      const decided = Option.getOrThrow(yield* authorizations.decide({ pending: started.pending.id, csrf }, true))
+      if (decided.outcome._tag !== "Approved") throw new Error("not approved")
+      const client = yield* (yield* OAuthClients).authenticate({ id: clientId, secret: Option.some(clientSecret) })
+      const issued = yield* (yield* OAuthTokens).exchangeCode(client, {
+        code: decided.outcome.code,
+        redirectUri: REDIRECT,
+        codeVerifier: Option.none()
+      })
+      return issued.accessToken
+    })
+  )
+
+const expectUnauthorized = (res: { status: number; body: any }) => expectError(res, 401, "unauthorized")
+
+describe("session JWTs and their sessions", () => {
+  test("every session JWT carries sid; the caller's live sessions are listed with the current one marked", async () => {
+    const ann = await person()
+    const first = await signIn(ann.email, "first-browser/1.0")
+    const second = await signIn(ann.email, "second-browser/2.0")
+    const sidOf = (token: string) => jose.decodeJwt(token).sid
+    expect(sidOf(first)).toMatch(/^ses_[0-7][0-9a-hjkmnp-tv-z]{25}$/)
+    expect(sidOf(second)).not.toBe(sidOf(first))
+    const listed = await server.request("/v1/users/me/sessions", { key: second })
+    expect(listed.status).toBe(200)
+    expect(listed.body.meta.total).toBe(2)
+    const byId = new Map<string, any>(listed.body.data.map((session: any) => [session.id, session]))
+    expect(byId.get(String(sidOf(second)))).toMatchObject({ current: true, user_agent: "second-browser/2.0" })
+    expect(byId.get(String(sidOf(first)))).toMatchObject({ current: false, user_agent: "first-browser/1.0" })
+    for (const session of listed.body.data) {
+      expect(Object.keys(session).sort()).toEqual(["created_at", "current", "id", "ip", "last_used_at", "user_agent"])
+      expect(typeof session.ip).toBe("string")
+    }
+    // With an API key, none is current.
+    const withKey = await server.request("/v1/users/me/sessions", { key: ann.key })
+    expect(withKey.body.data.map((session: any) => session.current)).toEqual([false, false])
+  }, 60_000)
+
+  test("POST {auth_url}/logout ends the session: its JWT answers 401 unauthorized at once; others stay", async () => {
+    const bo = await person()
+    const token = await signIn(bo.email)
+    const other = await signIn(bo.email)
+    expect((await me(token)).status).toBe(200)
+    const out = await server.request("/oauth/logout", { method: "POST", key: token })
+    expect(out.status).toBe(204)
+    expectUnauthorized(await me(token))
+    expectUnauthorized(await server.request("/v1/projects", { method: "POST", key: token, body: { name: "x" } }))
+    expect((await me(other)).status).toBe(200)
+    // Logging out again is no change; something that is no session JWT is 401 in RFC 6750 form.
+    expect((await server.request("/oauth/logout", { method: "POST", key: token })).status).toBe(204)
+    const garbage = await server.request("/oauth/logout", { method: "POST", key: "not-a-jwt" })
+    expect(garbage.status).toBe(401)
+    expect(garbage.body.error).toBe("invalid_token")
+    // The ended session is no longer listed.
+    const listed = await server.request("/v1/users/me/sessions", { key: other })
+    expect(listed.body.data.map((session: any) => session.id)).toEqual([jose.decodeJwt(other).sid])
+  }, 60_000)
+
+  test("DELETE /v1/users/me/sessions/:id ends one; DELETE /v1/users/me/sessions ends all but the current one", async () => {
+    const cy = await person()
+    const [a, b, c, d] = [
+      await signIn(cy.email),
+      await signIn(cy.email),
+      await signIn(cy.email),
+      await signIn(cy.email)
+    ]
+    const sid = (token: string | undefined) => String(jose.decodeJwt(token ?? "").sid)
+    const ended = await server.request(`/v1/users/me/sessions/${sid(b)}`, { method: "DELETE", key: a })
+    expect(ended.status).toBe(204)
+    expectUnauthorized(await me(b ?? ""))
+    expect((await me(a ?? "")).status).toBe(200)
+    // Again, or someone else's, or made up: 404.
+    expectError(await server.request(`/v1/users/me/sessions/${sid(b)}`, { method: "DELETE", key: a }), 404, "not_found")
+    const dee = await person()
+    const theirs = await signIn(dee.email)
+    expectError(
+      await server.request(`/v1/users/me/sessions/${sid(theirs)}`, { method: "DELETE", key: a }),
+      404,
+      "not_found"
+    )
+    expect((await me(theirs)).status).toBe(200)
+    const others = await server.request("/v1/users/me/sessions", { method: "DELETE", key: c })
+    expect(others.status).toBe(204)
+    expectUnauthorized(await me(a ?? ""))
+    expectUnauthorized(await me(d ?? ""))
+    expect((await me(c ?? "")).status).toBe(200)
+    const listed = await server.request("/v1/users/me/sessions", { key: c })
+    expect(listed.body.data.map((session: any) => session.id)).toEqual([sid(c)])
+  }, 60_000)
+
+  test("OAuth access tokens manage no sessions (403); scopes are checked", async () => {
+    const ed = await person()
+    const token = await oauthToken(ed.id)
+    expectError(await server.request("/v1/users/me/sessions", { key: token }), 403, "forbidden")
+    expectError(await server.request("/v1/users/me/sessions", { method: "DELETE", key: token }), 403, "forbidden")
+    const reader = (await server.fixtures.apiKey(ed.id, { scopes: "read" })).key
+    expect((await server.request("/v1/users/me/sessions", { key: reader })).status).toBe(200)
+    expectError(await server.request("/v1/users/me/sessions", { method: "DELETE", key: reader }), 403, "forbidden")
+  }, 60_000)
+})
+
+describe("users suspend and reactivate", () => {
+  test("a suspended user's key, OAuth token and session answer 401 at once and they cannot sign in; reactivating restores them", async () => {
+    const fay = await person()
+    const session = await signIn(fay.email)
+    const token = await oauthToken(fay.id)
+    for (const credential of [fay.key, session, token]) expect((await me(credential)).status).toBe(200)
+
+    const suspended = await server.cli("users", "suspend", "--email", fay.email)
+    expect(suspended).toMatchObject({ id: fay.id, email: fay.email })
+    expect(typeof suspended.suspended_at).toBe("string")
+    for (const credential of [fay.key, session, token]) {
+      expectUnauthorized(await me(credential))
+      expectUnauthorized(await server.request("/v1/projects", { method: "POST", key: credential, body: { name: "x" } }))
+    }
+    const refused = await login(fay.email)
+    expect(refused.status).toBe(401)
+    expect(refused.body).toMatchObject({
+      error: "invalid_grant",
+      error_description: expect.stringContaining("suspended")
+    })
+    // A wrong password is told nothing about the suspension.
+    const wrong = await server.request("/oauth/login", {
+      method: "POST",
+      body: { email: fay.email, password: "nope nope" }
+    })
+    expect(wrong.body.error_description).not.toContain("suspended")
+    // Suspending again changes nothing.
+    expect((await server.cli("users", "suspend", "--email", fay.email)).suspended_at).toBe(suspended.suspended_at)
+
+    const back = await server.cli("users", "reactivate", "--email", fay.email)
+    expect(back.suspended_at).toBeNull()
+    for (const credential of [fay.key, session, token]) expect((await me(credential)).status).toBe(200)
+    expect((await login(fay.email)).status).toBe(200)
+  }, 60_000)
+
+  test("an unknown user is exit 3 (not found)", async () => {
+    const { runCliInProcess } = await import("../support/cli.ts")
+    const res = await runCliInProcess(server.databaseUrl, ["users", "suspend", "--email", "nobody@example.com"])
+    expect(res.code).toBe(3)
+  }, 60_000)
+})
+
+describe("a credential whose user was deleted", () => {
+  /** Every endpoint of the contract, its path parameters filled with well-formed ids of nothing. */
+  const endpoints = () => {
+    const sample: Record<string, string> = {
+      id: "proj_01jd3xkq8w0000000000000000",
+      team_id: "team_01jd3xkq8w0000000000000000",
+      user_id: "usr_01jd3xkq8w0000000000000000",
+      invitation_id: "inv_01jd3xkq8w0000000000000000",
+      deployment_id: "dpl_01jd3xkq8w0000000000000000",
+      delivery_id: "dlv_01jd3xkq8w0000000000000000"
+    }
+    const all: Array<{ method: string; path: string }> = []
+    for (const group of Object.values(Api.groups)) {
+      for (const endpoint of Object.values(group.endpoints)) {
+        const path = endpoint.path.replace(
+          /:(\w+)/g,
+          (_: string, name: string) => sample[name] ?? "x_01jd3xkq8w0000000000000000"
+        )
+        all.push({ method: endpoint.method, path })
+      }
+    }
+    return all
+  }
+
+  test("is 401 unauthorized, never 500, on every endpoint that takes one (API key, session JWT, OAuth token)", async () => {
+    const gus = await person()
+    const session = await signIn(gus.email)
+    const token = await oauthToken(gus.id)
+    for (const credential of [gus.key, session, token]) expect((await me(credential)).status).toBe(200)
+    const deleted = await server.cli("users", "delete", "--email", gus.email)
+    expect(deleted).toMatchObject({ id: gus.id, deleted: true })
+    const list = endpoints()
+    expect(list.length).toBeGreaterThan(40)
+    for (const [kind, credential] of [
+      ["api_key", gus.key],
+      ["session", session],
+      ["oauth", token]
+    ] as const) {
+      for (const { method, path } of list) {
+        const res = await server.request(path, {
+          method,
+          key: credential,
+          ...(method === "POST" || method === "PUT" ? { body: { name: "x" } } : {})
+        })
+        expect({ kind, method, path, status: res.status, code: res.body?.error?.code }).toEqual({
+          kind,
+          method,
+          path,
+          status: 401,
+          code: "unauthorized"
+        })
+      }
+    }
+  }, 60_000)
+})
