@@ -69,7 +69,8 @@ export const prefixes = {
   client: "cli",
   deployment: "dpl",
   invitation: "inv",
-  grant: "grant"
+  grant: "grant",
+  audit: "aud"
 } as const
 
 export type IdKind = keyof typeof prefixes
@@ -129,6 +130,8 @@ export const OAuthClientId = brandedId("client", "OAuthClientId")
 export type OAuthClientId = typeof OAuthClientId.Type
 export const GrantId = brandedId("grant", "GrantId")
 export type GrantId = typeof GrantId.Type
+export const AuditId = brandedId("audit", "AuditId")
+export type AuditId = typeof AuditId.Type
 
 /**
  * The ids of records the service wrote (rows, responses): each branded as its checked twin above is, its pattern
@@ -146,7 +149,8 @@ export const Stored = {
   InvitationId: storedId("invitation").pipe(Schema.brand("InvitationId")),
   DeploymentId: storedId("deployment").pipe(Schema.brand("DeploymentId")),
   OAuthClientId: storedId("client").pipe(Schema.brand("OAuthClientId")),
-  GrantId: storedId("grant").pipe(Schema.brand("GrantId"))
+  GrantId: storedId("grant").pipe(Schema.brand("GrantId")),
+  AuditId: storedId("audit").pipe(Schema.brand("AuditId"))
 } as const
 
 /** Random base62 text from a CSPRNG, without modulo bias. */

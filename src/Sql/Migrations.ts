@@ -19,6 +19,7 @@ import m0014 from "./migrations/0014_list_order.js"
 import m0015 from "./migrations/0015_list_plans.js"
 import m0016 from "./migrations/0016_invitation_expiries.js"
 import m0017 from "./migrations/0017_credential_generation.js"
+import m0023 from "./migrations/0023_audit_log.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -38,7 +39,8 @@ const migrations = {
   "0014_list_order": m0014,
   "0015_list_plans": m0015,
   "0016_invitation_expiries": m0016,
-  "0017_credential_generation": m0017
+  "0017_credential_generation": m0017,
+  "0023_audit_log": m0023
 }
 
 const migrate = Migrator.make({})
