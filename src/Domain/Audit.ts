@@ -89,7 +89,12 @@ export const AuditCredential = Schema.Struct({
 export type AuditCredential = typeof AuditCredential.Type
 
 /** `{field: [before, after]}`, for updates; never a secret. */
-export const AuditChanges = Schema.Record({ key: Schema.String, value: Schema.Tuple(Schema.Unknown, Schema.Unknown) })
+export const AuditChanges = Schema.Record({
+  key: Schema.String,
+  value: Schema.Tuple(Schema.Unknown, Schema.Unknown).annotations({
+    jsonSchema: { type: "array", minItems: 2, maxItems: 2, description: "[before, after]" }
+  })
+})
 export type AuditChanges = typeof AuditChanges.Type
 
 export const AuditRecord = Schema.Struct({
