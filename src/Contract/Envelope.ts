@@ -57,3 +57,25 @@ export const List = <A, I>(item: Schema.Schema<A, I>) =>
         }))
     }
   )
+
+/**
+ * `{ data: [<object>…], meta: { per_page, request_id } }`: a page read with a cursor (`after`), which has no page
+ * number or total; the next page is the `Link` header's `rel="next"`.
+ */
+export const CursorList = <A, I>(item: Schema.Schema<A, I>) =>
+  Schema.transformOrFail(
+    Schema.Struct({
+      data: Schema.Array(item),
+      meta: Schema.Struct({ per_page: Schema.Int, request_id: Schema.String })
+    }),
+    Schema.Struct({ items: typed<ReadonlyArray<A>>(item, Array.isArray), per_page: Schema.Int }),
+    {
+      strict: true,
+      decode: ({ data, meta }) => ParseResult.succeed({ items: data, per_page: meta.per_page }),
+      encode: (page) =>
+        Effect.map(currentRequestId, (request_id) => ({
+          data: page.items,
+          meta: { per_page: page.per_page, request_id }
+        }))
+    }
+  )

@@ -50,3 +50,35 @@ export const makeWithLinks = Effect.map(Effect.orDie(BaseUrlConfig), (baseUrl) =
     return page
   })
 )
+
+/**
+ * The `Link` header of a cursor page: `rel="next"` with `after=<last>` (the other query parameters as the client
+ * sent them) while the page is full; none once a page comes back short (there may be more later: ask again).
+ */
+export const cursorLinkHeader = (
+  requestUrl: string,
+  baseUrl: Option.Option<string>,
+  last: string | undefined
+): string | undefined => {
+  if (last === undefined) return undefined
+  const url = new URL(
+    requestUrl,
+    Option.getOrElse(baseUrl, () => "http://localhost")
+  )
+  url.searchParams.set("after", last)
+  return `<${Option.isSome(baseUrl) ? url.toString() : `${url.pathname}${url.search}`}>; rel="next"`
+}
+
+/** `withCursorLinks(page, last)`: the cursor page's `Link` header (`cursorLinkHeader`), made once as `makeWithLinks`. */
+export const makeWithCursorLinks = Effect.map(Effect.orDie(BaseUrlConfig), (baseUrl) =>
+  Effect.fnUntraced(function* <P>(page: P, last: string | undefined) {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const link = cursorLinkHeader(request.url, publicBaseUrl(baseUrl, request.headers), last)
+    if (link !== undefined) {
+      yield* HttpApp.appendPreResponseHandler((_request, response) =>
+        Effect.succeed(HttpServerResponse.setHeader(response, "link", link))
+      )
+    }
+    return page
+  })
+)

@@ -65,6 +65,11 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   }
 }
 
+/** A feed cursor (`after`) naming a row that retention has removed: start again from `created_after`. */
+export class CursorExpired extends Schema.TaggedError<CursorExpired>()("CursorExpired", {
+  message: Schema.String
+}) {}
+
 export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
   message: Schema.String
 }) {}
@@ -171,6 +176,13 @@ export const ApiErrors = {
   ),
   Forbidden: envelope(Forbidden, "Forbidden", "forbidden", 403, "The credential lacks the scope the message names"),
   NotFound: envelope(NotFound, "NotFound", "not_found", 404, "No such route, or no such resource visible to you"),
+  CursorExpired: envelope(
+    CursorExpired,
+    "CursorExpired",
+    "cursor_expired",
+    410,
+    "The `after` cursor names a row retention has removed; start again from `created_after`"
+  ),
   MethodNotAllowed: envelope(
     MethodNotAllowed,
     "MethodNotAllowed",

@@ -1,13 +1,26 @@
 /**
  * The events feed: the events whose audience included the caller when they were written (see migration 0009),
  * newest first, each as it was delivered. An event outside the caller's audience does not exist for them (404).
+ *
+ * `after`: the caller's events that follow a given one in the feed's sequence, oldest first (src/Sql/Sequence.ts:
+ * the order in which they became visible, so a reader that keeps passing the last id it got never skips one that
+ * commits late). The named event must be one of the caller's (else 404), unless retention removed it (410).
  */
 import { Effect, Option } from "effect"
-import { NotFound } from "../Domain/Errors.js"
+import { CursorExpired, NotFound } from "../Domain/Errors.js"
+import type { Event } from "../Domain/Event.js"
+import type { EventType } from "../Domain/EventTypes.js"
 import type { EventId } from "../Domain/Ids.js"
 import type { Principal } from "../Domain/Principal.js"
 import { traced } from "../Observability/Traced.js"
-import { type EventListQuery, EventsRepo } from "./Repo.js"
+import { wasRemoved } from "../Sql/Sequence.js"
+import { EVENTS_SEQUENCE, type EventListQuery, EventsRepo } from "./Repo.js"
+
+/** A page read with a cursor: the events after it, oldest first, up to `per_page`. */
+export interface CursorPage<A> {
+  readonly items: ReadonlyArray<A>
+  readonly per_page: number
+}
 
 export class EventFeed extends Effect.Service<EventFeed>()("EventFeed", {
   dependencies: [EventsRepo.Default],
@@ -24,6 +37,29 @@ export class EventFeed extends Effect.Service<EventFeed>()("EventFeed", {
       return found.value.payload
     })
 
-    return { list, get } as const
+    const after = traced("EventFeed.after")(function* (
+      principal: Principal,
+      query: { readonly after: EventId; readonly per_page: number; readonly types: ReadonlyArray<EventType> }
+    ) {
+      const from = yield* Effect.orDie(repo.positionOf(principal.userId, query.after))
+      if (Option.isNone(from)) {
+        // Someone else's event, still there, is not found; one that is gone was removed if retention got that far.
+        const removed =
+          !(yield* Effect.orDie(repo.exists(query.after))) &&
+          (yield* Effect.orDie(wasRemoved(EVENTS_SEQUENCE, query.after)))
+        if (removed) {
+          return yield* new CursorExpired({
+            message: `The event ${query.after} has been removed by retention; start again from created_after`
+          })
+        }
+        return yield* NotFound.resource("event", query.after)
+      }
+      const items: ReadonlyArray<Event> = yield* Effect.orDie(
+        repo.after({ userId: principal.userId, from: from.value, types: query.types, limit: query.per_page })
+      )
+      return { items, per_page: query.per_page } satisfies CursorPage<Event>
+    })
+
+    return { list, get, after } as const
   })
 }) {}

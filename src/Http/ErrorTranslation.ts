@@ -13,6 +13,7 @@ import * as AST from "effect/SchemaAST"
 import {
   BadRequest,
   Conflict,
+  CursorExpired,
   type FieldIssue,
   Forbidden,
   IdempotencyKeyInUse,
@@ -38,6 +39,7 @@ export const RETRY_AFTER_SECONDS = 1
 export type OurError =
   | BadRequest
   | Conflict
+  | CursorExpired
   | ValidationFailed
   | Unauthorized
   | Forbidden
@@ -59,6 +61,7 @@ const isOurs = (error: unknown): error is OurError =>
   error instanceof NotFound ||
   error instanceof MethodNotAllowed ||
   error instanceof Conflict ||
+  error instanceof CursorExpired ||
   error instanceof PayloadTooLarge ||
   error instanceof UnsupportedMediaType ||
   error instanceof RateLimited ||

@@ -6,9 +6,12 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
+import { EVENTS_SEQUENCE } from "../Events/Repo.js"
 import * as Rows from "../Sql/Rows.js"
+import { markRemoved } from "../Sql/Sequence.js"
 
 const Id = Schema.Struct({ id: Schema.String })
+const decodeIds = Schema.decodeUnknown(Schema.Array(Id))
 const DeliveryOfEvent = Schema.Struct({ id: Schema.String, event_id: Schema.String, status: Schema.String })
 
 /** OAuth tables whose rows carry an `expires_at` and are useless after it. */
@@ -82,13 +85,25 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
             LIMIT ${limit} ${lockRows(false)}`
     })
 
-    /** The events `ids` that have no delivery left. */
+    /**
+     * The events `ids` that have no delivery left, noted as removed for the events feed's cursor (a cursor naming one
+     * is then `410`, src/Sql/Sequence.ts) in the same transaction.
+     */
     const deleteEvents = (ids: ReadonlyArray<string>) =>
-      Effect.map(
+      Effect.flatMap(
         sql`DELETE FROM events WHERE id IN ${sql.in(ids)}
               AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = events.id)
             RETURNING id`,
-        count
+        (rows) =>
+          Effect.flatMap(Effect.orDie(decodeIds(rows)), (deleted) =>
+            Effect.as(
+              markRemoved(
+                EVENTS_SEQUENCE,
+                deleted.map((row) => row.id)
+              ),
+              deleted.length
+            )
+          )
       )
 
     /**

@@ -19,6 +19,7 @@ import m0014 from "./migrations/0014_list_order.js"
 import m0015 from "./migrations/0015_list_plans.js"
 import m0016 from "./migrations/0016_invitation_expiries.js"
 import m0017 from "./migrations/0017_credential_generation.js"
+import m0018 from "./migrations/0018_feed_sequence.js"
 import m0023 from "./migrations/0023_audit_log.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
@@ -40,6 +41,7 @@ const migrations = {
   "0015_list_plans": m0015,
   "0016_invitation_expiries": m0016,
   "0017_credential_generation": m0017,
+  "0018_feed_sequence": m0018,
   "0023_audit_log": m0023
 }
 
