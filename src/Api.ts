@@ -6,6 +6,7 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { ApiKeysApi } from "./ApiKeys/Api.js"
+import { AuditApi } from "./Audit/Api.js"
 import { DeploymentsApi } from "./Deployments/Api.js"
 import { ApiErrors } from "./Domain/Errors.js"
 import { EventsApi } from "./Events/Api.js"
@@ -90,6 +91,7 @@ export class Api extends HttpApi.make("api")
   .add(OAuthClientsApi)
   .add(AuthorizationsApi)
   .add(SessionsApi)
+  .add(AuditApi)
   // What any `/v1` request can get, whatever its route; the rest is declared per endpoint (src/Contract/Errors.ts)
   // and by the `Authentication` middleware (401, 403, 429).
   .addError(ApiErrors.NotFound)

@@ -368,6 +368,8 @@ export const RetentionConfig = Config.all({
   deliveryRetention: positiveDuration("DELIVERY_RETENTION", "30d"),
   /** Events older than this go once none of their deliveries is pending. */
   eventRetention: positiveDuration("EVENT_RETENTION", "30d"),
+  /** Audit records older than this go (nothing else deletes one). */
+  auditRetention: positiveDuration("AUDIT_RETENTION", "365d"),
   sweepInterval: positiveDuration("RETENTION_SWEEP_INTERVAL", "1h"),
   /** Rows deleted by one statement at most: short statements, short locks. */
   batchSize: Config.integer("RETENTION_BATCH_SIZE").pipe(

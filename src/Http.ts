@@ -15,6 +15,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, Layer, Option } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
+import { AuditHttp } from "./Audit/Http.js"
 import { DatabaseUrl, FastPathsConfig, ServerConfig } from "./Config.js"
 import { DeploymentsHttp } from "./Deployments/Http.js"
 import { EventsHttp } from "./Events/Http.js"
@@ -109,7 +110,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     EventsHttp,
     EventTypesHttp
   ]),
-  Layer.provide([OAuthClientsHttp, AuthorizationsHttp]),
+  Layer.provide([OAuthClientsHttp, AuthorizationsHttp, AuditHttp]),
   Layer.provide(SessionsHttp),
   Layer.provide(AuthenticationLive)
 )

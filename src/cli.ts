@@ -11,6 +11,7 @@ import { Cause, Context, Effect, Exit, Layer, Logger, Option, Schema } from "eff
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
 import { SigningKeys } from "./Auth/Jwt.js"
 import { KeyName, KeyScopes } from "./Domain/ApiKey.js"
+import { CurrentActor, OPERATOR } from "./Domain/Audit.js"
 import { Conflict, Forbidden, NotFound, ValidationFailed } from "./Domain/Errors.js"
 import { scopeNames } from "./Domain/Scopes.js"
 import { parseInstant } from "./Domain/Time.js"
@@ -651,12 +652,13 @@ const ServicesLive = Layer.mergeAll(
   Webhooks.Default
 ).pipe(Layer.provideMerge(SqlLive))
 
+/** Every change a command makes is the operator's (its events' and audit records' actor). */
 const execute = (command: Command, rest: ReadonlyArray<string>): Effect.Effect<unknown, unknown, CliInput> =>
   Effect.flatMap(parseFlags(command, rest), (flags) =>
     command.run._tag === "services"
       ? Effect.provide(command.run.effect(flags), ServicesLive)
       : command.run.effect(flags)
-  )
+  ).pipe(Effect.provideService(CurrentActor, OPERATOR))
 
 const messageOf = (error: unknown): string =>
   error !== null && typeof error === "object" && "message" in error && typeof error.message === "string"

@@ -1,9 +1,11 @@
 /**
  * Launch: logging, storage (migrated), the domain services, and the HTTP server.
  */
+
 import * as BunRuntime from "@effect/platform-bun/BunRuntime"
 import { Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys/ApiKeys.js"
+import { Audit } from "./Audit/Audit.js"
 import { SigningKeys } from "./Auth/Jwt.js"
 import { SignIn } from "./Auth/SignIn.js"
 import { Deployments } from "./Deployments/Deployments.js"
@@ -36,6 +38,7 @@ export const ServicesLive = Layer.mergeAll(
   Invitations.Default,
   Deployments.Default,
   EventFeed.Default,
+  Audit.Default,
   Users.Default,
   ApiKeys.Default,
   OAuthClients.Default,

@@ -7,6 +7,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { grants } from "../Domain/Scopes.js"
 import { sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
+import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { Credentials } from "./Credentials.js"
 import { ApiKeysRepo } from "./Repo.js"
@@ -17,10 +18,15 @@ const DISPLAY_PREFIX_LENGTH = 12
 const TOUCH_INTERVAL_MS = 60_000
 
 export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
-  dependencies: [ApiKeysRepo.Default, Credentials.Default],
+  dependencies: [ApiKeysRepo.Default, Credentials.Default, Events.Default],
   effect: Effect.gen(function* () {
     const repo = yield* ApiKeysRepo
     const credentials = yield* Credentials
+    const events = yield* Events
+
+    /** The audit record of a change to a key (never its value). */
+    const audit = (action: "api_key.created" | "api_key.revoked", key: { id: string; name: string }, owner: string) =>
+      events.record(action, { type: "api_key", id: key.id }, { user: owner, name: key.name })
 
     /** Makes a key for `userId`. The value is returned here and never again; only its SHA-256 is kept. */
     const issue = traced("ApiKeys.issue")(function* (userId: string, input: NewApiKey) {
@@ -41,7 +47,11 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
         created_at: now,
         expires_at
       }
-      yield* Effect.orDie(repo.insert(record))
+      yield* Effect.orDie(repo.insert(record)).pipe(
+        Effect.zipRight(audit("api_key.created", record, userId)),
+        events.transaction,
+        Effect.orDie
+      )
       const created: CreatedApiKey = {
         id: record.id,
         name: record.name,
@@ -85,7 +95,12 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       }
       const found = yield* Effect.orDie(repo.find(principal.userId, id, nowIso()))
       if (Option.isNone(found)) return yield* NotFound.resource("API key", id)
-      yield* Effect.orDie(repo.revoke(principal.userId, id, nowIso()))
+      if (found.value.status === "revoked") return
+      yield* Effect.orDie(repo.revoke(principal.userId, id, nowIso())).pipe(
+        Effect.zipRight(audit("api_key.revoked", found.value, principal.userId)),
+        events.transaction,
+        Effect.orDie
+      )
     })
 
     /** Turns a `pcs_…` bearer into a principal, or fails with 401 (unknown, expired or revoked alike). */
@@ -121,7 +136,16 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
 
     /** `cli api-keys revoke`: any user's key, idempotently (a revoked key keeps its first `revoked_at`). */
     const revokeAny = traced("ApiKeys.revokeAny")(function* (id: string) {
-      const revoked = yield* Effect.orDie(repo.revokeAny(id, nowIso()))
+      const revoked = yield* Effect.orDie(repo.revokeAny(id, nowIso())).pipe(
+        Effect.tap(
+          Option.match({
+            onNone: () => Effect.void,
+            onSome: (key) => audit("api_key.revoked", key, key.user_id)
+          })
+        ),
+        events.transaction,
+        Effect.orDie
+      )
       if (Option.isNone(revoked)) return yield* NotFound.resource("API key", id)
       return revoked.value
     })

@@ -6,6 +6,8 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { AuthConfig } from "../Config.js"
+import { CurrentActor } from "../Domain/Audit.js"
+import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { Users } from "../Users/Users.js"
 import { AuthLimits } from "./Limits.js"
@@ -23,15 +25,25 @@ export class SignInFailed extends Schema.TaggedError<SignInFailed>()("SignInFail
 }
 
 export class SignIn extends Effect.Service<SignIn>()("SignIn", {
-  dependencies: [Users.Default, AuthLimits.Default],
+  dependencies: [Users.Default, AuthLimits.Default, Events.Default],
   effect: Effect.gen(function* () {
     const users = yield* Users
+    const events = yield* Events
     const limits = yield* AuthLimits
     const config = yield* Effect.orDie(AuthConfig)
     // Verified against when the email is unknown, so both cases cost one argon2id verification.
     const dummyHash = yield* Effect.cached(
       Effect.promise(() => Bun.password.hash(crypto.randomUUID(), { algorithm: "argon2id" }))
     )
+
+    /**
+     * A sign-in's audit record (`session.created`, or `session.failed` for the account a wrong password named), in
+     * its own transaction, its actor the account (as GitHub's security log has it); an unknown email records nothing.
+     */
+    const audit = (action: "session.created" | "session.failed", userId: string) =>
+      events
+        .record(action, { type: "user", id: userId }, { user: userId })
+        .pipe(events.transaction, Effect.provideService(CurrentActor, { type: "user", id: userId }), Effect.orDie)
 
     /** The user for these credentials, or `SignInFailed`. */
     const verify = traced("SignIn.verify")(function* (emailInput: string, password: string) {
@@ -45,9 +57,11 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
       const verified = yield* Effect.promise(() => Bun.password.verify(password, against))
       if (!verified || hash === null || Option.isNone(found)) {
         const counted = yield* limits.hit(accountKey, config.failedLoginLimit, ACCOUNT_WINDOW_MS)
+        if (Option.isSome(found)) yield* audit("session.failed", found.value.id)
         return yield* new SignInFailed({ reason: "invalid", retryAfter: counted.retryAfter })
       }
       if (found.value.suspended_at !== null) return yield* new SignInFailed({ reason: "suspended", retryAfter: 0 })
+      yield* audit("session.created", found.value.id)
       return { id: found.value.id, org_id: found.value.org_id }
     })
 

@@ -3,7 +3,9 @@
  * (`deployment.started`), and it finishes once, `succeeded` (`deployment.completed`) or `failed`
  * (`deployment.failed`). Each change is written with its event in one transaction; the receivers are the project's.
  */
+
 import { Effect, Option } from "effect"
+import { changesOf } from "../Domain/Audit.js"
 import { Deployment, type DeploymentStatus } from "../Domain/Deployment.js"
 import { Conflict, NotFound } from "../Domain/Errors.js"
 import { DeploymentId, makeId, type ProjectId } from "../Domain/Ids.js"
@@ -61,6 +63,11 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         }
         yield* repo.insert(deployment)
         yield* events.emit("deployment.started", yield* projects.audience(project), deployment)
+        yield* events.record(
+          "deployment.started",
+          { type: "deployment", id: deployment.id },
+          { user: project.owner_id, teamId: project.team_id, name: `${deployment.ref} to ${deployment.environment}` }
+        )
         return deployment
       },
       events.transaction,
@@ -104,10 +111,17 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         if (Option.isNone(finished)) {
           return yield* new Conflict({ message: `${named} has already finished` })
         }
-        yield* events.emit(
-          to === "succeeded" ? "deployment.completed" : "deployment.failed",
-          yield* projects.audience(project),
-          finished.value
+        const type = to === "succeeded" ? "deployment.completed" : "deployment.failed"
+        yield* events.emit(type, yield* projects.audience(project), finished.value)
+        yield* events.record(
+          type,
+          { type: "deployment", id: current.id },
+          {
+            user: project.owner_id,
+            teamId: project.team_id,
+            name: `${current.ref} to ${current.environment}`,
+            changes: changesOf(current, finished.value, ["status", "description"])
+          }
         )
         return finished.value
       },

@@ -1,9 +1,10 @@
 /**
- * An event as the feed answers it: the envelope every delivery of it sends, `{id, type, created_at, data}`. It is
+ * An event as the feed answers it: the envelope every delivery of it sends, `{id, type, created_at, actor, data}`. It is
  * read from the stored payload (`EventFromPayload`) and encoded back with its fields in the payload's order and
  * `data` untouched, so an item's JSON text is the delivered body, byte for byte.
  */
 import { ParseResult, Schema } from "effect"
+import { Actor } from "./Audit.js"
 import { EventType, eventTypes } from "./EventTypes.js"
 import { Stored } from "./Ids.js"
 import { Timestamp } from "./Time.js"
@@ -12,6 +13,8 @@ export const Event = Schema.Struct({
   id: Stored.EventId,
   type: EventType,
   created_at: Timestamp,
+  /** Who made the change (absent only from events written before actors were recorded). */
+  actor: Schema.optionalWith(Actor, { exact: true }),
   data: Schema.Unknown.annotations({ description: "The resource the event is about, as it was then" })
 }).annotations({ identifier: "Event" })
 export type Event = typeof Event.Type

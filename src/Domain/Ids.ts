@@ -70,7 +70,8 @@ export const prefixes = {
   deployment: "dpl",
   invitation: "inv",
   grant: "grant",
-  session: "ses"
+  session: "ses",
+  audit: "aud"
 } as const
 
 export type IdKind = keyof typeof prefixes
@@ -131,6 +132,8 @@ export const OAuthClientId = brandedId("client", "OAuthClientId")
 export type OAuthClientId = typeof OAuthClientId.Type
 export const GrantId = brandedId("grant", "GrantId")
 export type GrantId = typeof GrantId.Type
+export const AuditId = brandedId("audit", "AuditId")
+export type AuditId = typeof AuditId.Type
 
 /**
  * The ids of records the service wrote (rows, responses): each branded as its checked twin above is, its pattern
@@ -149,7 +152,8 @@ export const Stored = {
   DeploymentId: storedId("deployment").pipe(Schema.brand("DeploymentId")),
   OAuthClientId: storedId("client").pipe(Schema.brand("OAuthClientId")),
   GrantId: storedId("grant").pipe(Schema.brand("GrantId")),
-  SessionId: storedId("session")
+  SessionId: storedId("session"),
+  AuditId: storedId("audit").pipe(Schema.brand("AuditId"))
 } as const
 
 /** Random base62 text from a CSPRNG, without modulo bias. */

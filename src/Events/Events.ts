@@ -5,17 +5,39 @@
  * the audience subscribed to the type. Nothing is written unless the change commits, and nothing the change
  * commits lacks its event.
  *
+ * Who did it (docs/audit.md). Every event carries its `actor`, and every change writes its audit record with
+ * `record(action, target, options)` inside the same `transaction`:
+ *
+ *     yield* events.record("session.revoked", { type: "session", id: sessionId }, {
+ *       user: userId,            // whose security log it is in besides the actor's (the target's owner)
+ *       teamId: null,            // the team whose audit log it is in, if any
+ *       name: undefined,         // the target's name, shown to readers
+ *       changes: { field: [before, after] } // updates only; never a secret
+ *     })
+ *
+ * The actor is read from the context, never passed: the request's `CurrentPrincipal` (a user, through any
+ * credential; their name is read once per transaction), else `CurrentActor` (the CLI provides the operator, a
+ * sign-in the user signing in, background fibers the system), else the system. The credential (its kind and id),
+ * the client's address, its user agent and the request id come from the request being served, if any. A
+ * `transaction` that emitted an event but recorded nothing fails as a defect, so a feature cannot forget its record;
+ * a failed or refused change rolls its record back with it.
+ *
  * Deliveries this process has room for (the DeliveryInbox) are claimed as they are written and handed to the
  * inbox once the transaction has committed, so their first attempt starts at once, without a claim query; the
  * rest are written unclaimed and the worker is rung to claim them. A transaction that fails hands nothing over and
  * gives its room back.
  */
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
-import { Context, Effect, Exit, Option, Schema } from "effect"
+import { Context, Effect, Exit, FiberRef, Option, Schema } from "effect"
+import type { Actor, AuditAction, AuditCredential, AuditTarget } from "../Domain/Audit.js"
+import { CurrentActor, OPERATOR, SYSTEM } from "../Domain/Audit.js"
 import { catalogueEntry } from "../Domain/EventCatalogue.js"
 import type { EventType } from "../Domain/EventTypes.js"
-import { DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
+import { AuditId, DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.js"
+import { CurrentPrincipal, type Principal } from "../Domain/Principal.js"
+import { CurrentRequestIdentity } from "../Domain/RequestId.js"
 import { nowIso } from "../Domain/Time.js"
 import { type ClaimedDelivery, TEST_EVENT, WebhookStatus } from "../Domain/Webhook.js"
 import { currentTraceparent } from "../Observability/TraceContext.js"
@@ -29,8 +51,30 @@ export interface EventEnvelope {
   readonly id: string
   readonly type: RecordedType
   readonly created_at: string
+  readonly actor: Actor
   readonly data: unknown
 }
+
+/** What an audit record says besides its action and target (see the module's summary). */
+export interface AuditOptions {
+  /** The user whose security log holds the record besides its actor's: the owner of the target. */
+  readonly user?: string | null | undefined
+  /** The team whose audit log holds the record. */
+  readonly teamId?: string | null | undefined
+  /** The target's name, for readers. */
+  readonly name?: string | null | undefined
+  /** `{field: [before, after]}` for an update; never a secret. */
+  readonly changes?: Readonly<Record<string, readonly [unknown, unknown]>> | undefined
+}
+
+/** Who acts and with what, as the audit record keeps it. */
+interface Acting {
+  readonly actor: Actor
+  readonly credential: AuditCredential | null
+}
+
+/** The longest user agent a record keeps. */
+export const USER_AGENT_MAX = 512
 
 /** An event as written: its envelope, the envelope's JSON (the bytes every delivery sends) and its trace. */
 export interface RecordedEvent {
@@ -55,6 +99,9 @@ export const Subscriber = Schema.Struct({
 })
 export type Subscriber = typeof Subscriber.Type
 const decodeSubscribers = Schema.decodeUnknown(Schema.Array(Subscriber))
+const decodeActingRows = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ name: Schema.NullOr(Schema.String), client_id: Schema.NullOr(Schema.String) }))
+)
 
 /**
  * What one `transaction` has claimed for this process. Room is counted as soon as it is reserved, so a statement
@@ -65,6 +112,11 @@ class Claims {
   reserved = 0
   readonly claimed: Array<ClaimedDelivery> = []
   unclaimed = false
+  /** Events emitted and audit records written in this transaction (a savepoint's count once it succeeds). */
+  emitted = 0
+  recorded = 0
+  /** Who acts, worked out at the first event or record of the transaction. */
+  acting: Acting | undefined = undefined
   constructor(private readonly inbox: DeliveryInbox) {}
 
   /** Room for up to `count` deliveries; those it cannot claim are left for the worker. */
@@ -79,6 +131,8 @@ class Claims {
     parent.reserved += this.reserved
     parent.claimed.push(...this.claimed)
     parent.unclaimed ||= this.unclaimed
+    parent.emitted += this.emitted
+    parent.recorded += this.recorded
   }
 }
 
@@ -110,12 +164,64 @@ export class Events extends Effect.Service<Events>()("Events", {
             (rows) => Effect.orDie(decodeSubscribers(rows))
           )
 
+    /**
+     * The acting user's name and, for an OAuth access token, its client: one statement, once per transaction. A
+     * user who is gone keeps their id as their name.
+     */
+    const lookUpActing = (userId: string, credential: Principal["credential"] | undefined) =>
+      Effect.map(
+        Effect.flatMap(
+          sql`SELECT (SELECT name FROM users WHERE id = ${userId}) AS name, ${
+            credential?.kind === "oauth"
+              ? sql`(SELECT client_id FROM oauth_tokens WHERE id = ${credential.id})`
+              : sql`NULL`
+          } AS client_id`,
+          (rows) => Effect.orDie(decodeActingRows(rows))
+        ),
+        (rows): Acting => {
+          const row = rows[0]
+          const actor: Actor = { type: "user", id: userId, name: row?.name ?? userId }
+          if (credential === undefined) return { actor, credential: null }
+          return {
+            actor,
+            credential:
+              credential.kind === "oauth"
+                ? { type: "oauth", id: row?.client_id ?? credential.id }
+                : { type: credential.kind === "jwt" ? "session" : "api_key", id: credential.id }
+          }
+        }
+      )
+
+    /** Who acts now (see the module's summary): an explicit `CurrentActor`, else the principal, else the system. */
+    const resolveActing = Effect.gen(function* () {
+      const explicit = yield* Effect.serviceOption(CurrentActor)
+      if (Option.isSome(explicit)) {
+        const actor = explicit.value
+        return actor.type === "user"
+          ? yield* lookUpActing(actor.id, undefined)
+          : { actor: actor.type === "operator" ? OPERATOR : SYSTEM, credential: null }
+      }
+      const principal = yield* Effect.serviceOption(CurrentPrincipal)
+      if (Option.isNone(principal)) return { actor: SYSTEM, credential: null } satisfies Acting
+      return yield* lookUpActing(principal.value.userId, principal.value.credential)
+    }).pipe(Effect.catchAll(Effect.die))
+
+    /** Who acts, worked out once per transaction. */
+    const acting: Effect.Effect<Acting> = Effect.flatMap(Effect.serviceOption(CurrentClaims), (claims) => {
+      if (Option.isNone(claims)) return resolveActing
+      const known = claims.value.acting
+      if (known !== undefined) return Effect.succeed(known)
+      return Effect.tap(resolveActing, (found) => {
+        claims.value.acting = found
+      })
+    })
+
     /** A new event: its envelope's JSON is the payload every delivery of it sends, byte for byte. */
-    const makeEvent = (type: RecordedType, data: unknown) =>
+    const makeEvent = (type: RecordedType, data: unknown, actor: Actor) =>
       Effect.map(currentTraceparent, (traceparent): RecordedEvent => {
         const createdAt = nowIso()
         const id = EventId.make(makeId("event"))
-        const envelope: EventEnvelope = { id, type, created_at: createdAt, data }
+        const envelope: EventEnvelope = { id, type, created_at: createdAt, actor, data }
         // Kept with the event so each delivery attempt joins the trace of the request that caused it.
         const traceContext = Option.getOrNull(traceparent)
         return { id, type, createdAt, envelope, payload: JSON.stringify(envelope), traceContext }
@@ -238,10 +344,49 @@ export class Events extends Effect.Service<Events>()("Events", {
      * subscribed to it. Must run inside the transaction of the change it describes (`transaction`).
      */
     const emit = traced("Events.emit")(function* (type: EventType, audience: ReadonlyArray<string>, data: unknown) {
-      const event = yield* makeEvent(type, yield* encodeData(type, data))
+      const event = yield* makeEvent(type, yield* encodeData(type, data), (yield* acting).actor)
       const users = Array.from(new Set(audience))
       yield* write(event, users, yield* subscribersOf(type, users))
+      const claims = yield* Effect.serviceOption(CurrentClaims)
+      if (Option.isSome(claims)) claims.value.emitted += 1
       return event.envelope
+    })
+
+    /**
+     * Writes the audit record of `action` on `target` (see the module's summary), in the transaction of the change
+     * it records. The actor, credential, client address, user agent and request id come from the context.
+     */
+    const record = traced("Events.record")(function* (
+      action: AuditAction,
+      target: AuditTarget,
+      options: AuditOptions = {}
+    ) {
+      const who = yield* acting
+      const request = Option.getOrUndefined(yield* Effect.serviceOption(HttpServerRequest.HttpServerRequest))
+      const identity = yield* FiberRef.get(CurrentRequestIdentity)
+      const agent = request?.headers["user-agent"]
+      const changes = options.changes
+      yield* sql`INSERT INTO audit_log ${sql.insert({
+        id: AuditId.make(makeId("audit")),
+        action,
+        actor_type: who.actor.type,
+        actor_id: who.actor.type === "user" ? who.actor.id : null,
+        actor_name: who.actor.type === "user" ? who.actor.name : null,
+        credential_type: who.credential?.type ?? null,
+        credential_id: who.credential?.id ?? null,
+        target_type: target.type,
+        target_id: target.id,
+        target_name: options.name ?? null,
+        team_id: options.teamId ?? null,
+        user_id: options.user ?? null,
+        ip: request === undefined ? null : Option.getOrNull(request.remoteAddress),
+        user_agent: agent === undefined ? null : agent.slice(0, USER_AGENT_MAX),
+        request_id: request === undefined || identity === undefined ? null : identity.id,
+        changes: changes === undefined ? null : JSON.stringify(changes),
+        created_at: nowIso()
+      })}`.pipe(Effect.orDie)
+      const claims = yield* Effect.serviceOption(CurrentClaims)
+      if (Option.isSome(claims)) claims.value.recorded += 1
     })
 
     /**
@@ -256,7 +401,16 @@ export class Events extends Effect.Service<Events>()("Events", {
         Option.isNone(outer) && Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
       if (inForeign) return yield* Effect.zipLeft(sql.withTransaction(change), inbox.ring)
       const claims = new Claims(inbox)
-      return yield* sql.withTransaction(Effect.provideService(change, CurrentClaims, claims)).pipe(
+      if (Option.isSome(outer)) claims.acting = outer.value.acting
+      // The outermost transaction checks, before it commits, that what it announced it also recorded.
+      const checked = Option.isSome(outer)
+        ? change
+        : Effect.tap(change, () =>
+            claims.emitted > 0 && claims.recorded === 0
+              ? Effect.dieMessage("A change emitted an event without its audit record (Events.record)")
+              : Effect.void
+          )
+      return yield* sql.withTransaction(Effect.provideService(checked, CurrentClaims, claims)).pipe(
         Effect.onExit((exit) => {
           if (Exit.isFailure(exit)) return inbox.release(claims.reserved)
           if (Option.isSome(outer)) return Effect.sync(() => claims.mergeInto(outer.value))
@@ -275,10 +429,10 @@ export class Events extends Effect.Service<Events>()("Events", {
         Effect.orDie(decodeSubscribers(rows))
       )
       const data = yield* encodeData(TEST_EVENT, { webhook_id: id })
-      const [delivery] = yield* write(yield* makeEvent(TEST_EVENT, data), [], hooks)
+      const [delivery] = yield* write(yield* makeEvent(TEST_EVENT, data, (yield* acting).actor), [], hooks)
       return Option.fromNullable(delivery)
     }, transaction)
 
-    return { emit, emitTest, transaction, wake: inbox.ring } as const
+    return { emit, emitTest, record, transaction, wake: inbox.ring } as const
   })
 }) {}

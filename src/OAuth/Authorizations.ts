@@ -4,8 +4,8 @@
  * stage `consent`) → `decide` (taken once: an authorization code, with its PKCE challenge, or a denial).
  * Every form carries the pending authorization's id and a one-time form token, kept as SHA-256.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
+import { CurrentActor } from "../Domain/Audit.js"
 import { randomBase62 } from "../Domain/Ids.js"
 import {
   AuthorizationCode,
@@ -21,6 +21,7 @@ import {
 import { type Scope, scopeNames } from "../Domain/Scopes.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
+import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { OAuthClients } from "./Clients.js"
 import { OAuthRepo } from "./Repo.js"
@@ -64,11 +65,11 @@ export interface Decision {
 }
 
 export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("OAuthAuthorizations", {
-  dependencies: [OAuthRepo.Default, OAuthClients.Default],
+  dependencies: [OAuthRepo.Default, OAuthClients.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
     const repo = yield* OAuthRepo
     const clients = yield* OAuthClients
+    const events = yield* Events
 
     /**
      * Checks an authorization request — the client and redirect URI first, since nothing may be redirected before
@@ -191,6 +192,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
           grantId
         })
       )
+      return grantId
     })
 
     /**
@@ -216,7 +218,19 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       const code = newCode()
       const now = nowIso()
       // The grant (made or widened) and the code under it commit together.
-      yield* grantWithCode(pending, userId, code, now).pipe(sql.withTransaction, Effect.orDie)
+      const client = yield* clients.find(pending.clientId)
+      yield* grantWithCode(pending, userId, code, now).pipe(
+        Effect.tap((grantId) =>
+          events.record(
+            "authorization.granted",
+            { type: "authorization", id: grantId },
+            { user: userId, name: Option.getOrNull(Option.map(client, (found) => found.name)) }
+          )
+        ),
+        events.transaction,
+        Effect.provideService(CurrentActor, { type: "user", id: userId }),
+        Effect.orDie
+      )
       return Option.some<Decision>({
         redirectUri: pending.redirectUri,
         state: pending.state,

@@ -5,6 +5,7 @@
  * are not found; OAuth access tokens cannot manage clients (as they cannot manage API keys).
  */
 import { Effect, Option, Schema } from "effect"
+import { type AuditAction, changesOf } from "../Domain/Audit.js"
 import { Forbidden, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import { idPattern, makeId, OAuthClientId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
@@ -23,8 +24,9 @@ import { TrimmedName } from "../Domain/Payload.js"
 import type { Principal } from "../Domain/Principal.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
+import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
-import { checkIfMatch, whenConditional } from "../Sql/Preconditions.js"
+import { readForWrite } from "../Sql/Preconditions.js"
 import { OAuthAppsRepo } from "./Apps/Repo.js"
 import { OAuthRepo } from "./Repo.js"
 import { newClientSecret } from "./Secrets.js"
@@ -59,10 +61,19 @@ export interface ClientCredentials {
 }
 
 export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients", {
-  dependencies: [OAuthRepo.Default, OAuthAppsRepo.Default],
+  dependencies: [OAuthRepo.Default, OAuthAppsRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
     const repo = yield* OAuthRepo
     const apps = yield* OAuthAppsRepo
+    const events = yield* Events
+
+    /** The audit record of a change to a client (never its secret), in its owner's log (none for the operator's). */
+    const audit = (
+      action: AuditAction,
+      client: { readonly id: string; readonly name: string },
+      ownerId: string | null,
+      changes?: AuditOptions["changes"]
+    ) => events.record(action, { type: "oauth_client", id: client.id }, { user: ownerId, name: client.name, changes })
 
     /**
      * A client by its id. Ids come from requests (a form, a query, HTTP Basic): one that is not a client id (NUL
@@ -85,7 +96,9 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
         isPublic: input.isPublic
       })
       const createdAt = nowIso()
-      yield* Effect.orDie(repo.insertClient({ client, createdAt, ownerId }))
+      yield* repo
+        .insertClient({ client, createdAt, ownerId })
+        .pipe(Effect.zipRight(audit("oauth_client.created", client, ownerId)), events.transaction, Effect.orDie)
       return { client, secret, createdAt }
     })
 
@@ -152,29 +165,39 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       id: OAuthClientId,
       patch: OAuthClientPatch
     ) {
-      yield* refuseOAuth(principal)
-      yield* checkIfMatch(OAuthClientRecord, "oauth_clients", id, get(principal, id))
-      const changed = yield* Effect.orDie(
-        apps.updateClient({
-          ownerId: principal.userId,
-          id,
-          name: patch.name,
-          redirectUris: patch.redirect_uris === undefined ? undefined : Array.from(new Set(patch.redirect_uris)),
-          now: nowIso()
-        })
-      )
-      if (!changed) return yield* NotFound.resource("OAuth client", id)
-      return yield* get(principal, id)
-    }, whenConditional)
+      return yield* Effect.gen(function* () {
+        const before = yield* readForWrite(OAuthClientRecord, "oauth_clients", id, get(principal, id))
+        const changed = yield* Effect.orDie(
+          apps.updateClient({
+            ownerId: principal.userId,
+            id,
+            name: patch.name,
+            redirectUris: patch.redirect_uris === undefined ? undefined : Array.from(new Set(patch.redirect_uris)),
+            now: nowIso()
+          })
+        )
+        if (!changed) return yield* NotFound.resource("OAuth client", id)
+        const after = yield* get(principal, id)
+        yield* audit(
+          "oauth_client.updated",
+          after,
+          principal.userId,
+          changesOf(before, after, ["name", "redirect_uris"])
+        )
+        return after
+      }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
+    })
 
     /** `DELETE /v1/oauth-clients/:id`: the client goes with every grant, pending authorization, code and token. */
     const deleteOwned = traced("OAuthClients.delete")(function* (principal: Principal, id: OAuthClientId) {
-      yield* refuseOAuth(principal)
-      yield* checkIfMatch(OAuthClientRecord, "oauth_clients", id, get(principal, id))
-      if (!(yield* Effect.orDie(apps.deleteClient({ ownerId: principal.userId, id })))) {
-        return yield* NotFound.resource("OAuth client", id)
-      }
-    }, whenConditional)
+      const deleted = yield* Effect.gen(function* () {
+        const found = yield* readForWrite(OAuthClientRecord, "oauth_clients", id, get(principal, id))
+        const done = yield* Effect.orDie(apps.deleteClient({ ownerId: principal.userId, id }))
+        if (done) yield* audit("oauth_client.deleted", found, principal.userId)
+        return done
+      }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
+      if (!deleted) return yield* NotFound.resource("OAuth client", id)
+    })
 
     /** `POST /v1/oauth-clients/:id/rotate-secret`: a new secret, shown this once; the old one stops working at once. */
     const rotateOwned = traced("OAuthClients.rotateOwned")(function* (principal: Principal, id: OAuthClientId) {
@@ -183,7 +206,13 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
         return yield* ValidationFailed.field("public", "the client is public: it has no secret to rotate")
       const secret = newClientSecret()
       const now = nowIso()
-      yield* Effect.orDie(apps.setClientSecret({ ownerId: principal.userId, id, secretHash: sha256Hex(secret), now }))
+      yield* apps
+        .setClientSecret({ ownerId: principal.userId, id, secretHash: sha256Hex(secret), now })
+        .pipe(
+          Effect.zipRight(audit("oauth_client.secret_rotated", found, principal.userId)),
+          events.transaction,
+          Effect.orDie
+        )
       const rotated: OAuthClientWithSecret = { ...found, updated_at: now, client_secret: secret }
       return rotated
     })
@@ -214,7 +243,15 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
 
     /** `cli oauth-clients delete`: the client goes with its pending authorizations, codes and tokens. */
     const remove = traced("OAuthClients.remove")(function* (id: string) {
-      if (!(yield* Effect.orDie(repo.deleteClient(id)))) return yield* NotFound.resource("OAuth client", id)
+      const found = yield* Effect.orDie(repo.findClientSummary(id))
+      if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
+      const summary = found.value
+      const deleted = yield* repo.deleteClient(id).pipe(
+        Effect.tap((done) => (done ? audit("oauth_client.deleted", { id, name: summary.name }, null) : Effect.void)),
+        events.transaction,
+        Effect.orDie
+      )
+      if (!deleted) return yield* NotFound.resource("OAuth client", id)
       return { client_id: id, deleted: true } as const
     })
 
@@ -224,7 +261,13 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
       if (found.value.public) return yield* ValidationFailed.field("client", "is public: it has no secret to rotate")
       const secret = newClientSecret()
-      yield* Effect.orDie(repo.setClientSecret({ id, secretHash: sha256Hex(secret) }))
+      yield* repo
+        .setClientSecret({ id, secretHash: sha256Hex(secret) })
+        .pipe(
+          Effect.zipRight(audit("oauth_client.secret_rotated", { id, name: found.value.name }, null)),
+          events.transaction,
+          Effect.orDie
+        )
       return { ...found.value, client_secret: secret }
     })
 

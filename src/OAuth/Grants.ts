@@ -9,22 +9,31 @@ import type { GrantId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import type { AuthorizationSort } from "../Domain/OAuth.js"
 import type { Principal } from "../Domain/Principal.js"
+import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { OAuthAppsRepo } from "./Apps/Repo.js"
 
 export class OAuthGrants extends Effect.Service<OAuthGrants>()("OAuthGrants", {
-  dependencies: [OAuthAppsRepo.Default],
+  dependencies: [OAuthAppsRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
     const repo = yield* OAuthAppsRepo
+    const events = yield* Events
 
     const list = traced("OAuthGrants.list")(function* (principal: Principal, query: ListQuery<AuthorizationSort>) {
       return yield* Effect.orDie(repo.listGrants(principal.userId, query))
     })
 
     const revoke = traced("OAuthGrants.revoke")(function* (principal: Principal, id: GrantId) {
-      if (!(yield* Effect.orDie(repo.deleteGrant({ userId: principal.userId, id })))) {
-        return yield* NotFound.resource("authorization", id)
-      }
+      const deleted = yield* repo.deleteGrant({ userId: principal.userId, id }).pipe(
+        Effect.tap((done) =>
+          done
+            ? events.record("authorization.revoked", { type: "authorization", id }, { user: principal.userId })
+            : Effect.void
+        ),
+        events.transaction,
+        Effect.orDie
+      )
+      if (!deleted) return yield* NotFound.resource("authorization", id)
     })
 
     return { list, revoke } as const

@@ -1,4 +1,5 @@
 import { Effect, Option } from "effect"
+import { type AuditAction, changesOf } from "../Domain/Audit.js"
 import { Forbidden, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import type { EventType } from "../Domain/EventTypes.js"
 import { makeId, ProjectId } from "../Domain/Ids.js"
@@ -6,7 +7,7 @@ import type { ListQuery } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
 import { type NewProject, Project, type ProjectPatch, type ProjectSort, type ProjectStatus } from "../Domain/Project.js"
 import { nowIso } from "../Domain/Time.js"
-import { Events } from "../Events/Events.js"
+import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { readForWrite } from "../Sql/Preconditions.js"
 import { Teams } from "../Teams/Teams.js"
@@ -30,6 +31,22 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
 
     const announce = (type: EventType, project: Project) =>
       Effect.flatMap(audience(project), (recipients) => events.emit(type, recipients, project))
+
+    /** The audit record of a change to `project` (in its team's log when it is a team project). */
+    const audit = (action: AuditAction, project: Project, changes?: AuditOptions["changes"]) =>
+      events.record(
+        action,
+        { type: "project", id: project.id },
+        { user: project.owner_id, teamId: project.team_id, name: project.name, changes }
+      )
+
+    /** An update's action: a change of status is an archive or unarchive, anything else an update. */
+    const updateAction = (before: Project, after: Project): AuditAction =>
+      before.status === after.status
+        ? "project.updated"
+        : after.status === "archived"
+          ? "project.archived"
+          : "project.unarchived"
 
     const findVisible = (principal: Principal, id: ProjectId) =>
       Effect.flatMap(
@@ -93,10 +110,10 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         created_at: now,
         updated_at: now
       }
-      yield* Effect.zipRight(repo.insert(project), announce("project.created", project)).pipe(
-        events.transaction,
-        Effect.orDie
-      )
+      yield* Effect.zipRight(
+        repo.insert(project),
+        Effect.zipRight(announce("project.created", project), audit("project.created", project))
+      ).pipe(events.transaction, Effect.orDie)
       return project
     })
 
@@ -122,6 +139,11 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         }
         yield* Effect.orDie(repo.update(next))
         yield* announce("project.updated", next)
+        yield* audit(
+          updateAction(current, next),
+          next,
+          changesOf(current, next, ["name", "description", "visibility", "status"])
+        )
         return next
       },
       events.transaction,
@@ -134,6 +156,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         yield* mayManage(principal, current, "deleting a team project")
         yield* Effect.orDie(repo.remove(current.id))
         yield* announce("project.deleted", current)
+        yield* audit("project.deleted", current)
       },
       events.transaction,
       Effect.catchTag("SqlError", Effect.die)

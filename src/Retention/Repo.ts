@@ -113,6 +113,15 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
      * Up to `limit` rows of an OAuth table that expired before `before`. On PostgreSQL by row address: `id IN (…)`
      * was planned as a hash join over the whole table.
      */
+    /** Up to `limit` audit records created before `before`, oldest first. */
+    const deleteAuditRecords = (before: string, limit: number) =>
+      Effect.map(
+        sql`DELETE FROM audit_log WHERE id IN (
+              SELECT id FROM audit_log WHERE created_at < ${before} ORDER BY created_at LIMIT ${limit}
+            ) RETURNING id`,
+        count
+      )
+
     const deleteExpired = (table: OAuthTable, before: string, limit: number) =>
       Effect.map(
         sql.onDialectOrElse({
@@ -158,7 +167,8 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
       oldEvents,
       deliveriesOfEvents,
       deleteEvents,
-      deleteExpired
+      deleteExpired,
+      deleteAuditRecords
     } as const
   })
 }) {}

@@ -6,7 +6,8 @@
  * - events older than `EVENT_RETENTION` none of whose deliveries is pending, with the deliveries they still have
  *   (ended ones: a delivery cannot outlive its event), attempts first;
  * - idempotency keys past `IDEMPOTENCY_TTL` (their `expires_at`);
- * - OAuth authorization requests, codes and tokens a day past their expiry.
+ * - OAuth authorization requests, codes and tokens a day past their expiry;
+ * - audit records older than `AUDIT_RETENTION` (the only way one is ever deleted).
  *
  * It also marks pending invitations past their expiry `expired` (what they read as already), so a team's `pending`
  * and `expired` totals need only the few that lapsed since (src/Teams/Repo.ts).
@@ -34,6 +35,8 @@ export interface SweepCounts {
   readonly oauth: number
   /** Pending invitations past their expiry, marked `expired`. */
   readonly invitations_expired: number
+  /** Audit records older than `AUDIT_RETENTION`. */
+  readonly audit: number
 }
 
 /** One delete statement of a sweep: its table and the rows it deleted. */
@@ -137,12 +140,17 @@ export class Retention extends Effect.Service<Retention>()("Retention", {
         Effect.tap(repo.expireLapsedInvitations(nowIso, limit), noted("invitations"))
       )
 
+      const audit = yield* untilShort(
+        Effect.tap(repo.deleteAuditRecords(before(config.auditRetention), limit), noted("audit_log"))
+      )
+
       const counts: SweepCounts = {
         deliveries,
         events,
         idempotency_keys: idempotencyKeys,
         oauth,
-        invitations_expired: invitationsExpired
+        invitations_expired: invitationsExpired,
+        audit
       }
       return { counts, statements } satisfies SweepReport
     })

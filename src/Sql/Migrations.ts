@@ -24,6 +24,7 @@ import m0018 from "./migrations/0018_feed_sequence.js"
 import m0020 from "./migrations/0020_manual_attempts.js"
 import m0021 from "./migrations/0021_secrets_at_rest.js"
 import m0022 from "./migrations/0022_sessions.js"
+import m0023 from "./migrations/0023_audit_log.js"
 import m0024 from "./migrations/0024_webhook_disabled.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
@@ -49,6 +50,7 @@ const migrations = {
   "0020_manual_attempts": m0020,
   "0021_secrets_at_rest": m0021,
   "0022_sessions": m0022,
+  "0023_audit_log": m0023,
   "0024_webhook_disabled": m0024
 }
 

@@ -96,6 +96,11 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
           email,
           role: input.role
         })
+        yield* events.record(
+          "member.invited",
+          { type: "invitation", id: invitation.id },
+          { teamId, name: email, user: Option.getOrNull(Option.map(invitee, (user) => user.id)) }
+        )
         return yield* find(invitation.id)
       },
       events.transaction,
@@ -122,6 +127,11 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
         const at = nowIso()
         const closed = yield* repo.close({ id: invitationId, to: "revoked", answeredAt: at, now: at })
         if (Option.isNone(closed)) return yield* notAnswerable(yield* find(invitationId))
+        yield* events.record(
+          "invitation.revoked",
+          { type: "invitation", id: invitationId },
+          { teamId, name: invitation.email }
+        )
       },
       events.transaction,
       Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
@@ -157,6 +167,13 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
         if (invitation.status !== "pending") return yield* notAnswerable(invitation)
         const at = nowIso()
         const closed = yield* repo.close({ id: invitationId, to: "declined", answeredAt: at, now: at })
+        if (Option.isSome(closed)) {
+          yield* events.record(
+            "invitation.declined",
+            { type: "invitation", id: invitationId },
+            { teamId: invitation.team_id, user: principal.userId, name: invitation.email }
+          )
+        }
         return yield* Option.match(closed, {
           onNone: () => Effect.flatMap(find(invitationId), (now) => Effect.fail(notAnswerable(now))),
           onSome: () => find(invitationId)

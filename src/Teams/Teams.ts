@@ -5,6 +5,7 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
+import { type AuditAction, changesOf } from "../Domain/Audit.js"
 import { Conflict, Forbidden, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import type { EventType } from "../Domain/EventTypes.js"
 import { makeId } from "../Domain/Ids.js"
@@ -12,10 +13,10 @@ import type { ListQuery } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
 import { type MemberEvent, manages, Team, TeamName, type TeamRole } from "../Domain/Team.js"
 import { nowIso } from "../Domain/Time.js"
-import { Events } from "../Events/Events.js"
+import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
-import { checkIfMatch, whenConditional } from "../Sql/Preconditions.js"
+import { checkIfMatch, readForWrite } from "../Sql/Preconditions.js"
 import { Users } from "../Users/Users.js"
 import { type MemberSort, type TeamSort, TeamsRepo } from "./Repo.js"
 
@@ -83,6 +84,23 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
         events.emit(type, Array.from(new Set([...managers, ...alsoTo])), data)
       )
 
+    /** The audit record of a change to a team's membership, in the team's log and the member's own. */
+    const auditMember = (
+      action: AuditAction,
+      teamId: string,
+      member: { readonly user_id: string; readonly name: string },
+      changes?: AuditOptions["changes"]
+    ) =>
+      events.record(
+        action,
+        { type: "user", id: member.user_id },
+        { teamId, user: member.user_id, name: member.name, changes }
+      )
+
+    /** The audit record of a change to the team itself. */
+    const auditTeam = (action: AuditAction, teamId: string, name: string, changes?: AuditOptions["changes"]) =>
+      events.record(action, { type: "team", id: teamId }, { teamId, name, changes })
+
     /** A new team with `ownerId` as its owner (the API's caller, or the CLI's `--owner`). */
     const create = traced("Teams.create")(function* (input: { readonly name: string; readonly ownerId: string }) {
       const name = yield* Schema.decodeUnknown(TeamName)(input.name).pipe(
@@ -94,7 +112,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       yield* Effect.zipRight(
         repo.insert({ id, org_id: owner.org_id, name, created_at: now, updated_at: now }),
         repo.addMember({ team_id: id, user_id: owner.id, role: "owner", joined_at: now })
-      ).pipe(events.transaction, Effect.orDie)
+      ).pipe(Effect.zipRight(auditTeam("team.created", id, name)), events.transaction, Effect.orDie)
       const team: Team = { id, name, created_at: now, updated_at: now, role: "owner" }
       return team
     })
@@ -103,13 +121,19 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       return yield* teamFor(teamId, principal.userId)
     })
 
-    const rename = traced("Teams.rename")(function* (principal: Principal, teamId: string, name: string) {
-      const role = yield* roleIn(teamId, principal.userId)
-      if (!manages(role)) return yield* needsRole("Renaming a team", "owner or admin", role)
-      yield* checkIfMatch(Team, "teams", teamId, teamFor(teamId, principal.userId))
-      yield* Effect.orDie(repo.rename({ teamId, name, at: nowIso() }))
-      return yield* teamFor(teamId, principal.userId)
-    }, whenConditional)
+    const rename = traced("Teams.rename")(
+      function* (principal: Principal, teamId: string, name: string) {
+        const role = yield* roleIn(teamId, principal.userId)
+        if (!manages(role)) return yield* needsRole("Renaming a team", "owner or admin", role)
+        const before = yield* readForWrite(Team, "teams", teamId, teamFor(teamId, principal.userId))
+        yield* Effect.orDie(repo.rename({ teamId, name, at: nowIso() }))
+        const after = yield* teamFor(teamId, principal.userId)
+        yield* auditTeam("team.renamed", teamId, after.name, changesOf(before, after, ["name"]))
+        return after
+      },
+      events.transaction,
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
     const remove = traced("Teams.remove")(
       function* (principal: Principal, teamId: string) {
@@ -125,7 +149,9 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
               "delete them or move them out first"
           })
         }
+        const name = yield* nameOf(teamId)
         yield* repo.remove({ teamId })
+        yield* auditTeam("team.deleted", teamId, name)
       },
       events.transaction,
       Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
@@ -157,7 +183,9 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
         if (current.role === role) return current
         yield* repo.setRole({ teamId, userId, role })
         if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
-        return yield* memberOf(teamId, userId)
+        const after = yield* memberOf(teamId, userId)
+        yield* auditMember("member.role_changed", teamId, after, changesOf(current, after, ["role"]))
+        return after
       },
       events.transaction,
       Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
@@ -181,6 +209,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
           { team_id: teamId, user_id: userId, email: current.email, role: current.role },
           [userId]
         )
+        yield* auditMember("member.removed", teamId, current)
       },
       events.transaction,
       Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
@@ -205,6 +234,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
         )
       const member = yield* memberOf(teamId, userId)
       yield* announce("member.joined", { team_id: teamId, user_id: userId, email: member.email, role }, [userId])
+      yield* auditMember("member.joined", teamId, member)
       return member
     })
 

@@ -1,13 +1,15 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
+import { changesOf } from "../Domain/Audit.js"
 import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
 import { validName } from "../Domain/Payload.js"
 import { nowIso } from "../Domain/Time.js"
 import { User, type UserPatch } from "../Domain/User.js"
+import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { definedOnly, isUniqueViolation } from "../Sql/Errors.js"
-import { checkIfMatch, whenConditional } from "../Sql/Preconditions.js"
+import { readForWrite } from "../Sql/Preconditions.js"
 import { UsersRepo } from "./Repo.js"
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
@@ -19,10 +21,11 @@ export interface CreateUser {
 }
 
 export class Users extends Effect.Service<Users>()("Users", {
-  dependencies: [UsersRepo.Default],
+  dependencies: [UsersRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* UsersRepo
+    const events = yield* Events
 
     /** A new user, with an organisation of their own, in one transaction. */
     const create = traced("Users.create")(function* (input: CreateUser) {
@@ -66,20 +69,40 @@ export class Users extends Effect.Service<Users>()("Users", {
       })
     })
 
-    const updateMe = traced("Users.updateMe")(function* (id: string, patch: UserPatch) {
-      yield* checkIfMatch(User, "users", id, get(id))
-      const updated = yield* Effect.orDie(repo.update(id, definedOnly(patch), nowIso()))
-      return yield* Option.match(updated, {
-        onNone: () => Effect.fail(NotFound.resource("user", id)),
-        onSome: Effect.succeed
-      })
-    }, whenConditional)
+    const updateMe = traced("Users.updateMe")(
+      function* (id: string, patch: UserPatch) {
+        const before = yield* readForWrite(User, "users", id, get(id))
+        const updated = yield* Effect.orDie(repo.update(id, definedOnly(patch), nowIso()))
+        if (Option.isNone(updated)) return yield* NotFound.resource("user", id)
+        yield* events.record(
+          "user.updated",
+          { type: "user", id },
+          { user: id, name: updated.value.name, changes: changesOf(before, updated.value, ["name", "avatar_url"]) }
+        )
+        return updated.value
+      },
+      events.transaction,
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
     /** `cli users set-password`: a new argon2id hash replaces the old one. */
     const setPassword = traced("Users.setPassword")(function* (id: string, password: string) {
       if (password.length < 8) return yield* ValidationFailed.field("password", "must be at least 8 characters")
       const hash = yield* Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id" }))
-      const updated = yield* Effect.orDie(repo.setPasswordHash(id, hash, nowIso()))
+      const updated = yield* repo.setPasswordHash(id, hash, nowIso()).pipe(
+        Effect.tap((done) =>
+          done
+            ? events.record(
+                "user.updated",
+                { type: "user", id },
+                // That the password changed, never what it was or is.
+                { user: id, changes: { password: ["[redacted]", "[redacted]"] } }
+              )
+            : Effect.void
+        ),
+        events.transaction,
+        Effect.orDie
+      )
       if (!updated) return yield* NotFound.resource("user", id)
       return yield* get(id)
     })

@@ -1,6 +1,7 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect, Option } from "effect"
 import { WebhookConfig } from "../Config.js"
+import { type AuditAction, changesOf } from "../Domain/Audit.js"
 import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import { type DeliveryId, makeId, randomBase62, WebhookId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
@@ -20,7 +21,7 @@ import {
   type WebhookSort,
   type WebhookStatus
 } from "../Domain/Webhook.js"
-import { Events } from "../Events/Events.js"
+import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { readForWrite, whenConditional } from "../Sql/Preconditions.js"
@@ -60,6 +61,14 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         ValidationFailed.field("url", refused.message)
       )
 
+    /** The audit record of a change to a webhook (named by its URL; never its secret). */
+    const audit = (
+      action: AuditAction,
+      principal: Principal,
+      hook: { readonly id: string; readonly url: string },
+      changes?: AuditOptions["changes"]
+    ) => events.record(action, { type: "webhook", id: hook.id }, { user: principal.userId, name: hook.url, changes })
+
     const find = (principal: Principal, id: WebhookId) =>
       Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), orNotFound<Webhook>("webhook", id))
 
@@ -77,15 +86,17 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       const eventTypes = Array.from(new Set(input.events))
       const id = WebhookId.make(makeId("webhook"))
       yield* urlTaken(input.url)(
-        repo.insert({
-          id,
-          user_id: principal.userId,
-          url: input.url,
-          events: eventTypes,
-          secret: input.secret ?? generated ?? "",
-          created_at: now,
-          updated_at: now
-        })
+        repo
+          .insert({
+            id,
+            user_id: principal.userId,
+            url: input.url,
+            events: eventTypes,
+            secret: input.secret ?? generated ?? "",
+            created_at: now,
+            updated_at: now
+          })
+          .pipe(Effect.zipRight(audit("webhook.created", principal, { id, url: input.url })), events.transaction)
       )
       const created: CreatedWebhook = {
         id,
@@ -106,20 +117,31 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     })
 
     const update = traced("Webhooks.update")(function* (principal: Principal, id: WebhookId, patch: WebhookPatch) {
-      yield* readForWrite(Webhook, "webhooks", id, find(principal, id))
+      const before = yield* readForWrite(Webhook, "webhooks", id, find(principal, id))
       if (patch.url !== undefined) yield* guard(patch.url)
       const now = nowIso()
+      const recordUpdate = Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), (after) =>
+        Option.isNone(after)
+          ? Effect.void
+          : audit("webhook.updated", principal, after.value, {
+              ...changesOf(before, after.value, ["url", "events", "status"]),
+              // That the secret changed, never what it was or is.
+              ...(patch.secret !== undefined ? { secret: ["[redacted]", "[redacted]"] as const } : {})
+            })
+      )
       yield* urlTaken(patch.url ?? "that URL")(
-        repo.update(id, {
-          ...(patch.url !== undefined ? { url: patch.url } : {}),
-          ...(patch.events !== undefined ? { events: Array.from(new Set(patch.events)) } : {}),
-          // A secret set here replaces the old one at once: no overlap, and a rotated-out one stops verifying too.
-          ...(patch.secret !== undefined
-            ? { secret: patch.secret, previous_secret: null, previous_secret_expires_at: null }
-            : {}),
-          ...(patch.status === "active" ? { status: "active" as const, failed_at: null } : {}),
-          updated_at: now
-        })
+        repo
+          .update(id, {
+            ...(patch.url !== undefined ? { url: patch.url } : {}),
+            ...(patch.events !== undefined ? { events: Array.from(new Set(patch.events)) } : {}),
+            // A secret set here replaces the old one at once: no overlap, and a rotated-out one stops verifying too.
+            ...(patch.secret !== undefined
+              ? { secret: patch.secret, previous_secret: null, previous_secret_expires_at: null }
+              : {}),
+            ...(patch.status === "active" ? { status: "active" as const, failed_at: null } : {}),
+            updated_at: now
+          })
+          .pipe(Effect.zipRight(recordUpdate), events.transaction)
       )
       return yield* find(principal, id)
     }, whenConditional)
@@ -140,8 +162,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     })
 
     const remove = traced("Webhooks.remove")(function* (principal: Principal, id: WebhookId) {
-      yield* readForWrite(Webhook, "webhooks", id, find(principal, id))
-      yield* Effect.orDie(repo.remove(id))
+      const hook = yield* readForWrite(Webhook, "webhooks", id, find(principal, id))
+      yield* repo
+        .remove(id)
+        .pipe(Effect.zipRight(audit("webhook.deleted", principal, hook)), events.transaction, Effect.orDie)
     }, whenConditional)
 
     const deliveries = traced("Webhooks.deliveries")(function* (
@@ -180,11 +204,13 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       id: WebhookId,
       input: SecretRotation
     ) {
-      yield* find(principal, id)
+      const current = yield* find(principal, id)
       const generated = input.secret === undefined ? generatedSecret() : undefined
       const now = new Date()
       const expiresAt = new Date(now.getTime() + Duration.toMillis(secretOverlap)).toISOString()
-      yield* Effect.orDie(repo.rotateSecret(id, input.secret ?? generated ?? "", expiresAt, now.toISOString()))
+      yield* repo
+        .rotateSecret(id, input.secret ?? generated ?? "", expiresAt, now.toISOString())
+        .pipe(Effect.zipRight(audit("webhook.secret_rotated", principal, current)), events.transaction, Effect.orDie)
       const hook = yield* find(principal, id)
       const rotated: RotatedWebhook = {
         ...hook,
@@ -204,7 +230,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
 
     /** One manual attempt now for each failed delivery of events created in `[since, until)`, at most 14 days back. */
     const recover = traced("Webhooks.recover")(function* (principal: Principal, id: WebhookId, input: Recovery) {
-      yield* find(principal, id)
+      const hook = yield* find(principal, id)
       const now = Date.now()
       const until = input.until ?? new Date(now).toISOString()
       const earliest = new Date(now - Duration.toMillis(RECOVERY_WINDOW)).toISOString()
@@ -214,7 +240,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         )
       }
       if (input.since >= until) return yield* Effect.fail(ValidationFailed.field("until", "must be after since"))
-      const queued = yield* Effect.orDie(repo.recover(id, input.since, until))
+      const queued = yield* repo.recover(id, input.since, until).pipe(
+        Effect.tap(() => audit("webhook.recovered", principal, hook)),
+        events.transaction,
+        Effect.orDie
+      )
       if (queued > 0) yield* events.wake
       const recovered: Recovered = { queued }
       return recovered
@@ -225,8 +255,21 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
      * ends the delivery; its failure changes neither the delivery's status nor its schedule.
      */
     const retry = traced("Webhooks.retry")(function* (principal: Principal, id: WebhookId, deliveryId: DeliveryId) {
+      const hook = yield* find(principal, id)
       yield* findDelivery(principal, id, deliveryId)
-      yield* repo.scheduleNow(deliveryId).pipe(Effect.orDie)
+      yield* repo
+        .scheduleNow(deliveryId)
+        .pipe(
+          Effect.zipRight(
+            events.record(
+              "delivery.retried",
+              { type: "delivery", id: deliveryId },
+              { user: principal.userId, name: hook.url }
+            )
+          ),
+          events.transaction,
+          Effect.orDie
+        )
       // Due now: the worker may be asleep until a later delivery falls due.
       yield* events.wake
       return yield* findDelivery(principal, id, deliveryId)

@@ -169,6 +169,7 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   RATE_LIMIT_ENABLED: ["true", "false"],
   DELIVERY_RETENTION: ["30d", "1h"],
   EVENT_RETENTION: ["30d", "2h"],
+  AUDIT_RETENTION: ["365d", "2h"],
   RETENTION_SWEEP_INTERVAL: ["1h", "10m"],
   RETENTION_BATCH_SIZE: ["1000", "10"],
   TRUSTED_PROXIES: ["", "127.0.0.1,10.0.0.0/8,fd00::/8"],

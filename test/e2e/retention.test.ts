@@ -60,11 +60,11 @@ describe("bun run cli prune", () => {
     expect(first.code).toBe(0)
     expect(first.stderr).toBe("")
     expect(JSON.parse(first.stdout)).toEqual({
-      data: { deliveries: 4, events: 4, idempotency_keys: 0, oauth: 1, invitations_expired: 0 }
+      data: { deliveries: 4, events: 4, idempotency_keys: 0, oauth: 1, invitations_expired: 0, audit: 0 }
     })
     const second = await runCli(databaseUrl, ["prune"])
     expect(JSON.parse(second.stdout)).toEqual({
-      data: { deliveries: 0, events: 0, idempotency_keys: 0, oauth: 0, invitations_expired: 0 }
+      data: { deliveries: 0, events: 0, idempotency_keys: 0, oauth: 0, invitations_expired: 0, audit: 0 }
     })
   }, 60_000)
 })

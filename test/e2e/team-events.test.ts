@@ -124,7 +124,7 @@ const expectEvent = async (
     ).toBe(false)
     const event = eventOf(request)
     expect(event).toMatchObject({ id: eventId, type })
-    expect(Object.keys(event).sort()).toEqual(["created_at", "data", "id", "type"])
+    expect(Object.keys(event).sort()).toEqual(["actor", "created_at", "data", "id", "type"])
   }
   const recipients = new Set(to.map((user) => user.id))
   for (const user of everyone.filter((u) => !recipients.has(u.id))) {

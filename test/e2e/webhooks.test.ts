@@ -648,7 +648,7 @@ describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery re
       expect(await verify("whsec_someOtherSecret0000000000000000", r.body, signatureHeader)).toBe(false)
 
       const event = eventOf(r)
-      expect(Object.keys(event).sort()).toEqual(["created_at", "data", "id", "type"])
+      expect(Object.keys(event).sort()).toEqual(["actor", "created_at", "data", "id", "type"])
       expect(event.id).toBe(r.headers["x-service-event-id"])
       expect(event.type).toBe("project.created")
       expect(event.created_at).toMatch(TIMESTAMP)

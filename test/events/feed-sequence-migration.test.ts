@@ -65,7 +65,9 @@ test("0018 numbers the audience rows already there in their old order; new event
     const added = await migrated.runPromise(
       Effect.flatMap(Events, (events) =>
         events.transaction(
-          Effect.map(events.emit("project.created", [USER], { name: "new" }), (event): string => event.id)
+          Effect.map(events.emit("project.created", [USER], { name: "new" }), (event): string => event.id).pipe(
+            Effect.tap(() => events.record("project.created", { type: "project", id: "new" }))
+          )
         )
       )
     )

@@ -36,6 +36,7 @@ const emitFor = (name: string, around: { before?: Effect.Effect<void>; after?: E
       Effect.gen(function* () {
         if (around.before !== undefined) yield* around.before
         const event = yield* events.emit("project.created", [ann.userId], { name })
+        yield* events.record("project.created", { type: "project", id: name })
         if (around.after !== undefined) yield* around.after
         return event.id
       })
@@ -88,7 +89,7 @@ test("events of one transaction follow each other in the order they were emitted
       events.transaction(
         Effect.forEach(["a", "b", "c"], (name) =>
           Effect.map(events.emit("project.created", [ann.userId], { name }), (event): string => event.id)
-        )
+        ).pipe(Effect.tap(() => events.record("project.created", { type: "project", id: "abc" })))
       )
     )
   )

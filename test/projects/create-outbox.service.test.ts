@@ -225,6 +225,7 @@ describe("a create and its outbox rows", () => {
             )
           )
           expect(Exit.isFailure(inner)).toBe(true)
+          yield* events.record("project.created", { type: "project", id: marker })
           return outer
         }).pipe(events.transaction)
       )
@@ -238,10 +239,29 @@ describe("a create and its outbox rows", () => {
     expect(await freeRoom()).toBe(ROOM)
   })
 
+  test("a change that emits an event without its audit record dies before the commit: nothing is written", async () => {
+    const marker = `unrecorded-${Date.now()}`
+    const exit = await run(
+      Effect.exit(
+        Effect.flatMap(Events, (events) => events.transaction(events.emit("project.created", [], projectData(marker))))
+      )
+    )
+    expect(String(exit)).toContain("without its audit record")
+    const rows = await sql((sql) => sql`SELECT id FROM events WHERE payload LIKE ${`%${marker}%`}`)
+    expect(rows).toHaveLength(0)
+    expect(await freeRoom()).toBe(ROOM)
+  })
+
   test("an event with no audience is written alone: no audience rows, no deliveries", async () => {
     const marker = `alone-${Date.now()}`
     const event = await run(
-      Effect.flatMap(Events, (events) => events.transaction(events.emit("project.created", [], projectData(marker))))
+      Effect.flatMap(Events, (events) =>
+        events.transaction(
+          Effect.tap(events.emit("project.created", [], projectData(marker)), () =>
+            events.record("project.created", { type: "project", id: marker })
+          )
+        )
+      )
     )
     const count = (table: "events" | "event_audience" | "deliveries", column: string) =>
       sql(

@@ -178,7 +178,14 @@ describe("a sweep", () => {
 
     const report = await sweep({ RETENTION_BATCH_SIZE: "3" })
     // 10 ended (5 events × 2) + 1 ended beside the pending one + the late one.
-    expect(report.counts).toEqual({ deliveries: 12, events: 6, idempotency_keys: 0, oauth: 0, invitations_expired: 0 })
+    expect(report.counts).toEqual({
+      deliveries: 12,
+      events: 6,
+      idempotency_keys: 0,
+      oauth: 0,
+      invitations_expired: 0,
+      audit: 0
+    })
 
     expect(await idsOf("events")).toEqual(["evt_ret_new_1", "evt_ret_new_2", "evt_ret_pending"])
     expect(await idsOf("deliveries")).toEqual([
@@ -220,7 +227,8 @@ describe("a sweep", () => {
       events: 0,
       idempotency_keys: 0,
       oauth: 0,
-      invitations_expired: 0
+      invitations_expired: 0,
+      audit: 0
     })
   }, 60_000)
 

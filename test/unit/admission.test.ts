@@ -19,7 +19,7 @@ interface Held {
   readonly release: (path: string) => void
 }
 
-let open: Array<Held> = []
+const open: Array<Held> = []
 
 afterEach(async () => {
   for (const held of open.splice(0)) {

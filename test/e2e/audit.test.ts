@@ -1,0 +1,405 @@
+/**
+ * Who did it: the actor on every event (in the signed delivered body and in the events feed) and the audit logs
+ * (docs/audit.md): a record for each action, none for a refused request, never a secret, the team log's role rule,
+ * and the record committing with its change (a failure injected after the change's statements, before the commit,
+ * leaves neither).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import { Webhook } from "standardwebhooks"
+import { startInProcess } from "../support/in-process.ts"
+import { type Receiver, startReceiver } from "../support/receiver.ts"
+import { type Server, type TestUser, usingPostgres } from "../support/server.ts"
+
+const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_POLL_INTERVAL: "100ms" }
+const ALL = "read,write,team:manage"
+
+let server: Server
+let receiver: Receiver
+let ann: TestUser
+let bob: TestUser
+let eve: TestUser
+
+const call = (user: TestUser, method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+  server.request(path, {
+    method,
+    key: user.key,
+    ...(body !== undefined ? { body } : {}),
+    ...(headers !== undefined ? { headers } : {})
+  })
+
+interface Rec {
+  readonly id: string
+  readonly action: string
+  readonly actor: { readonly type: string; readonly id?: string; readonly name?: string }
+  readonly credential: { readonly type: string; readonly id: string } | null
+  readonly target: { readonly type: string; readonly id: string }
+  readonly target_name: string | null
+  readonly team_id: string | null
+  readonly ip: string | null
+  readonly user_agent: string | null
+  readonly request_id: string | null
+  readonly changes: Record<string, [unknown, unknown]> | null
+  readonly created_at: string
+}
+
+/** Every record of a log (all pages). */
+const allOf = async (user: TestUser, path: string): Promise<Array<Rec>> => {
+  const out: Array<Rec> = []
+  for (let page = 1; ; page++) {
+    const res = await call(user, "GET", `${path}${path.includes("?") ? "&" : "?"}per_page=100&page=${page}`)
+    expect(res.status).toBe(200)
+    out.push(...res.body.data)
+    if (res.body.data.length < 100) return out
+  }
+}
+const myLog = (user: TestUser, query = "") => allOf(user, `/v1/users/me/audit-log${query}`)
+
+const rawRecords = () =>
+  server.fixtures.run(
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql<Record<string, unknown>>`SELECT * FROM audit_log`)
+  )
+
+beforeAll(async () => {
+  receiver = startReceiver()
+  server = await startInProcess({ env: ENV })
+  ;[ann, bob, eve] = await Promise.all([
+    server.user({ name: "Ann", scopes: ALL }),
+    server.user({ name: "Bob", scopes: ALL }),
+    server.user({ name: "Eve", scopes: ALL })
+  ])
+}, 60_000)
+afterAll(async () => {
+  await server?.stop()
+  await receiver?.stop()
+})
+
+describe("the actor of every event", () => {
+  test("in the delivered body (signed: standardwebhooks verifies it) and in the events feed", async () => {
+    const hook = await call(ann, "POST", "/v1/webhooks", { url: receiver.url("/ann"), events: ["project.created"] })
+    expect(hook.status).toBe(201)
+    const created = await call(ann, "POST", "/v1/projects", { name: "Signed" })
+    expect(created.status).toBe(201)
+    const [request] = await receiver.waitFor(1, {
+      path: "/ann",
+      where: (r) => r.body.includes(created.body.data.id),
+      timeoutMs: 10_000
+    })
+    const verified = new Webhook(hook.body.data.secret).verify(request!.body, request!.headers) as Record<
+      string,
+      unknown
+    >
+    expect(verified.actor).toEqual({ type: "user", id: ann.id, name: "Ann" })
+    expect(Object.keys(JSON.parse(request!.body))).toEqual(["id", "type", "created_at", "actor", "data"])
+    expect((verified.data as { id: string }).id).toBe(created.body.data.id)
+
+    const feed = await call(ann, "GET", "/v1/events?type=project.created")
+    const item = feed.body.data.find((event: { data: { id: string } }) => event.data.id === created.body.data.id)
+    expect(item.actor).toEqual({ type: "user", id: ann.id, name: "Ann" })
+    const one = await server.request(`/v1/events/${item.id}`, { key: ann.key })
+    expect(one.text).toContain(JSON.stringify({ type: "user", id: ann.id, name: "Ann" }))
+  }, 30_000)
+
+  test("the CLI's changes are the operator's", async () => {
+    const team = await call(ann, "POST", "/v1/teams", { name: "Operated" })
+    await server.cli("teams", "add-member", "--team", team.body.data.id, "--user", bob.id, "--role", "member")
+    const feed = await call(bob, "GET", "/v1/events?type=member.joined")
+    const joined = feed.body.data.find(
+      (event: { data: { team_id: string } }) => event.data.team_id === team.body.data.id
+    )
+    expect(joined.actor).toEqual({ type: "operator" })
+    const records = (await allOf(ann, `/v1/teams/${team.body.data.id}/audit-log?action=member.joined`)).filter(
+      (r) => r.target.id === bob.id
+    )
+    expect(records).toHaveLength(1)
+    expect(records[0]!.actor).toEqual({ type: "operator" })
+    expect(records[0]!.credential).toBeNull()
+  }, 30_000)
+})
+
+describe("audit records", () => {
+  test("each action, with actor, credential, target, address, user agent, request id and changes", async () => {
+    const ua = "audit-test/1.0"
+    const requestId = crypto.randomUUID()
+    const project = await call(
+      ann,
+      "POST",
+      "/v1/projects",
+      { name: "Audited" },
+      {
+        "user-agent": ua,
+        "x-request-id": requestId
+      }
+    )
+    const projectId = project.body.data.id
+    await call(ann, "PUT", `/v1/projects/${projectId}`, { name: "Audited 2" })
+    await call(ann, "PUT", `/v1/projects/${projectId}`, { status: "archived" })
+    await call(ann, "PUT", `/v1/projects/${projectId}`, { status: "active" })
+    const deployment = await call(ann, "POST", `/v1/projects/${projectId}/deployments`, {
+      environment: "production",
+      ref: "main"
+    })
+    expect(deployment.status).toBe(201)
+    await call(ann, "PUT", `/v1/projects/${projectId}/deployments/${deployment.body.data.id}`, { status: "succeeded" })
+    await call(ann, "DELETE", `/v1/projects/${projectId}`)
+
+    const key = await call(ann, "POST", "/v1/api-keys", { name: "ci", scopes: ["read"] })
+    await call(ann, "DELETE", `/v1/api-keys/${key.body.data.id}`)
+    const hook = await call(ann, "POST", "/v1/webhooks", { url: receiver.url("/audit"), events: ["project.deleted"] })
+    const hookId = hook.body.data.id
+    await call(ann, "PUT", `/v1/webhooks/${hookId}`, { events: ["project.created"], secret: "whsec_given-secret-1234" })
+    await call(ann, "POST", `/v1/webhooks/${hookId}/rotate-secret`, {})
+    await call(ann, "POST", `/v1/webhooks/${hookId}/recover`, { since: new Date(Date.now() - 3_600_000).toISOString() })
+    await call(ann, "DELETE", `/v1/webhooks/${hookId}`)
+    const client = await call(ann, "POST", "/v1/oauth-clients", {
+      name: "App",
+      redirect_uris: ["https://app.example.com/cb"]
+    })
+    const clientId = client.body.data.id
+    await call(ann, "PUT", `/v1/oauth-clients/${clientId}`, { name: "App 2" })
+    await call(ann, "POST", `/v1/oauth-clients/${clientId}/rotate-secret`, {})
+    await call(ann, "DELETE", `/v1/oauth-clients/${clientId}`)
+    await call(ann, "PUT", "/v1/users/me", { name: "Ann B" })
+    await call(ann, "PUT", "/v1/users/me", { name: "Ann" })
+
+    const log = await myLog(ann)
+    const actions = new Set(log.map((r) => r.action))
+    for (const action of [
+      "project.created",
+      "project.updated",
+      "project.archived",
+      "project.unarchived",
+      "deployment.started",
+      "deployment.completed",
+      "project.deleted",
+      "api_key.created",
+      "api_key.revoked",
+      "webhook.created",
+      "webhook.updated",
+      "webhook.secret_rotated",
+      "webhook.recovered",
+      "webhook.deleted",
+      "oauth_client.created",
+      "oauth_client.updated",
+      "oauth_client.secret_rotated",
+      "oauth_client.deleted",
+      "user.updated"
+    ]) {
+      expect(actions).toContain(action)
+    }
+    const created = log.find((r) => r.action === "project.created" && r.target.id === projectId)!
+    expect(created).toMatchObject({
+      actor: { type: "user", id: ann.id, name: "Ann" },
+      credential: { type: "api_key", id: ann.keyId },
+      target: { type: "project", id: projectId },
+      target_name: "Audited",
+      team_id: null,
+      user_agent: ua,
+      request_id: `req_${requestId}`,
+      changes: null
+    })
+    expect(created.ip).toMatch(/127\.0\.0\.1/)
+    const renamed = log.find((r) => r.action === "project.updated" && r.target.id === projectId)!
+    expect(renamed.changes).toEqual({ name: ["Audited", "Audited 2"] })
+    const archived = log.find((r) => r.action === "project.archived" && r.target.id === projectId)!
+    expect(archived.changes).toEqual({ status: ["active", "archived"] })
+    const hookUpdate = log.find((r) => r.action === "webhook.updated" && r.target.id === hookId)!
+    expect(hookUpdate.changes).toEqual({
+      events: [["project.deleted"], ["project.created"]],
+      secret: ["[redacted]", "[redacted]"]
+    })
+    // Newest first.
+    expect(log.map((r) => r.created_at)).toEqual([...log.map((r) => r.created_at)].sort().reverse())
+    // Filters.
+    const onlyKeys = await myLog(ann, "?action=api_key.created,api_key.revoked")
+    expect(new Set(onlyKeys.map((r) => r.action))).toEqual(new Set(["api_key.created", "api_key.revoked"]))
+    expect((await call(ann, "GET", "/v1/users/me/audit-log?action=nope")).status).toBe(400)
+    const after = await myLog(ann, `?created_after=${encodeURIComponent(created.created_at)}`)
+    expect(after.every((r) => r.created_at > created.created_at)).toBe(true)
+    // Nobody else sees them.
+    expect((await myLog(eve)).some((r) => r.target.id === projectId)).toBe(false)
+  }, 60_000)
+
+  test("team actions in the team's log; its owners and admins read it, a member is 403, others 404", async () => {
+    const team = await call(ann, "POST", "/v1/teams", { name: "Crew" })
+    const teamId = team.body.data.id
+    await call(ann, "PUT", `/v1/teams/${teamId}`, { name: "Crew 2" })
+    const invited = await call(ann, "POST", `/v1/teams/${teamId}/invitations`, { email: bob.email, role: "member" })
+    expect((await call(bob, "POST", `/v1/invitations/${invited.body.data.id}/accept`)).status).toBe(200)
+    const second = await call(ann, "POST", `/v1/teams/${teamId}/invitations`, { email: eve.email, role: "member" })
+    expect((await call(eve, "POST", `/v1/invitations/${second.body.data.id}/decline`)).status).toBe(200)
+    const third = await call(ann, "POST", `/v1/teams/${teamId}/invitations`, {
+      email: "nobody@example.com",
+      role: "member"
+    })
+    await call(ann, "DELETE", `/v1/teams/${teamId}/invitations/${third.body.data.id}`)
+    const teamProject = await call(bob, "POST", "/v1/projects", { name: "Shared", team_id: teamId, visibility: "team" })
+    expect(teamProject.status).toBe(201)
+
+    // A member: 403, and the refusal records nothing.
+    const refused = await call(bob, "GET", `/v1/teams/${teamId}/audit-log`)
+    expect(refused.status).toBe(403)
+    expect(refused.body.error.code).toBe("forbidden")
+    expect((await call(eve, "GET", `/v1/teams/${teamId}/audit-log`)).status).toBe(404)
+    const readOnly = await server.fixtures.apiKey(ann.id, { scopes: "projects:read" })
+    expect((await server.request(`/v1/teams/${teamId}/audit-log`, { key: readOnly.key })).status).toBe(403)
+
+    await call(ann, "PUT", `/v1/teams/${teamId}/members/${bob.id}`, { role: "admin" })
+    const asAdmin = await call(bob, "GET", `/v1/teams/${teamId}/audit-log`)
+    expect(asAdmin.status).toBe(200)
+    expect(asAdmin.headers.get("link")).toContain('rel="first"')
+    await call(bob, "DELETE", `/v1/projects/${teamProject.body.data.id}`)
+    const teamLog = await allOf(ann, `/v1/teams/${teamId}/audit-log`)
+    expect(teamLog.every((r) => r.team_id === teamId)).toBe(true)
+    await call(ann, "DELETE", `/v1/teams/${teamId}/members/${bob.id}`)
+    await call(ann, "DELETE", `/v1/teams/${teamId}`)
+
+    // The team is gone, its log with it from the API; the owner's own log keeps what she did.
+    const mine = (await allOf(ann, "/v1/users/me/audit-log")).filter((r) => r.team_id === teamId)
+    const teamRecords = [...teamLog, ...mine]
+    const actions = new Set(teamRecords.map((r) => r.action))
+    for (const action of [
+      "team.created",
+      "team.renamed",
+      "member.invited",
+      "member.joined",
+      "invitation.declined",
+      "invitation.revoked",
+      "member.role_changed",
+      "member.removed",
+      "team.deleted"
+    ]) {
+      expect(actions).toContain(action)
+    }
+    const role = teamRecords.find((r) => r.action === "member.role_changed")!
+    expect(role.changes).toEqual({ role: ["member", "admin"] })
+    const renamed = teamRecords.find((r) => r.action === "team.renamed")!
+    expect(renamed.changes).toEqual({ name: ["Crew", "Crew 2"] })
+    // Bob's own log has what he did in the team (his project's records: he is their actor).
+    const bobs = await myLog(bob, `?actor_id=${bob.id}`)
+    expect(bobs.filter((r) => r.team_id === teamId).map((r) => r.action)).toEqual(
+      expect.arrayContaining(["project.created", "project.deleted", "member.joined"])
+    )
+  }, 60_000)
+
+  test("a refused or failed request records nothing", async () => {
+    const before = (await rawRecords()).length
+    expect((await call(eve, "POST", "/v1/projects", { name: "" })).status).toBe(400)
+    expect((await call(eve, "DELETE", "/v1/projects/proj_01jd3xkq8w0000000000000000")).status).toBe(404)
+    const other = await call(ann, "POST", "/v1/projects", { name: "Not Eve's" })
+    const afterAnn = (await rawRecords()).length
+    expect(afterAnn).toBe(before + 1)
+    expect((await call(eve, "PUT", `/v1/projects/${other.body.data.id}`, { name: "x" })).status).toBe(404)
+    expect((await call(eve, "POST", "/v1/webhooks", { url: "ftp://x", events: ["project.created"] })).status).toBe(400)
+    const readOnly = await server.fixtures.apiKey(eve.id, { scopes: "read" })
+    expect(
+      (await server.request("/v1/projects", { method: "POST", key: readOnly.key, body: { name: "n" } })).status
+    ).toBe(403)
+    expect((await rawRecords()).length).toBe(afterAnn + 1) // the fixture's key, made by the system
+  }, 30_000)
+
+  test("sign-ins: session.created, and session.failed for the account a wrong password names", async () => {
+    const account = await server.fixtures.account({ name: "Sam", password: "correct-horse-battery" })
+    const ok = await server.request("/oauth/login", {
+      method: "POST",
+      body: { email: account.email, password: "correct-horse-battery" },
+      headers: { "user-agent": "signin-test" }
+    })
+    expect(ok.status).toBe(200)
+    const bad = await server.request("/oauth/login", {
+      method: "POST",
+      body: { email: account.email, password: "wrong-password-here" }
+    })
+    expect(bad.status).toBe(401)
+    const records = (await rawRecords()).filter((r) => r.target_id === account.id)
+    expect(records.map((r) => r.action).sort()).toEqual(["session.created", "session.failed"])
+    const created = records.find((r) => r.action === "session.created")!
+    expect(created).toMatchObject({ actor_type: "user", actor_id: account.id, actor_name: "Sam", user_id: account.id })
+    expect(created.user_agent).toBe("signin-test")
+    // Readable by the account with its session.
+    const session = await server.request("/v1/users/me/audit-log?action=session.created,session.failed", {
+      key: ok.body.access_token
+    })
+    expect(session.status).toBe(200)
+    expect(session.body.data.map((r: Rec) => r.action).sort()).toEqual(["session.created", "session.failed"])
+  }, 30_000)
+
+  test("no secret in any record (keys, webhook secrets, OAuth client secrets)", async () => {
+    const secrets: Array<string> = []
+    const key = await call(eve, "POST", "/v1/api-keys", { name: "secretive", scopes: ["read"] })
+    secrets.push(key.body.data.key)
+    const hook = await call(eve, "POST", "/v1/webhooks", { url: receiver.url("/eve"), events: ["project.created"] })
+    secrets.push(hook.body.data.secret)
+    const rotated = await call(eve, "POST", `/v1/webhooks/${hook.body.data.id}/rotate-secret`, {})
+    secrets.push(rotated.body.data.secret)
+    await call(eve, "PUT", `/v1/webhooks/${hook.body.data.id}`, { secret: "whsec_given-by-eve-0000000" })
+    secrets.push("whsec_given-by-eve-0000000")
+    const client = await call(eve, "POST", "/v1/oauth-clients", {
+      name: "Eve's",
+      redirect_uris: ["https://e.example/cb"]
+    })
+    secrets.push(client.body.data.client_secret)
+    const clientRotated = await call(eve, "POST", `/v1/oauth-clients/${client.body.data.id}/rotate-secret`, {})
+    secrets.push(clientRotated.body.data.client_secret)
+    expect(secrets.every((secret) => typeof secret === "string" && secret.length > 10)).toBe(true)
+    const everything = JSON.stringify(await rawRecords())
+    for (const secret of secrets) expect(everything).not.toContain(secret)
+    expect(everything).not.toContain(eve.key)
+    // The records exist.
+    const actions = new Set((await myLog(eve)).map((r) => r.action))
+    expect(actions).toContain("oauth_client.secret_rotated")
+    expect(actions).toContain("webhook.secret_rotated")
+  }, 30_000)
+})
+
+describe("a change and its record commit together", () => {
+  const failAuditInserts = (on: boolean) =>
+    server.fixtures.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        usingPostgres()
+          ? on
+            ? Effect.zipRight(
+                sql.unsafe(`CREATE OR REPLACE FUNCTION refuse_audit() RETURNS trigger AS $$
+                  BEGIN RAISE EXCEPTION 'injected by the test'; END $$ LANGUAGE plpgsql`),
+                sql.unsafe(`CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW
+                  EXECUTE FUNCTION refuse_audit()`)
+              )
+            : sql.unsafe(`DROP TRIGGER refuse_audit ON audit_log`)
+          : on
+            ? sql.unsafe(`CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log
+                BEGIN SELECT RAISE(ABORT, 'injected by the test'); END`)
+            : sql.unsafe(`DROP TRIGGER refuse_audit`)
+      )
+    )
+
+  test("the record's insert failing (the last statement before the commit) leaves no change and no event", async () => {
+    const name = `atomic-${crypto.randomUUID()}`
+    await failAuditInserts(true)
+    const failed = await call(bob, "POST", "/v1/projects", { name })
+    const failedKey = await call(bob, "POST", "/v1/api-keys", { name, scopes: ["read"] })
+    await failAuditInserts(false)
+    expect(failed.status).toBe(500)
+    expect(failedKey.status).toBe(500)
+    const projects = await call(bob, "GET", `/v1/projects?search=${name}`)
+    expect(projects.body.meta.total).toBe(0)
+    const keys = await call(bob, "GET", "/v1/api-keys?per_page=100")
+    expect(keys.body.data.some((k: { name: string }) => k.name === name)).toBe(false)
+    const events = await server.fixtures.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT id FROM events WHERE payload LIKE ${`%${name}%`}`)
+    )
+    expect(events).toHaveLength(0)
+
+    // Afterwards every project and key has its record.
+    const ok = await call(bob, "POST", "/v1/projects", { name })
+    expect(ok.status).toBe(201)
+    const counts = await server.fixtures.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ readonly missing: number | string }>`SELECT CAST(count(*) AS INTEGER) AS missing FROM projects p
+          WHERE NOT EXISTS (SELECT 1 FROM audit_log a WHERE a.target_id = p.id AND a.action = 'project.created')`
+      )
+    )
+    expect(Number(counts[0]!.missing)).toBe(0)
+  }, 30_000)
+})
