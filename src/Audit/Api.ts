@@ -45,6 +45,7 @@ const teamId = HttpApiSchema.param("team_id", TeamId)
 
 /** The audit logs: read-only (nothing changes or deletes a record through the API). */
 export class AuditApi extends HttpApiGroup.make("audit")
+  .annotate(OpenApi.Description, "Audit logs: who did what, and from where (read-only)")
   .add(
     HttpApiEndpoint.get("teamLog")`/teams/${teamId}/audit-log`
       .setUrlParams(AuditListParams)

@@ -13,6 +13,7 @@ import { Session } from "../Domain/Session.js"
 export const SessionListParams = listParamsNoStatus({ sort: ["created_at"] })
 
 export class SessionsApi extends HttpApiGroup.make("sessions")
+  .annotate(OpenApi.Description, "Sessions: your sign-ins, and ending them")
   .add(
     HttpApiEndpoint.get("list", "/users/me/sessions")
       .setUrlParams(SessionListParams)

@@ -11,6 +11,7 @@ import { Events } from "../../src/Events/Events.ts"
 import { EventFeed } from "../../src/Events/Feed.ts"
 import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
 import { runMigrationsBefore } from "../../src/Sql/Migrations.ts"
+import { projectData } from "../support/eventData.ts"
 import { withDatabaseUrl } from "../support/fixtures.ts"
 import { eventually } from "../support/helpers.ts"
 import { freshDatabaseUrl } from "../support/server.ts"
@@ -65,7 +66,7 @@ test("0018 numbers the audience rows already there in their old order; new event
     const added = await migrated.runPromise(
       Effect.flatMap(Events, (events) =>
         events.transaction(
-          Effect.map(events.emit("project.created", [USER], { name: "new" }), (event): string => event.id).pipe(
+          Effect.map(events.emit("project.created", [USER], projectData("new")), (event): string => event.id).pipe(
             Effect.tap(() => events.record("project.created", { type: "project", id: "new" }))
           )
         )

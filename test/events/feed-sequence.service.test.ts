@@ -12,6 +12,7 @@ import type { Principal } from "../../src/Domain/Principal.ts"
 import { Events } from "../../src/Events/Events.ts"
 import { EventFeed } from "../../src/Events/Feed.ts"
 import { Users } from "../../src/Users/Users.ts"
+import { projectData } from "../support/eventData.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
 import { eventually } from "../support/helpers.ts"
 import { usingPostgres } from "../support/server.ts"
@@ -35,7 +36,7 @@ const emitFor = (name: string, around: { before?: Effect.Effect<void>; after?: E
     events.transaction(
       Effect.gen(function* () {
         if (around.before !== undefined) yield* around.before
-        const event = yield* events.emit("project.created", [ann.userId], { name })
+        const event = yield* events.emit("project.created", [ann.userId], projectData(name))
         yield* events.record("project.created", { type: "project", id: name })
         if (around.after !== undefined) yield* around.after
         return event.id
@@ -88,7 +89,7 @@ test("events of one transaction follow each other in the order they were emitted
     Effect.flatMap(Events, (events) =>
       events.transaction(
         Effect.forEach(["a", "b", "c"], (name) =>
-          Effect.map(events.emit("project.created", [ann.userId], { name }), (event): string => event.id)
+          Effect.map(events.emit("project.created", [ann.userId], projectData(name)), (event): string => event.id)
         ).pipe(Effect.tap(() => events.record("project.created", { type: "project", id: "abc" })))
       )
     )

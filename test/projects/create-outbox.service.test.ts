@@ -14,22 +14,10 @@ import { DeliveryInbox } from "../../src/Events/Inbox.ts"
 import { Projects } from "../../src/Projects/Projects.ts"
 import { SqlLive } from "../../src/Sql/Client.ts"
 import { Users } from "../../src/Users/Users.ts"
+import { projectData } from "../support/eventData.ts"
 import { uniqueEmail, withDatabaseUrl } from "../support/fixtures.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 import { principalOf } from "../support/services.ts"
-
-/** `data` for a `project.created` event: a project record, as the catalogue's schema requires (name: `name`). */
-const projectData = (name: string) => ({
-  id: "proj_01kg7xpz3c5m2q8r4w6y9b1dfe",
-  name,
-  description: "",
-  visibility: "private",
-  status: "active",
-  owner_id: "usr_01kg7xnv8h2k4m6p8r0t2v4x6z",
-  team_id: null,
-  created_at: "2026-01-31T12:00:00.000Z",
-  updated_at: "2026-01-31T12:00:00.000Z"
-})
 
 const ROOM = 50
 let runtime: ManagedRuntime.ManagedRuntime<Projects | Users | Events | DeliveryInbox | SqlClient.SqlClient, never>

@@ -11,22 +11,10 @@ import { ClaimedDelivery } from "../../src/Domain/Webhook.ts"
 import { Events } from "../../src/Events/Events.ts"
 import { DeliveryInbox } from "../../src/Events/Inbox.ts"
 import { Users } from "../../src/Users/Users.ts"
+import { projectData } from "../support/eventData.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
 import { webhookRow } from "../support/helpers.ts"
 import { inMemory } from "../support/services.ts"
-
-/** `data` for a `project.created` event: a project record, as the catalogue's schema requires (name: `name`). */
-const projectData = (name: string) => ({
-  id: "proj_01kg7xpz3c5m2q8r4w6y9b1dfe",
-  name,
-  description: "",
-  visibility: "private",
-  status: "active",
-  owner_id: "usr_01kg7xnv8h2k4m6p8r0t2v4x6z",
-  team_id: null,
-  created_at: "2026-01-31T12:00:00.000Z",
-  updated_at: "2026-01-31T12:00:00.000Z"
-})
 
 const harness = inMemory(Layer.mergeAll(Events.Default, DeliveryInbox.Default, Users.Default))
 const { run } = harness
