@@ -146,7 +146,8 @@ describe("the key ring", () => {
     })
     running = false
     await traffic
-    expect(rotation.code).toBe(0)
+    // The whole outcome, so a failure shows what the command printed.
+    expect(rotation).toMatchObject({ code: 0 })
     const report = JSON.parse(rotation.stdout).data
     expect(report.key).toBe(idOf(B))
     expect(report.reencrypted).toBeGreaterThanOrEqual(5)
