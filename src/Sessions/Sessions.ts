@@ -9,9 +9,10 @@ import { JWT_TTL_SECONDS } from "../Auth/Jwt.js"
 import { Forbidden, NotFound, Unauthorized } from "../Domain/Errors.js"
 import { makeId, SessionId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
-import type { Principal } from "../Domain/Principal.js"
+import { CurrentPrincipal, type Principal } from "../Domain/Principal.js"
 import type { Session, SessionSort } from "../Domain/Session.js"
 import { nowIso } from "../Domain/Time.js"
+import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { SessionCredentials } from "./Credentials.js"
 import { SessionsRepo } from "./Repo.js"
@@ -39,10 +40,18 @@ const noOAuth = (principal: Principal) =>
     : Effect.void
 
 export class Sessions extends Effect.Service<Sessions>()("Sessions", {
-  dependencies: [SessionsRepo.Default, SessionCredentials.Default],
+  dependencies: [SessionsRepo.Default, SessionCredentials.Default, Events.Default],
   effect: Effect.gen(function* () {
     const repo = yield* SessionsRepo
     const store = yield* SessionCredentials
+    const events = yield* Events
+
+    /** A session ended (its audit record, in the transaction that ends it). */
+    const ended = (
+      principal: Principal,
+      target: { readonly type: "session" | "user"; readonly id: string },
+      name?: string
+    ) => events.record("session.revoked", target, { user: principal.userId, ...(name === undefined ? {} : { name }) })
 
     /** A new session for a user who signed in; it lives as long as its JWT. */
     const start = traced("Sessions.start")(function* (userId: string, origin: SessionOrigin) {
@@ -93,7 +102,14 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
 
     /** `POST {auth_url}/logout`: ends the request's own session. */
     const end = traced("Sessions.end")(function* (principal: Principal) {
-      yield* Effect.orDie(repo.revoke({ userId: principal.userId, id: principal.credential.id, now: nowIso() }))
+      const id = principal.credential.id
+      yield* repo.revoke({ userId: principal.userId, id, now: nowIso() }).pipe(
+        Effect.tap((done) => (done ? ended(principal, { type: "session", id }) : Effect.void)),
+        events.transaction,
+        Effect.orDie,
+        // Logout is served outside /v1, where no middleware provides the caller: the session's user is the actor.
+        Effect.provideService(CurrentPrincipal, principal)
+      )
     })
 
     /** `GET /v1/users/me/sessions`: the caller's live sessions; `current` marks the one the request uses. */
@@ -110,15 +126,25 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
     /** `DELETE /v1/users/me/sessions/:id`: one of the caller's live sessions (404 otherwise); its JWT answers 401. */
     const revoke = traced("Sessions.revoke")(function* (principal: Principal, id: string) {
       yield* noOAuth(principal)
-      const ended = yield* Effect.orDie(repo.revoke({ userId: principal.userId, id, now: nowIso() }))
-      if (!ended) return yield* NotFound.resource("session", id)
+      const done = yield* repo.revoke({ userId: principal.userId, id, now: nowIso() }).pipe(
+        Effect.tap((done) => (done ? ended(principal, { type: "session", id }) : Effect.void)),
+        events.transaction,
+        Effect.orDie
+      )
+      if (!done) return yield* NotFound.resource("session", id)
     })
 
     /** `DELETE /v1/users/me/sessions`: every live session of the caller but the one the request uses. */
     const revokeOthers = traced("Sessions.revokeOthers")(function* (principal: Principal) {
       yield* noOAuth(principal)
       const keep = principal.credential.kind === "jwt" ? principal.credential.id : null
-      yield* Effect.orDie(repo.revokeOthers({ userId: principal.userId, keep, now: nowIso() }))
+      yield* repo
+        .revokeOthers({ userId: principal.userId, keep, now: nowIso() })
+        .pipe(
+          Effect.zipRight(ended(principal, { type: "user", id: principal.userId }, "every other session")),
+          events.transaction,
+          Effect.orDie
+        )
     })
 
     return { start, authenticate, end, list, revoke, revokeOthers } as const

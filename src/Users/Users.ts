@@ -115,7 +115,22 @@ export class Users extends Effect.Service<Users>()("Users", {
     const setSuspended = (id: string, suspended: boolean) =>
       Effect.gen(function* () {
         const user = yield* get(id)
-        const row = yield* Effect.orDie(repo.setSuspended(id, suspended ? nowIso() : null))
+        const row = yield* repo.setSuspended(id, suspended ? nowIso() : null).pipe(
+          Effect.tap((found) =>
+            Option.isNone(found)
+              ? Effect.void
+              : events.record(
+                  suspended ? "user.suspended" : "user.reactivated",
+                  { type: "user", id },
+                  {
+                    user: id,
+                    name: user.name
+                  }
+                )
+          ),
+          events.transaction,
+          Effect.orDie
+        )
         if (Option.isNone(row)) return yield* NotFound.resource("user", id)
         return { id: user.id, email: user.email, name: user.name, suspended_at: row.value.suspended_at }
       })

@@ -325,6 +325,47 @@ describe("audit records", () => {
     expect(session.body.data.map((r: Rec) => r.action).sort()).toEqual(["session.created", "session.failed"])
   }, 30_000)
 
+  test("sessions ended (logout, one, all others) and a suspension and reactivation are recorded", async () => {
+    const account = await server.fixtures.account({ name: "Tess", password: "correct-horse-battery" })
+    const signIn = async () => {
+      const res = await server.request("/oauth/login", {
+        method: "POST",
+        body: { email: account.email, password: "correct-horse-battery" }
+      })
+      expect(res.status).toBe(200)
+      return String(res.body.access_token)
+    }
+    const first = await signIn()
+    const second = await signIn()
+    // Two more live sessions: one ended by its id, one by "all others".
+    await signIn()
+    await signIn()
+    expect((await server.request("/oauth/logout", { method: "POST", key: first })).status).toBe(204)
+    const sessions = await server.request("/v1/users/me/sessions", { key: second })
+    const thirdSession = sessions.body.data.find((row: { current: boolean }) => !row.current)
+    expect(
+      (await server.request(`/v1/users/me/sessions/${thirdSession.id}`, { method: "DELETE", key: second })).status
+    ).toBe(204)
+    expect((await server.request("/v1/users/me/sessions", { method: "DELETE", key: second })).status).toBe(204)
+    await server.cli("users", "suspend", "--email", account.email)
+    await server.cli("users", "reactivate", "--email", account.email)
+
+    const records = (await rawRecords()).filter((r) => r.user_id === account.id)
+    const revoked = records.filter((r) => r.action === "session.revoked")
+    // Logout and the one ended by id name their session; "all others" names the user.
+    expect(revoked.map((r) => r.target_type).sort()).toEqual(["session", "session", "user"])
+    expect(revoked.every((r) => r.actor_type === "user" && r.actor_id === account.id)).toBe(true)
+    expect(revoked.find((r) => r.target_type === "user")!.target_name).toBe("every other session")
+    const operator = records.filter((r) => r.action === "user.suspended" || r.action === "user.reactivated")
+    expect(operator.map((r) => [r.action, r.actor_type, r.target_id])).toEqual(
+      expect.arrayContaining([
+        ["user.suspended", "operator", account.id],
+        ["user.reactivated", "operator", account.id]
+      ])
+    )
+    expect(operator).toHaveLength(2)
+  }, 60_000)
+
   test("no secret in any record (keys, webhook secrets, OAuth client secrets)", async () => {
     const secrets: Array<string> = []
     const key = await call(eve, "POST", "/v1/api-keys", { name: "secretive", scopes: ["read"] })
