@@ -276,7 +276,9 @@ describe("usage", () => {
     expect(none.code).toBe(2)
     expect(none.stderr).toContain("usage")
     expect(half.code).toBe(2)
-    expect(half.stderr).toContain("the users commands: users create, users list, users delete, users set-password")
+    expect(half.stderr).toContain(
+      "the users commands: users create, users list, users delete, users suspend, users reactivate, users set-password"
+    )
   }, 60_000)
 
   test("a mistyped command says which one was meant, not the whole usage", async () => {

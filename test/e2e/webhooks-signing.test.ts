@@ -256,6 +256,7 @@ describe("secret rotation", () => {
         "created_at",
         "updated_at",
         "failed_at",
+        "disabled_at",
         "previous_secret_expires_at",
         "secret"
       ].sort()
