@@ -4,6 +4,7 @@
 import { api, logOut, signedIn, whenSessionEnds } from "./api.ts"
 import { h, replace } from "./dom.ts"
 import { apiKeysPage } from "./pages/apiKeys.ts"
+import { securityLogPage, teamAuditPage } from "./pages/audit.ts"
 import { eventPage, eventsPage } from "./pages/events.ts"
 import { authorizedAppsPage, oauthAppPage, oauthAppsPage } from "./pages/oauthApps.ts"
 import { projectPage, projectsPage } from "./pages/projects.ts"
@@ -32,12 +33,14 @@ route(/^\/projects$/, projectsPage)
 route(new RegExp(`^/projects/${ID}$`), projectPage)
 route(/^\/teams$/, teamsPage)
 route(new RegExp(`^/teams/${ID}$`), teamPage)
+route(new RegExp(`^/teams/${ID}/audit-log$`), teamAuditPage)
 route(/^\/settings$/, () => navigate(`${BASE}/settings/api-keys`, { replace: true }))
 route(/^\/settings\/api-keys$/, apiKeysPage)
 route(/^\/settings\/oauth-apps$/, oauthAppsPage)
 route(new RegExp(`^/settings/oauth-apps/${ID}$`), oauthAppPage)
 route(/^\/settings\/authorized-apps$/, authorizedAppsPage)
 route(/^\/settings\/sessions$/, sessionsPage)
+route(/^\/settings\/security-log$/, securityLogPage)
 route(/^\/webhooks$/, webhooksPage)
 route(new RegExp(`^/webhooks/${ID}$`), webhookPage)
 route(new RegExp(`^/webhooks/${ID}/deliveries/${ID}$`), deliveryPage)
@@ -52,7 +55,8 @@ const nav = [
   ["API keys", `${BASE}/settings/api-keys`],
   ["OAuth apps", `${BASE}/settings/oauth-apps`],
   ["Authorized apps", `${BASE}/settings/authorized-apps`],
-  ["Sessions", `${BASE}/settings/sessions`]
+  ["Sessions", `${BASE}/settings/sessions`],
+  ["Security log", `${BASE}/settings/security-log`]
 ] as const
 
 let me: Promise<User> | undefined

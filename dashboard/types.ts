@@ -192,3 +192,66 @@ export interface Session {
   readonly user_agent: string | null
   readonly current: boolean
 }
+
+/** Every action an audit record can name, in the service's order (src/Domain/Audit.ts). */
+export const auditActions = [
+  "project.created",
+  "project.updated",
+  "project.archived",
+  "project.unarchived",
+  "project.deleted",
+  "deployment.started",
+  "deployment.completed",
+  "deployment.failed",
+  "member.invited",
+  "member.joined",
+  "member.role_changed",
+  "member.removed",
+  "invitation.declined",
+  "invitation.revoked",
+  "team.created",
+  "team.renamed",
+  "team.deleted",
+  "api_key.created",
+  "api_key.revoked",
+  "webhook.created",
+  "webhook.updated",
+  "webhook.deleted",
+  "webhook.secret_rotated",
+  "webhook.recovered",
+  "delivery.retried",
+  "oauth_client.created",
+  "oauth_client.updated",
+  "oauth_client.deleted",
+  "oauth_client.secret_rotated",
+  "authorization.granted",
+  "authorization.revoked",
+  "session.created",
+  "session.failed",
+  "session.revoked",
+  "user.updated",
+  "user.suspended",
+  "user.reactivated"
+] as const
+export type AuditAction = (typeof auditActions)[number]
+
+export type Actor =
+  | { readonly type: "user"; readonly id: string; readonly name: string }
+  | { readonly type: "operator" }
+  | { readonly type: "system" }
+
+/** An entry of a team's audit log or of a user's security log (docs/audit.md). */
+export interface AuditRecord {
+  readonly id: string
+  readonly action: AuditAction
+  readonly actor: Actor
+  readonly credential: { readonly type: "api_key" | "oauth" | "session"; readonly id: string } | null
+  readonly target: { readonly type: string; readonly id: string }
+  readonly target_name: string | null
+  readonly team_id: string | null
+  readonly ip: string | null
+  readonly user_agent: string | null
+  readonly request_id: string | null
+  readonly created_at: string
+  readonly changes: { readonly [field: string]: readonly [unknown, unknown] } | null
+}

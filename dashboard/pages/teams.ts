@@ -20,6 +20,7 @@ import {
   select,
   when
 } from "../ui.ts"
+import { teamTabs } from "./audit.ts"
 import { filterForm } from "./projects.ts"
 
 const teamHref = (id: string) => `${BASE}/teams/${encodeURIComponent(id)}`
@@ -128,6 +129,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
   const team = await readRecord<Team>(context, { path, back: [`${BASE}/teams`, "← Teams"], label: "Team" })
   if (team === undefined) return
   context.title(team.name, team.role === undefined ? null : h("span", { class: "badge" }, `you: ${team.role}`))
+  add(context.root, teamTabs(team, "overview"))
   const manages = team.role === "owner" || team.role === "admin"
   const me = await api.get<User>("/users/me").catch(() => undefined)
   /** Whether someone besides the caller owns the team: the last owner cannot leave (the service answers 409). */
