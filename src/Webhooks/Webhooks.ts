@@ -24,6 +24,7 @@ import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { readForWrite, whenConditional } from "../Sql/Preconditions.js"
+import { generateKeyPair } from "./Delivery/Ed25519.js"
 import { checkTarget } from "./Delivery/Targets.js"
 import { type DeliveryQuery, WebhooksRepo } from "./Repo.js"
 
@@ -31,6 +32,11 @@ import { type DeliveryQuery, WebhooksRepo } from "./Repo.js"
 const RECOVERY_WINDOW = Duration.days(14)
 
 const generatedSecret = () => `whsec_${randomBase62(32)}`
+
+const noSecretForEd25519 = ValidationFailed.field(
+  "secret",
+  "cannot be set on a webhook with signature ed25519 (it is signed with a key pair)"
+)
 
 /** One webhook per URL per user: a second registration would deliver every event twice. */
 const urlTaken =
@@ -71,8 +77,15 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     })
 
     const create = traced("Webhooks.create")(function* (principal: Principal, input: NewWebhook) {
+      const signature = input.signature ?? "hmac"
+      if (signature === "ed25519" && input.secret !== undefined) {
+        return yield* Effect.fail(
+          ValidationFailed.field("secret", "must not be given with signature ed25519 (it is signed with a key pair)")
+        )
+      }
       yield* guard(input.url)
-      const generated = input.secret === undefined ? generatedSecret() : undefined
+      const pair = signature === "ed25519" ? yield* generateKeyPair : undefined
+      const generated = input.secret === undefined && pair === undefined ? generatedSecret() : undefined
       const now = nowIso()
       const eventTypes = Array.from(new Set(input.events))
       const id = WebhookId.make(makeId("webhook"))
@@ -82,7 +95,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
           user_id: principal.userId,
           url: input.url,
           events: eventTypes,
-          secret: input.secret ?? generated ?? "",
+          signature,
+          secret: pair?.privateKey ?? input.secret ?? generated ?? "",
+          public_key: pair?.publicKey ?? null,
           created_at: now,
           updated_at: now
         })
@@ -92,6 +107,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         url: input.url,
         events: eventTypes,
         status: "active",
+        signature,
+        public_key: pair?.publicKey ?? null,
+        previous_public_key: null,
         created_at: now,
         updated_at: now,
         failed_at: null,
@@ -106,7 +124,8 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     })
 
     const update = traced("Webhooks.update")(function* (principal: Principal, id: WebhookId, patch: WebhookPatch) {
-      yield* readForWrite(Webhook, "webhooks", id, find(principal, id))
+      const current = yield* readForWrite(Webhook, "webhooks", id, find(principal, id))
+      if (patch.secret !== undefined && current.signature === "ed25519") yield* Effect.fail(noSecretForEd25519)
       if (patch.url !== undefined) yield* guard(patch.url)
       const now = nowIso()
       yield* urlTaken(patch.url ?? "that URL")(
@@ -180,11 +199,22 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       id: WebhookId,
       input: SecretRotation
     ) {
-      yield* find(principal, id)
-      const generated = input.secret === undefined ? generatedSecret() : undefined
+      const current = yield* find(principal, id)
+      if (current.signature === "ed25519" && input.secret !== undefined) yield* Effect.fail(noSecretForEd25519)
+      // An Ed25519 webhook gets a new key pair; its private key is never shown.
+      const pair = current.signature === "ed25519" ? yield* generateKeyPair : undefined
+      const generated = input.secret === undefined && pair === undefined ? generatedSecret() : undefined
       const now = new Date()
       const expiresAt = new Date(now.getTime() + Duration.toMillis(secretOverlap)).toISOString()
-      yield* Effect.orDie(repo.rotateSecret(id, input.secret ?? generated ?? "", expiresAt, now.toISOString()))
+      yield* Effect.orDie(
+        repo.rotateSecret(
+          id,
+          pair?.privateKey ?? input.secret ?? generated ?? "",
+          pair?.publicKey ?? null,
+          expiresAt,
+          now.toISOString()
+        )
+      )
       const hook = yield* find(principal, id)
       const rotated: RotatedWebhook = {
         ...hook,
