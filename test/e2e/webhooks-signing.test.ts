@@ -256,6 +256,10 @@ describe("secret rotation", () => {
         "created_at",
         "updated_at",
         "failed_at",
+        "disabled_at",
+        "signature",
+        "public_key",
+        "previous_public_key",
         "previous_secret_expires_at",
         "secret"
       ].sort()
