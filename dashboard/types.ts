@@ -136,6 +136,12 @@ export interface Webhook {
   readonly url: string
   readonly events: ReadonlyArray<EventType>
   readonly status: "active" | "failed"
+  /** `hmac`: signed with the shared secret; `ed25519`: with a key pair, verified with `public_key`. */
+  readonly signature: "hmac" | "ed25519"
+  /** `whpk_…`, an `ed25519` webhook's public key (null for `hmac`). */
+  readonly public_key: string | null
+  /** The public key rotated out, while it still signs. */
+  readonly previous_public_key: string | null
   readonly created_at: string
   readonly updated_at: string
   readonly failed_at: string | null

@@ -86,6 +86,18 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
       }),
       eventChoices(),
       field({
+        label: "Signature",
+        name: "signature",
+        control: select(
+          [
+            ["hmac", "Shared secret"],
+            ["ed25519", "Ed25519 public key"]
+          ],
+          "hmac"
+        ),
+        hint: "Ed25519: the service keeps the private key and shows the public key (whpk_…); give no secret."
+      }),
+      field({
         label: "Secret (optional)",
         name: "secret",
         control: input({ type: "password", autocomplete: "new-password", minlength: 16 }),
@@ -95,17 +107,30 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
     ),
     async (form) => {
       const secret = formValue(form, "secret")
+      const signature = formValue(form, "signature")
       const hook = await api.post<CreatedWebhook>("/webhooks", {
         url: formValue(form, "url"),
         events: checkedValues(form, "events"),
-        ...(secret === "" ? {} : { secret })
+        ...(secret === "" ? {} : { secret }),
+        ...(signature === "ed25519" ? { signature } : {})
       })
       form.reset()
       form.closest("details")?.removeAttribute("open")
       created.replaceChildren(
-        hook.secret === undefined
-          ? h("p", { class: "flash", role: "status" }, `Webhook for ${hook.url} registered.`)
-          : secretOnce({ title: `Webhook for ${hook.url} registered`, label: "Its signing secret", value: hook.secret })
+        hook.public_key !== null
+          ? h(
+              "p",
+              { class: "flash", role: "status" },
+              `Webhook for ${hook.url} registered. Its public key: `,
+              h("code", null, hook.public_key)
+            )
+          : hook.secret === undefined
+            ? h("p", { class: "flash", role: "status" }, `Webhook for ${hook.url} registered.`)
+            : secretOnce({
+                title: `Webhook for ${hook.url} registered`,
+                label: "Its signing secret",
+                value: hook.secret
+              })
       )
       await hooks.load()
     }

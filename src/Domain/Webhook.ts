@@ -9,6 +9,9 @@ import { InstantCeilFromString, InstantFromString, Timestamp } from "./Time.js"
 export const WebhookStatus = oneOf("active", "failed")
 export type WebhookStatus = typeof WebhookStatus.Type
 export const DeliveryStatus = oneOf("pending", "delivered", "failed")
+/** How a webhook's deliveries are signed: with its shared secret (HMAC), or with its Ed25519 private key. */
+export const WebhookSignature = oneOf("hmac", "ed25519")
+export type WebhookSignature = typeof WebhookSignature.Type
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
 export const Webhook = Schema.Struct({
@@ -16,6 +19,17 @@ export const Webhook = Schema.Struct({
   url: Schema.String,
   events: Schema.Array(EventType),
   status: WebhookStatus,
+  signature: WebhookSignature.annotations({
+    description:
+      "`hmac`: signed with the shared secret (`v1,…` and `X-Service-Signature`); `ed25519`: signed with the webhook's private key (`v1a,…`), verified with `public_key`"
+  }),
+  public_key: Schema.NullOr(Schema.String).annotations({
+    description: "An `ed25519` webhook's public key: `whpk_` and the base64 of its 32 raw bytes (null for `hmac`)"
+  }),
+  previous_public_key: Schema.NullOr(Schema.String).annotations({
+    description:
+      "The public key rotated out, while its private key still signs (until the rotation's `previous_secret_expires_at`)"
+  }),
   created_at: Timestamp,
   updated_at: Timestamp,
   failed_at: Schema.NullOr(Timestamp),
@@ -53,7 +67,8 @@ export const WebhookSecret = Schema.String.pipe(
 export const NewWebhook = Schema.Struct({
   url: WebhookUrl,
   events: WebhookEvents,
-  secret: optional(WebhookSecret)
+  secret: optional(WebhookSecret),
+  signature: optional(WebhookSignature)
 })
 export type NewWebhook = typeof NewWebhook.Type
 
@@ -181,7 +196,11 @@ export const ClaimedDelivery = Schema.Struct({
   /** When the next scheduled attempt falls due (for the lag metric), null when none is. */
   next_attempt_at: Schema.NullOr(Timestamp),
   url: Schema.String,
-  /** As stored (encrypted, src/Secrets/KeyRing.ts) until the worker decrypts it for the attempt. */
+  signature: WebhookSignature,
+  /**
+   * As stored (encrypted, src/Secrets/KeyRing.ts) until the worker decrypts it for the attempt; for an `ed25519`
+   * webhook, its private key (PKCS #8, base64).
+   */
   secret: Schema.String,
   /** The secret rotated out, which signs too until `previous_secret_expires_at`. */
   previous_secret: Schema.NullOr(Schema.String),

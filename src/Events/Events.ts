@@ -39,7 +39,7 @@ import { AuditId, DeliveryId, EventId, makeId, WebhookId } from "../Domain/Ids.j
 import { CurrentPrincipal, type Principal } from "../Domain/Principal.js"
 import { CurrentRequestIdentity } from "../Domain/RequestId.js"
 import { nowIso } from "../Domain/Time.js"
-import { type ClaimedDelivery, TEST_EVENT, WebhookStatus } from "../Domain/Webhook.js"
+import { type ClaimedDelivery, TEST_EVENT, WebhookSignature, WebhookStatus } from "../Domain/Webhook.js"
 import { currentTraceparent } from "../Observability/TraceContext.js"
 import { traced } from "../Observability/Traced.js"
 import { DeliveryInbox } from "./Inbox.js"
@@ -90,6 +90,7 @@ export interface RecordedEvent {
 export const Subscriber = Schema.Struct({
   id: WebhookId,
   url: Schema.String,
+  signature: WebhookSignature,
   /** As stored (encrypted): the delivery worker decrypts it (src/Secrets/KeyRing.ts). */
   secret: Schema.String,
   /** The secret rotated out, which signs too until `previous_secret_expires_at`. */
@@ -145,7 +146,9 @@ export class Events extends Effect.Service<Events>()("Events", {
     const sql = yield* SqlClient.SqlClient
     const inbox = yield* DeliveryInbox
     /** What a delivery's attempt needs of its webhook (the `Subscriber` fields). */
-    const subscriberColumns = sql.literal("id, url, secret, previous_secret, previous_secret_expires_at, status")
+    const subscriberColumns = sql.literal(
+      "id, url, signature, secret, previous_secret, previous_secret_expires_at, status"
+    )
 
     /** A webhook's `events` (JSON text, a list of type names) holds `type`. */
     const subscribesTo = (type: EventType) =>
@@ -258,6 +261,7 @@ export class Events extends Effect.Service<Events>()("Events", {
             manual: 0,
             next_attempt_at: event.createdAt,
             url: hook.url,
+            signature: hook.signature,
             secret: hook.secret,
             previous_secret: hook.previous_secret,
             previous_secret_expires_at: hook.previous_secret_expires_at,

@@ -22,6 +22,7 @@ interface SecretColumn {
 }
 
 export const SECRET_COLUMNS: ReadonlyArray<SecretColumn> = [
+  // A webhook's shared secret, or for an `ed25519` webhook its private key (PKCS #8), and the rotated-out one.
   { table: "webhooks", keys: ["id"], column: "secret" },
   { table: "webhooks", keys: ["id"], column: "previous_secret" },
   { table: "jwt_signing_keys", keys: ["kid"], column: "private_jwk" },

@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import { EventType } from "../Domain/EventTypes.js"
 import { DeliveryId, UserId, WebhookId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
+import { nowIso } from "../Domain/Time.js"
 import {
   attemptFields,
   ClaimedDelivery,
@@ -11,6 +12,7 @@ import {
   type DeliveryStatus,
   Headers,
   Webhook,
+  WebhookSignature,
   type WebhookSort,
   type WebhookStatus
 } from "../Domain/Webhook.js"
@@ -27,7 +29,9 @@ const NewWebhookRow = Schema.Struct({
   user_id: UserId,
   url: Schema.String,
   events: Events,
+  signature: WebhookSignature,
   secret: Schema.String,
+  public_key: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String
 })
@@ -80,7 +84,11 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     const keyRing = yield* KeyRing
     const listDeliveryRows = makeListPage(Delivery)
     const listWebhooks = makeListPage(WebhookRow)
-    const columns = sql`w.id, w.url, w.events, w.status, w.created_at, w.updated_at, w.failed_at, w.disabled_at`
+    // The rotated-out public key is shown while its private key still signs.
+    const columns = () =>
+      sql`w.id, w.url, w.events, w.status, w.signature, w.public_key,
+        CASE WHEN w.previous_secret_expires_at > ${nowIso()} THEN w.previous_public_key END AS previous_public_key,
+        w.created_at, w.updated_at, w.failed_at, w.disabled_at`
     // The latest attempt's status code: one step down the attempts' primary key per delivery shown.
     const deliveryColumns = sql`d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at, d.last_attempt_at,
       (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.number DESC LIMIT 1) AS last_status_code,
@@ -96,13 +104,13 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     const find = Rows.findOne({
       Request: Schema.Struct({ userId: Schema.String, id: WebhookId }),
       Result: WebhookRow,
-      execute: ({ id, userId }) => sql`SELECT ${columns} FROM webhooks w WHERE w.id = ${id} AND w.user_id = ${userId}`
+      execute: ({ id, userId }) => sql`SELECT ${columns()} FROM webhooks w WHERE w.id = ${id} AND w.user_id = ${userId}`
     })
 
     const list = (userId: string, query: ListQuery<WebhookSort, WebhookStatus>) =>
       listWebhooks(
         {
-          select: columns,
+          select: columns(),
           from: sql`webhooks w`,
           where: [sql`w.user_id = ${userId}`, ...(query.status !== undefined ? [sql`w.status = ${query.status}`] : [])],
           columns: { created_at: "w.created_at", updated_at: "w.updated_at" },
@@ -210,12 +218,12 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
      * verifying until `expiresAt`; `secret` signs from now on. One statement, so two rotations at once each keep
      * the secret the other put in or took out, never a third.
      */
-    const rotateSecret = (id: WebhookId, secret: string, expiresAt: string, now: string) =>
+    const rotateSecret = (id: WebhookId, secret: string, publicKey: string | null, expiresAt: string, now: string) =>
       Effect.flatMap(
         keyRing.encrypt(secret, id),
         (encrypted) =>
           sql`UPDATE webhooks SET previous_secret = secret, previous_secret_expires_at = ${expiresAt},
-                secret = ${encrypted}, updated_at = ${now}
+                previous_public_key = public_key, secret = ${encrypted}, public_key = ${publicKey}, updated_at = ${now}
               WHERE id = ${id}`
       ).pipe(Effect.asVoid)
 
@@ -278,7 +286,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         sql`
           SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.attempt_count, d.status, d.manual, d.claim_token, d.next_attempt_at,
                  (SELECT COALESCE(MAX(a.number), 0) FROM delivery_attempts a WHERE a.delivery_id = d.id) AS attempts_made,
-                 w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.status AS webhook_status,
+                 w.url, w.signature, w.secret, w.previous_secret, w.previous_secret_expires_at, w.status AS webhook_status,
                  e.payload, e.trace_context
           FROM deliveries d
           JOIN webhooks w ON w.id = d.webhook_id

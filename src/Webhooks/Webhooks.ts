@@ -25,6 +25,7 @@ import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { readForWrite, whenConditional } from "../Sql/Preconditions.js"
+import { generateKeyPair } from "./Delivery/Ed25519.js"
 import { checkTarget } from "./Delivery/Targets.js"
 import { type DeliveryQuery, WebhooksRepo } from "./Repo.js"
 
@@ -32,6 +33,11 @@ import { type DeliveryQuery, WebhooksRepo } from "./Repo.js"
 const RECOVERY_WINDOW = Duration.days(14)
 
 const generatedSecret = () => `whsec_${randomBase62(32)}`
+
+const noSecretForEd25519 = ValidationFailed.field(
+  "secret",
+  "cannot be set on a webhook with signature ed25519 (it is signed with a key pair)"
+)
 
 /** One webhook per URL per user: a second registration would deliver every event twice. */
 const urlTaken =
@@ -80,8 +86,15 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     })
 
     const create = traced("Webhooks.create")(function* (principal: Principal, input: NewWebhook) {
+      const signature = input.signature ?? "hmac"
+      if (signature === "ed25519" && input.secret !== undefined) {
+        return yield* Effect.fail(
+          ValidationFailed.field("secret", "must not be given with signature ed25519 (it is signed with a key pair)")
+        )
+      }
       yield* guard(input.url)
-      const generated = input.secret === undefined ? generatedSecret() : undefined
+      const pair = signature === "ed25519" ? yield* generateKeyPair : undefined
+      const generated = input.secret === undefined && pair === undefined ? generatedSecret() : undefined
       const now = nowIso()
       const eventTypes = Array.from(new Set(input.events))
       const id = WebhookId.make(makeId("webhook"))
@@ -92,7 +105,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
             user_id: principal.userId,
             url: input.url,
             events: eventTypes,
-            secret: input.secret ?? generated ?? "",
+            signature,
+            secret: pair?.privateKey ?? input.secret ?? generated ?? "",
+            public_key: pair?.publicKey ?? null,
             created_at: now,
             updated_at: now
           })
@@ -103,6 +118,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         url: input.url,
         events: eventTypes,
         status: "active",
+        signature,
+        public_key: pair?.publicKey ?? null,
+        previous_public_key: null,
         created_at: now,
         updated_at: now,
         failed_at: null,
@@ -118,6 +136,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
 
     const update = traced("Webhooks.update")(function* (principal: Principal, id: WebhookId, patch: WebhookPatch) {
       const before = yield* readForWrite(Webhook, "webhooks", id, find(principal, id))
+      if (patch.secret !== undefined && before.signature === "ed25519") yield* Effect.fail(noSecretForEd25519)
       if (patch.url !== undefined) yield* guard(patch.url)
       const now = nowIso()
       const recordUpdate = Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), (after) =>
@@ -205,11 +224,20 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       input: SecretRotation
     ) {
       const current = yield* find(principal, id)
-      const generated = input.secret === undefined ? generatedSecret() : undefined
+      if (current.signature === "ed25519" && input.secret !== undefined) yield* Effect.fail(noSecretForEd25519)
+      // An Ed25519 webhook gets a new key pair; its private key is never shown.
+      const pair = current.signature === "ed25519" ? yield* generateKeyPair : undefined
+      const generated = input.secret === undefined && pair === undefined ? generatedSecret() : undefined
       const now = new Date()
       const expiresAt = new Date(now.getTime() + Duration.toMillis(secretOverlap)).toISOString()
       yield* repo
-        .rotateSecret(id, input.secret ?? generated ?? "", expiresAt, now.toISOString())
+        .rotateSecret(
+          id,
+          pair?.privateKey ?? input.secret ?? generated ?? "",
+          pair?.publicKey ?? null,
+          expiresAt,
+          now.toISOString()
+        )
         .pipe(Effect.zipRight(audit("webhook.secret_rotated", principal, current)), events.transaction, Effect.orDie)
       const hook = yield* find(principal, id)
       const rotated: RotatedWebhook = {

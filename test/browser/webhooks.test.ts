@@ -381,6 +381,24 @@ test("a delivery retrying says so (attempt 1 of 5 failed, next at HH:MM with the
   expect(await page.locator("details.exchange").count()).toBe(3)
 }, 60_000)
 
+test("register an Ed25519 webhook: the Signature choice, and its public key shown instead of a secret", async () => {
+  const { page } = session
+  await page.getByRole("link", { name: "Webhooks", exact: true }).click()
+  await page.getByRole("heading", { level: 1, name: "Webhooks" }).waitFor()
+  await page.getByText("Register a webhook").click()
+  await page.getByLabel("Payload URL").fill(receiver.url("/ed25519"))
+  await page.locator('form[aria-label="Register a webhook"]').getByLabel("project.created").check()
+  await page.getByLabel("Signature").selectOption("ed25519")
+  await page.getByRole("button", { name: "Register webhook" }).click()
+  const shown = page.locator(".flash code", { hasText: "whpk_" })
+  await shown.waitFor()
+  const hooks = await server.request("/v1/webhooks", { key: annKey })
+  const hook = hooks.body.data.find((w: { url: string }) => w.url === receiver.url("/ed25519"))
+  expect(hook.signature).toBe("ed25519")
+  expect(await shown.textContent()).toBe(hook.public_key)
+  await session.shots("11-webhook-ed25519")
+}, 30_000)
+
 test("nothing left 127.0.0.1 from the page, and no CSP violation or error reached the console", () => {
   expectOnlyLoopback(session)
   expectNoProblems(session)

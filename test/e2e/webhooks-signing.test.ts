@@ -257,6 +257,9 @@ describe("secret rotation", () => {
         "updated_at",
         "failed_at",
         "disabled_at",
+        "signature",
+        "public_key",
+        "previous_public_key",
         "previous_secret_expires_at",
         "secret"
       ].sort()

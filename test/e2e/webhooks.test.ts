@@ -190,7 +190,10 @@ describe("registration", () => {
       "events",
       "failed_at",
       "id",
+      "previous_public_key",
+      "public_key",
       "secret",
+      "signature",
       "status",
       "updated_at",
       "url"

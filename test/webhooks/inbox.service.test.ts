@@ -212,6 +212,7 @@ describe("shutdown gives back what no attempt started", () => {
       manual: 0,
       next_attempt_at: new Date().toISOString(),
       url: "http://127.0.0.1:1/hook",
+      signature: "hmac",
       secret: "whsec_x",
       previous_secret: null,
       previous_secret_expires_at: null,

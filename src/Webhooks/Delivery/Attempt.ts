@@ -6,6 +6,8 @@
 import { createHmac } from "node:crypto"
 import { isIP } from "node:net"
 import { Context, Duration, Effect } from "effect"
+import type { WebhookSignature } from "../../Domain/Webhook.js"
+import { ed25519Signature } from "./Ed25519.js"
 import { type Resolver, resolveTarget, systemResolver } from "./Targets.js"
 
 export const USER_AGENT = "ProjectCollaborationService-Webhooks/1.0"
@@ -44,10 +46,30 @@ export const standardSignature = (key: Buffer, id: string, timestamp: number, bo
  * current secret, and the Standard Webhooks three, whose signature lists the current secret's entry first and,
  * while a rotated-out secret still verifies, its entry second. Each key is derived once per attempt.
  */
+export interface SignatureHeaders {
+  readonly "webhook-id": string
+  readonly "webhook-timestamp": string
+  readonly "webhook-signature": string
+  /** Only for a webhook with a shared secret (`hmac`). */
+  readonly "x-service-signature"?: string
+}
+
 export const signatureHeaders = (
-  request: Pick<AttemptRequest, "secret" | "previousSecret" | "eventId" | "body">,
+  request: Pick<AttemptRequest, "signature" | "secret" | "previousSecret" | "eventId" | "body">,
   timestamp: number
-) => {
+): SignatureHeaders => {
+  if (request.signature === "ed25519") {
+    // No shared secret, so no `X-Service-Signature`: the `v1a` entries, the current key's first.
+    const current = ed25519Signature(request.secret, request.eventId, timestamp, request.body)
+    return {
+      "webhook-id": request.eventId,
+      "webhook-timestamp": String(timestamp),
+      "webhook-signature":
+        request.previousSecret === null
+          ? current
+          : `${current} ${ed25519Signature(request.previousSecret, request.eventId, timestamp, request.body)}`
+    }
+  }
   const current = standardSignature(signingKey(request.secret), request.eventId, timestamp, request.body)
   return {
     "x-service-signature": signature(request.secret, request.body),
@@ -79,6 +101,11 @@ export interface AttemptOptions {
 
 export interface AttemptRequest {
   readonly url: string
+  /**
+   * `hmac` (when not given): `secret` is the shared secret; `ed25519`: the private key (PKCS #8, base64),
+   * `previousSecret` too.
+   */
+  readonly signature?: WebhookSignature | undefined
   readonly secret: string
   /** The secret rotated out, while it still verifies; else null. */
   readonly previousSecret: string | null

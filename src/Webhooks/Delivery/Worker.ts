@@ -170,6 +170,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
             : null
         const request = {
           url: claimed.url,
+          signature: claimed.signature,
           secret: claimed.secret,
           previousSecret,
           body: claimed.payload,
