@@ -75,17 +75,63 @@ const withoutFrameworkDecodeError = (spec: Record<string, unknown>): Record<stri
   return result !== null && typeof result === "object" && !Array.isArray(result) ? { ...result } : spec
 }
 
+// Each group's tag carries a readable name and a description (what /docs shows as section names).
 export class Api extends HttpApi.make("api")
-  .add(ProjectsApi)
-  .add(UsersApi)
-  .add(TeamsApi)
-  .add(InvitationsApi)
-  .add(DeploymentsApi)
-  .add(ApiKeysApi)
-  .add(WebhooksApi)
-  .add(EventsApi)
-  .add(OAuthClientsApi)
-  .add(AuthorizationsApi)
+  .add(
+    ProjectsApi.annotate(OpenApi.Title, "Projects").annotate(
+      OpenApi.Description,
+      "Projects: create, read, change and delete them"
+    )
+  )
+  .add(UsersApi.annotate(OpenApi.Title, "Your profile").annotate(OpenApi.Description, "Your own user: name and avatar"))
+  .add(
+    TeamsApi.annotate(OpenApi.Title, "Teams").annotate(
+      OpenApi.Description,
+      "Teams, their members and their invitations"
+    )
+  )
+  .add(
+    InvitationsApi.annotate(OpenApi.Title, "Invitations").annotate(
+      OpenApi.Description,
+      "Invitations addressed to you: accept or decline them"
+    )
+  )
+  .add(
+    DeploymentsApi.annotate(OpenApi.Title, "Deployments").annotate(
+      OpenApi.Description,
+      "A project's deployments: start them and record how they finished"
+    )
+  )
+  .add(
+    ApiKeysApi.annotate(OpenApi.Title, "API keys").annotate(
+      OpenApi.Description,
+      "Your API keys: create and revoke them"
+    )
+  )
+  .add(
+    WebhooksApi.annotate(OpenApi.Title, "Webhooks").annotate(
+      OpenApi.Description,
+      "Endpoints that receive signed event deliveries, their delivery log, retries and secrets"
+    )
+  )
+  .add(
+    EventsApi.annotate(OpenApi.Title, "Events").annotate(
+      OpenApi.Description,
+      "The events whose audience includes you, exactly as delivered"
+    )
+  )
+  .add(
+    OAuthClientsApi.annotate(OpenApi.Title, "OAuth clients").annotate(
+      OpenApi.Description,
+      "The OAuth applications you registered"
+    )
+  )
+  .add(
+    AuthorizationsApi.annotate(OpenApi.Title, "Authorized apps").annotate(
+      OpenApi.Description,
+      "The OAuth applications you gave access to, and revoking it"
+    )
+  )
   // What any `/v1` request can get, whatever its route; the rest is declared per endpoint (src/Contract/Errors.ts)
   // and by the `Authentication` middleware (401, 403, 429).
   .addError(ApiErrors.NotFound)
