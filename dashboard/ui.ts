@@ -202,7 +202,11 @@ const restoreFocus = (opener: HTMLElement, ancestors: ReadonlyArray<Element>): v
 
 /** A new action starts: the result banner of the previous one (`.flash`) is no longer news. */
 const clearBanners = (): void => {
-  for (const banner of Array.from(document.querySelectorAll(".flash"))) banner.remove()
+  // Hidden and emptied, not removed: a page may keep its banner element to say the next result in.
+  for (const banner of Array.from(document.querySelectorAll<HTMLElement>(".flash"))) {
+    banner.hidden = true
+    banner.replaceChildren()
+  }
 }
 
 /** Runs `action` on submit with the form's buttons busy; any failure is shown on the form. */
