@@ -24,7 +24,7 @@ import {
   takeFlash
 } from "./router.ts"
 import type { User } from "./types.ts"
-import { errorBox } from "./ui.ts"
+import { errorBox, focusQuietly } from "./ui.ts"
 
 const ID = "([^/]+)"
 route(/^\/sign-in$/, signInPage, { public: true })
@@ -110,6 +110,8 @@ const app: HTMLElement = appElement
 const render = (focus: boolean): void => {
   const path = location.pathname
   const found = match(path)
+  // Focus inside the page being replaced (an action that reloads it): it is put back on the new page's heading.
+  const hadFocus = app.querySelector("main")?.contains(document.activeElement) === true
   if (found !== undefined && found.route.public !== true && !signedIn()) {
     const next = path + location.search
     navigate(`${BASE}/sign-in${next === BASE || next === `${BASE}/` ? "" : `?next=${encodeURIComponent(next)}`}`, {
@@ -142,6 +144,13 @@ const render = (focus: boolean): void => {
     Promise.resolve()
       .then(() => found.route.render(context))
       .catch((error: unknown) => root.append(errorBox(error)))
+      .finally(() => {
+        // A page of one record adds its h1 once the record is read: focus it then, unless the user moved on.
+        const active = document.activeElement
+        const lost = active === null || active === document.body || active === main || !active.isConnected
+        const heading = root.querySelector<HTMLElement>("h1")
+        if ((focus || hadFocus) && lost && heading !== null) focusQuietly(heading)
+      })
   }
   if (focus) queueMicrotask(() => root.querySelector<HTMLElement>("h1")?.focus())
 }

@@ -141,20 +141,93 @@ export const showFormError = (form: HTMLFormElement, error: unknown): void => {
   firstInvalid?.focus()
 }
 
-/** Runs `action` on submit with the form's buttons disabled; any failure is shown on the form. */
+/**
+ * Busy, not disabled: a disabled button loses focus (to `<body>`), so a button at work keeps focus and says so with
+ * `aria-disabled` and `aria-busy`; its clicks are ignored until it is done.
+ */
+const setBusy = (button: HTMLButtonElement, busy: boolean): void => {
+  if (busy) {
+    button.setAttribute("aria-disabled", "true")
+    button.setAttribute("aria-busy", "true")
+  } else {
+    button.removeAttribute("aria-disabled")
+    button.removeAttribute("aria-busy")
+  }
+}
+
+const isBusy = (element: Element): boolean => element.getAttribute("aria-busy") === "true"
+
+/** Whether focus was lost: on `<body>`, nowhere, or on an element no longer on the page. */
+const focusLost = (): boolean => {
+  const active = document.activeElement
+  return active === null || active === document.body || !active.isConnected
+}
+
+/** Focus on an element that is not focusable by itself (a heading): made focusable by script only. */
+export const focusQuietly = (element: HTMLElement): void => {
+  if (!element.hasAttribute("tabindex")) element.setAttribute("tabindex", "-1")
+  element.focus()
+}
+
+/**
+ * Where focus goes when the element that had it is gone (its row was deleted, its panel closed): the heading of
+ * the nearest region that is still on the page, else the page's `h1`.
+ */
+const neighbourOf = (ancestors: ReadonlyArray<Element>): HTMLElement | null => {
+  for (const ancestor of ancestors) {
+    if (!ancestor.isConnected) continue
+    const heading = ancestor.querySelector<HTMLElement>("h1, h2, h3")
+    if (heading !== null) return heading
+  }
+  return document.querySelector<HTMLElement>("main h1")
+}
+
+const ancestorsOf = (element: Element): Array<Element> => {
+  const found: Array<Element> = []
+  for (let at = element.parentElement; at !== null; at = at.parentElement) {
+    if (at.matches("section, form, .page, main")) found.push(at)
+  }
+  return found
+}
+
+/** After an action: focus back on `opener` if it is still there, else on a neighbour; never left on `<body>`. */
+const restoreFocus = (opener: HTMLElement, ancestors: ReadonlyArray<Element>): void => {
+  if (!focusLost()) return
+  if (opener.isConnected) opener.focus()
+  else {
+    const neighbour = neighbourOf(ancestors)
+    if (neighbour !== null) focusQuietly(neighbour)
+  }
+}
+
+/** A new action starts: the result banner of the previous one (`.flash`) is no longer news. */
+const clearBanners = (): void => {
+  // Hidden and emptied, not removed: a page may keep its banner element to say the next result in.
+  for (const banner of Array.from(document.querySelectorAll<HTMLElement>(".flash"))) {
+    banner.hidden = true
+    banner.replaceChildren()
+  }
+}
+
+/** Runs `action` on submit with the form's buttons busy; any failure is shown on the form. */
 export const onSubmit = (form: HTMLFormElement, action: (form: HTMLFormElement) => Promise<void>): HTMLFormElement => {
   form.noValidate = true
   form.addEventListener("submit", (event) => {
     event.preventDefault()
+    if (isBusy(form)) return
     const buttons = Array.from(form.querySelectorAll("button"))
-    for (const button of buttons) button.disabled = true
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : form
+    const ancestors = ancestorsOf(opener)
+    for (const button of buttons) setBusy(button, true)
     form.setAttribute("aria-busy", "true")
     clearErrors(form)
+    clearBanners()
     action(form)
       .catch((error: unknown) => showFormError(form, error))
       .finally(() => {
-        for (const button of buttons) button.disabled = false
+        for (const button of buttons) setBusy(button, false)
         form.removeAttribute("aria-busy")
+        restoreFocus(opener, ancestors)
       })
   })
   return form
@@ -173,9 +246,12 @@ export const actionButton = (
       class: options.className,
       "aria-label": options.ariaLabel,
       onclick: () => {
-        button.disabled = true
+        if (isBusy(button)) return
+        setBusy(button, true)
+        const ancestors = ancestorsOf(button)
         const place = options.errors ?? button.parentElement
         place?.querySelector(":scope > .inline-error")?.remove()
+        clearBanners()
         action()
           .catch((error: unknown) => {
             const note = h("p", { class: "inline-error", role: "alert" }, messageOf(error))
@@ -183,7 +259,8 @@ export const actionButton = (
             else button.after(note)
           })
           .finally(() => {
-            if (button.isConnected) button.disabled = false
+            setBusy(button, false)
+            restoreFocus(button, ancestors)
           })
       }
     },
@@ -210,15 +287,27 @@ export const confirmAction = (message: string, confirmLabel: string): Promise<bo
       )
     )
   )
+  const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
   document.body.append(dialog)
   dialog.showModal()
   return new Promise((resolve) => {
     dialog.addEventListener("close", () => {
-      resolve(dialog.returnValue === "confirm")
       dialog.remove()
+      // Back where it came from (the browser's own return can miss when the opener changed meanwhile).
+      if (opener?.isConnected) opener.focus()
+      resolve(dialog.returnValue === "confirm")
     })
   })
 }
+
+/**
+ * A URL that wraps at its separators (after `/`, before `?`, `&`, `.`, `#`) rather than mid-word: `<wbr>` break
+ * opportunities; a segment longer than the line still breaks (`.url`'s `overflow-wrap: break-word`).
+ */
+export const breakableUrl = (url: string): Array<Child> =>
+  url
+    .split(/(?<=\/)(?!\/)|(?=[?&.#])/)
+    .flatMap((part, index): Array<Child> => (index === 0 ? [part] : [h("wbr", null), part]))
 
 export const badge = (status: string): HTMLSpanElement => h("span", { class: `badge badge-${status}` }, status)
 
@@ -484,5 +573,11 @@ export const secretOnce = (options: {
     status,
     h("div", { class: "actions" }, h("button", { type: "button", onclick: () => panel.remove() }, "Done"))
   )
+  // Shown once: focus goes to it as soon as the page shows it, so its Copy is the next Tab.
+  requestAnimationFrame(() => {
+    if (!valueInput.isConnected) return
+    valueInput.focus()
+    valueInput.select()
+  })
   return panel
 }

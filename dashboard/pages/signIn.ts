@@ -43,29 +43,11 @@ export const signInPage = (context: PageContext): void => {
         navigate(next, { replace: true })
       }
     ),
-    // There is no self sign-up: accounts are made by whoever runs the service, with its operator command.
+    // There is no self sign-up; a visitor gets a neutral hint, not the operator's commands (docs/cli.md has them).
     h(
-      "section",
-      { class: "section", "aria-labelledby": "no-account-title" },
-      h("h2", { id: "no-account-title" }, "No account yet?"),
-      h(
-        "p",
-        null,
-        "Accounts are not made here: whoever runs this service makes one on the server, with a password read " +
-          "from standard input (never typed on the command line):"
-      ),
-      h(
-        "pre",
-        { class: "command" },
-        h("code", null, "bun run cli users create --email you@example.com --name 'Your Name' --password-stdin")
-      ),
-      h(
-        "p",
-        { class: "muted" },
-        "An account without a password (or a forgotten one) gets a new password with ",
-        h("code", null, "bun run cli users set-password --email you@example.com"),
-        ", which asks for it. See docs/cli.md."
-      )
+      "p",
+      { class: "muted" },
+      "No account yet, or forgot your password? Ask whoever runs this service: accounts are made there, not here."
     )
   )
 }

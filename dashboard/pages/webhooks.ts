@@ -22,6 +22,7 @@ import {
   actionButton,
   badge,
   changedMeanwhileBox,
+  breakableUrl,
   checkboxes,
   checkedValues,
   confirmAction,
@@ -60,7 +61,7 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
   const hooks = listRegion<Webhook>({
     caption: "Webhooks",
     columns: [
-      { label: "URL", cell: (hook) => h("a", { href: hookHref(hook.id), class: "url" }, hook.url) },
+      { label: "URL", cell: (hook) => h("a", { href: hookHref(hook.id), class: "url" }, breakableUrl(hook.url)) },
       { label: "Events", cell: (hook) => h("span", { class: "scopes" }, hook.events.join(", ")) },
       { label: "Status", cell: (hook) => badge(hook.status) },
       { label: "Created", cell: (hook) => when(hook.created_at) }
@@ -100,8 +101,8 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
       field({
         label: "Secret (optional)",
         name: "secret",
-        control: input({ type: "password", autocomplete: "new-password", minlength: 16 }),
-        hint: "16–256 characters. Leave empty and the service makes one, shown once."
+        control: input({ type: "text", autocomplete: "off", spellcheck: "false", minlength: 16 }),
+        hint: "16–256 characters, a new random one (never a password). Leave empty and the service makes one, shown once."
       }),
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Register webhook"))
     ),
@@ -571,7 +572,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       "dl",
       { class: "facts" },
       h("dt", null, "URL"),
-      h("dd", null, h("code", { class: "url" }, hook.url)),
+      h("dd", null, h("code", { class: "url" }, breakableUrl(hook.url))),
       h("dt", null, "Events"),
       h("dd", null, hook.events.join(", ")),
       h("dt", null, "ID"),

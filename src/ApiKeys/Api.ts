@@ -10,7 +10,9 @@ import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { ApiKey, CreatedApiKey, NewApiKey } from "../Domain/ApiKey.js"
 import { ApiKeyId } from "../Domain/Ids.js"
 
-export const CreateApiKey = strictBody(NewApiKey.fields, "CreateApiKey")
+export const CreateApiKey = strictBody(NewApiKey.fields, "CreateApiKey", {
+  example: { name: "CI deploys", scopes: ["read", "write"] }
+})
 
 export const ApiKeyListParams = listParams({
   sort: ["created_at", "name"],

@@ -26,7 +26,8 @@ export const CreateDeployment = strictBody(
     ref: Ref,
     description: Schema.optionalWith(DeploymentDescription, { default: () => "", exact: true })
   },
-  "CreateDeployment"
+  "CreateDeployment",
+  { example: { environment: "production", ref: "main" } }
 )
 
 export const UpdateDeployment = strictBody(
@@ -36,7 +37,8 @@ export const UpdateDeployment = strictBody(
     }),
     description: optional(DeploymentDescription)
   },
-  "UpdateDeployment"
+  "UpdateDeployment",
+  { example: { status: "succeeded" } }
 )
 
 const base = listParams({ sort: ["created_at", "updated_at"], status: deploymentStatuses })

@@ -21,8 +21,13 @@ import {
   OAuthClientWithSecret
 } from "../Domain/OAuth.js"
 
-export const CreateOAuthClient = strictBody(NewOAuthClient.fields, "CreateOAuthClient")
-export const UpdateOAuthClient = strictBody(OAuthClientPatch.fields, "UpdateOAuthClient", { nonEmpty: true })
+export const CreateOAuthClient = strictBody(NewOAuthClient.fields, "CreateOAuthClient", {
+  example: { name: "Deploy bot", redirect_uris: ["https://app.example.com/callback"] }
+})
+export const UpdateOAuthClient = strictBody(OAuthClientPatch.fields, "UpdateOAuthClient", {
+  nonEmpty: true,
+  example: { name: "Deploy bot (staging)" }
+})
 
 export const OAuthClientListParams = listParamsNoStatus({ sort: ["created_at", "updated_at", "name"] })
 export const AuthorizationListParams = listParamsNoStatus({ sort: ["created_at", "name"] })

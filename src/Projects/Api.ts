@@ -10,8 +10,13 @@ import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { ProjectId } from "../Domain/Ids.js"
 import { NewProject, Project, ProjectPatch } from "../Domain/Project.js"
 
-export const CreateProject = strictBody(NewProject.fields, "CreateProject")
-export const UpdateProject = strictBody(ProjectPatch.fields, "UpdateProject", { nonEmpty: true })
+export const CreateProject = strictBody(NewProject.fields, "CreateProject", {
+  example: { name: "Website", description: "The public site", visibility: "private" }
+})
+export const UpdateProject = strictBody(ProjectPatch.fields, "UpdateProject", {
+  nonEmpty: true,
+  example: { name: "Website", description: "The public site, rebuilt" }
+})
 
 export const ProjectListParams = listParams({
   sort: ["created_at", "updated_at", "name"],

@@ -35,10 +35,12 @@ export const MyInvitationListParams = Schema.Struct({
   )
 })
 
-export const CreateTeam = strictBody({ name: TeamName }, "CreateTeam")
-export const UpdateTeam = strictBody({ name: TeamName }, "UpdateTeam")
-export const UpdateMember = strictBody({ role: TeamRole }, "UpdateMember")
-export const CreateInvitation = strictBody({ email: InviteeEmail, role: TeamRole }, "CreateInvitation")
+export const CreateTeam = strictBody({ name: TeamName }, "CreateTeam", { example: { name: "Platform" } })
+export const UpdateTeam = strictBody({ name: TeamName }, "UpdateTeam", { example: { name: "Platform team" } })
+export const UpdateMember = strictBody({ role: TeamRole }, "UpdateMember", { example: { role: "admin" } })
+export const CreateInvitation = strictBody({ email: InviteeEmail, role: TeamRole }, "CreateInvitation", {
+  example: { email: "grace@example.com", role: "member" }
+})
 
 const teamId = HttpApiSchema.param("team_id", TeamId)
 const userId = HttpApiSchema.param("user_id", UserId)

@@ -7,7 +7,7 @@ import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { User, UserPatch } from "../Domain/User.js"
 
-export const UpdateMe = strictBody(UserPatch.fields, "UpdateMe", { nonEmpty: true })
+export const UpdateMe = strictBody(UserPatch.fields, "UpdateMe", { nonEmpty: true, example: { name: "Ada Lovelace" } })
 
 export class UsersApi extends HttpApiGroup.make("users")
   .annotate(OpenApi.Description, "Your own user record")

@@ -25,8 +25,13 @@ import {
   WebhookPatch
 } from "../Domain/Webhook.js"
 
-export const CreateWebhook = strictBody(NewWebhook.fields, "CreateWebhook")
-export const UpdateWebhook = strictBody(WebhookPatch.fields, "UpdateWebhook", { nonEmpty: true })
+export const CreateWebhook = strictBody(NewWebhook.fields, "CreateWebhook", {
+  example: { url: "https://example.com/hooks", events: ["project.created", "deployment.completed"] }
+})
+export const UpdateWebhook = strictBody(WebhookPatch.fields, "UpdateWebhook", {
+  nonEmpty: true,
+  example: { events: ["project.created"] }
+})
 
 export const WebhookListParams = listParams({ sort: ["created_at", "updated_at"], status: ["active", "failed"] })
 export const DeliveryListParams = Schema.Struct({
@@ -47,7 +52,9 @@ export const TestWebhook = Schema.Struct({})
       { identifier: "TestWebhook" }
     )
   )
-export const RecoverDeliveries = strictBody(Recovery.fields, "RecoverDeliveries")
+export const RecoverDeliveries = strictBody(Recovery.fields, "RecoverDeliveries", {
+  example: { since: "2026-01-31T12:00:00Z" }
+})
 
 const id = HttpApiSchema.param("id", WebhookId)
 const deliveryId = HttpApiSchema.param("delivery_id", DeliveryId)
