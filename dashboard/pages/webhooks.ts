@@ -21,8 +21,8 @@ import {
 import {
   actionButton,
   badge,
-  changedMeanwhileBox,
   breakableUrl,
+  changedMeanwhileBox,
   checkboxes,
   checkedValues,
   confirmAction,

@@ -92,7 +92,7 @@ export type AuditCredential = typeof AuditCredential.Type
 export const AuditChanges = Schema.Record({
   key: Schema.String,
   value: Schema.Tuple(Schema.Unknown, Schema.Unknown).annotations({
-    jsonSchema: { type: "array", minItems: 2, maxItems: 2, description: "[before, after]" }
+    jsonSchema: { type: "array", items: {}, minItems: 2, maxItems: 2, description: "[before, after]" }
   })
 })
 export type AuditChanges = typeof AuditChanges.Type
