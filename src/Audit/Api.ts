@@ -3,12 +3,13 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { ParseResult, Schema } from "effect"
-import { List } from "../Contract/Envelope.js"
+import { CursorList, List } from "../Contract/Envelope.js"
 import { withParamErrors } from "../Contract/Errors.js"
 import { PageNumber, PerPage } from "../Contract/ListParams.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { AuditAction, AuditRecord, auditActions } from "../Domain/Audit.js"
-import { TeamId, UserId } from "../Domain/Ids.js"
+import { ApiErrors } from "../Domain/Errors.js"
+import { AuditId, TeamId, UserId } from "../Domain/Ids.js"
 import { optional } from "../Domain/Payload.js"
 import { InstantCeilFromString, InstantFromString } from "../Domain/Time.js"
 
@@ -31,9 +32,20 @@ export const AuditActionFilter = Schema.transformOrFail(Schema.String, Schema.Ar
   description: `One action, or several separated by commas: ${auditActions.join(", ")}`
 })
 
-/** An audit log's query: newest first always; filters by action, actor and creation time. */
+/**
+ * An audit log's query: newest first always; filters by action, actor and creation time. With `after` (a cursor:
+ * the records after that one, oldest first) only `per_page`, `action` and `actor_id` apply.
+ */
 export const AuditListParams = Schema.Struct({
-  page: Schema.optionalWith(PageNumber, { default: () => 1, exact: true }),
+  after: optional(
+    AuditId.annotations({
+      description:
+        "An audit record id: the records of this log that follow it in the log's sequence (the order in which they " +
+        "became visible), oldest first; pass the last id of each page to the next. Not with page, created_after or " +
+        "created_before. 404 when it is not a record of this log, 410 cursor_expired when retention has removed it"
+    })
+  ),
+  page: optional(PageNumber),
   per_page: Schema.optionalWith(PerPage, { default: () => 20, exact: true }),
   action: optional(AuditActionFilter),
   actor_id: optional(UserId),
@@ -49,25 +61,27 @@ export class AuditApi extends HttpApiGroup.make("audit")
   .add(
     HttpApiEndpoint.get("teamLog")`/teams/${teamId}/audit-log`
       .setUrlParams(AuditListParams)
-      .addSuccess(List(AuditRecord))
+      .addSuccess(Schema.Union(List(AuditRecord), CursorList(AuditRecord)))
       .pipe(withParamErrors)
+      .addError(ApiErrors.CursorExpired)
       .annotate(RequiredScopes, ["read", "team:manage"])
       .annotate(
         OpenApi.Summary,
         "A team's audit log, newest first (team owners and admins only; filters: action, actor_id, " +
-          "created_after, created_before)"
+          "created_after, created_before); or, with after, the records that follow that one, oldest first"
       )
   )
   .add(
     HttpApiEndpoint.get("myLog")`/users/me/audit-log`
       .setUrlParams(AuditListParams)
-      .addSuccess(List(AuditRecord))
+      .addSuccess(Schema.Union(List(AuditRecord), CursorList(AuditRecord)))
       .pipe(withParamErrors)
+      .addError(ApiErrors.CursorExpired)
       .annotate(RequiredScopes, ["read"])
       .annotate(
         OpenApi.Summary,
         "Your security log: the records you made and those about what is yours, newest first (filters: action, " +
-          "actor_id, created_after, created_before)"
+          "actor_id, created_after, created_before); or, with after, the records that follow that one, oldest first"
       )
   )
   .middleware(Authentication) {}

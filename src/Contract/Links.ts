@@ -5,7 +5,8 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
 import { BaseUrlConfig } from "../Config.js"
 import { publicBaseUrl } from "../Domain/BaseUrl.js"
-import type { Page } from "../Domain/Lists.js"
+import { ValidationFailed } from "../Domain/Errors.js"
+import type { CursorPage, Page } from "../Domain/Lists.js"
 
 /**
  * The `Link` header (RFC 8288) for a page, as GitHub sends it: first, prev, next, last, keeping the other
@@ -82,3 +83,20 @@ export const makeWithCursorLinks = Effect.map(Effect.orDie(BaseUrlConfig), (base
     return page
   })
 )
+
+/**
+ * `validation_failed` naming each of the query parameters `names` (numbered paging, an order, bounds on
+ * `created_at`) that a cursor request (`after`) carries: "is not allowed with after".
+ */
+export const refuseWithAfter = (names: ReadonlyArray<string>) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const query = new URL(request.url, "http://localhost").searchParams
+    const given = names.filter((name) => query.has(name))
+    return given.length === 0
+      ? Effect.void
+      : Effect.fail(ValidationFailed.of(given.map((field) => ({ field, message: "is not allowed with after" }))))
+  })
+
+/** The id a cursor page's `rel="next"` link carries: its last item's, while the page is full. */
+export const nextAfter = <A extends { readonly id: string }>(page: CursorPage<A>): string | undefined =>
+  page.items.length === page.per_page ? page.items[page.items.length - 1]?.id : undefined

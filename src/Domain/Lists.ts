@@ -30,3 +30,9 @@ export interface Page<A> {
   readonly page: number
   readonly per_page: number
 }
+
+/** A page read with a cursor (`after`): the items after it, oldest first, up to `per_page`. */
+export interface CursorPage<A> {
+  readonly items: ReadonlyArray<A>
+  readonly per_page: number
+}

@@ -11,16 +11,11 @@ import { CursorExpired, NotFound } from "../Domain/Errors.js"
 import type { Event } from "../Domain/Event.js"
 import type { EventType } from "../Domain/EventTypes.js"
 import type { EventId } from "../Domain/Ids.js"
+import type { CursorPage } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
 import { traced } from "../Observability/Traced.js"
-import { wasRemoved } from "../Sql/Sequence.js"
+import { locate } from "../Sql/Sequence.js"
 import { EVENTS_SEQUENCE, type EventListQuery, EventsRepo } from "./Repo.js"
-
-/** A page read with a cursor: the events after it, oldest first, up to `per_page`. */
-export interface CursorPage<A> {
-  readonly items: ReadonlyArray<A>
-  readonly per_page: number
-}
 
 export class EventFeed extends Effect.Service<EventFeed>()("EventFeed", {
   dependencies: [EventsRepo.Default],
@@ -41,21 +36,17 @@ export class EventFeed extends Effect.Service<EventFeed>()("EventFeed", {
       principal: Principal,
       query: { readonly after: EventId; readonly per_page: number; readonly types: ReadonlyArray<EventType> }
     ) {
-      const from = yield* Effect.orDie(repo.positionOf(principal.userId, query.after))
-      if (Option.isNone(from)) {
-        // Someone else's event, still there, is not found; one that is gone was removed if retention got that far.
-        const removed =
-          !(yield* Effect.orDie(repo.exists(query.after))) &&
-          (yield* Effect.orDie(wasRemoved(EVENTS_SEQUENCE, query.after)))
-        if (removed) {
-          return yield* new CursorExpired({
-            message: `The event ${query.after} has been removed by retention; start again from created_after`
-          })
-        }
-        return yield* NotFound.resource("event", query.after)
+      const from = yield* Effect.orDie(
+        locate(EVENTS_SEQUENCE, query.after, repo.positionOf(principal.userId, query.after), repo.exists(query.after))
+      )
+      if (from === "removed") {
+        return yield* new CursorExpired({
+          message: `The event ${query.after} has been removed by retention; start again from created_after`
+        })
       }
+      if (from === "unknown") return yield* NotFound.resource("event", query.after)
       const items: ReadonlyArray<Event> = yield* Effect.orDie(
-        repo.after({ userId: principal.userId, from: from.value, types: query.types, limit: query.per_page })
+        repo.after({ userId: principal.userId, from, types: query.types, limit: query.per_page })
       )
       return { items, per_page: query.per_page } satisfies CursorPage<Event>
     })

@@ -1,23 +1,12 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import { makeWithCursorLinks, makeWithLinks } from "../Contract/Links.js"
-import { ValidationFailed } from "../Domain/Errors.js"
+import { makeWithCursorLinks, makeWithLinks, nextAfter, refuseWithAfter } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
 import { EventFeed } from "./Feed.js"
 
 /** What a cursor page (`after`) refuses: numbered paging, an order, and bounds on `created_at`. */
 const notWithAfter = ["page", "sort", "order", "created_after", "created_before"] as const
-
-/** `validation_failed` naming each parameter of `notWithAfter` the request carries. */
-const refuseWithAfter = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-  const query = new URL(request.url, "http://localhost").searchParams
-  const given = notWithAfter.filter((name) => query.has(name))
-  return given.length === 0
-    ? Effect.void
-    : Effect.fail(ValidationFailed.of(given.map((field) => ({ field, message: "is not allowed with after" }))))
-})
 
 export const EventsHttp = HttpApiBuilder.group(Api, "events", (handlers) =>
   Effect.gen(function* () {
@@ -29,17 +18,12 @@ export const EventsHttp = HttpApiBuilder.group(Api, "events", (handlers) =>
         const after = urlParams.after
         if (after !== undefined) {
           return Effect.zipRight(
-            refuseWithAfter,
+            refuseWithAfter(notWithAfter),
             CurrentPrincipal.pipe(
               Effect.flatMap((me) =>
                 feed.after(me, { after, per_page: urlParams.per_page, types: urlParams.type ?? [] })
               ),
-              Effect.flatMap((page) =>
-                withCursorLinks(
-                  page,
-                  page.items.length === page.per_page ? page.items[page.items.length - 1]?.id : undefined
-                )
-              )
+              Effect.flatMap((page) => withCursorLinks(page, nextAfter(page)))
             )
           )
         }

@@ -6,6 +6,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
+import { AUDIT_SEQUENCE } from "../Audit/Repo.js"
 import { EVENTS_SEQUENCE } from "../Events/Repo.js"
 import * as Rows from "../Sql/Rows.js"
 import { markRemoved } from "../Sql/Sequence.js"
@@ -113,13 +114,27 @@ export class RetentionRepo extends Effect.Service<RetentionRepo>()("RetentionRep
      * Up to `limit` rows of an OAuth table that expired before `before`. On PostgreSQL by row address: `id IN (…)`
      * was planned as a hash join over the whole table.
      */
-    /** Up to `limit` audit records created before `before`, oldest first. */
+    /**
+     * Up to `limit` audit records created before `before`, oldest first, noted as removed for the audit logs'
+     * cursor (a cursor naming one is then `410`, src/Sql/Sequence.ts) in the same transaction.
+     */
     const deleteAuditRecords = (before: string, limit: number) =>
-      Effect.map(
-        sql`DELETE FROM audit_log WHERE id IN (
-              SELECT id FROM audit_log WHERE created_at < ${before} ORDER BY created_at LIMIT ${limit}
-            ) RETURNING id`,
-        count
+      sql.withTransaction(
+        Effect.flatMap(
+          sql`DELETE FROM audit_log WHERE id IN (
+                SELECT id FROM audit_log WHERE created_at < ${before} ORDER BY created_at LIMIT ${limit}
+              ) RETURNING id`,
+          (rows) =>
+            Effect.flatMap(Effect.orDie(decodeIds(rows)), (deleted) =>
+              Effect.as(
+                markRemoved(
+                  AUDIT_SEQUENCE,
+                  deleted.map((row) => row.id)
+                ),
+                deleted.length
+              )
+            )
+        )
       )
 
     const deleteExpired = (table: OAuthTable, before: string, limit: number) =>

@@ -111,3 +111,23 @@ export const wasRemoved = (name: string, id: string): Effect.Effect<boolean, Sql
       onSome: (mark) => id <= mark.removed_through
     })
   })
+
+/**
+ * Where a cursor naming row `id` of feed `name` starts: its `Position` when the reader may start there (`found`,
+ * the position of the row among those the reader can see); else `"removed"` when no such row is left and retention
+ * got that far (`410`), `"unknown"` when it is someone else's or never existed (`404`). `exists`: whether the row is
+ * still there for anyone.
+ */
+export const locate = <E, R>(
+  name: string,
+  id: string,
+  found: Effect.Effect<Option.Option<Position>, E, R>,
+  exists: Effect.Effect<boolean, E, R>
+): Effect.Effect<Position | "removed" | "unknown", E | SqlError, R | SqlClient.SqlClient> =>
+  Effect.gen(function* () {
+    const from = yield* found
+    if (Option.isSome(from)) return from.value
+    // Someone else's row, still there, is not found; one that is gone was removed if retention got that far.
+    if (yield* exists) return "unknown"
+    return (yield* wasRemoved(name, id)) ? "removed" : "unknown"
+  })
