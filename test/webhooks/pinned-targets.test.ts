@@ -3,7 +3,9 @@
  * host once, through the injectable `TargetResolver`, checks every address, and connects to a checked one (the
  * others in turn), for `https://` too, with the URL's host name for TLS (SNI and the certificate check).
  *
- * The resolver here answers what DNS would in a rebinding attack: a public address first, loopback afterwards. The
+ * The resolver here answers what DNS would in a rebinding attack: one address for the check, another afterwards. No
+ * test sends anything beyond loopback: the address that passes the check is 127.0.0.3 (private targets allowed),
+ * where nothing listens, and the rebound one is the receivers' 127.0.0.1; a second resolution would reach them. The
  * TLS receivers listen on loopback with a self-signed certificate made for this test, trusted through
  * `DeliveryTrust` (a test-only layer; no setting reaches it).
  */
@@ -20,8 +22,10 @@ import { eventually, stopWithin } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 
-/** A public address (example.com's): where the check is told the host is; never a receiver of these tests. */
+/** A public address (example.com's), only ever refused with another before any connection: never contacted. */
 const PUBLIC = "93.184.215.14"
+/** The address the check passes: loopback, where nothing listens (the receivers are bound to 127.0.0.1 only). */
+const CHECKED = "127.0.0.3"
 
 interface TlsRequest {
   readonly servername: string | false | null
@@ -127,21 +131,22 @@ const run = (url: string, resolver: Resolver, options: { readonly allowPrivate?:
     })
   )
 
-describe("DNS rebinding: a public answer for the check, loopback afterwards", () => {
+describe("DNS rebinding: one answer for the check, the receivers' address afterwards", () => {
   test.each([
     ["https", () => `https://localhost:${tls.port}/rebound`, () => tls.requests.length],
     ["http", () => `http://localhost:${new URL(plain.origin).port}/rebound`, () => plain.requests("/rebound").length]
   ] as const)(
     "%s: each attempt resolves once, and none reaches the loopback receiver",
     async (_, url, reached) => {
-      const { resolver, calls } = scripted([PUBLIC], ["127.0.0.1"])
+      const { resolver, calls } = scripted([CHECKED], ["127.0.0.1"])
       const before = reached()
-      // The first attempt: checked against the public address, and connected there (whatever answers there, not
-      // the loopback receiver).
-      await run(url(), resolver)
+      // The first attempt: checked against the first answer, and connected there (nothing listens: it fails), not
+      // to wherever a second resolution of the name would lead (the receiver).
+      const first = await run(url(), resolver, { allowPrivate: true })
+      expect(first).toMatchObject({ succeeded: false, statusCode: null })
       expect(calls).toEqual(["localhost"])
       expect(reached()).toBe(before)
-      // The second: the answer is loopback now, and it is refused before any connection.
+      // The second, with private targets refused: the answer is loopback now, refused before any connection.
       const second = await run(url(), resolver)
       expect(calls).toEqual(["localhost", "localhost"])
       expect(second).toMatchObject({ succeeded: false, statusCode: null })
