@@ -4,24 +4,18 @@
  * and no horizontal scroll at 375 px. Every request body example it shows, sent as shown, succeeds. Plus the
  * caching and compression of the page, checked over HTTP.
  */
-import { afterAll, beforeAll, describe, expect, mock, test } from "bun:test"
-import * as dns from "node:dns/promises"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Layer } from "effect"
 import type { Browser } from "playwright-core"
 import { escapeHtml, examplesOf } from "../../src/Http/DocsPage.ts"
+import { type Resolver, TargetResolver } from "../../src/Webhooks/Delivery/Targets.ts"
 import { launch } from "../browser/browser.ts"
 import { startInProcess as startServer } from "../support/in-process.ts"
 import type { Server } from "../support/server.ts"
 
-// This machine may be offline: the examples' host (example.com) resolves to its public address here, as it would
-// anywhere with a resolver; every other name goes to the real resolver.
-const realLookup = dns.lookup
-mock.module("node:dns/promises", () => ({
-  ...dns,
-  lookup: (host: string, options: { all: true; verbatim: true }) =>
-    host === "example.com" || host.endsWith(".example.com")
-      ? Promise.resolve([{ address: "93.184.215.14", family: 4 }])
-      : realLookup(host, options)
-}))
+// This machine may be offline, and a test sends nothing beyond loopback: the examples' host (example.com) resolves,
+// through the webhook targets' resolver, to 127.0.0.1 (private targets allowed), where nothing answers on 443.
+const loopbackResolver: Resolver = { lookup: async () => ["127.0.0.1"] }
 
 let server: Server
 let browser: Browser | undefined
@@ -29,7 +23,10 @@ let browser: Browser | undefined
 beforeAll(async () => {
   // Chromium missing is a failure, not a skip (as in test/browser/): `launch` says how to install it.
   browser = await launch()
-  server = await startServer()
+  server = await startServer({
+    env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" },
+    around: Layer.succeed(TargetResolver, loopbackResolver)
+  })
 }, 60_000)
 
 afterAll(async () => {
