@@ -369,6 +369,16 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       Result: TokenRow,
       execute: (hash) => sql`SELECT ${columnsOf(TokenRow)} FROM oauth_tokens WHERE token_hash = ${hash}`
     })
+    /** Whether the user is suspended (`cli users suspend`): their tokens neither introspect as active nor refresh. */
+    const userSuspended = (userId: string) =>
+      Effect.map(
+        SqlSchema.findAll({
+          Request: Schema.String,
+          Result: Schema.Struct({ id: Schema.String }),
+          execute: (id) => sql`SELECT id FROM users WHERE id = ${id} AND suspended_at IS NOT NULL`
+        })(userId),
+        (rows) => rows.length > 0
+      )
     const findAccessCredential = SqlSchema.findOne({
       Request: Schema.Struct({ hash: Schema.String, now: Schema.String }),
       Result: AccessCredentialRow,
@@ -449,6 +459,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       claimCode,
       insertToken,
       findToken,
+      userSuspended,
       findAccessCredential,
       claimRefresh,
       revokeFamily,

@@ -195,6 +195,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
         return yield* invalid(reusedRefresh)
       }
       if (token.expiresAt <= nowIso()) return yield* invalid("The refresh token has expired")
+      if (yield* Effect.orDie(repo.userSuspended(token.userId))) return yield* invalid("The user is suspended")
       const granted = storedScopes(token.scope)
       let accessScope = token.scope
       if (Option.isSome(request.scope) && request.scope.value.length > 0) {
@@ -242,6 +243,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       const live = found.value
       if (live.revokedAt !== null || live.expiresAt <= nowIso()) return inactive
       if (live.kind === "refresh" && live.usedAt !== null) return inactive
+      if (yield* Effect.orDie(repo.userSuspended(live.userId))) return inactive
       const active: Introspection = {
         active: true,
         scope: live.scope,

@@ -371,6 +371,28 @@ describe("introspection (RFC 7662) with oauth4webapi", () => {
     expect(await introspect("garbage")).toEqual({ active: false })
   }, 30_000)
 
+  test("a suspended user's tokens introspect as inactive and do not refresh; reactivated, they are live again", async () => {
+    const tokens = await tokensFor(server, as, confidential)
+    expect((await introspect(tokens.access_token)).active).toBe(true)
+    await server.cli("users", "suspend", "--email", user.email)
+    try {
+      expect(await introspect(tokens.access_token)).toEqual({ active: false })
+      expect(await introspect(tokens.refresh_token!)).toEqual({ active: false })
+      const refused = await oauth.refreshTokenGrantRequest(
+        as,
+        { client_id: confidential.client_id },
+        oauth.ClientSecretBasic(confidential.client_secret),
+        tokens.refresh_token!,
+        insecure
+      )
+      expect(refused.status).toBe(400)
+      expect((await refused.json()).error).toBe("invalid_grant")
+    } finally {
+      await server.cli("users", "reactivate", "--email", user.email)
+    }
+    expect((await introspect(tokens.access_token)).active).toBe(true)
+  }, 30_000)
+
   test("a public client, a wrong secret or no client at all: 401 invalid_client; no token: invalid_request", async () => {
     const tokens = await tokensFor(server, as, confidential)
     const refused = async (response: Response) => {
