@@ -5,6 +5,7 @@
  * what a receiver is told and what it is sent cannot drift apart.
  */
 import { type Effect, JSONSchema, type ParseResult, Schema } from "effect"
+import type { Actor } from "./Audit.js"
 import { Deployment } from "./Deployment.js"
 import { type EventType, eventTypes } from "./EventTypes.js"
 import { Stored } from "./Ids.js"
@@ -28,17 +29,20 @@ export interface CatalogueEntry {
   readonly encode: (data: unknown) => Effect.Effect<unknown, ParseResult.ParseError>
   /** The JSON Schema of data, made from the same schema. */
   readonly schema: JSONSchema.JsonSchema7Root
-  /** A delivery body as a receiver gets it: `{id, type, created_at, data}`. */
+  /** A delivery body as a receiver gets it: `{id, type, created_at, actor, data}`. */
   readonly example: {
     readonly id: string
     readonly type: CatalogueType
     readonly created_at: string
+    readonly actor: Actor
     readonly data: unknown
   }
 }
 
 const EXAMPLE_TIME = "2026-01-31T12:00:00.000Z"
 const EXAMPLE_EVENT_ID = "evt_01kg7xq2m0a7vd3k9x4t8e5hbn"
+/** Who the examples' changes are by: a user through the API (the CLI's are `{type: "operator"}`). */
+const EXAMPLE_ACTOR: Actor = { type: "user", id: "usr_01kg7xnv8h2k4m6p8r0t2v4x6z", name: "Grace Hopper" }
 
 const entry = <A, I>(
   type: CatalogueType,
@@ -52,7 +56,13 @@ const entry = <A, I>(
     description,
     encode: (value) => encode(value),
     schema: JSONSchema.make(data),
-    example: { id: EXAMPLE_EVENT_ID, type, created_at: EXAMPLE_TIME, data: Schema.encodeSync(data)(example) }
+    example: {
+      id: EXAMPLE_EVENT_ID,
+      type,
+      created_at: EXAMPLE_TIME,
+      actor: EXAMPLE_ACTOR,
+      data: Schema.encodeSync(data)(example)
+    }
   }
 }
 

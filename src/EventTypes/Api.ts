@@ -4,6 +4,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { List } from "../Contract/Envelope.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
+import { Actor } from "../Domain/Audit.js"
 import { scopeNames } from "../Domain/Scopes.js"
 import { Timestamp } from "../Domain/Time.js"
 import { DeliveryEventType } from "../Domain/Webhook.js"
@@ -21,6 +22,7 @@ export const EventTypeInfo = Schema.Struct({
     id: Schema.String,
     type: DeliveryEventType,
     created_at: Timestamp,
+    actor: Actor,
     data: Schema.Unknown.annotations({ description: "An example of `data`; it validates against `schema`" })
   }).annotations({ description: "A delivery body as a receiver gets it", identifier: "EventTypeExample" })
 }).annotations({ identifier: "EventTypeInfo" })

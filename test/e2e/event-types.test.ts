@@ -58,7 +58,7 @@ describe("GET /v1/event-types", () => {
     for (const entry of catalogue) {
       expect(entry.description.length).toBeGreaterThan(10)
       expect(entry.description).not.toContain("\n")
-      expect(Object.keys(entry.example)).toEqual(["id", "type", "created_at", "data"])
+      expect(Object.keys(entry.example)).toEqual(["id", "type", "created_at", "actor", "data"])
       expect(entry.example.type).toBe(entry.type)
       const validate = validators.get(entry.type)!
       expect({ type: entry.type, valid: validate(entry.example.data), errors: validate.errors ?? null }).toEqual({
@@ -132,7 +132,7 @@ describe("the published schemas hold for what receivers get", () => {
     expect(new Set(received.map(typeOf))).toEqual(new Set(all))
     for (const request of received) {
       const body = JSON.parse(request.body)
-      expect(Object.keys(body)).toEqual(["id", "type", "created_at", "data"])
+      expect(Object.keys(body)).toEqual(["id", "type", "created_at", "actor", "data"])
       const validate = validators.get(body.type)!
       const outcome = { type: body.type, valid: validate(body.data), errors: validate.errors ?? null }
       expect(outcome).toEqual({ type: body.type, valid: true, errors: null })
