@@ -392,7 +392,7 @@ test("register an Ed25519 webhook: the Signature choice, and its public key show
   await page.getByRole("button", { name: "Register webhook" }).click()
   const shown = page.locator(".flash code", { hasText: "whpk_" })
   await shown.waitFor()
-  const hooks = await server.request("/v1/webhooks", { key: annKey })
+  const hooks = await server.request("/v1/webhooks?per_page=100", { key: annKey })
   const hook = hooks.body.data.find((w: { url: string }) => w.url === receiver.url("/ed25519"))
   expect(hook.signature).toBe("ed25519")
   expect(await shown.textContent()).toBe(hook.public_key)

@@ -87,7 +87,7 @@ describe("POST /oauth/login", () => {
     expect(unknown.status).toBe(401)
     expect(wrong.body).toEqual(unknown.body)
     expect(wrong.body.error).toBe("invalid_grant")
-  })
+  }, 30_000)
 
   test("a changed password (cli users set-password) takes effect", async () => {
     const bob = await account(server)

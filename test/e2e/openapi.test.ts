@@ -34,7 +34,7 @@ describe("the document", () => {
     expect(result.errors ?? []).toEqual([])
     expect(result.valid).toBe(true)
     expect(validator.version).toBe("3.1")
-  })
+  }, 30_000)
 
   test("page and per_page are integers wherever they appear", () => {
     let seen = 0
