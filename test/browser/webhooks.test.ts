@@ -306,6 +306,24 @@ test("edit a webhook's events, rotate its secret (shown once, used to sign), del
   expect(gone.body.data).toEqual([])
 }, 60_000)
 
+test("register an Ed25519 webhook: the Signature choice, and its public key shown instead of a secret", async () => {
+  const { page } = session
+  await page.getByRole("link", { name: "Webhooks", exact: true }).click()
+  await page.getByRole("heading", { level: 1, name: "Webhooks" }).waitFor()
+  await page.getByText("Register a webhook").click()
+  await page.getByLabel("Payload URL").fill(receiver.url("/ed25519"))
+  await page.locator('form[aria-label="Register a webhook"]').getByLabel("project.created").check()
+  await page.getByLabel("Signature").selectOption("ed25519")
+  await page.getByRole("button", { name: "Register webhook" }).click()
+  const shown = page.locator(".flash code", { hasText: "whpk_" })
+  await shown.waitFor()
+  const hooks = await server.request("/v1/webhooks?per_page=100", { key: annKey })
+  const hook = hooks.body.data.find((w: { url: string }) => w.url === receiver.url("/ed25519"))
+  expect(hook.signature).toBe("ed25519")
+  expect(await shown.textContent()).toBe(hook.public_key)
+  await session.shots("11-webhook-ed25519")
+}, 30_000)
+
 test("a delivery retrying says so (attempt 1 of 5 failed, next at HH:MM with the zone), and its page refreshes by itself", async () => {
   const { page } = session
   const path = "/slow"
@@ -380,24 +398,6 @@ test("a delivery retrying says so (attempt 1 of 5 failed, next at HH:MM with the
   expect(await page.evaluate(() => document.body.getAttribute("data-not-reloaded"))).toBe("yes")
   expect(await page.locator("details.exchange").count()).toBe(3)
 }, 60_000)
-
-test("register an Ed25519 webhook: the Signature choice, and its public key shown instead of a secret", async () => {
-  const { page } = session
-  await page.getByRole("link", { name: "Webhooks", exact: true }).click()
-  await page.getByRole("heading", { level: 1, name: "Webhooks" }).waitFor()
-  await page.getByText("Register a webhook").click()
-  await page.getByLabel("Payload URL").fill(receiver.url("/ed25519"))
-  await page.locator('form[aria-label="Register a webhook"]').getByLabel("project.created").check()
-  await page.getByLabel("Signature").selectOption("ed25519")
-  await page.getByRole("button", { name: "Register webhook" }).click()
-  const shown = page.locator(".flash code", { hasText: "whpk_" })
-  await shown.waitFor()
-  const hooks = await server.request("/v1/webhooks?per_page=100", { key: annKey })
-  const hook = hooks.body.data.find((w: { url: string }) => w.url === receiver.url("/ed25519"))
-  expect(hook.signature).toBe("ed25519")
-  expect(await shown.textContent()).toBe(hook.public_key)
-  await session.shots("11-webhook-ed25519")
-}, 30_000)
 
 test("nothing left 127.0.0.1 from the page, and no CSP violation or error reached the console", () => {
   expectOnlyLoopback(session)

@@ -91,10 +91,10 @@ test("the production install (as the image makes it) starts the service and runs
         if (!ready) await Bun.sleep(100)
       }
       expect(ready).toBe(true)
+      // /docs is rendered by the server from the OpenAPI document: one page, no asset to fetch.
       const docs = await fetch(`http://127.0.0.1:${port}/docs`)
       expect(docs.status).toBe(200)
-      const script = /<script src="([^"]+)"/.exec(await docs.text())?.[1]
-      expect((await fetch(`http://127.0.0.1:${port}${script}`)).status).toBe(200)
+      expect(await docs.text()).toContain("Projects")
     } finally {
       proc.kill("SIGTERM")
       // SIGTERM alone ends it (the exec-form CMD relies on this): a drained, clean exit.

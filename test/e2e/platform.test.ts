@@ -153,7 +153,7 @@ describe("API reference", () => {
       if (method === "put" || method === "delete") expect(headers, `${method} ${path}`).toContain("If-Match")
       if (oneRecord) {
         expect(headers, `${method} ${path}`).toEqual(expect.arrayContaining(["If-None-Match", "If-Match"]))
-        expect(Object.keys(operation.responses["200"].headers ?? {}), `${method} ${path}`).toEqual(["ETag"])
+        expect(Object.keys(operation.responses["200"].headers ?? {}), `${method} ${path}`).toContain("ETag")
       }
     }
     const me = doc.paths["/v1/users/me"].get.responses
@@ -171,7 +171,7 @@ describe("API reference", () => {
       "503"
     ])
     const project = doc.paths["/v1/projects/{id}"]
-    expect(Object.keys(project.put.responses["200"].headers)).toEqual(["ETag"])
+    expect(Object.keys(project.put.responses["200"].headers)).toContain("ETag")
     expect(project.put.responses["412"].content["application/json"].schema.$ref).toBe(
       "#/components/schemas/PreconditionFailedError"
     )

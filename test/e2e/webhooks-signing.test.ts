@@ -363,7 +363,13 @@ describe("test event", () => {
     expect(request.headers["x-service-event"]).toBe("webhook.test")
     expect(request.headers["x-service-delivery"]).toBe(d.id)
     const body = JSON.parse(request.body)
-    expect(body).toEqual({ id: d.event_id, type: "webhook.test", created_at: d.created_at, data: { webhook_id: h.id } })
+    expect(body).toEqual({
+      id: d.event_id,
+      type: "webhook.test",
+      created_at: d.created_at,
+      actor: expect.objectContaining({ type: "user", name: "Ann" }),
+      data: { webhook_id: h.id }
+    })
     expect(verifies(h.secret, request)).toBe(true)
     const done = await deliveryWhen(ann, h.id, d.id, (x) => x.status === "delivered")
     expect(done.attempt_count).toBe(1)
