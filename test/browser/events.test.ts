@@ -101,7 +101,7 @@ test("the feed newest first with each event's JSON, filtered by type, paged; one
   expect(JSON.parse(alone ?? "")).toEqual(third)
   await page.locator("dd", { hasText: third.id }).waitFor()
   await session.shots("62-event")
-})
+}, 60_000)
 
 test("an event outside the caller's audience says not found", async () => {
   const { page } = session
@@ -113,7 +113,7 @@ test("an event outside the caller's audience says not found", async () => {
   await page.getByRole("heading", { level: 1, name: "Event" }).waitFor()
   await page.getByRole("alert").getByText(`No event with id ${id}`).waitFor()
   await session.shots("63-event-not-found")
-})
+}, 30_000)
 
 test("nothing left 127.0.0.1 from the page, and no CSP violation or error reached the console", () => {
   expectOnlyLoopback(session)
