@@ -101,7 +101,12 @@ describe("audit logs in the dashboard", () => {
     // A change made with the dashboard's own session: sign out everywhere else.
     await page.getByRole("link", { name: "Sessions", exact: true }).click()
     await page.getByRole("button", { name: "Sign out everywhere else" }).click()
+    // The log is read once the sessions have ended (the page says nothing of it but its list).
+    const ended = page.waitForResponse(
+      (response) => response.url().endsWith("/v1/users/me/sessions") && response.request().method() === "DELETE"
+    )
     await page.getByRole("dialog").getByRole("button", { name: "Sign out everywhere else" }).click()
+    expect((await ended).status()).toBe(204)
     await page.getByRole("dialog").waitFor({ state: "detached" })
     await page.getByRole("link", { name: "Security log", exact: true }).click()
     await page.getByRole("heading", { level: 1, name: "Security log" }).waitFor()

@@ -17,7 +17,10 @@ import { Users } from "../../src/Users/Users.ts"
 
 /** Settings given to the service's own configuration as the environment would give them, and nothing else. */
 export const withSettings = (settings: Readonly<Record<string, string>>) =>
-  Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(settings))))
+  Layer.setConfigProvider(
+    // On PostgreSQL the key ring is required: the test key, unless the settings name one.
+    ConfigProvider.fromMap(new Map(Object.entries({ ...secretsSettings(settings.DATABASE_URL ?? ""), ...settings })))
+  )
 
 /**
  * The key ring of the test servers on PostgreSQL, where `SECRETS_KEY` is required (this process's own when it has
