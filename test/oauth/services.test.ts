@@ -5,12 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
-import { ConfigProvider, Effect, Either, Layer, Logger, LogLevel, ManagedRuntime, Option } from "effect"
+import { Effect, Either, Layer, Logger, LogLevel, ManagedRuntime, Option } from "effect"
 import { OAuthAuthorizations } from "../../src/OAuth/Authorizations.ts"
 import { OAuthClients, type RegisteredClient } from "../../src/OAuth/Clients.ts"
 import { OAuthTokens } from "../../src/OAuth/Tokens.ts"
 import { SqlLive } from "../../src/Sql/Client.ts"
 import { Users } from "../../src/Users/Users.ts"
+import { withSettings } from "../support/fixtures.ts"
 import { freshDatabaseUrl } from "../support/server.ts"
 
 const REDIRECT = "https://app.example.com/callback"
@@ -19,7 +20,7 @@ const layer = (databaseUrl: string) =>
     Layer.provideMerge(SqlLive),
     // The reuse warnings are expected here.
     Layer.provide(Logger.minimumLogLevel(LogLevel.Error)),
-    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", databaseUrl]]))))
+    Layer.provide(withSettings({ DATABASE_URL: databaseUrl }))
   )
 type Services = OAuthClients | OAuthAuthorizations | OAuthTokens | Users
 let runtime: ManagedRuntime.ManagedRuntime<Services, never>
