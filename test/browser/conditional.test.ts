@@ -26,7 +26,7 @@ beforeAll(async () => {
   // The colleague: another client of the same account (another tab, a script), through the API.
   colleague = (await server.fixtures.apiKey(ann.id, { name: "colleague" })).key
   session = await openBrowser({ origin: server.url })
-}, 30_000)
+}, 90_000)
 
 afterAll(async () => {
   await session?.close()

@@ -35,7 +35,7 @@ beforeAll(async () => {
   server = await startServer({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } })
   ;[olga, bea] = await Promise.all([userWithPassword(server, "Olga Owner"), userWithPassword(server, "Bea Browser")])
   session = await openBrowser({ origin: server.url })
-}, 30_000)
+}, 90_000)
 
 afterAll(async () => {
   await session?.close()
