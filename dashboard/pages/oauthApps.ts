@@ -9,8 +9,10 @@ import { h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import {
   actionButton,
+  announce,
   badge,
   confirmAction,
+  copyableId,
   field,
   formValue,
   input,
@@ -180,7 +182,7 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
     "dl",
     { class: "facts" },
     h("dt", null, "Client ID"),
-    h("dd", null, h("code", null, app.id)),
+    h("dd", null, copyableId("client", app.id)),
     h("dt", null, "Redirect URIs"),
     h(
       "dd",
@@ -302,6 +304,7 @@ export const authorizedAppsPage = async (context: PageContext): Promise<void> =>
                 return
               await api.delete(`/authorizations/${encodeURIComponent(grant.id)}`)
               await grants.load()
+              announce(`Access for “${grant.client.name}” revoked: its tokens no longer work.`)
             },
             { className: "danger", ariaLabel: `Revoke ${grant.client.name}` }
           )

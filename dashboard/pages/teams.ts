@@ -9,8 +9,11 @@ import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import type { Invitation, Member, Role, Team, User } from "../types.ts"
 import {
   actionButton,
+  announce,
   badge,
+  closeForm,
   confirmAction,
+  copyableId,
   field,
   formValue,
   input,
@@ -64,6 +67,7 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
               async () => {
                 await api.post<Invitation>(`/invitations/${encodeURIComponent(inv.id)}/decline`)
                 await invitations.load()
+                announce(`Invitation to ${inv.team_name} declined.`)
               },
               { ariaLabel: `Decline the invitation to ${inv.team_name}` }
             )
@@ -169,7 +173,13 @@ export const teamPage = async (context: PageContext): Promise<void> => {
             actionButton(
               "Change",
               async () => {
-                await api.put<Member>(`${path}/members/${encodeURIComponent(m.user_id)}`, { role: choice.value })
+                // Refused (the last owner, a role the caller may not give): the list shows the role they still have.
+                await api
+                  .put<Member>(`${path}/members/${encodeURIComponent(m.user_id)}`, { role: choice.value })
+                  .catch((error: unknown) => {
+                    choice.value = m.role
+                    throw error
+                  })
                 flashNext(`${m.name} is now ${choice.value === "member" ? "a member" : `an ${choice.value}`}.`)
                 context.refresh()
               },
@@ -203,6 +213,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                         return
                       await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
                       await members.load()
+                      announce(`${m.name} removed from ${team.name}.`)
                     },
                     { className: "danger", ariaLabel: `Remove ${m.name}` }
                   )
@@ -239,6 +250,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                   if (!(await confirmAction(`Revoke the invitation to ${inv.email}?`, "Revoke invitation"))) return
                   await api.delete(`${path}/invitations/${encodeURIComponent(inv.id)}`)
                   await invitations.load()
+                  announce(`Invitation to ${inv.email} revoked.`)
                 },
                 { className: "danger", ariaLabel: `Revoke the invitation to ${inv.email}` }
               )
@@ -269,12 +281,13 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Send invitation"))
     ),
     async (form) => {
-      await api.post<Invitation>(`${path}/invitations`, {
+      const sent = await api.post<Invitation>(`${path}/invitations`, {
         email: formValue(form, "email"),
         role: formValue(form, "role")
       })
-      form.reset()
+      closeForm(form)
       await invitations.load()
+      announce(`Invitation sent to ${sent.email} (${sent.role}).`)
     }
   )
 
@@ -322,7 +335,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       "dl",
       { class: "facts" },
       h("dt", null, "ID"),
-      h("dd", null, h("code", null, team.id)),
+      h("dd", null, copyableId("team", team.id)),
       h("dt", null, "Created"),
       h("dd", null, when(team.created_at))
     ),
