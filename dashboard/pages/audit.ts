@@ -188,7 +188,11 @@ export const teamTabs = (team: Team, current: "overview" | "audit"): HTMLElement
 export const teamAuditPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
   const path = `/teams/${encodeURIComponent(id)}`
-  const team = await readRecord<Team>(context, { path, back: [`${BASE}/teams`, "← Teams"], label: "Team" })
+  const team = await readRecord<Team>(context, {
+    read: () => api.get<Team>(path),
+    back: [`${BASE}/teams`, "← Teams"],
+    label: "Team"
+  })
   if (team === undefined) return
   context.title(`${team.name}: audit log`)
   const tabs = teamTabs(team, "audit")

@@ -84,7 +84,7 @@ export const eventsPage = async (context: PageContext): Promise<void> => {
 export const eventPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
   const event = await readRecord<EventRecord>(context, {
-    path: `/events/${encodeURIComponent(id)}`,
+    read: () => api.get<EventRecord>(`/events/${encodeURIComponent(id)}`),
     back: [`${BASE}/events`, "← Events"],
     label: "Event"
   })

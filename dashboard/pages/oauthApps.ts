@@ -169,7 +169,7 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
   const path = `/oauth-clients/${encodeURIComponent(id)}`
   const app = await readRecord<OAuthApp>(context, {
-    path,
+    read: () => api.get<OAuthApp>(path),
     back: [appsHref, "← OAuth applications"],
     label: "OAuth application"
   })

@@ -185,7 +185,7 @@ export const projectPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
   const path = `/projects/${encodeURIComponent(id)}`
   const tagged = await readTaggedRecord<Project>(context, {
-    path,
+    read: () => api.getTagged<Project>(path),
     back: [`${BASE}/projects`, "← Projects"],
     label: "Project"
   })

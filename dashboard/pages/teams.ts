@@ -126,7 +126,11 @@ export const teamPage = async (context: PageContext): Promise<void> => {
   const { q } = context
   const id = context.params[0] ?? ""
   const path = `/teams/${encodeURIComponent(id)}`
-  const team = await readRecord<Team>(context, { path, back: [`${BASE}/teams`, "← Teams"], label: "Team" })
+  const team = await readRecord<Team>(context, {
+    read: () => api.get<Team>(path),
+    back: [`${BASE}/teams`, "← Teams"],
+    label: "Team"
+  })
   if (team === undefined) return
   context.title(team.name, team.role === undefined ? null : h("span", { class: "badge" }, `you: ${team.role}`))
   add(context.root, teamTabs(team, "overview"))

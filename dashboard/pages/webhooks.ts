@@ -288,7 +288,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
   const path = `/webhooks/${encodeURIComponent(id)}`
   const tagged = await readTaggedRecord<Webhook>(context, {
-    path,
+    read: () => api.getTagged<Webhook>(path),
     back: [`${BASE}/webhooks`, "← Webhooks"],
     label: "Webhook"
   })
@@ -707,7 +707,7 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
   const hookPath = `/webhooks/${encodeURIComponent(hookId)}`
   const path = `${hookPath}/deliveries/${encodeURIComponent(id)}`
   const delivery = await readRecord<DeliveryWithAttempts>(context, {
-    path,
+    read: () => api.get<DeliveryWithAttempts>(path),
     back: [hookHref(hookId), "← Webhook"],
     label: "Delivery"
   })
