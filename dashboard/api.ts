@@ -203,6 +203,18 @@ export const bodyOf = <Body>(answer: Answer<Body>): Body => {
   return answer.data
 }
 
+/** A list's answer when it is a numbered page (one asked for with `page`, not a cursor's `after`). */
+type Numbered<Body> = Extract<Body, { readonly meta: { readonly total: number; readonly page: number } }>
+const isNumbered = <Body extends { readonly meta: object }>(body: Body): body is Numbered<Body> =>
+  "total" in body.meta && typeof body.meta.total === "number" && "page" in body.meta
+
+/** The numbered page of a list that also answers by cursor (`/v1/events`, the audit logs). */
+export const pageOf = <Body extends { readonly meta: object }>(answer: Answer<Body>): Numbered<Body> => {
+  const body = bodyOf(answer)
+  if (isNumbered(body)) return body
+  throw missing()
+}
+
 /** The envelope's `data` of an answer. */
 export const dataOf = <T>(answer: Answer<{ readonly data: T }>): T => bodyOf(answer).data
 
