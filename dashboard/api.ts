@@ -11,7 +11,6 @@
  */
 import createClient from "openapi-fetch"
 import type { paths } from "./generated/api.ts"
-import type { ListMeta } from "./types.ts"
 
 export interface FieldIssue {
   readonly field: string
@@ -187,7 +186,7 @@ const serializeQuery = (query: Record<string, unknown>): string => {
 }
 
 /** The `/v1` API, typed by the contract. */
-const client = createClient<paths>({ fetch: send, querySerializer: serializeQuery })
+export const api = createClient<paths>({ fetch: send, querySerializer: serializeQuery })
 
 /** What every answer of `api` is (a failure was thrown): its body, when it has one, and the response. */
 interface Answer<Body> {
@@ -245,59 +244,6 @@ export const withQuery = (path: string, query: Query = {}): string => {
   const text = serializeQuery(query)
   return text === "" ? path : `${path}?${text}`
 }
-
-/** Options of a write: `ifMatch`, the `ETag` the record was read with (412 `precondition_failed` if it changed). */
-export interface WriteOptions {
-  readonly ifMatch?: string | undefined
-}
-
-/** The untyped calls, left while the pages move to `api.GET(…)`: `path` is under `/v1`. */
-const sendUntyped = async (method: string, path: string, payload?: unknown, options: WriteOptions = {}) => {
-  const headers: Record<string, string> = {}
-  if (payload !== undefined) headers["content-type"] = "application/json"
-  if (options.ifMatch !== undefined) headers["if-match"] = options.ifMatch
-  const response = await send(
-    new Request(new URL(`/v1${path}`, location.origin), {
-      method,
-      headers,
-      ...(payload === undefined ? {} : { body: JSON.stringify(payload) })
-    })
-  )
-  return { body: await readBody(response), etag: response.headers.get("etag") ?? undefined }
-}
-const untyped = async (method: string, path: string, payload?: unknown, options?: WriteOptions) =>
-  (await sendUntyped(method, path, payload, options)).body
-
-const hasData = <T>(body: unknown): body is { readonly data: T } => isRecord(body) && "data" in body
-const isList = <T>(body: unknown): body is { readonly data: ReadonlyArray<T>; readonly meta: ListMeta } =>
-  isRecord(body) && Array.isArray(body.data) && isRecord(body.meta) && typeof body.meta.total === "number"
-const data = <T>(body: unknown): T => {
-  if (hasData<T>(body)) return body.data
-  throw missing()
-}
-
-/** `client`, and the untyped calls the pages not moved yet still make. */
-export const api = Object.assign(client, {
-  get: async <T>(path: string): Promise<T> => data<T>(await untyped("GET", path)),
-  getTagged: async <T>(path: string): Promise<Tagged<T>> => {
-    const { body, etag } = await sendUntyped("GET", path)
-    return { data: data<T>(body), etag }
-  },
-  list: async <T>(
-    path: string,
-    query?: Query
-  ): Promise<{ readonly data: ReadonlyArray<T>; readonly meta: ListMeta }> => {
-    const body = await untyped("GET", withQuery(path, query))
-    if (isList<T>(body)) return body
-    throw missing()
-  },
-  post: async <T>(path: string, payload?: unknown): Promise<T> => data<T>(await untyped("POST", path, payload)),
-  put: async <T>(path: string, payload: unknown, options?: WriteOptions): Promise<T> =>
-    data<T>(await untyped("PUT", path, payload, options)),
-  delete: async (path: string, options?: WriteOptions): Promise<void> => {
-    await untyped("DELETE", path, undefined, options)
-  }
-})
 
 /** A message for anything a request can throw. */
 export const messageOf = (error: unknown): string =>
