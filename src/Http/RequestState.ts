@@ -10,9 +10,7 @@
  */
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, type Exit, type Fiber, FiberRef } from "effect"
-import type { Forbidden, RateLimited, Unauthorized } from "../Domain/Errors.js"
-import type { Principal } from "../Domain/Principal.js"
+import { Effect, type Fiber, FiberRef } from "effect"
 import { CurrentRequestIdentity, type RequestIdentity } from "../Domain/RequestId.js"
 import { RETRY_AFTER_SECONDS } from "./ErrorTranslation.js"
 import { lookup, NO_ROUTE, pathOf, type RouteMatch } from "./Routes.js"
@@ -30,18 +28,12 @@ export interface RequestState extends RequestIdentity {
   countedToCredential: boolean
   /** The request failed with one of our errors: a 503 then says when to retry. */
   failed: boolean
-  /**
-   * The bearer check's outcome when it ran before routing (src/Http/Idempotency.ts); the endpoint's middleware
-   * answers with it instead of checking again.
-   */
-  bearer: Exit.Exit<Principal, Unauthorized | Forbidden | RateLimited> | undefined
 }
 
 class State implements RequestState {
   readonly headers: Record<string, string>
   countedToCredential = false
   failed = false
-  bearer: Exit.Exit<Principal, Unauthorized | Forbidden | RateLimited> | undefined = undefined
   constructor(
     readonly id: string,
     readonly path: string,
