@@ -37,8 +37,7 @@ class State implements RequestState {
   constructor(
     readonly id: string,
     readonly path: string,
-    readonly match: RouteMatch,
-    readonly ifMatch: string | undefined
+    readonly match: RouteMatch
   ) {
     this.headers = { "x-request-id": id }
   }
@@ -52,12 +51,7 @@ const stateOf = (identity: RequestIdentity | undefined): RequestState | undefine
 
 export const makeRequestState = (request: HttpServerRequest.HttpServerRequest, id: string): RequestState => {
   const path = pathOf(request.url)
-  return new State(
-    id,
-    path,
-    path.startsWith("/v1/") ? lookup(request.method, path) : NO_ROUTE,
-    request.headers["if-match"]
-  )
+  return new State(id, path, path.startsWith("/v1/") ? lookup(request.method, path) : NO_ROUTE)
 }
 
 /** The state of the request a fiber serves; outside the server (no request) none. */
