@@ -16,7 +16,7 @@
  *   Swagger UI's bundles, the cluster and RPC packages, …), which an idle server would then hold in memory
  *   (`bench/idle-rss.sh` measures it).
  *
- * Run: `bun run check:imports`.
+ * Run: `bun run check:imports`. Imported (for `rankOf`), it reports nothing.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, normalize, relative } from "node:path"
@@ -31,8 +31,8 @@ const listModules = (dir: string): Array<string> =>
     return name.endsWith(".ts") && !name.endsWith(".d.ts") ? [relative(root, path)] : []
   })
 
-/** The rank of a module, by its path under src/. */
-const rankOf = (module: string): number => {
+/** The rank of a module, by its path under src/ (test/unit/request-trip.test.ts uses it too). */
+export const rankOf = (module: string): number => {
   const [top = "", ...rest] = module.split("/")
   const file = rest.at(-1) ?? top
   if (rest.length === 0) {
@@ -50,7 +50,7 @@ const rankOf = (module: string): number => {
   return 3 // services: <Area>/<Area>.ts, Events/, Auth/, OAuth/, Webhooks/Delivery/
 }
 
-const rankNames = ["domain", "sql", "storage", "service", "contract", "handler", "server"]
+export const rankNames = ["domain", "sql", "storage", "service", "contract", "handler", "server"]
 
 const nodeOf = (module: string): string => {
   const parts = module.split("/")
@@ -181,9 +181,11 @@ for (const component of components) {
   }
 }
 
-if (problems.length > 0) {
-  console.log(problems.join("\n"))
-  console.log(`\n${problems.length} import${problems.length === 1 ? "" : "s"} break the structure`)
-  process.exit(1)
+if (import.meta.main) {
+  if (problems.length > 0) {
+    console.log(problems.join("\n"))
+    console.log(`\n${problems.length} import${problems.length === 1 ? "" : "s"} break the structure`)
+    process.exit(1)
+  }
+  console.log(`${modules.length} modules, ${imports.length} imports: the structure holds`)
 }
-console.log(`${modules.length} modules, ${imports.length} imports: the structure holds`)

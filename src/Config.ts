@@ -381,7 +381,7 @@ export const RetentionConfig = Config.all({
   )
 })
 
-/** `Idempotency-Key` on `POST` (src/Http/Idempotency.ts). */
+/** `Idempotency-Key` on `POST` (src/Idempotency/Http.ts). */
 export const IdempotencyConfig = Config.all({
   /** How long a key, and the answer recorded with it, is kept from its first use (a day unless given). */
   ttl: Config.string("IDEMPOTENCY_TTL").pipe(

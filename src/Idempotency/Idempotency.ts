@@ -6,7 +6,8 @@
  * commit. So the change and its recorded answer commit together or not at all: after any crash the key is either
  * free and nothing was changed, or it holds the answer of the one change that was made (docs/idempotency.md).
  *
- * Nothing here knows HTTP: the caller hands the change and says what answer its result is (src/Http/Idempotency.ts).
+ * Nothing here knows HTTP: the caller hands the change and says what answer its result is (src/Idempotency/Http.ts,
+ * the wrapper a `POST` endpoint's handler opts into).
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Data, Duration, Effect, Either, Option } from "effect"
@@ -53,8 +54,14 @@ export const requestHash = (method: string, path: string, bodyText: string): str
           Either.try(() => canonicalJson(JSON.parse(bodyText))),
           () => bodyText
         )
-  return sha256Hex(`${method} ${path}\n${body}`)
+  return hashOf(method, path, body)
 }
+
+/** The same hash for a body already parsed as JSON (the server parses a `/v1` body once, before routing). */
+export const requestHashOfJson = (method: string, path: string, body: unknown): string =>
+  hashOf(method, path, canonicalJson(body))
+
+const hashOf = (method: string, path: string, body: string): string => sha256Hex(`${method} ${path}\n${body}`)
 
 /** The answers kept with a key: 2xx, and 4xx but 401, 403 and 429 (those depend on the credential or the moment). */
 export const isRecorded = (status: number): boolean =>
