@@ -38,6 +38,7 @@ import { tracingEnabled } from "../../Observability/Telemetry.js"
 import { currentTraceparent, parentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
 import { KeyRing, type SecretUnreadable } from "../../Secrets/KeyRing.js"
 import { DeliveryRecorder } from "../Recorder.js"
+import { DeliveryRecorderLive } from "../RecorderLive.js"
 import { WebhooksRepo } from "../Repo.js"
 import { type AttemptResult, attempt, DeliveryTrust } from "./Attempt.js"
 import { DeliveryScheduleRepo } from "./Repo.js"
@@ -477,4 +478,4 @@ export const DeliveryWorker = Layer.scopedDiscard(
       recorder: deliveryRecorder.kind
     })
   })
-).pipe(Layer.provide([DeliveryScheduleRepo.Default, DeliveryRecorder.layer]))
+).pipe(Layer.provide([DeliveryScheduleRepo.Default, DeliveryRecorderLive]))
