@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { SQL, type Subprocess } from "bun"
 import { runCliInProcess } from "./cli.ts"
+import type { CrashPoint } from "./crash-main.ts"
 import { createDatabase, databaseOn } from "./databases.ts"
 import { type Fixtures, fixtures as fixturesOn, secretsSettings } from "./fixtures.ts"
 import { tempDir } from "./temp.ts"
@@ -190,13 +191,18 @@ export const cliOn =
     return JSON.parse(stdout).data
   }
 
+/**
+ * Starts the service as a process, `bun src/main.ts`; with `crashAt`, `bun test/support/crash-main.ts <crashAt>`
+ * instead: the same service, which kills itself at that point of its first keyed change (crash-main.ts).
+ */
 export const startServer = async (
-  options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}
+  options: { readonly env?: Record<string, string>; readonly databaseUrl?: string; readonly crashAt?: CrashPoint } = {}
 ): Promise<ServerProcess> => {
   const databaseUrl = options.databaseUrl ?? (await migratedDatabaseUrl())
+  const main = options.crashAt === undefined ? ["src/main.ts"] : ["test/support/crash-main.ts", options.crashAt]
   // `--no-orphans`: the server exits when this process does, so a file that fails before its `afterAll` (or
   // forgets to stop a server) never leaves one running after the test run.
-  const proc = Bun.spawn(["bun", "--no-orphans", "src/main.ts"], {
+  const proc = Bun.spawn(["bun", "--no-orphans", ...main], {
     cwd: ROOT,
     env: {
       ...process.env,
