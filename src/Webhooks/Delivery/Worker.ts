@@ -210,7 +210,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
     /**
      * The attempt belongs to the trace of the request that caused the event. With tracing on it is a span of that
      * trace, and the receiver gets the span's `traceparent`. With tracing off no span is made (it would be dropped,
-     * and making one costs a quarter of an attempt's CPU): the receiver still gets a `traceparent` continuing the
+     * and making one costs CPU: bench/README.md): the receiver still gets a `traceparent` continuing the
      * event's trace (a new one if the event has none), with a fresh span id.
      */
     const deliver = (claimed: ClaimedDelivery) => {
