@@ -16,6 +16,12 @@ import { tempDir } from "./temp.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
 
+/**
+ * How long a server is given to start listening: generous, as a loaded machine (the suite beside other work) can take
+ * tens of seconds to migrate a new database and start; under the minute a hook or test that starts one is given.
+ */
+export const START_WAIT_MS = 45_000
+
 export const usingPostgres = (): boolean => /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? "")
 
 /** A fresh, empty database URL for one server. */
@@ -251,8 +257,8 @@ export const startServer = async (
     proc.exited.then(async (code) => {
       throw new Error(`server exited with ${code} before listening:\n${await stderr}\n${logs.join("\n")}`)
     }),
-    Bun.sleep(20_000).then(() => {
-      throw new Error(`server did not start in 20 s:\n${logs.join("\n")}`)
+    Bun.sleep(START_WAIT_MS).then(() => {
+      throw new Error(`server did not start in ${START_WAIT_MS / 1000} s:\n${logs.join("\n")}`)
     })
   ])
 
