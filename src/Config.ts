@@ -392,16 +392,7 @@ export const IdempotencyConfig = Config.all({
         ? Either.right(ttl)
         : Either.left(ConfigError.InvalidData(["IDEMPOTENCY_TTL"], "IDEMPOTENCY_TTL must be more than 0"))
     )
-  ),
-  /**
-   * Test only: the process kills itself (SIGKILL) with a keyed request's answer recorded, just before its
-   * transaction commits or just after, so a test can show that neither crash leaves a key free for a second change.
-   */
-  fault: Config.literal(
-    "none",
-    "kill-before-commit",
-    "kill-after-commit"
-  )("IDEMPOTENCY_FAULT").pipe(Config.withDefault("none" as const))
+  )
 })
 
 /**

@@ -651,8 +651,9 @@ const oauthPaths = {
 
 /**
  * The document as served at `served`. Generated on the first call, not when this module loads (`fromApi` keeps it
- * for the `HttpApi` from then on): a server that never serves the docs never holds the generated document (~4 MB
- * of objects). The server asks once per address it serves and keeps the bytes it sends (src/Http/Docs.ts).
+ * for the `HttpApi` from then on): a server that never serves the docs never holds the generated document's
+ * objects (bench/README.md). The server asks once per address it serves and keeps the bytes it sends
+ * (src/Http/Docs.ts).
  */
 export const openApiDocument = (served: Served) => {
   const generated = OpenApi.fromApi(Api)
