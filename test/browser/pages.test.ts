@@ -40,7 +40,7 @@ beforeAll(async () => {
   expect(created.status).toBe(201)
   projectId = created.body.data.id
   session = await openBrowser({ origin: server.url })
-}, 90_000)
+}, 120_000)
 
 afterAll(async () => {
   await session?.close()
@@ -88,7 +88,7 @@ describe("pages", () => {
     await page.goto(`${server.url}/dashboard/projects/${projectId}`)
     await page.getByRole("heading", { level: 1, name: "Launch site" }).waitFor()
     await page.locator("dl.facts dt:has-text('Owner') + dd", { hasText: "Ann Owner (you)" }).waitFor()
-  }, 90_000)
+  }, 120_000)
 
   test("a refused role change puts the current role back and says why; a change that works keeps focus on its button", async () => {
     const { page } = session
@@ -126,7 +126,7 @@ describe("pages", () => {
         .getByLabel(`Role of ${mia.name}`, { exact: true })
         .inputValue()
     ).toBe("admin")
-  }, 90_000)
+  }, 120_000)
 
   test("sending an invitation says so in place of the last banner and folds the form away; revoking it says so too", async () => {
     const { page } = session
@@ -165,7 +165,7 @@ describe("pages", () => {
     // The Revoke button is gone with its row's change: focus is on the section's heading, not on <body>.
     await page.waitForFunction(() => document.activeElement?.tagName === "H2")
     expect(await focused(page)).toBe("h2:Invitations")
-  }, 90_000)
+  }, 120_000)
 
   test("starting a deployment says so, folds the form away and gives focus back to what opened it", async () => {
     const { page } = session
@@ -188,7 +188,7 @@ describe("pages", () => {
     await banner(page).filter({ hasText: "Deployment of v2.0.0 to production marked succeeded." }).waitFor()
     await page.waitForFunction(() => document.activeElement?.tagName === "H2")
     expect(await focused(page)).toBe("h2:Deployments")
-  }, 90_000)
+  }, 120_000)
 
   test("the new-key form says what each scope means", async () => {
     const { page } = session
@@ -203,7 +203,7 @@ describe("pages", () => {
     expect(await described("projects:write")).toBe("Change projects and their deployments only")
     expect(await described("team:manage")).toContain("members, roles and invitations")
     await session.shots("85-api-key-scopes")
-  }, 60_000)
+  }, 120_000)
 
   test("nothing left 127.0.0.1, and no CSP violation or error reached the console", () => {
     expectOnlyLoopback(session)
