@@ -24,7 +24,7 @@ import {
   takeFlash
 } from "./router.ts"
 import type { User } from "./types.ts"
-import { errorBox, focusQuietly } from "./ui.ts"
+import { errorBox, focusQuietly, twinOf } from "./ui.ts"
 
 const ID = "([^/]+)"
 route(/^\/sign-in$/, signInPage, { public: true })
@@ -110,8 +110,10 @@ const app: HTMLElement = appElement
 const render = (focus: boolean): void => {
   const path = location.pathname
   const found = match(path)
-  // Focus inside the page being replaced (an action that reloads it): it is put back on the new page's heading.
-  const hadFocus = app.querySelector("main")?.contains(document.activeElement) === true
+  // Focus inside the page being replaced (an action that reloads it): it is put back on the same control in the new
+  // page (the row's button that was pressed), else on the new page's heading.
+  const previous = document.activeElement
+  const hadFocus = previous !== null && app.querySelector("main")?.contains(previous) === true
   if (found !== undefined && found.route.public !== true && !signedIn()) {
     const next = path + location.search
     navigate(`${BASE}/sign-in${next === BASE || next === `${BASE}/` ? "" : `?next=${encodeURIComponent(next)}`}`, {
@@ -129,8 +131,8 @@ const render = (focus: boolean): void => {
     if (path === section || path.startsWith(`${section}/`)) link.setAttribute("aria-current", "page")
     else link.removeAttribute("aria-current")
   }
-  const message = takeFlash()
-  if (message !== undefined) main.append(h("p", { class: "flash", role: "status" }, message))
+  // The page's status banner: a live region on every page (empty until there is news; ui.ts `announce`).
+  main.append(h("p", { class: "flash", role: "status" }, takeFlash()))
   const root = h("div", { class: "page" })
   main.append(root)
   if (found === undefined) {
@@ -149,7 +151,10 @@ const render = (focus: boolean): void => {
         const active = document.activeElement
         const lost = active === null || active === document.body || active === main || !active.isConnected
         const heading = root.querySelector<HTMLElement>("h1")
-        if ((focus || hadFocus) && lost && heading !== null) focusQuietly(heading)
+        // (The action that reloaded the page may have put focus on the new heading meanwhile: the twin still wins.)
+        const twin = hadFocus && previous !== null ? twinOf(previous, root) : null
+        if (twin !== null && (lost || active === heading)) twin.focus()
+        else if ((focus || hadFocus) && lost && heading !== null) focusQuietly(heading)
       })
   }
   if (focus) queueMicrotask(() => root.querySelector<HTMLElement>("h1")?.focus())

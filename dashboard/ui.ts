@@ -43,6 +43,8 @@ export const checkboxes = (options: {
   readonly values: ReadonlyArray<string>
   readonly checked?: ReadonlyArray<string>
   readonly hint?: string
+  /** A line under each value saying what it means (the checkbox is described by it). */
+  readonly descriptions?: Readonly<Record<string, string>>
 }): HTMLFieldSetElement => {
   const errorId = uid(`${options.name}-error`)
   return h(
@@ -52,9 +54,10 @@ export const checkboxes = (options: {
     options.hint === undefined ? null : h("p", { class: "hint" }, options.hint),
     h(
       "div",
-      { class: "check-grid" },
+      { class: options.descriptions === undefined ? "check-grid" : "check-grid described" },
       options.values.map((value) => {
         const id = uid(options.name)
+        const description = options.descriptions?.[value]
         return h(
           "div",
           { class: "check" },
@@ -63,9 +66,13 @@ export const checkboxes = (options: {
             id,
             name: options.name,
             value,
-            checked: options.checked?.includes(value) ?? false
+            checked: options.checked?.includes(value) ?? false,
+            "aria-describedby": description === undefined ? undefined : `${id}-description`
           }),
-          h("label", { for: id }, value)
+          h("label", { for: id }, value),
+          description === undefined
+            ? null
+            : h("span", { class: "check-description", id: `${id}-description` }, description)
         )
       })
     ),
@@ -107,10 +114,15 @@ const clearErrors = (form: HTMLFormElement) => {
   for (const invalid of Array.from(form.querySelectorAll("[aria-invalid]"))) invalid.removeAttribute("aria-invalid")
 }
 
-/** Shows an error on a form: `error.message` on top, each detail next to its field (or on top when unmatched). */
+/**
+ * Shows an error on a form, once: each detail next to its field (focus goes to the first such field, which its
+ * message describes); the banner on top only for what no field shows (an error without details, or a detail for a
+ * field the form does not have), so nothing is said twice.
+ */
 export const showFormError = (form: HTMLFormElement, error: unknown): void => {
   clearErrors(form)
   const unmatched: Array<string> = []
+  let matched = 0
   if (error instanceof ApiError) {
     for (const detail of error.details) {
       const name = detail.field.split(".")[0] ?? detail.field
@@ -122,7 +134,13 @@ export const showFormError = (form: HTMLFormElement, error: unknown): void => {
       }
       slot.textContent = slot.textContent === "" ? detail.message : `${slot.textContent}; ${detail.message}`
       wrapper.querySelector("input, select, textarea")?.setAttribute("aria-invalid", "true")
+      matched++
     }
+  }
+  const firstInvalid = form.querySelector<HTMLElement>("[aria-invalid=true]")
+  if (matched > 0 && unmatched.length === 0) {
+    firstInvalid?.focus()
+    return
   }
   const box = h(
     "div",
@@ -137,7 +155,6 @@ export const showFormError = (form: HTMLFormElement, error: unknown): void => {
         )
   )
   form.prepend(box)
-  const firstInvalid = form.querySelector<HTMLElement>("[aria-invalid=true]")
   firstInvalid?.focus()
 }
 
@@ -190,23 +207,78 @@ const ancestorsOf = (element: Element): Array<Element> => {
   return found
 }
 
-/** After an action: focus back on `opener` if it is still there, else on a neighbour; never left on `<body>`. */
+/** What names a control for a person: its `aria-label`, else its text. */
+const nameOf = (element: Element): string => element.getAttribute("aria-label") ?? (element.textContent ?? "").trim()
+
+/**
+ * The control that stands where `element` stood once the list or page it was in has been drawn again: the one
+ * connected control of the same kind and name (a row's "Change the role of Bob" in the redrawn list). None when
+ * the name is shared (two plain "Revoke"s) or gone (the row's action changed).
+ */
+export const twinOf = (element: Element, within: ParentNode = document): HTMLElement | null => {
+  const name = nameOf(element)
+  if (name === "") return null
+  const candidates = Array.from(within.querySelectorAll<HTMLElement>(element.tagName)).filter(
+    (candidate) => candidate !== element && nameOf(candidate) === name && candidate.getClientRects().length > 0
+  )
+  return candidates.length === 1 ? (candidates[0] ?? null) : null
+}
+
+/**
+ * After an action: focus back on `opener` if it is still there, else on its twin in what was drawn again, else on
+ * a neighbour; never left on `<body>`.
+ */
 const restoreFocus = (opener: HTMLElement, ancestors: ReadonlyArray<Element>): void => {
   if (!focusLost()) return
-  if (opener.isConnected) opener.focus()
-  else {
-    const neighbour = neighbourOf(ancestors)
-    if (neighbour !== null) focusQuietly(neighbour)
+  if (opener.isConnected) {
+    opener.focus()
+    return
   }
+  const twin = twinOf(opener)
+  if (twin !== null) {
+    twin.focus()
+    return
+  }
+  const neighbour = neighbourOf(ancestors)
+  if (neighbour !== null) focusQuietly(neighbour)
+}
+
+/**
+ * The page's status banner (`main > .flash`, `role=status`): a live region that main.ts puts on every page, empty
+ * until there is news, so a screen reader hears what is written into it.
+ */
+const statusBanner = (): HTMLElement | null => {
+  const main = document.querySelector("main")
+  if (main === null) return null
+  const existing = main.querySelector<HTMLElement>(":scope > .flash")
+  if (existing !== null) return existing
+  const banner = h("p", { class: "flash", role: "status" })
+  main.prepend(banner)
+  return banner
 }
 
 /** A new action starts: the result banner of the previous one (`.flash`) is no longer news. */
 const clearBanners = (): void => {
-  // Hidden and emptied, not removed: a page may keep its banner element to say the next result in.
-  for (const banner of Array.from(document.querySelectorAll<HTMLElement>(".flash"))) {
-    banner.hidden = true
-    banner.replaceChildren()
-  }
+  // Emptied, not removed: the page's banner is the live region the next result is said in.
+  for (const banner of Array.from(document.querySelectorAll<HTMLElement>(".flash"))) banner.replaceChildren()
+}
+
+/** Says an action's result in the page's status banner (replacing the previous one), where a screen reader hears it. */
+export const announce = (message: string): void => {
+  const banner = statusBanner()
+  if (banner !== null) banner.textContent = message
+}
+
+/**
+ * A form whose action succeeded: emptied for the next use and folded away (its `<details>` closed), with focus on
+ * the summary that opened it, where the person came from.
+ */
+export const closeForm = (form: HTMLFormElement): void => {
+  form.reset()
+  const details = form.closest("details")
+  if (details === null) return
+  details.open = false
+  details.querySelector<HTMLElement>(":scope > summary")?.focus()
 }
 
 /** Runs `action` on submit with the form's buttons busy; any failure is shown on the form. */
@@ -527,14 +599,49 @@ export const listRegion = <T>(options: {
   return { element, load }
 }
 
-const copy = async (value: HTMLInputElement): Promise<void> => {
+/** Puts `text` on the clipboard; where the page may not (not a secure context), copies `select()`'s selection. */
+const copyText = async (text: string, select: () => void): Promise<void> => {
   if (navigator.clipboard !== undefined && window.isSecureContext) {
-    await navigator.clipboard.writeText(value.value)
+    await navigator.clipboard.writeText(text)
     return
   }
-  value.select()
+  select()
   if (!document.execCommand("copy"))
     throw new Error("Copying is not allowed here: select the text and copy it yourself.")
+}
+
+const copy = (value: HTMLInputElement): Promise<void> => copyText(value.value, () => value.select())
+
+/**
+ * An id as a record's page shows it, with a Copy button beside it (named "Copy <what> id"; focus stays on it) and a
+ * status line that says "Copied".
+ */
+export const copyableId = (what: string, id: string): HTMLElement => {
+  const code = h("code", null, id)
+  const status = h("span", { class: "copy-note", role: "status" })
+  const button = h(
+    "button",
+    {
+      type: "button",
+      class: "copy-id",
+      "aria-label": `Copy ${what} id`,
+      onclick: () => {
+        status.textContent = ""
+        copyText(id, () => {
+          const range = document.createRange()
+          range.selectNodeContents(code)
+          const selection = getSelection()
+          selection?.removeAllRanges()
+          selection?.addRange(range)
+        }).then(
+          () => (status.textContent = "Copied"),
+          (error: unknown) => (status.textContent = messageOf(error))
+        )
+      }
+    },
+    "Copy"
+  )
+  return h("span", { class: "copyable" }, code, button, status)
 }
 
 /** A secret shown this once, with a copy button; "Done" removes it from the page for good. */

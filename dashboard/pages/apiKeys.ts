@@ -3,12 +3,14 @@
  * shown once with a copy button — it lives only in this page's memory until "Done" or the next navigation — and
  * revoking with a confirmation.
  */
+import { scopeDescriptions } from "../../src/Domain/ScopeDescriptions.ts"
 import { api, bodyOf, dataOf, oneOf, pageParam, someOf } from "../api.ts"
 import { h } from "../dom.ts"
 import type { PageContext } from "../router.ts"
 import { type ApiKey, scopes } from "../types.ts"
 import {
   actionButton,
+  announce,
   badge,
   checkboxes,
   checkedValues,
@@ -82,6 +84,7 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
                     return
                   await api.DELETE("/v1/api-keys/{id}", { params: { path: { id: key.id } } })
                   await keys.load()
+                  announce(`Key “${key.name}” revoked: programs using it now get 401.`)
                 },
                 { className: "danger", ariaLabel: `Revoke ${key.name}` }
               )
@@ -106,6 +109,7 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
         name: "scopes",
         values: scopes,
         checked: ["read"],
+        descriptions: scopeDescriptions,
         hint: "read and write cover every *:read and *:write scope."
       }),
       field({

@@ -10,8 +10,10 @@ import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import type { Authorization, OAuthClient } from "../types.ts"
 import {
   actionButton,
+  announce,
   badge,
   confirmAction,
+  copyableId,
   field,
   formValue,
   input,
@@ -169,7 +171,7 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
     "dl",
     { class: "facts" },
     h("dt", null, "Client ID"),
-    h("dd", null, h("code", null, app.id)),
+    h("dd", null, copyableId("client", app.id)),
     h("dt", null, "Redirect URIs"),
     h(
       "dd",
@@ -295,6 +297,7 @@ export const authorizedAppsPage = async (context: PageContext): Promise<void> =>
                 return
               await api.DELETE("/v1/authorizations/{id}", { params: { path: { id: grant.id } } })
               await grants.load()
+              announce(`Access for “${grant.client.name}” revoked: its tokens no longer work.`)
             },
             { className: "danger", ariaLabel: `Revoke ${grant.client.name}` }
           )

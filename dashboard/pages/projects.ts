@@ -2,12 +2,15 @@
 import { api, bodyOf, dataOf, isChangedMeanwhile, oneOf, pageParam, taggedOf } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
-import type { Deployment, Project } from "../types.ts"
+import type { Deployment, Project, Team, User } from "../types.ts"
 import {
   actionButton,
+  announce,
   badge,
   changedMeanwhileBox,
+  closeForm,
   confirmAction,
+  copyableId,
   field,
   formValue,
   input,
@@ -183,22 +186,57 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
 }
 
 /**
- * Whether the signed-in user may archive, unarchive, change the visibility of and delete `project`: its owner may,
- * and for a team project the team's owners and admins (decisions.md "Who may do what to a team's projects"); the
- * team's read answers the caller's role. Unknown (a failed read) counts as no: the service decides anyway.
+ * Who and what a project's page names: the signed-in user, the project's team (read once: its name and the caller's
+ * role in it) and its owner by name. A project the caller can see is theirs or their team's (decisions.md
+ * "Resources"), so the owner is the caller or, for a team project, found among the team's members; an owner who has
+ * left the team is said so. Failed reads leave a part unknown.
  */
-const managesProject = async (project: Project): Promise<boolean> => {
+interface ProjectPeople {
+  readonly me: User | undefined
+  readonly team: Team | undefined
+  readonly ownerName: string | undefined
+}
+
+const MEMBER_PAGES = 10
+
+const projectPeople = async (project: Project): Promise<ProjectPeople> => {
   const me = await api
     .GET("/v1/users/me")
     .then(dataOf)
     .catch(() => undefined)
-  if (me !== undefined && me.id === project.owner_id) return true
+  const teamId = project.team_id
+  const team =
+    teamId === null
+      ? undefined
+      : await api
+          .GET("/v1/teams/{team_id}", { params: { path: { team_id: teamId } } })
+          .then(dataOf)
+          .catch(() => undefined)
+  if (me !== undefined && me.id === project.owner_id) return { me, team, ownerName: `${me.name} (you)` }
+  if (teamId === null || team === undefined) return { me, team, ownerName: undefined }
+  for (let page = 1; page <= MEMBER_PAGES; page++) {
+    const members = await api
+      .GET("/v1/teams/{team_id}/members", { params: { path: { team_id: teamId }, query: { page, per_page: 100 } } })
+      .then(bodyOf)
+      .catch(() => undefined)
+    if (members === undefined) return { me, team, ownerName: undefined }
+    const owner = members.data.find((member) => member.user_id === project.owner_id)
+    if (owner !== undefined) return { me, team, ownerName: owner.name }
+    if (members.data.length === 0 || page * members.meta.per_page >= members.meta.total)
+      return { me, team, ownerName: `Someone no longer in ${team.name}` }
+  }
+  return { me, team, ownerName: undefined }
+}
+
+/**
+ * Whether the signed-in user may archive, unarchive, change the visibility of and delete `project`: its owner may,
+ * and for a team project the team's owners and admins (decisions.md "Who may do what to a team's projects"); the
+ * team's read answers the caller's role. Unknown (a failed read) counts as no: the service decides anyway.
+ */
+const managesProject = (project: Project, people: ProjectPeople): boolean => {
+  if (people.me !== undefined && people.me.id === project.owner_id) return true
   if (project.visibility !== "team" || project.team_id === null) return true
-  const team = await api
-    .GET("/v1/teams/{team_id}", { params: { path: { team_id: project.team_id } } })
-    .then(dataOf)
-    .catch(() => undefined)
-  return team?.role === "owner" || team?.role === "admin"
+  return people.team?.role === "owner" || people.team?.role === "admin"
 }
 
 export const projectPage = async (context: PageContext): Promise<void> => {
@@ -222,7 +260,8 @@ export const projectPage = async (context: PageContext): Promise<void> => {
     context.refresh()
   }
   context.title(project.name, badge(project.status))
-  const manages = await managesProject(project)
+  const people = await projectPeople(project)
+  const manages = managesProject(project, people)
 
   const actions = h("div", { class: "actions" })
   if (manages) {
@@ -275,14 +314,22 @@ export const projectPage = async (context: PageContext): Promise<void> => {
     "dl",
     { class: "facts" },
     h("dt", null, "ID"),
-    h("dd", null, h("code", null, project.id)),
+    h("dd", null, copyableId("project", project.id)),
+    h("dt", null, "Owner"),
+    h("dd", null, people.ownerName ?? h("span", { class: "muted" }, "Unknown")),
     h("dt", null, "Visibility"),
     h("dd", null, project.visibility),
     h("dt", null, "Team"),
     h(
       "dd",
       null,
-      project.team_id === null ? "—" : h("a", { href: `${BASE}/teams/${project.team_id}` }, project.team_id)
+      project.team_id === null
+        ? "—"
+        : h(
+            "a",
+            { href: `${BASE}/teams/${encodeURIComponent(project.team_id)}` },
+            people.team?.name ?? "The project's team"
+          )
     ),
     h("dt", null, "Created"),
     h("dd", null, when(project.created_at)),
@@ -373,6 +420,7 @@ const deploymentsSection = (context: PageContext, project: Project): HTMLElement
       body: { status }
     })
     await deployments.load()
+    announce(`Deployment of ${deployment.ref} to ${deployment.environment} marked ${status}.`)
   }
 
   const deployments = listRegion<Deployment>({
@@ -427,16 +475,19 @@ const deploymentsSection = (context: PageContext, project: Project): HTMLElement
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Start deployment"))
     ),
     async (form) => {
-      await api.POST("/v1/projects/{id}/deployments", {
-        params: { path: { id: project.id } },
-        body: {
-          environment: formValue(form, "environment"),
-          ref: formValue(form, "ref"),
-          description: formValue(form, "description")
-        }
-      })
-      form.reset()
+      const started = dataOf(
+        await api.POST("/v1/projects/{id}/deployments", {
+          params: { path: { id: project.id } },
+          body: {
+            environment: formValue(form, "environment"),
+            ref: formValue(form, "ref"),
+            description: formValue(form, "description")
+          }
+        })
+      )
+      closeForm(form)
       await deployments.load()
+      announce(`Deployment of ${started.ref} to ${started.environment} started.`)
     }
   )
 

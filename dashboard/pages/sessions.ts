@@ -6,7 +6,7 @@ import { api, bodyOf, pageParam } from "../api.ts"
 import { h } from "../dom.ts"
 import type { PageContext } from "../router.ts"
 import type { Session } from "../types.ts"
-import { actionButton, confirmAction, listRegion, when } from "../ui.ts"
+import { actionButton, announce, confirmAction, listRegion, when } from "../ui.ts"
 
 export const sessionsPage = async (context: PageContext): Promise<void> => {
   const { q } = context
@@ -52,6 +52,7 @@ export const sessionsPage = async (context: PageContext): Promise<void> => {
                     return
                   await api.DELETE("/v1/users/me/sessions/{id}", { params: { path: { id: session.id } } })
                   await sessions.load()
+                  announce("Session signed out.")
                 },
                 { className: "danger", ariaLabel: `Sign out the session signed in ${session.created_at}` }
               )
@@ -73,6 +74,7 @@ export const sessionsPage = async (context: PageContext): Promise<void> => {
           return
         await api.DELETE("/v1/users/me/sessions")
         await sessions.load()
+        announce("Every other session signed out.")
       },
       { className: "danger" }
     )

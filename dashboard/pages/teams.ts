@@ -9,8 +9,11 @@ import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import type { Invitation, Member, Role, Team } from "../types.ts"
 import {
   actionButton,
+  announce,
   badge,
+  closeForm,
   confirmAction,
+  copyableId,
   field,
   formValue,
   input,
@@ -69,6 +72,7 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
                   params: { path: { invitation_id: inv.id } }
                 })
                 await invitations.load()
+                announce(`Invitation to ${inv.team_name} declined.`)
               },
               { ariaLabel: `Decline the invitation to ${inv.team_name}` }
             )
@@ -191,10 +195,16 @@ export const teamPage = async (context: PageContext): Promise<void> => {
             actionButton(
               "Change",
               async () => {
-                await api.PUT("/v1/teams/{team_id}/members/{user_id}", {
-                  params: { path: { team_id: id, user_id: m.user_id } },
-                  body: { role: roleOf(choice.value) }
-                })
+                // Refused (the last owner, a role the caller may not give): the list shows the role they still have.
+                await api
+                  .PUT("/v1/teams/{team_id}/members/{user_id}", {
+                    params: { path: { team_id: id, user_id: m.user_id } },
+                    body: { role: roleOf(choice.value) }
+                  })
+                  .catch((error: unknown) => {
+                    choice.value = m.role
+                    throw error
+                  })
                 flashNext(`${m.name} is now ${choice.value === "member" ? "a member" : `an ${choice.value}`}.`)
                 context.refresh()
               },
@@ -232,6 +242,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                         params: { path: { team_id: id, user_id: m.user_id } }
                       })
                       await members.load()
+                      announce(`${m.name} removed from ${team.name}.`)
                     },
                     { className: "danger", ariaLabel: `Remove ${m.name}` }
                   )
@@ -277,6 +288,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                     params: { path: { team_id: id, invitation_id: inv.id } }
                   })
                   await invitations.load()
+                  announce(`Invitation to ${inv.email} revoked.`)
                 },
                 { className: "danger", ariaLabel: `Revoke the invitation to ${inv.email}` }
               )
@@ -307,12 +319,15 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Send invitation"))
     ),
     async (form) => {
-      await api.POST("/v1/teams/{team_id}/invitations", {
-        ...byId,
-        body: { email: formValue(form, "email"), role: roleOf(formValue(form, "role")) }
-      })
-      form.reset()
+      const sent = dataOf(
+        await api.POST("/v1/teams/{team_id}/invitations", {
+          ...byId,
+          body: { email: formValue(form, "email"), role: roleOf(formValue(form, "role")) }
+        })
+      )
+      closeForm(form)
       await invitations.load()
+      announce(`Invitation sent to ${sent.email} (${sent.role}).`)
     }
   )
 
@@ -360,7 +375,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       "dl",
       { class: "facts" },
       h("dt", null, "ID"),
-      h("dd", null, h("code", null, team.id)),
+      h("dd", null, copyableId("team", team.id)),
       h("dt", null, "Created"),
       h("dd", null, when(team.created_at))
     ),

@@ -6,7 +6,7 @@
  * Chromium missing is a failure, not a skip: `.ci/run` installs Debian's `chromium` package when it is absent.
  */
 import { expect } from "bun:test"
-import { existsSync, mkdirSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
 import type { Fixtures } from "../support/fixtures.ts"
@@ -31,7 +31,10 @@ export interface BrowserSession {
   readonly requests: Array<string>
   /** Uncaught errors, console errors and CSP violations (see `problems()` for the ones that count). */
   readonly events: Array<Problem>
-  /** Screenshots of the current page at desktop and phone width: `<name>-desktop.png`, `<name>-phone.png`. */
+  /**
+   * Screenshots of the current page at desktop and phone width (`<name>-desktop.png`, `<name>-phone.png`), after
+   * checking it at each width: axe-core finds no violation, and at 375 px nothing sticks out sideways.
+   */
   shots(name: string): Promise<void>
   close(): Promise<void>
 }
@@ -46,6 +49,42 @@ const expectedStatusLog =
 /** The recorded problems that count: uncaught errors, CSP violations, console errors (but expected HTTP statuses). */
 export const problems = (session: BrowserSession): Array<Problem> =>
   session.events.filter((event) => !(event.kind === "console" && expectedStatusLog.test(event.text)))
+
+const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8")
+
+interface Axe {
+  run(context: Document): Promise<{
+    readonly violations: ReadonlyArray<{
+      readonly id: string
+      readonly nodes: ReadonlyArray<{ readonly target: ReadonlyArray<unknown> }>
+    }>
+  }>
+}
+
+/**
+ * axe-core's violations on the page as it is now, each as `rule: the elements it found` (injected through the
+ * DevTools protocol, so the page's Content-Security-Policy stays as it is).
+ */
+export const violations = async (page: Page): Promise<Array<string>> => {
+  if (!(await page.evaluate(() => "axe" in globalThis))) await page.evaluate(axeSource)
+  return page.evaluate(async () => {
+    // Runs in the page: everything it needs is declared in here.
+    const isAxe = (value: unknown): value is Axe =>
+      typeof value === "object" && value !== null && "run" in value && typeof value.run === "function"
+    const scope: object = globalThis
+    const axe = "axe" in scope ? scope.axe : undefined
+    if (!isAxe(axe)) throw new Error("axe-core did not load in the page")
+    const result = await axe.run(document)
+    return result.violations.map(
+      (violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`
+    )
+  })
+}
+
+/** axe-core finds no violation on the page as it is now (`name` says which page, in the failure). */
+export const expectAccessible = async (page: Page, name: string): Promise<void> => {
+  expect({ page: name, violations: await violations(page) }).toEqual({ page: name, violations: [] })
+}
 
 export const launch = async (): Promise<Browser> => {
   if (!existsSync(CHROMIUM)) {
@@ -101,8 +140,10 @@ export const openBrowser = async (options: { readonly origin?: string } = {}): P
   const shots = async (name: string) => {
     const viewport = page.viewportSize() ?? DESKTOP
     await page.setViewportSize(DESKTOP)
+    await expectAccessible(page, `${name} at ${DESKTOP.width} px`)
     await page.screenshot({ path: join(SHOTS, `${name}-desktop.png`), fullPage: true })
     await page.setViewportSize(PHONE)
+    await expectAccessible(page, `${name} at ${PHONE.width} px`)
     // At 375 px nothing may stick out sideways (the page must not scroll horizontally).
     const width = await page.evaluate(() => document.documentElement.scrollWidth)
     const sticking =

@@ -125,10 +125,11 @@ describe("in the browser", () => {
     await page.goto(`${server.url}/dashboard/projects`)
     await page.getByText("No projects yet").waitFor()
     await page.getByText("New project").click()
-    // An empty name: the API's message for the field appears next to it.
+    // An empty name: the API's message for the field appears next to it (only there), and focus goes to the field.
     await page.getByRole("button", { name: "Create project" }).click()
     await page.locator('[data-field="name"] .field-error', { hasText: /\S/ }).waitFor()
-    expect(await page.getByRole("alert").first().textContent()).toContain("name")
+    expect(await page.locator(".form-error").count()).toBe(0)
+    expect(await page.getByLabel("Name").evaluate((input) => input === document.activeElement)).toBe(true)
     await session.shots("03-project-field-error")
 
     await page.getByLabel("Name").fill("Apollo")

@@ -63,11 +63,14 @@ describe("teams and deployments", () => {
     const bobInvite = page.locator("tbody tr", { hasText: bob.email })
     await bobInvite.locator(".badge", { hasText: "pending" }).waitFor()
 
+    // The form folded away once the invitation was sent: opened again for the next one.
+    await page.getByText("Invite someone").click()
     await page.getByLabel("Email", { exact: true }).fill("carol@example.com")
     await page.getByRole("button", { name: "Send invitation" }).click()
     const carol = page.locator("tbody tr", { hasText: "carol@example.com" })
     await carol.waitFor()
     // Inviting the same email twice: the API's conflict message is shown.
+    await page.getByText("Invite someone").click()
     await page.getByLabel("Email", { exact: true }).fill("carol@example.com")
     await page.getByRole("button", { name: "Send invitation" }).click()
     await page.locator(".form-error").waitFor()
@@ -182,6 +185,7 @@ describe("teams and deployments", () => {
     await first.getByRole("button", { name: "Mark v1.0.0 succeeded" }).click()
     await first.locator(".badge", { hasText: "succeeded" }).waitFor()
 
+    await page.getByText("Start a deployment").click()
     await page.getByLabel("Ref").fill("v1.0.1")
     await page.getByRole("button", { name: "Start deployment" }).click()
     const second = page.locator("tbody tr", { hasText: "v1.0.1" })
