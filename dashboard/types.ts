@@ -147,6 +147,8 @@ export interface Webhook {
   readonly failed_at: string | null
   /** Set while an operator has disabled it (`bun run cli webhooks disable`). */
   readonly disabled_at: string | null
+  /** At most this many attempts start in any one-second window (1–10,000); null: no limit. */
+  readonly rate_limit: number | null
 }
 export interface CreatedWebhook extends Webhook {
   readonly secret?: string
