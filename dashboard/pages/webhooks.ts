@@ -817,7 +817,7 @@ const rateLimitField = (value: number | null) =>
     label: "Rate limit (attempts a second)",
     name: "rate_limit",
     control: input({ type: "number", min: 1, max: 10_000, step: 1, inputmode: "numeric", value: value ?? "" }),
-    hint: "At most this many deliveries start in any second; the rest wait their turn. Empty: no limit."
+    hint: "At most this many attempts start in any second; the other deliveries wait their turn. Empty: no limit."
   })
 
 const rateLimitOf = (form: HTMLFormElement): number | null => {
