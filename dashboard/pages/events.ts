@@ -2,7 +2,7 @@
  * Events: the caller's events feed (`GET /v1/events`), newest first, filtered by type, each event's JSON as its
  * webhooks were sent it; and one event's page (`/dashboard/events/<id>`), which a delivery links to.
  */
-import { api } from "../api.ts"
+import { api, dataOf, pageOf, pageParam } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, navigate, type PageContext } from "../router.ts"
 import { type EventRecord, eventTypes } from "../types.ts"
@@ -65,11 +65,11 @@ export const eventsPage = async (context: PageContext): Promise<void> => {
   const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading events…"))
   context.root.append(filters, list)
   try {
-    const page = await api.list<EventRecord>("/events", {
-      page: q("page") || undefined,
-      per_page: 20,
-      type: q("type") || undefined
-    })
+    const page = await api
+      .GET("/v1/events", {
+        params: { query: { page: pageParam(q("page")), per_page: 20, type: q("type") || undefined } }
+      })
+      .then(pageOf)
     list.replaceChildren(
       page.data.length === 0
         ? h("p", { class: "empty" }, types.length === 0 ? "No events yet." : "No events of these types.")
@@ -83,8 +83,8 @@ export const eventsPage = async (context: PageContext): Promise<void> => {
 
 export const eventPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
-  const event = await readRecord<EventRecord>(context, {
-    path: `/events/${encodeURIComponent(id)}`,
+  const event = await readRecord(context, {
+    read: () => api.GET("/v1/events/{id}", { params: { path: { id } } }).then(dataOf),
     back: [`${BASE}/events`, "← Events"],
     label: "Event"
   })
