@@ -12,6 +12,9 @@
  * Usage: bun bench/deliveries.ts [--events 2000] [--hooks 10] [--rate 500] [--seconds 10] [--warmup 200] [--lead-in 1]
  *        [--database-cores 1 | any] (PostgreSQL of this machine: the cores it runs on meanwhile, see `pinDatabase`)
  *        BENCH_SERVER_DIR=<another checkout> measures that one (side by side, A B A B)
+ *        [--rate-limit N] sets `rate_limit` N on the throughput phase's webhooks (the service's pacing, see
+ *        docs/webhooks.md); without it they have none, as before the setting existed, so "no limit" can be compared
+ *        with an earlier checkout. A server without the setting refuses the field.
  * Uses DATABASE_URL when set (a postgres URL: a fresh database is made on it), else a temporary SQLite file. On a
  * PostgreSQL of this machine the CPU of the backends serving that database is printed beside the server's.
  */
@@ -30,6 +33,7 @@ const HOOKS = arg("hooks", 10)
 const RATE = arg("rate", 500)
 const SECONDS = arg("seconds", 10)
 const WARMUP = arg("warmup", 200)
+const RATE_LIMIT = process.argv.includes("--rate-limit") ? arg("rate-limit", 0) : null
 const PORT = 3931
 // The service to measure: this checkout, or another one (BENCH_SERVER_DIR, e.g. a checkout of an earlier commit).
 const ROOT = process.env.BENCH_SERVER_DIR ?? join(import.meta.dir, "..")
@@ -151,7 +155,11 @@ const api = (path: string, body: unknown, as: string = key) =>
   })
 
 for (let i = 0; i < HOOKS; i++) {
-  await api("/v1/webhooks", { url: `http://127.0.0.1:${receiver.port}/hook/${i}`, events: ["project.created"] })
+  await api("/v1/webhooks", {
+    url: `http://127.0.0.1:${receiver.port}/hook/${i}`,
+    events: ["project.created"],
+    ...(RATE_LIMIT === null ? {} : { rate_limit: RATE_LIMIT })
+  })
 }
 await api("/v1/webhooks", { url: `http://127.0.0.1:${receiver.port}/lag`, events: ["project.created"] }, lagKey)
 await api("/v1/webhooks", { url: `http://127.0.0.1:${receiver.port}/flaky`, events: ["project.created"] }, retryKey)
@@ -263,6 +271,7 @@ const elapsed = (performance.now() - started) / 1000
 const cpuUsed = (await serverCpu()) - cpuBefore
 const dbCpuUsed = await databaseCpuSince(dbCpuBefore)
 console.log(`database: ${DATABASE_URL.split(":")[0]}`)
+console.log(`rate_limit on the throughput webhooks: ${RATE_LIMIT ?? "none"}`)
 console.log(
   `throughput: ${projects * HOOKS} deliveries (${projects} events x ${HOOKS} webhooks) in ${elapsed.toFixed(2)} s` +
     ` = ${Math.round((projects * HOOKS) / elapsed)} deliveries/s` +

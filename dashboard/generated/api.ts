@@ -1597,6 +1597,8 @@ export interface components {
             failed_at: string | null;
             /** @description Set while an operator has disabled the webhook: nothing is sent to it, its deliveries wait */
             disabled_at: string | null;
+            /** @description At most this many attempts to the webhook start in any one-second window, across replicas (1 to 10000); the deliveries beyond it wait. Null: no limit */
+            rate_limit: number | null;
         };
         /** @enum {string} */
         EventType: "project.created" | "project.updated" | "project.deleted" | "member.invited" | "member.joined" | "member.removed" | "deployment.started" | "deployment.completed" | "deployment.failed";
@@ -1618,6 +1620,8 @@ export interface components {
             secret?: string;
             /** @enum {string} */
             signature?: "hmac" | "ed25519";
+            /** @description At most this many attempts to the webhook start in any one-second window, across replicas (1 to 10000); the deliveries beyond it wait. Null: no limit */
+            rate_limit?: number | null;
         };
         CreatedWebhook: {
             /**
@@ -1654,6 +1658,8 @@ export interface components {
             failed_at: string | null;
             /** @description Set while an operator has disabled the webhook: nothing is sent to it, its deliveries wait */
             disabled_at: string | null;
+            /** @description At most this many attempts to the webhook start in any one-second window, across replicas (1 to 10000); the deliveries beyond it wait. Null: no limit */
+            rate_limit: number | null;
             /** @description Only when the service generated the secret (`whsec_…`): shown this once */
             secret?: string;
         };
@@ -1673,6 +1679,8 @@ export interface components {
             secret?: string;
             /** @enum {string} */
             status?: "active";
+            /** @description At most this many attempts to the webhook start in any one-second window, across replicas (1 to 10000); the deliveries beyond it wait. Null: no limit */
+            rate_limit?: number | null;
         };
         /** @enum {string} */
         DeliveryEventType: "project.created" | "project.updated" | "project.deleted" | "member.invited" | "member.joined" | "member.removed" | "deployment.started" | "deployment.completed" | "deployment.failed" | "webhook.test";
@@ -1814,6 +1822,8 @@ export interface components {
             failed_at: string | null;
             /** @description Set while an operator has disabled the webhook: nothing is sent to it, its deliveries wait */
             disabled_at: string | null;
+            /** @description At most this many attempts to the webhook start in any one-second window, across replicas (1 to 10000); the deliveries beyond it wait. Null: no limit */
+            rate_limit: number | null;
             /**
              * Timestamp
              * @description Until then every delivery is signed with the previous secret too (the second `webhook-signature` entry)

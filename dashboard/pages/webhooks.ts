@@ -103,6 +103,7 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
         control: input({ type: "text", autocomplete: "off", spellcheck: "false", minlength: 16 }),
         hint: "16–256 characters, a new random one (never a password). Leave empty and the service makes one, shown once."
       }),
+      rateLimitField(null),
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Register webhook"))
     ),
     async (form) => {
@@ -114,7 +115,8 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
             url: formValue(form, "url"),
             events: someOf(eventTypes, checkedValues(form, "events")),
             ...(secret === "" ? {} : { secret }),
-            ...(signature === "ed25519" ? { signature } : {})
+            ...(signature === "ed25519" ? { signature } : {}),
+            rate_limit: rateLimitOf(form)
           }
         })
         .then(dataOf)
@@ -511,13 +513,18 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
         { class: "stack", "aria-label": "Edit webhook" },
         field({ label: "Payload URL", name: "url", control: input({ type: "url", value: hook.url, required: true }) }),
         eventChoices(hook.events),
+        rateLimitField(hook.rate_limit),
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Save changes"))
       ),
       async (form) => {
         const saved = await api
           .PUT("/v1/webhooks/{id}", {
             params: { path: { id }, header: { "If-Match": etag } },
-            body: { url: formValue(form, "url"), events: someOf(eventTypes, checkedValues(form, "events")) }
+            body: {
+              url: formValue(form, "url"),
+              events: someOf(eventTypes, checkedValues(form, "events")),
+              rate_limit: rateLimitOf(form)
+            }
           })
           .then(
             () => true,
@@ -591,6 +598,8 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       h("dd", null, h("code", { class: "url" }, breakableUrl(hook.url))),
       h("dt", null, "Events"),
       h("dd", null, hook.events.join(", ")),
+      h("dt", null, "Rate limit"),
+      h("dd", null, hook.rate_limit === null ? "None" : `${hook.rate_limit} attempts a second`),
       h("dt", null, "ID"),
       h("dd", null, h("code", null, hook.id)),
       h("dt", null, "Created"),
@@ -819,4 +828,18 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
   context.root.append(status, body)
   show(delivery)
   watch()
+}
+
+/** The webhook's `rate_limit`: a whole number of attempts a second; empty for none. */
+const rateLimitField = (value: number | null) =>
+  field({
+    label: "Rate limit (attempts a second)",
+    name: "rate_limit",
+    control: input({ type: "number", min: 1, max: 10_000, step: 1, inputmode: "numeric", value: value ?? "" }),
+    hint: "At most this many attempts start in any second; the other deliveries wait their turn. Empty: no limit."
+  })
+
+const rateLimitOf = (form: HTMLFormElement): number | null => {
+  const value = formValue(form, "rate_limit")
+  return value === "" ? null : Number(value)
 }

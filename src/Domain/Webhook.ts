@@ -14,6 +14,21 @@ export const WebhookSignature = oneOf("hmac", "ed25519")
 export type WebhookSignature = typeof WebhookSignature.Type
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
+/** The most a webhook's `rate_limit` may be: attempts a second. */
+export const RATE_LIMIT_MAX = 10_000
+/**
+ * A webhook's `rate_limit`: at most this many attempts to it start in any one-second window, across replicas; the
+ * deliveries beyond it wait. Null: no limit.
+ */
+export const WebhookRateLimit = Schema.NullOr(
+  Schema.Number.pipe(Schema.int(), Schema.between(1, RATE_LIMIT_MAX)).annotations({
+    jsonSchema: { type: "integer", minimum: 1, maximum: RATE_LIMIT_MAX }
+  })
+).annotations({
+  description:
+    "At most this many attempts to the webhook start in any one-second window, across replicas (1 to 10000); the deliveries beyond it wait. Null: no limit"
+})
+
 export const Webhook = Schema.Struct({
   id: Stored.WebhookId,
   url: Schema.String,
@@ -35,7 +50,8 @@ export const Webhook = Schema.Struct({
   failed_at: Schema.NullOr(Timestamp),
   disabled_at: Schema.NullOr(Timestamp).annotations({
     description: "Set while an operator has disabled the webhook: nothing is sent to it, its deliveries wait"
-  })
+  }),
+  rate_limit: WebhookRateLimit
 }).annotations({ identifier: "Webhook" })
 export type Webhook = typeof Webhook.Type
 
@@ -68,7 +84,8 @@ export const NewWebhook = Schema.Struct({
   url: WebhookUrl,
   events: WebhookEvents,
   secret: optional(WebhookSecret),
-  signature: optional(WebhookSignature)
+  signature: optional(WebhookSignature),
+  rate_limit: optional(WebhookRateLimit)
 })
 export type NewWebhook = typeof NewWebhook.Type
 
@@ -77,7 +94,8 @@ export const WebhookPatch = Schema.Struct({
   url: optional(WebhookUrl),
   events: optional(WebhookEvents),
   secret: optional(WebhookSecret),
-  status: optional(Schema.Literal("active").annotations({ message: () => "can only be set to active" }))
+  status: optional(Schema.Literal("active").annotations({ message: () => "can only be set to active" })),
+  rate_limit: optional(WebhookRateLimit)
 })
 export type WebhookPatch = typeof WebhookPatch.Type
 
@@ -209,6 +227,8 @@ export const ClaimedDelivery = Schema.Struct({
   /** The event's JSON, sent as stored. */
   payload: Schema.String,
   trace_context: Schema.NullOr(Schema.String),
-  claim_token: Schema.String
+  claim_token: Schema.String,
+  /** The webhook's `rate_limit` when claimed: null sends at once, a number paces the attempt (Delivery/Pacer.ts). */
+  rate_limit: Schema.NullOr(Schema.Int)
 })
 export type ClaimedDelivery = typeof ClaimedDelivery.Type

@@ -96,7 +96,9 @@ export const Subscriber = Schema.Struct({
   /** The secret rotated out, which signs too until `previous_secret_expires_at`. */
   previous_secret: Schema.NullOr(Schema.String),
   previous_secret_expires_at: Schema.NullOr(Schema.String),
-  status: WebhookStatus
+  status: WebhookStatus,
+  /** Its deliveries are paced by the worker's claim (src/Webhooks/Delivery/Pacer.ts), never claimed here. */
+  rate_limit: Schema.NullOr(Schema.Number)
 })
 export type Subscriber = typeof Subscriber.Type
 const decodeSubscribers = Schema.decodeUnknown(Schema.Array(Subscriber))
@@ -147,7 +149,7 @@ export class Events extends Effect.Service<Events>()("Events", {
     const inbox = yield* DeliveryInbox
     /** What a delivery's attempt needs of its webhook (the `Subscriber` fields). */
     const subscriberColumns = sql.literal(
-      "id, url, signature, secret, previous_secret, previous_secret_expires_at, status"
+      "id, url, signature, secret, previous_secret, previous_secret_expires_at, status, rate_limit"
     )
 
     /** A webhook's `events` (JSON text, a list of type names) holds `type`. */
@@ -242,13 +244,19 @@ export class Events extends Effect.Service<Events>()("Events", {
      * Answers the rows to write and what the inbox needs for each claimed one, to hand over after the commit.
      */
     const deliveriesOf = (event: RecordedEvent, hooks: ReadonlyArray<Subscriber>, claims: Option.Option<Claims>) => {
-      const claiming = Option.isSome(claims) && hooks.length > 0 ? claims.value.reserve(hooks.length) : 0
+      // A webhook with a `rate_limit` has its deliveries claimed by the worker, which paces them.
+      let paced = 0
+      for (const hook of hooks) if (hook.rate_limit !== null) paced++
+      const claiming = Option.isSome(claims) && hooks.length > 0 ? claims.value.reserve(hooks.length - paced) : 0
+      if (paced > 0 && Option.isSome(claims)) claims.value.unclaimed = true
       const claimToken = crypto.randomUUID()
       const claimedUntil = new Date(Date.parse(event.createdAt) + inbox.lease()).toISOString()
       const handed: Array<ClaimedDelivery> = []
-      const rows = hooks.map((hook, i) => {
+      let free = 0
+      const rows = hooks.map((hook) => {
         const id = DeliveryId.make(makeId("delivery"))
-        const claimed = i < claiming
+        const claimed = hook.rate_limit === null && free < claiming
+        if (hook.rate_limit === null) free += 1
         if (claimed) {
           handed.push({
             id,
@@ -268,7 +276,8 @@ export class Events extends Effect.Service<Events>()("Events", {
             webhook_status: hook.status,
             payload: event.payload,
             trace_context: event.traceContext,
-            claim_token: claimToken
+            claim_token: claimToken,
+            rate_limit: null
           })
         }
         return {

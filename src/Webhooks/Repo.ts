@@ -32,6 +32,7 @@ const NewWebhookRow = Schema.Struct({
   signature: WebhookSignature,
   secret: Schema.String,
   public_key: Schema.NullOr(Schema.String),
+  rate_limit: Schema.NullOr(Schema.Int),
   created_at: Schema.String,
   updated_at: Schema.String
 })
@@ -45,6 +46,7 @@ const WebhookChange = Schema.Struct({
   previous_secret_expires_at: Schema.optionalWith(Schema.Null, { exact: true }),
   status: Schema.optionalWith(Schema.Literal("active"), { exact: true }),
   failed_at: Schema.optionalWith(Schema.Null, { exact: true }),
+  rate_limit: Schema.optionalWith(Schema.NullOr(Schema.Int), { exact: true }),
   updated_at: Schema.String
 })
 export type WebhookChange = typeof WebhookChange.Type
@@ -88,7 +90,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     const columns = () =>
       sql`w.id, w.url, w.events, w.status, w.signature, w.public_key,
         CASE WHEN w.previous_secret_expires_at > ${nowIso()} THEN w.previous_public_key END AS previous_public_key,
-        w.created_at, w.updated_at, w.failed_at, w.disabled_at`
+        w.created_at, w.updated_at, w.failed_at, w.disabled_at, w.rate_limit`
     // The latest attempt's status code: one step down the attempts' primary key per delivery shown.
     const deliveryColumns = sql`d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at, d.last_attempt_at,
       (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.number DESC LIMIT 1) AS last_status_code,
@@ -252,29 +254,54 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         limit: Schema.Int,
         now: Schema.String,
         claimedUntil: Schema.String,
-        token: Schema.String
+        token: Schema.String,
+        pacing: Schema.Array(Schema.String)
       }),
       Result: Id,
-      execute: ({ claimedUntil, limit, now, token }) => {
+      execute: ({ claimedUntil, limit, now, pacing, token }) => {
         const lock = sql.onDialectOrElse({ pg: () => sql`FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })
+        const unclaimed = sql`(claimed_until IS NULL OR claimed_until < ${now})`
         // Manual attempts asked for first (someone is waiting to see them), then scheduled ones by due time.
-        // A webhook an operator disabled (`bun run cli webhooks disable`) has nothing claimed until it is enabled.
-        const unclaimed = sql`(claimed_until IS NULL OR claimed_until < ${now})
-          AND webhook_id NOT IN (SELECT id FROM webhooks WHERE disabled_at IS NOT NULL)`
+        // A webhook an operator disabled (`bun run cli webhooks disable`) has nothing claimed until it is enabled;
+        // a webhook with a `rate_limit` has its deliveries claimed apart (`paced`).
+        const free = sql`${unclaimed}
+          AND webhook_id NOT IN (SELECT id FROM webhooks WHERE disabled_at IS NOT NULL OR rate_limit IS NOT NULL)`
+        // A limited webhook gives at most a second's worth (its `rate_limit`) of deliveries at a time, manual ones
+        // first, and none while this process is still pacing the last ones it took (`pacing`): the rest wait in the
+        // table, for whichever process has room when their turn comes (src/Webhooks/Delivery/Pacer.ts).
+        const notPacing = pacing.length === 0 ? sql`` : sql`AND w.id NOT IN ${sql.in(pacing)}`
         return sql`
           WITH manual AS (
-            SELECT id FROM deliveries WHERE manual = 1 AND ${unclaimed} LIMIT ${limit} ${lock}
+            SELECT id FROM deliveries WHERE manual = 1 AND ${free} LIMIT ${limit} ${lock}
           ),
           due AS (
             SELECT id FROM deliveries
-            WHERE status = 'pending' AND next_attempt_at <= ${now} AND ${unclaimed}
+            WHERE status = 'pending' AND next_attempt_at <= ${now} AND ${free}
             ORDER BY next_attempt_at LIMIT ${limit} ${lock}
+          ),
+          paced AS (
+            SELECT id FROM (
+              SELECT d.id, d.manual, d.next_attempt_at, w.rate_limit,
+                ROW_NUMBER() OVER (PARTITION BY d.webhook_id ORDER BY d.manual DESC, d.next_attempt_at, d.id) AS turn
+              FROM webhooks w JOIN deliveries d ON d.webhook_id = w.id
+              WHERE w.rate_limit IS NOT NULL AND w.disabled_at IS NULL ${notPacing}
+                AND (d.claimed_until IS NULL OR d.claimed_until < ${now})
+                AND (d.manual = 1 OR (d.status = 'pending' AND d.next_attempt_at <= ${now}))
+            ) ranked
+            WHERE turn <= rate_limit
+            ORDER BY manual DESC, next_attempt_at
+            LIMIT ${limit}
           )
           UPDATE deliveries SET claimed_until = ${claimedUntil}, claim_token = ${token}
           WHERE id IN (
-            SELECT id FROM (SELECT id FROM manual UNION ALL SELECT id FROM due WHERE id NOT IN (SELECT id FROM manual)) picked
+            SELECT id FROM (
+              SELECT id FROM paced
+              UNION ALL SELECT id FROM manual
+              UNION ALL SELECT id FROM due WHERE id NOT IN (SELECT id FROM manual)
+            ) picked
             LIMIT ${limit}
           )
+            AND ${unclaimed}
           RETURNING id`
       }
     })
@@ -287,20 +314,27 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.attempt_count, d.status, d.manual, d.claim_token, d.next_attempt_at,
                  (SELECT COALESCE(MAX(a.number), 0) FROM delivery_attempts a WHERE a.delivery_id = d.id) AS attempts_made,
                  w.url, w.signature, w.secret, w.previous_secret, w.previous_secret_expires_at, w.status AS webhook_status,
-                 e.payload, e.trace_context
+                 e.payload, e.trace_context, w.rate_limit
           FROM deliveries d
           JOIN webhooks w ON w.id = d.webhook_id
           JOIN events e ON e.id = d.event_id
-          WHERE d.id IN ${sql.in(ids)} AND d.claim_token = ${token}`
+          WHERE d.id IN ${sql.in(ids)} AND d.claim_token = ${token}
+          ORDER BY d.manual DESC, d.next_attempt_at`
     })
 
     /**
      * Claims up to `limit` due deliveries for `lease`: a claim lapses at `claimedUntil`, after which any process
      * may take the delivery again. On PostgreSQL, `SKIP LOCKED` keeps concurrent claimers off each other's rows.
      */
-    const claim = (limit: number, now: string, claimedUntil: string, token: string) =>
+    const claim = (
+      limit: number,
+      now: string,
+      claimedUntil: string,
+      token: string,
+      pacing: ReadonlyArray<string> = []
+    ) =>
       Effect.gen(function* () {
-        const ids = yield* claimIds({ limit, now, claimedUntil, token })
+        const ids = yield* claimIds({ limit, now, claimedUntil, token, pacing })
         if (ids.length === 0) return []
         return yield* claimed({ ids: ids.map((row) => row.id), token })
       })

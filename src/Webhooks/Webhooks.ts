@@ -108,6 +108,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
             signature,
             secret: pair?.privateKey ?? input.secret ?? generated ?? "",
             public_key: pair?.publicKey ?? null,
+            rate_limit: input.rate_limit ?? null,
             created_at: now,
             updated_at: now
           })
@@ -125,6 +126,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         updated_at: now,
         failed_at: null,
         disabled_at: null,
+        rate_limit: input.rate_limit ?? null,
         ...(generated !== undefined ? { secret: generated } : {})
       }
       return created
@@ -143,7 +145,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         Option.isNone(after)
           ? Effect.void
           : audit("webhook.updated", principal, after.value, {
-              ...changesOf(before, after.value, ["url", "events", "status"]),
+              ...changesOf(before, after.value, ["url", "events", "status", "rate_limit"]),
               // That the secret changed, never what it was or is.
               ...(patch.secret !== undefined ? { secret: ["[redacted]", "[redacted]"] as const } : {})
             })
@@ -158,6 +160,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
               ? { secret: patch.secret, previous_secret: null, previous_secret_expires_at: null }
               : {}),
             ...(patch.status === "active" ? { status: "active" as const, failed_at: null } : {}),
+            ...(patch.rate_limit !== undefined ? { rate_limit: patch.rate_limit } : {}),
             updated_at: now
           })
           .pipe(Effect.zipRight(recordUpdate), events.transaction)

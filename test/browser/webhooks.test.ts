@@ -268,6 +268,18 @@ test("edit a webhook's events, rotate its secret (shown once, used to sign), del
   await page.getByText("Webhook saved.").waitFor()
   await page.locator("dd", { hasText: "project.created, project.updated" }).waitFor()
 
+  // A rate limit: set in the form, shown on the page, then cleared (an empty field: none).
+  await page.getByText("Edit webhook").click()
+  await page.getByLabel("Rate limit (attempts a second)").fill("5")
+  await page.getByRole("button", { name: "Save changes" }).click()
+  await page.locator("dd", { hasText: "5 attempts a second" }).waitFor()
+  await session.shots("15-webhook-rate-limit")
+  await page.getByText("Edit webhook").click()
+  expect(await page.getByLabel("Rate limit (attempts a second)").inputValue()).toBe("5")
+  await page.getByLabel("Rate limit (attempts a second)").fill("")
+  await page.getByRole("button", { name: "Save changes" }).click()
+  await page.locator("dd", { hasText: /^None$/ }).waitFor()
+
   await page.getByRole("button", { name: "Rotate secret" }).click()
   await page.getByRole("dialog").getByRole("button", { name: "Rotate secret" }).click()
   const box = page.getByLabel("The new signing secret")

@@ -261,6 +261,7 @@ describe("secret rotation", () => {
         "public_key",
         "previous_public_key",
         "previous_secret_expires_at",
+        "rate_limit",
         "secret"
       ].sort()
     )

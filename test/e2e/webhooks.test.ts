@@ -192,6 +192,7 @@ describe("registration", () => {
       "id",
       "previous_public_key",
       "public_key",
+      "rate_limit",
       "secret",
       "signature",
       "status",

@@ -219,7 +219,8 @@ describe("shutdown gives back what no attempt started", () => {
       webhook_status: "active",
       payload: "{}",
       trace_context: null,
-      claim_token: crypto.randomUUID()
+      claim_token: crypto.randomUUID(),
+      rate_limit: null
     })
 
   test("a delivery handed to a taker interrupted at that moment (the worker stopping) is still given back", async () => {

@@ -12,6 +12,8 @@
  *   recorded.
  *   Claiming and sleeping make no spans, so an idle server traces nothing; with tracing on, each attempt is a span.
  * - The recorder writes outcomes in batches, with the next attempt time computed by stepping the retry `Schedule`.
+ * - A delivery to a webhook with a `rate_limit` is handed by its runner to the pacer (./Pacer.ts), which starts it
+ *   when the webhook's pace, shared by every replica, allows; a webhook with no limit never goes there.
  *
  * Failures are logged at `warning` for operators: each failed attempt, a delivery that gives up, a webhook that
  * turns `failed`.
@@ -41,6 +43,7 @@ import { DeliveryRecorder } from "../Recorder.js"
 import { DeliveryRecorderLive } from "../RecorderLive.js"
 import { WebhooksRepo } from "../Repo.js"
 import { type AttemptResult, attempt, DeliveryTrust } from "./Attempt.js"
+import { makePacer } from "./Pacer.js"
 import { DeliveryScheduleRepo } from "./Repo.js"
 import { retryPolicy, waitAfterFailure } from "./Retry.js"
 import { TargetResolver } from "./Targets.js"
@@ -364,12 +367,39 @@ export const DeliveryWorker = Layer.scopedDiscard(
         Effect.ensuring(inbox.release(1))
       )
 
+    /** Deliveries to webhooks with a `rate_limit`: started when their pace allows (./Pacer.ts). */
+    const pacer = makePacer({
+      takeStart: schedule.takeStart,
+      start: (claimed) => {
+        inbox.started(claimed)
+        return attemptOne(claimed)
+      },
+      giveBack: (claimed) =>
+        Effect.suspend(() => {
+          inbox.started(claimed)
+          return repo.unclaim([claimed])
+        }).pipe(
+          Effect.catchAllCause((cause) =>
+            Effect.logError("a paced delivery could not be given back; its claim will lapse", cause)
+          ),
+          Effect.ensuring(inbox.release(1))
+        ),
+      wake: inbox.ring,
+      // Half of what the lease leaves after an attempt's time-out: a delivery given back then is still claimed
+      // by no one else, and one started then ends within its lease.
+      maxWait: Duration.millis(Math.max(0, lease - Duration.toMillis(config.timeout)) / 2),
+      scope: yield* Effect.scope
+    })
+
     // Waiting for a delivery is interruptible; an attempt, once started, runs to its end (WEBHOOK_TIMEOUT at most).
     // An attempt says it has started before anything else, in the uninterruptible part: a delivery whose attempt
-    // has not started is given back at shutdown, even one an interrupted `take` took with it.
+    // has not started is given back at shutdown, even one an interrupted `take` took with it. A delivery to a
+    // webhook with a `rate_limit` goes to the pacer, which says so when it starts it.
     const runner = Effect.uninterruptibleMask((restore) =>
       restore(inbox.take).pipe(
         Effect.flatMap((claimed) => {
+          // Its secret decrypted now, so its start is not spent on that.
+          if (claimed.rate_limit !== null) return Effect.zipRight(Effect.ignore(opened(claimed)), pacer.add(claimed))
           inbox.started(claimed)
           return attemptOne(claimed)
         })
@@ -403,11 +433,13 @@ export const DeliveryWorker = Layer.scopedDiscard(
       // The claim and its hand-over are one step that shutdown waits for: interrupted while its statement ran (on
       // PostgreSQL the server may have committed it), the claims would be held by no one until their lease lapsed,
       // and the next process could not send those deliveries until then. Handed over, they are given back.
-      const claimed = yield* repo.claim(room, iso(claimedAt), iso(claimedAt + lease), crypto.randomUUID()).pipe(
-        Effect.tap(inbox.hand),
-        Effect.onError(() => inbox.release(room)),
-        Effect.uninterruptible
-      )
+      const claimed = yield* repo
+        .claim(room, iso(claimedAt), iso(claimedAt + lease), crypto.randomUUID(), pacer.pacing())
+        .pipe(
+          Effect.tap(inbox.hand),
+          Effect.onError(() => inbox.release(room)),
+          Effect.uninterruptible
+        )
       yield* inbox.release(room - claimed.length)
       if (claimed.length < room) yield* sleepUntilDue(claimedAt)
     })
@@ -446,6 +478,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
           Effect.timeout(Duration.sum(config.timeout, Duration.seconds(1))),
           Effect.ignore
         )
+        yield* pacer.stop(Duration.sum(config.timeout, Duration.seconds(1)))
         const waiting = yield* inbox.takeUnstarted
         yield* repo
           .unclaim(waiting)
