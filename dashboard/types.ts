@@ -148,6 +148,19 @@ export interface Webhook {
   /** Set while an operator has disabled it (`bun run cli webhooks disable`). */
   readonly disabled_at: string | null
 }
+/** How a webhook's endpoint has been answering (the list's `health`; null before its first attempt). */
+export interface WebhookHealth {
+  readonly last_attempt_at: string
+  readonly last_status_code: number | null
+  readonly last_outcome: "succeeded" | "failed"
+  readonly attempts_24h: number
+  /** From 0 to 1; null when there was no attempt in 24 hours. */
+  readonly success_rate_24h: number | null
+}
+/** A webhook as the list (`GET /v1/webhooks`) shows it. */
+export interface WebhookWithHealth extends Webhook {
+  readonly health: WebhookHealth | null
+}
 export interface CreatedWebhook extends Webhook {
   readonly secret?: string
 }
@@ -168,7 +181,13 @@ export interface Delivery {
   readonly next_attempt_at: string | null
   readonly last_attempt_at: string | null
   readonly last_status_code: number | null
+  /** The event's resource name (its `data.name`), null when it has none. */
+  readonly resource_name: string | null
   readonly created_at: string
+}
+/** A delivery of one event (`GET /v1/events/:event_id/deliveries`), with its webhook's URL. */
+export interface EventDelivery extends Delivery {
+  readonly webhook_url: string
 }
 
 export interface Attempt {

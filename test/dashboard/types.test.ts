@@ -9,6 +9,7 @@ import { AuditRecord, auditActions } from "../../src/Domain/Audit.ts"
 import { eventTypes } from "../../src/Domain/EventTypes.ts"
 import { scopeNames } from "../../src/Domain/Scopes.ts"
 import { Session } from "../../src/Domain/Session.ts"
+import { EventDelivery, WebhookHealth, WebhookWithHealth } from "../../src/Domain/Webhook.ts"
 
 test("the dashboard offers exactly the service's event types and scopes, in its order", () => {
   expect([...Dashboard.eventTypes]).toEqual([...eventTypes])
@@ -48,4 +49,48 @@ test("the dashboard's audit actions and AuditRecord are the contract's", () => {
     changes: { name: ["Old", "Apollo"] }
   }
   expect(Object.keys(asDashboard(sample)).sort()).toEqual(Object.keys(AuditRecord.fields).sort())
+})
+
+test("the dashboard's webhook list item (with health) and an event's delivery are the contract's", () => {
+  // Checked by the type checker: what the service encodes is what the dashboard reads.
+  const asListed = (hook: typeof WebhookWithHealth.Encoded): Dashboard.WebhookWithHealth => hook
+  const asEventDelivery = (delivery: typeof EventDelivery.Encoded): Dashboard.EventDelivery => delivery
+  const hook: typeof WebhookWithHealth.Encoded = {
+    id: "whk_01jd3xkq8w0000000000000000",
+    url: "https://example.com/hooks",
+    events: ["project.created"],
+    status: "active",
+    signature: "hmac",
+    public_key: null,
+    previous_public_key: null,
+    created_at: "2026-11-28T00:00:00.000Z",
+    updated_at: "2026-11-28T00:00:00.000Z",
+    failed_at: null,
+    disabled_at: null,
+    health: {
+      last_attempt_at: "2026-11-28T00:00:01.000Z",
+      last_status_code: 200,
+      last_outcome: "succeeded",
+      attempts_24h: 3,
+      success_rate_24h: 0.6667
+    }
+  }
+  const listed = asListed(hook)
+  expect(Object.keys(listed).sort()).toEqual(Object.keys(WebhookWithHealth.fields).sort())
+  expect(Object.keys(listed.health ?? {}).sort()).toEqual(Object.keys(WebhookHealth.fields).sort())
+  const delivery: typeof EventDelivery.Encoded = {
+    id: "dlv_01jd3xkq8w0000000000000000",
+    webhook_id: "whk_01jd3xkq8w0000000000000000",
+    event_id: "evt_01jd3xkq8w0000000000000000",
+    event_type: "project.created",
+    status: "delivered",
+    attempt_count: 1,
+    next_attempt_at: null,
+    last_attempt_at: "2026-11-28T00:00:01.000Z",
+    last_status_code: 200,
+    resource_name: "Apollo",
+    created_at: "2026-11-28T00:00:00.000Z",
+    webhook_url: "https://example.com/hooks"
+  }
+  expect(Object.keys(asEventDelivery(delivery)).sort()).toEqual(Object.keys(EventDelivery.fields).sort())
 })

@@ -46,11 +46,11 @@ beforeAll(async () => {
   }
   await receiver.waitFor(6, { path: "/ann", timeoutMs: 20_000 })
   delivered = receiver.requests("/ann").map((request) => request.body)
-})
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
   await receiver?.stop()
-})
+}, 20_000)
 
 /** The delivered bodies, newest first (the feed's order), by event id. */
 const newestFirst = () => {
