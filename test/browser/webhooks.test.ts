@@ -54,7 +54,7 @@ beforeAll(async () => {
   ann = await userWithPassword(server, "Ann Hooks")
   annKey = (await server.fixtures.apiKey(ann.id, { name: "test", scopes: "read,write" })).key
   session = await openBrowser({ origin: server.url })
-}, 30_000)
+}, 90_000)
 
 afterAll(async () => {
   await session?.close()
