@@ -21,8 +21,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Fiber, Layer, Ref } from "effect"
-import { EventId } from "../src/Domain/Ids.js"
+import { EventId, Stored } from "../src/Domain/Ids.js"
 import type { Principal } from "../src/Domain/Principal.js"
+import type { Project } from "../src/Domain/Project.js"
 import { Events } from "../src/Events/Events.js"
 import { EventFeed } from "../src/Events/Feed.js"
 import { SqlLive } from "../src/Sql/Client.js"
@@ -143,7 +144,25 @@ const program = Effect.gen(function* () {
   )
 
   // Busy: a writer emitting for the user, alone and beside each reader.
-  const emitOne = events.transaction(events.emit("project.created", [reader], { bench: true }))
+  // A project's create as the service writes it: the event (its data encoded by the catalogue's schema) and the
+  // audit record every change carries.
+  const project: Project = {
+    id: Stored.ProjectId.make(id("proj", 1)),
+    name: "bench",
+    description: "",
+    visibility: "private",
+    status: "active",
+    owner_id: reader,
+    team_id: null,
+    created_at: iso(0),
+    updated_at: iso(0)
+  }
+  const emitOne = events.transaction(
+    Effect.zipRight(
+      events.emit("project.created", [reader], project),
+      events.record("project.created", { type: "project", id: project.id }, { user: reader, name: project.name })
+    )
+  )
   const writeFor = Effect.gen(function* () {
     const until = (yield* Clock.currentTimeMillis) + SECONDS * 1000
     let written = 0

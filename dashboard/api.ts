@@ -3,8 +3,14 @@
  * with `Authorization: Bearer <jwt>` — the same calls any other client makes. The token lives in memory and in
  * `sessionStorage` (so a reload keeps you signed in, a closed tab does not); signing out ends the session at the
  * service (`{auth_url}/logout`) and forgets it.
+ *
+ * `api` is `openapi-fetch`'s client typed by the contract (`dashboard/generated/api.ts`, generated from the service's
+ * OpenAPI document: `bun run generate:dashboard-types`): `api.GET("/v1/projects/{id}", { params: { path: { id } } })`
+ * type-checks the path, the parameters and the body, and types the answer. A failure is thrown as an `ApiError`
+ * (never returned), so an answer is a success: `dataOf` takes its envelope's `data`, `taggedOf` that and its `ETag`.
  */
-import type { ListMeta } from "./types.ts"
+import createClient from "openapi-fetch"
+import type { paths } from "./generated/api.ts"
 
 export interface FieldIssue {
   readonly field: string
@@ -139,46 +145,30 @@ const toError = (status: number, body: unknown): ApiError => {
   )
 }
 
-/** A record with the `ETag` it was read with: send it back as `ifMatch` so an edit never overwrites another's. */
+/** A record with the `ETag` it was read with: send it back as `If-Match` so an edit never overwrites another's. */
 export interface Tagged<T> {
   readonly data: T
   readonly etag: string | undefined
 }
 
-/** Options of a write: `ifMatch`, the `ETag` the record was read with (412 `precondition_failed` if it changed). */
-export interface WriteOptions {
-  readonly ifMatch?: string | undefined
-}
-
-/** Someone else changed the record since it was read (a write with `ifMatch` answered 412). */
+/** Someone else changed the record since it was read (a write with `If-Match` answered 412). */
 export const isChangedMeanwhile = (error: unknown): boolean =>
   error instanceof ApiError && error.code === "precondition_failed"
 
-/** Sends one `/v1` request with the session; resolves with the parsed body (undefined for 204). */
-const send = async (method: string, path: string, payload?: unknown, options: WriteOptions = {}): Promise<unknown> =>
-  (await sendTagged(method, path, payload, options)).body
-
-const sendTagged = async (
-  method: string,
-  path: string,
-  payload: unknown,
-  options: WriteOptions
-): Promise<{ readonly body: unknown; readonly etag: string | undefined }> => {
+/**
+ * Sends one `/v1` request with the session (its `Authorization`): resolves with a success, throws an `ApiError` for
+ * anything else (a 401 also ends the session here).
+ */
+const send = async (request: Request): Promise<Response> => {
   if (current === undefined) {
     onSessionEnded("Sign in to continue.")
     throw new ApiError(401, "unauthorized", "You are signed out.")
   }
-  const headers: Record<string, string> = { authorization: `Bearer ${current.token}`, accept: "application/json" }
-  if (payload !== undefined) headers["content-type"] = "application/json"
-  if (options.ifMatch !== undefined) headers["if-match"] = options.ifMatch
-  const response = await fetch(`/v1${path}`, {
-    method,
-    headers,
-    ...(payload === undefined ? {} : { body: JSON.stringify(payload) })
-  }).catch(() => Promise.reject(unreachable()))
-  const body = await readBody(response)
-  if (response.ok) return { body, etag: response.headers.get("etag") ?? undefined }
-  const error = toError(response.status, body)
+  request.headers.set("authorization", `Bearer ${current.token}`)
+  request.headers.set("accept", "application/json")
+  const response = await fetch(request).catch(() => Promise.reject(unreachable()))
+  if (response.ok) return response
+  const error = toError(response.status, await readBody(response))
   if (response.status === 401) {
     signOut()
     onSessionEnded(`Your session has ended: ${error.message}. Sign in again.`)
@@ -186,48 +176,73 @@ const sendTagged = async (
   throw error
 }
 
-/** The envelope's `data`, typed as the endpoint documents it (the service is trusted to keep its contract). */
-const hasData = <T>(body: unknown): body is { readonly data: T } => isRecord(body) && "data" in body
-const isList = <T>(body: unknown): body is { readonly data: ReadonlyArray<T>; readonly meta: ListMeta } =>
-  isRecord(body) && Array.isArray(body.data) && isRecord(body.meta) && typeof body.meta.total === "number"
-
-const data = <T>(body: unknown): T => {
-  if (hasData<T>(body)) return body.data
-  throw new ApiError(0, "bad_response", "The service sent an answer the dashboard does not understand")
+/** A query: a parameter left undefined or empty is not sent (a filter left blank is no filter). */
+const serializeQuery = (query: Record<string, unknown>): string => {
+  const params = new URLSearchParams()
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null && value !== "") params.set(name, String(value))
+  }
+  return params.toString()
 }
+
+/** The `/v1` API, typed by the contract. */
+export const api = createClient<paths>({ fetch: send, querySerializer: serializeQuery })
+
+/** What every answer of `api` is (a failure was thrown): its body, when it has one, and the response. */
+interface Answer<Body> {
+  readonly data?: Body
+  readonly response: Response
+}
+
+const missing = () => new ApiError(0, "bad_response", "The service sent an answer the dashboard does not understand")
+
+/** The answer's body: a list's page (`{data, meta}`), or any body read whole. */
+export const bodyOf = <Body>(answer: Answer<Body>): Body => {
+  if (answer.data === undefined) throw missing()
+  return answer.data
+}
+
+/** A list's answer when it is a numbered page (one asked for with `page`, not a cursor's `after`). */
+type Numbered<Body> = Extract<Body, { readonly meta: { readonly total: number; readonly page: number } }>
+const isNumbered = <Body extends { readonly meta: object }>(body: Body): body is Numbered<Body> =>
+  "total" in body.meta && typeof body.meta.total === "number" && "page" in body.meta
+
+/** The numbered page of a list that also answers by cursor (`/v1/events`, the audit logs). */
+export const pageOf = <Body extends { readonly meta: object }>(answer: Answer<Body>): Numbered<Body> => {
+  const body = bodyOf(answer)
+  if (isNumbered(body)) return body
+  throw missing()
+}
+
+/** The envelope's `data` of an answer. */
+export const dataOf = <T>(answer: Answer<{ readonly data: T }>): T => bodyOf(answer).data
+
+/** The envelope's `data` with the answer's `ETag`, for an edit that must not overwrite someone else's. */
+export const taggedOf = <T>(answer: Answer<{ readonly data: T }>): Tagged<T> => ({
+  data: dataOf(answer),
+  etag: answer.response.headers.get("etag") ?? undefined
+})
+
+/** A page number from the address (`?page=2`), or undefined (the first page) for anything else. */
+export const pageParam = (text: string): number | undefined => {
+  const page = Number(text)
+  return Number.isInteger(page) && page > 0 ? page : undefined
+}
+
+/** `text` when it is one of `values` (a filter or a choice from the address or a form), else undefined. */
+export const oneOf = <const T extends string>(values: ReadonlyArray<T>, text: string): T | undefined =>
+  values.find((value) => value === text)
+
+/** Those of `values` that `texts` name (checked boxes), in the order of `values`. */
+export const someOf = <const T extends string>(values: ReadonlyArray<T>, texts: ReadonlyArray<string>): Array<T> =>
+  values.filter((value) => texts.includes(value))
 
 export type Query = Record<string, string | number | undefined>
 
+/** `path` with `query` (a parameter left undefined or empty is not sent), as the client sends its queries. */
 export const withQuery = (path: string, query: Query = {}): string => {
-  const params = new URLSearchParams()
-  for (const [name, value] of Object.entries(query)) {
-    if (value !== undefined && value !== "") params.set(name, String(value))
-  }
-  const text = params.toString()
+  const text = serializeQuery(query)
   return text === "" ? path : `${path}?${text}`
-}
-
-export const api = {
-  get: async <T>(path: string): Promise<T> => data<T>(await send("GET", path)),
-  /** The record and its `ETag`, for an edit that must not overwrite someone else's. */
-  getTagged: async <T>(path: string): Promise<Tagged<T>> => {
-    const { body, etag } = await sendTagged("GET", path, undefined, {})
-    return { data: data<T>(body), etag }
-  },
-  list: async <T>(
-    path: string,
-    query?: Query
-  ): Promise<{ readonly data: ReadonlyArray<T>; readonly meta: ListMeta }> => {
-    const body = await send("GET", withQuery(path, query))
-    if (isList<T>(body)) return body
-    throw new ApiError(0, "bad_response", "The service sent a list the dashboard does not understand")
-  },
-  post: async <T>(path: string, payload?: unknown): Promise<T> => data<T>(await send("POST", path, payload)),
-  put: async <T>(path: string, payload: unknown, options?: WriteOptions): Promise<T> =>
-    data<T>(await send("PUT", path, payload, options)),
-  delete: async (path: string, options?: WriteOptions): Promise<void> => {
-    await send("DELETE", path, undefined, options)
-  }
 }
 
 /** A message for anything a request can throw. */

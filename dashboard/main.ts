@@ -1,7 +1,7 @@
 /**
  * The dashboard's entry: the layout (header, navigation, sign-out), the routes, and rendering a page into <main>.
  */
-import { api, logOut, signedIn, whenSessionEnds } from "./api.ts"
+import { api, dataOf, logOut, signedIn, whenSessionEnds } from "./api.ts"
 import { h, replace } from "./dom.ts"
 import { apiKeysPage } from "./pages/apiKeys.ts"
 import { securityLogPage, teamAuditPage } from "./pages/audit.ts"
@@ -63,7 +63,7 @@ let me: Promise<User> | undefined
 
 const header = (): HTMLElement => {
   const who = h("span", { class: "who-name" })
-  me ??= api.get<User>("/users/me")
+  me ??= api.GET("/v1/users/me").then(dataOf)
   me.then(
     (user) => (who.textContent = user.name),
     () => (me = undefined)

@@ -1,108 +1,78 @@
 /**
- * The records the dashboard reads, as the API contract describes them (docs: /docs, decisions.md). The dashboard
- * is a client of its own service and trusts the shape of its answers; only the envelope is checked (api.ts).
+ * The records the dashboard reads, as the contract describes them: the schemas of the service's OpenAPI document,
+ * generated into `generated/api.ts` (`bun run generate:dashboard-types`; CI checks it is current). Nothing here is
+ * written by hand but the names, and the lists the dashboard offers as checkboxes, which the checker holds to the
+ * contract's (every member, no other) and test/dashboard/generated-types.test.ts to its order.
  */
-export interface ListMeta {
-  readonly total: number
-  readonly page: number
-  readonly per_page: number
-  readonly request_id: string
-}
+import type { components, paths } from "./generated/api.ts"
+
+type Schemas = components["schemas"]
+
+/** A list page's `meta` (every list answers the same). */
+export type ListMeta = paths["/v1/projects"]["get"]["responses"][200]["content"]["application/json"]["meta"]
 
 export interface Page<T> {
   readonly data: ReadonlyArray<T>
   readonly meta: ListMeta
 }
 
-export interface User {
-  readonly id: string
-  readonly email: string
-  readonly name: string
-  readonly avatar_url: string | null
-}
+export type User = Schemas["User"]
+export type Project = Schemas["Project"]
+export type Visibility = Project["visibility"]
+export type Deployment = Schemas["Deployment"]
+export type DeploymentStatus = Deployment["status"]
+/** A team as a single read answers it: with the caller's `role`. */
+export type Team = Schemas["Team"]
+export type Member = Schemas["TeamMember"]
+export type Role = Member["role"]
+export type Invitation = Schemas["Invitation"]
+export type InvitationStatus = Invitation["status"]
+export type Scope = Schemas["Scope"]
+export type ApiKey = Schemas["ApiKey"]
+export type CreatedApiKey = Schemas["CreatedApiKey"]
+export type EventType = Schemas["EventType"]
+export type EventTypeInfo = Schemas["EventTypeInfo"]
+export type EventRecord = Schemas["Event"]
+export type Webhook = Schemas["Webhook"]
+/** How a webhook's endpoint has been answering (the list's `health`; null before its first attempt). */
+export type WebhookHealth = Schemas["WebhookHealth"]
+/** A webhook as the list (`GET /v1/webhooks`) shows it. */
+export type WebhookWithHealth = Schemas["WebhookWithHealth"]
+export type CreatedWebhook = Schemas["CreatedWebhook"]
+export type RotatedWebhook = Schemas["RotatedWebhook"]
+export type Delivery = Schemas["Delivery"]
+export type DeliveryStatus = Delivery["status"]
+/** A delivery of one event (`GET /v1/events/{event_id}/deliveries`), with its webhook's URL. */
+export type EventDelivery = Schemas["EventDelivery"]
+export type Attempt = Schemas["DeliveryAttempt"]
+export type DeliveryWithAttempts = Schemas["DeliveryWithAttempts"]
+/** A live session of the signed-in user (`GET /v1/users/me/sessions`); `current`: the dashboard's own. */
+export type Session = Schemas["Session"]
+/** An OAuth client the user registered (`/v1/oauth-clients`), and a grant they gave one (`/v1/authorizations`). */
+export type OAuthClient = Schemas["OAuthClient"]
+export type Authorization = Schemas["Authorization"]
+export type AuditRecord = Schemas["AuditRecord"]
+export type AuditAction = AuditRecord["action"]
+export type Actor = AuditRecord["actor"]
 
-export type Visibility = "private" | "team" | "public"
-export interface Project {
-  readonly id: string
-  readonly name: string
-  readonly description: string
-  readonly visibility: Visibility
-  readonly status: "active" | "archived"
-  readonly owner_id: string
-  readonly team_id: string | null
-  readonly created_at: string
-  readonly updated_at: string
-}
+/** `values`, when they are every member of `T` and nothing else (the checker refuses a list missing one). */
+const every =
+  <T extends string>() =>
+  <const L extends ReadonlyArray<T>>(values: L & ([T] extends [L[number]] ? unknown : never)): L =>
+    values
 
-export type DeploymentStatus = "running" | "succeeded" | "failed"
-export interface Deployment {
-  readonly id: string
-  readonly project_id: string
-  readonly environment: string
-  readonly ref: string
-  readonly description: string
-  readonly status: DeploymentStatus
-  readonly created_by: string
-  readonly created_at: string
-  readonly updated_at: string
-  readonly finished_at: string | null
-}
+/** The scopes a key can have, in the service's order. */
+export const scopes = every<Scope>()([
+  "read",
+  "write",
+  "projects:read",
+  "projects:write",
+  "team:manage",
+  "billing:read"
+])
 
-export type Role = "owner" | "admin" | "member"
-export interface Team {
-  readonly id: string
-  readonly name: string
-  readonly created_at: string
-  readonly updated_at?: string
-  /** The caller's role (on a single read). */
-  readonly role?: Role
-}
-
-export interface Member {
-  readonly user_id: string
-  readonly name: string
-  readonly email: string
-  readonly avatar_url: string | null
-  readonly role: Role
-  readonly joined_at: string
-}
-
-export type InvitationStatus = "pending" | "accepted" | "declined" | "revoked" | "expired"
-export interface Invitation {
-  readonly id: string
-  readonly team_id: string
-  readonly email: string
-  readonly role: Role
-  readonly status: InvitationStatus
-  readonly invited_by: string
-  readonly created_at: string
-  readonly expires_at: string
-  readonly answered_at: string | null
-  /** What and who, for an invitee who cannot read the team. */
-  readonly team_name: string
-  readonly invited_by_name: string
-}
-
-/** The service's scopes and event types (src/Domain; test/dashboard/types.test.ts keeps them equal). */
-export const scopes = ["read", "write", "projects:read", "projects:write", "team:manage", "billing:read"] as const
-export type Scope = (typeof scopes)[number]
-
-export interface ApiKey {
-  readonly id: string
-  readonly name: string
-  readonly scopes: ReadonlyArray<Scope>
-  readonly prefix: string
-  readonly status: "active" | "expired" | "revoked"
-  readonly created_at: string
-  readonly expires_at: string | null
-  readonly last_used_at: string | null
-  readonly revoked_at: string | null
-}
-export interface CreatedApiKey extends ApiKey {
-  readonly key: string
-}
-
-export const eventTypes = [
+/** The event types a webhook can subscribe to, in the service's order. */
+export const eventTypes = every<EventType>()([
   "project.created",
   "project.updated",
   "project.deleted",
@@ -112,114 +82,13 @@ export const eventTypes = [
   "deployment.started",
   "deployment.completed",
   "deployment.failed"
-] as const
-export type EventType = (typeof eventTypes)[number]
+])
 
-/** An entry of the event catalogue (`GET /v1/event-types`). */
-export interface EventTypeInfo {
-  readonly type: EventType | typeof TEST_EVENT
-  readonly description: string
-  readonly schema: object
-  readonly example: { readonly id: string; readonly type: string; readonly created_at: string; readonly data: unknown }
-}
-
-/** An event as the feed answers it: exactly what its webhooks were sent. */
-export interface EventRecord {
-  readonly id: string
-  readonly type: EventType
-  readonly created_at: string
-  readonly data: unknown
-}
-
-export interface Webhook {
-  readonly id: string
-  readonly url: string
-  readonly events: ReadonlyArray<EventType>
-  readonly status: "active" | "failed"
-  /** `hmac`: signed with the shared secret; `ed25519`: with a key pair, verified with `public_key`. */
-  readonly signature: "hmac" | "ed25519"
-  /** `whpk_…`, an `ed25519` webhook's public key (null for `hmac`). */
-  readonly public_key: string | null
-  /** The public key rotated out, while it still signs. */
-  readonly previous_public_key: string | null
-  readonly created_at: string
-  readonly updated_at: string
-  readonly failed_at: string | null
-  /** Set while an operator has disabled it (`bun run cli webhooks disable`). */
-  readonly disabled_at: string | null
-}
-/** How a webhook's endpoint has been answering (the list's `health`; null before its first attempt). */
-export interface WebhookHealth {
-  readonly last_attempt_at: string
-  readonly last_status_code: number | null
-  readonly last_outcome: "succeeded" | "failed"
-  readonly attempts_24h: number
-  /** From 0 to 1; null when there was no attempt in 24 hours. */
-  readonly success_rate_24h: number | null
-}
-/** A webhook as the list (`GET /v1/webhooks`) shows it. */
-export interface WebhookWithHealth extends Webhook {
-  readonly health: WebhookHealth | null
-}
-export interface CreatedWebhook extends Webhook {
-  readonly secret?: string
-}
-export interface RotatedWebhook extends CreatedWebhook {
-  readonly previous_secret_expires_at: string
-}
 /** Sent to one webhook by its "Send test event" button; not subscribable. */
-export const TEST_EVENT = "webhook.test"
+export const TEST_EVENT = "webhook.test" satisfies Delivery["event_type"]
 
-export type DeliveryStatus = "pending" | "delivered" | "failed"
-export interface Delivery {
-  readonly id: string
-  readonly webhook_id: string
-  readonly event_id: string
-  readonly event_type: EventType | typeof TEST_EVENT
-  readonly status: DeliveryStatus
-  readonly attempt_count: number
-  readonly next_attempt_at: string | null
-  readonly last_attempt_at: string | null
-  readonly last_status_code: number | null
-  /** The event's resource name (its `data.name`), null when it has none. */
-  readonly resource_name: string | null
-  readonly created_at: string
-}
-/** A delivery of one event (`GET /v1/events/:event_id/deliveries`), with its webhook's URL. */
-export interface EventDelivery extends Delivery {
-  readonly webhook_url: string
-}
-
-export interface Attempt {
-  readonly number: number
-  readonly attempted_at: string
-  readonly duration_ms: number
-  readonly status_code: number | null
-  readonly error: string | null
-  readonly response_body: string | null
-  readonly outcome: "succeeded" | "failed"
-  /** A manual retry (retry, recover, Redeliver) is extra: outside the five scheduled attempts. */
-  readonly trigger: "schedule" | "manual"
-  readonly request_headers: Readonly<Record<string, string>> | null
-  readonly response_headers: Readonly<Record<string, string>> | null
-}
-export interface DeliveryWithAttempts extends Delivery {
-  readonly payload: string
-  readonly attempts: ReadonlyArray<Attempt>
-}
-
-/** A live session of the signed-in user (`GET /v1/users/me/sessions`); `current`: the dashboard's own. */
-export interface Session {
-  readonly id: string
-  readonly created_at: string
-  readonly last_used_at: string | null
-  readonly ip: string | null
-  readonly user_agent: string | null
-  readonly current: boolean
-}
-
-/** Every action an audit record can name, in the service's order (src/Domain/Audit.ts). */
-export const auditActions = [
+/** Every action an audit record can name, in the service's order. */
+export const auditActions = every<AuditAction>()([
   "project.created",
   "project.updated",
   "project.archived",
@@ -257,26 +126,4 @@ export const auditActions = [
   "user.updated",
   "user.suspended",
   "user.reactivated"
-] as const
-export type AuditAction = (typeof auditActions)[number]
-
-export type Actor =
-  | { readonly type: "user"; readonly id: string; readonly name: string }
-  | { readonly type: "operator" }
-  | { readonly type: "system" }
-
-/** An entry of a team's audit log or of a user's security log (docs/audit.md). */
-export interface AuditRecord {
-  readonly id: string
-  readonly action: AuditAction
-  readonly actor: Actor
-  readonly credential: { readonly type: "api_key" | "oauth" | "session"; readonly id: string } | null
-  readonly target: { readonly type: string; readonly id: string }
-  readonly target_name: string | null
-  readonly team_id: string | null
-  readonly ip: string | null
-  readonly user_agent: string | null
-  readonly request_id: string | null
-  readonly created_at: string
-  readonly changes: { readonly [field: string]: readonly [unknown, unknown] } | null
-}
+])

@@ -4,7 +4,7 @@
  * cards on a phone, pagers, list regions (table + pager, or the error box), status badges, and the shown-once
  * secret panel.
  */
-import { ApiError, api, messageOf, type Tagged } from "./api.ts"
+import { ApiError, messageOf, type Tagged } from "./api.ts"
 import { type Child, h, uid } from "./dom.ts"
 import type { ListMeta, Page } from "./types.ts"
 
@@ -413,18 +413,22 @@ export const pager = (meta: ListMeta, hrefFor: (page: number) => string): HTMLEl
 }
 
 /**
- * How a record's page begins: a link back to its list, then the record read from `path`. When it cannot be read,
+ * How a record's page begins: a link back to its list, then the record `read` gives. When it cannot be read,
  * the page is titled `label` and says why (the error box), and the answer is `undefined`.
  */
-/** `readRecord` with the record's `ETag` (`Tagged`), for a page whose edits send `If-Match`. */
+/** `readRecord` with the record's `ETag` (`Tagged`, `taggedOf`), for a page whose edits send `If-Match`. */
 export const readTaggedRecord = async <T>(
   context: { readonly root: HTMLElement; title(text: string, ...after: Array<Child>): HTMLHeadingElement },
-  options: { readonly path: string; readonly back: readonly [href: string, text: string]; readonly label: string }
+  options: {
+    readonly read: () => Promise<Tagged<T>>
+    readonly back: readonly [href: string, text: string]
+    readonly label: string
+  }
 ): Promise<Tagged<T> | undefined> => {
   const [href, text] = options.back
   context.root.append(h("p", { class: "crumbs" }, h("a", { href }, text)))
   try {
-    return await api.getTagged<T>(options.path)
+    return await options.read()
   } catch (error) {
     context.title(options.label)
     context.root.append(errorBox(error))
@@ -455,12 +459,16 @@ export const changedMeanwhileBox = (
 
 export const readRecord = async <T>(
   context: { readonly root: HTMLElement; title(text: string, ...after: Array<Child>): HTMLHeadingElement },
-  options: { readonly path: string; readonly back: readonly [href: string, text: string]; readonly label: string }
+  options: {
+    readonly read: () => Promise<T>
+    readonly back: readonly [href: string, text: string]
+    readonly label: string
+  }
 ): Promise<T | undefined> => {
   const [href, text] = options.back
   context.root.append(h("p", { class: "crumbs" }, h("a", { href }, text)))
   try {
-    return await api.get<T>(options.path)
+    return await options.read()
   } catch (error) {
     context.title(options.label)
     context.root.append(errorBox(error))

@@ -3,10 +3,10 @@
  * shown once with a copy button — it lives only in this page's memory until "Done" or the next navigation — and
  * revoking with a confirmation.
  */
-import { api } from "../api.ts"
+import { api, bodyOf, dataOf, oneOf, pageParam, someOf } from "../api.ts"
 import { h } from "../dom.ts"
 import type { PageContext } from "../router.ts"
-import { type ApiKey, type CreatedApiKey, scopes } from "../types.ts"
+import { type ApiKey, scopes } from "../types.ts"
 import {
   actionButton,
   badge,
@@ -44,12 +44,18 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
   const keys = listRegion<ApiKey>({
     caption: "API keys",
     fetch: () =>
-      api.list<ApiKey>("/api-keys", {
-        page: q("page") || undefined,
-        per_page: 20,
-        status: q("status") || undefined,
-        search: q("search") || undefined
-      }),
+      api
+        .GET("/v1/api-keys", {
+          params: {
+            query: {
+              page: pageParam(q("page")),
+              per_page: 20,
+              status: oneOf(["active", "expired", "revoked"], q("status")),
+              search: q("search") || undefined
+            }
+          }
+        })
+        .then(bodyOf),
     pageHref: (n) => context.href({ page: n }),
     empty: "No keys match.",
     columns: [
@@ -74,7 +80,7 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
                     ))
                   )
                     return
-                  await api.delete(`/api-keys/${encodeURIComponent(key.id)}`)
+                  await api.DELETE("/v1/api-keys/{id}", { params: { path: { id: key.id } } })
                   await keys.load()
                 },
                 { className: "danger", ariaLabel: `Revoke ${key.name}` }
@@ -112,11 +118,15 @@ export const apiKeysPage = async (context: PageContext): Promise<void> => {
     ),
     async (form) => {
       const expires = formValue(form, "expires_at")
-      const key = await api.post<CreatedApiKey>("/api-keys", {
-        name: formValue(form, "name"),
-        scopes: checkedValues(form, "scopes"),
-        ...(expires === "" ? {} : { expires_at: endOfDay(expires) })
-      })
+      const key = await api
+        .POST("/v1/api-keys", {
+          body: {
+            name: formValue(form, "name"),
+            scopes: someOf(scopes, checkedValues(form, "scopes")),
+            ...(expires === "" ? {} : { expires_at: endOfDay(expires) })
+          }
+        })
+        .then(dataOf)
       form.reset()
       form.closest("details")?.removeAttribute("open")
       const panel = secretOnce({ title: `Key “${key.name}” created`, label: "Your new API key", value: key.key })

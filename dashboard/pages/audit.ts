@@ -3,10 +3,10 @@
  * and **Settings → Security log** (`/dashboard/settings/security-log`, the caller's own). Each is a table, newest
  * first, of who did what to what, with which kind of credential and from which address; filtered by action.
  */
-import { api } from "../api.ts"
+import { api, dataOf, oneOf, pageOf, pageParam } from "../api.ts"
 import { type Child, h } from "../dom.ts"
 import { BASE, type PageContext } from "../router.ts"
-import { type AuditAction, type AuditRecord, auditActions, type Team } from "../types.ts"
+import { type AuditAction, type AuditRecord, auditActions, type Page, type Team } from "../types.ts"
 import { field, listRegion, readRecord, select, when } from "../ui.ts"
 import { filterForm } from "./projects.ts"
 
@@ -75,7 +75,15 @@ const changesText = (record: AuditRecord): string | null =>
 
 const auditLog = async (
   context: PageContext,
-  options: { readonly path: string; readonly caption: string; readonly empty: string }
+  options: {
+    readonly read: (query: {
+      readonly page?: number | undefined
+      readonly per_page: number
+      readonly action?: AuditAction | undefined
+    }) => Promise<Page<AuditRecord>>
+    readonly caption: string
+    readonly empty: string
+  }
 ): Promise<void> => {
   const { q } = context
   const chosen = q("action")
@@ -96,12 +104,7 @@ const auditLog = async (
   )
   const log = listRegion<AuditRecord>({
     caption: options.caption,
-    fetch: () =>
-      api.list<AuditRecord>(options.path, {
-        page: q("page") || undefined,
-        per_page: 20,
-        action: chosen || undefined
-      }),
+    fetch: () => options.read({ page: pageParam(q("page")), per_page: 20, action: oneOf(auditActions, chosen) }),
     pageHref: (n) => context.href({ page: n }),
     empty: chosen === "" ? options.empty : "Nothing of this kind.",
     loading: "Loading the log…",
@@ -143,7 +146,7 @@ export const securityLogPage = async (context: PageContext): Promise<void> => {
     )
   )
   await auditLog(context, {
-    path: "/users/me/audit-log",
+    read: (query) => api.GET("/v1/users/me/audit-log", { params: { query } }).then(pageOf),
     caption: "Security log, newest first",
     empty: "Nothing recorded yet."
   })
@@ -187,8 +190,11 @@ export const teamTabs = (team: Team, current: "overview" | "audit"): HTMLElement
 
 export const teamAuditPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
-  const path = `/teams/${encodeURIComponent(id)}`
-  const team = await readRecord<Team>(context, { path, back: [`${BASE}/teams`, "← Teams"], label: "Team" })
+  const team = await readRecord(context, {
+    read: () => api.GET("/v1/teams/{team_id}", { params: { path: { team_id: id } } }).then(dataOf),
+    back: [`${BASE}/teams`, "← Teams"],
+    label: "Team"
+  })
   if (team === undefined) return
   context.title(`${team.name}: audit log`)
   const tabs = teamTabs(team, "audit")
@@ -198,7 +204,8 @@ export const teamAuditPage = async (context: PageContext): Promise<void> => {
   }
   context.root.append(tabs)
   await auditLog(context, {
-    path: `${path}/audit-log`,
+    read: (query) =>
+      api.GET("/v1/teams/{team_id}/audit-log", { params: { path: { team_id: id }, query } }).then(pageOf),
     caption: `Audit log of ${team.name}, newest first`,
     empty: "Nothing recorded yet."
   })

@@ -4,10 +4,10 @@
  * event's page (`/dashboard/events/<id>`), which a delivery links to, with the event's deliveries to the caller's
  * webhooks (`GET /v1/events/<id>/deliveries`) and a "Resend to this webhook" action on each.
  */
-import { api } from "../api.ts"
+import { api, bodyOf, dataOf, pageOf, pageParam } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, navigate, type PageContext } from "../router.ts"
-import { type EventDelivery, type EventRecord, eventTypes, type Project, type Team } from "../types.ts"
+import { type EventDelivery, type EventRecord, eventTypes } from "../types.ts"
 import {
   actionButton,
   breakableUrl,
@@ -57,14 +57,16 @@ const namesFor = async (events: ReadonlyArray<EventRecord>): Promise<Names> => {
     if (event.type.startsWith("deployment.") && project !== undefined) projects.add(project)
     if (event.type.startsWith("member.") && team !== undefined) teams.add(team)
   }
-  const read = <T extends { readonly id: string; readonly name: string }>(path: string, id: string) =>
-    api.get<T>(`${path}/${encodeURIComponent(id)}`).then(
+  const named = (read: Promise<{ readonly id: string; readonly name: string }>) =>
+    read.then(
       (found): readonly [string, string] | undefined => [found.id, found.name],
       () => undefined
     )
   const found = await Promise.all([
-    ...Array.from(projects, (id) => read<Project>("/projects", id)),
-    ...Array.from(teams, (id) => read<Team>("/teams", id))
+    ...Array.from(projects, (id) => named(api.GET("/v1/projects/{id}", { params: { path: { id } } }).then(dataOf))),
+    ...Array.from(teams, (id) =>
+      named(api.GET("/v1/teams/{team_id}", { params: { path: { team_id: id } } }).then(dataOf))
+    )
   ])
   return new Map(found.filter((entry) => entry !== undefined))
 }
@@ -147,11 +149,11 @@ export const eventsPage = async (context: PageContext): Promise<void> => {
   const list = h("div", { class: "list", "aria-live": "polite" }, h("p", { class: "loading" }, "Loading events…"))
   context.root.append(filters, list)
   try {
-    const page = await api.list<EventRecord>("/events", {
-      page: q("page") || undefined,
-      per_page: 20,
-      type: q("type") || undefined
-    })
+    const page = await api
+      .GET("/v1/events", {
+        params: { query: { page: pageParam(q("page")), per_page: 20, type: q("type") || undefined } }
+      })
+      .then(pageOf)
     const names = await namesFor(page.data)
     list.replaceChildren(
       page.data.length === 0
@@ -171,9 +173,8 @@ export const eventsPage = async (context: PageContext): Promise<void> => {
 export const eventPage = async (context: PageContext): Promise<void> => {
   const { q } = context
   const id = context.params[0] ?? ""
-  const path = `/events/${encodeURIComponent(id)}`
-  const event = await readRecord<EventRecord>(context, {
-    path,
+  const event = await readRecord(context, {
+    read: () => api.GET("/v1/events/{id}", { params: { path: { id } } }).then(dataOf),
     back: [`${BASE}/events`, "← Events"],
     label: "Event"
   })
@@ -186,7 +187,12 @@ export const eventPage = async (context: PageContext): Promise<void> => {
     caption: "Deliveries of this event",
     loading: "Loading deliveries…",
     empty: "This event was not delivered to any of your webhooks.",
-    fetch: () => api.list<EventDelivery>(`${path}/deliveries`, { page: q("page") || undefined, per_page: 20 }),
+    fetch: () =>
+      api
+        .GET("/v1/events/{event_id}/deliveries", {
+          params: { path: { event_id: id }, query: { page: pageParam(q("page")), per_page: 20 } }
+        })
+        .then(bodyOf),
     pageHref: (n) => context.href({ page: n }),
     columns: [
       {
@@ -208,7 +214,7 @@ export const eventPage = async (context: PageContext): Promise<void> => {
             async () => {
               notice.hidden = false
               notice.textContent = `Sending to ${d.webhook_url}…`
-              const { attempt } = await retryAndWait(`/webhooks/${encodeURIComponent(d.webhook_id)}`, d.id)
+              const { attempt } = await retryAndWait(d.webhook_id, d.id)
               notice.textContent = `${d.webhook_url}: ${manualOutcome(attempt)}`
               await deliveries.load()
               // The list was drawn again: focus goes back to this delivery's Resend button, where it came from.

@@ -4,9 +4,10 @@
  * confirmation) and Settings → Authorized applications (the apps you allowed to act for you, each revoked with a
  * confirmation: its tokens stop working at once).
  */
-import { api } from "../api.ts"
+import { api, bodyOf, dataOf, pageParam } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
+import type { Authorization, OAuthClient } from "../types.ts"
 import {
   actionButton,
   badge,
@@ -23,26 +24,9 @@ import {
 } from "../ui.ts"
 
 /** `GET /v1/oauth-clients/:id` (docs/oauth.md). */
-export interface OAuthApp {
-  readonly id: string
-  readonly name: string
-  readonly redirect_uris: ReadonlyArray<string>
-  readonly public: boolean
-  readonly created_at: string
-  readonly updated_at: string
-}
-/** The registration and rotation answers: the secret, this once (confidential clients). */
-export interface OAuthAppWithSecret extends OAuthApp {
-  readonly client_secret?: string
-}
+export type OAuthApp = OAuthClient
 /** `GET /v1/authorizations`. */
-export interface AuthorizedApp {
-  readonly id: string
-  readonly client: { readonly id: string; readonly name: string }
-  readonly scopes: ReadonlyArray<string>
-  readonly created_at: string
-  readonly last_used_at: string | null
-}
+export type AuthorizedApp = Authorization
 
 const appsHref = `${BASE}/settings/oauth-apps`
 const appHref = (id: string) => `${appsHref}/${encodeURIComponent(id)}`
@@ -82,7 +66,8 @@ export const oauthAppsPage = async (context: PageContext): Promise<void> => {
   const created = h("div", { class: "created-slot" })
   const apps = listRegion<OAuthApp>({
     caption: "OAuth applications",
-    fetch: () => api.list<OAuthApp>("/oauth-clients", { page: q("page") || undefined, per_page: 20 }),
+    fetch: () =>
+      api.GET("/v1/oauth-clients", { params: { query: { page: pageParam(q("page")), per_page: 20 } } }).then(bodyOf),
     pageHref: (n) => context.href({ page: n }),
     empty: "You have not registered an application yet.",
     columns: [
@@ -125,11 +110,15 @@ export const oauthAppsPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Register application"))
     ),
     async (form) => {
-      const app = await api.post<OAuthAppWithSecret>("/oauth-clients", {
-        name: formValue(form, "name"),
-        redirect_uris: redirectUrisOf(form),
-        public: formValue(form, "public") === "true"
-      })
+      const app = await api
+        .POST("/v1/oauth-clients", {
+          body: {
+            name: formValue(form, "name"),
+            redirect_uris: redirectUrisOf(form),
+            public: formValue(form, "public") === "true"
+          }
+        })
+        .then(dataOf)
       form.reset()
       form.closest("details")?.removeAttribute("open")
       const facts = h(
@@ -167,9 +156,9 @@ export const oauthAppsPage = async (context: PageContext): Promise<void> => {
 
 export const oauthAppPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
-  const path = `/oauth-clients/${encodeURIComponent(id)}`
-  const app = await readRecord<OAuthApp>(context, {
-    path,
+  const byId = { params: { path: { id } } }
+  const app = await readRecord(context, {
+    read: () => api.GET("/v1/oauth-clients/{id}", byId).then(dataOf),
     back: [appsHref, "← OAuth applications"],
     label: "OAuth application"
   })
@@ -208,7 +197,7 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
             ))
           )
             return
-          const rotated = await api.post<OAuthAppWithSecret>(`${path}/rotate-secret`)
+          const rotated = await api.POST("/v1/oauth-clients/{id}/rotate-secret", byId).then(dataOf)
           if (rotated.client_secret === undefined) return
           const panel = secretOnce({
             title: "Secret rotated",
@@ -229,7 +218,7 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
           ))
         )
           return
-        await api.delete(path)
+        await api.DELETE("/v1/oauth-clients/{id}", byId)
         flashNext(`“${app.name}” deleted.`)
         navigate(appsHref)
       },
@@ -254,7 +243,10 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Save changes"))
       ),
       async (form) => {
-        await api.put<OAuthApp>(path, { name: formValue(form, "name"), redirect_uris: redirectUrisOf(form) })
+        await api.PUT("/v1/oauth-clients/{id}", {
+          ...byId,
+          body: { name: formValue(form, "name"), redirect_uris: redirectUrisOf(form) }
+        })
         flashNext("Application saved.")
         context.refresh()
       }
@@ -276,7 +268,8 @@ export const authorizedAppsPage = async (context: PageContext): Promise<void> =>
   )
   const grants = listRegion<AuthorizedApp>({
     caption: "Authorized applications",
-    fetch: () => api.list<AuthorizedApp>("/authorizations", { page: q("page") || undefined, per_page: 20 }),
+    fetch: () =>
+      api.GET("/v1/authorizations", { params: { query: { page: pageParam(q("page")), per_page: 20 } } }).then(bodyOf),
     pageHref: (n) => context.href({ page: n }),
     empty: "You have not authorized any application.",
     columns: [
@@ -300,7 +293,7 @@ export const authorizedAppsPage = async (context: PageContext): Promise<void> =>
                 ))
               )
                 return
-              await api.delete(`/authorizations/${encodeURIComponent(grant.id)}`)
+              await api.DELETE("/v1/authorizations/{id}", { params: { path: { id: grant.id } } })
               await grants.load()
             },
             { className: "danger", ariaLabel: `Revoke ${grant.client.name}` }

@@ -1,8 +1,8 @@
 /** Projects: the list (search, status, sort, paging), creating one, and a project's page with its deployments. */
-import { api, isChangedMeanwhile } from "../api.ts"
+import { api, bodyOf, dataOf, isChangedMeanwhile, oneOf, pageParam, taggedOf } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
-import type { Deployment, Project, Team, User } from "../types.ts"
+import type { Deployment, Project } from "../types.ts"
 import {
   actionButton,
   badge,
@@ -23,6 +23,7 @@ const visibilities = [
   ["team", "Team (its members)"],
   ["public", "Public"]
 ] as const
+const visibilityOf = (text: string) => oneOf(["private", "team", "public"], text) ?? "private"
 
 const projectLink = (project: Project) =>
   h("a", { href: `${BASE}/projects/${encodeURIComponent(project.id)}` }, project.name)
@@ -77,21 +78,28 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
       ),
       async (form) => {
         const teamId = formValue(form, "team_id")
-        const project = await api.post<Project>("/projects", {
-          name: formValue(form, "name"),
-          description: formValue(form, "description"),
-          visibility: formValue(form, "visibility"),
-          ...(teamId === "" ? {} : { team_id: teamId })
-        })
+        const project = await api
+          .POST("/v1/projects", {
+            body: {
+              name: formValue(form, "name"),
+              description: formValue(form, "description"),
+              visibility: visibilityOf(formValue(form, "visibility")),
+              ...(teamId === "" ? {} : { team_id: teamId })
+            }
+          })
+          .then(dataOf)
         flashNext(`Project “${project.name}” created.`)
         navigate(`${BASE}/projects/${encodeURIComponent(project.id)}`)
       }
     )
   )
-  api.list<Team>("/teams", { per_page: 100, sort: "name", order: "asc" }).then(
-    (teams) => teamSelect.append(...teams.data.map((team) => h("option", { value: team.id }, team.name))),
-    () => {}
-  )
+  api
+    .GET("/v1/teams", { params: { query: { per_page: 100, sort: "name", order: "asc" } } })
+    .then(bodyOf)
+    .then(
+      (teams) => teamSelect.append(...teams.data.map((team) => h("option", { value: team.id }, team.name))),
+      () => {}
+    )
 
   const filters = filterForm(
     context,
@@ -154,14 +162,20 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
         ? "No project matches these filters."
         : "No projects yet. Create one above.",
     fetch: () =>
-      api.list<Project>("/projects", {
-        page: q("page") || undefined,
-        per_page: 20,
-        search: q("search") || undefined,
-        status: q("status") || undefined,
-        sort: q("sort") || undefined,
-        order: q("order") || undefined
-      }),
+      api
+        .GET("/v1/projects", {
+          params: {
+            query: {
+              page: pageParam(q("page")),
+              per_page: 20,
+              search: q("search") || undefined,
+              status: oneOf(["active", "archived"], q("status")),
+              sort: oneOf(["created_at", "updated_at", "name"], q("sort")),
+              order: oneOf(["asc", "desc"], q("order"))
+            }
+          }
+        })
+        .then(bodyOf),
     pageHref: (n) => context.href({ page: n })
   })
   context.root.append(create, filters, projects.element)
@@ -174,18 +188,26 @@ export const projectsPage = async (context: PageContext): Promise<void> => {
  * team's read answers the caller's role. Unknown (a failed read) counts as no: the service decides anyway.
  */
 const managesProject = async (project: Project): Promise<boolean> => {
-  const me = await api.get<User>("/users/me").catch(() => undefined)
+  const me = await api
+    .GET("/v1/users/me")
+    .then(dataOf)
+    .catch(() => undefined)
   if (me !== undefined && me.id === project.owner_id) return true
   if (project.visibility !== "team" || project.team_id === null) return true
-  const team = await api.get<Team>(`/teams/${encodeURIComponent(project.team_id)}`).catch(() => undefined)
+  const team = await api
+    .GET("/v1/teams/{team_id}", { params: { path: { team_id: project.team_id } } })
+    .then(dataOf)
+    .catch(() => undefined)
   return team?.role === "owner" || team?.role === "admin"
 }
 
 export const projectPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
-  const path = `/projects/${encodeURIComponent(id)}`
-  const tagged = await readTaggedRecord<Project>(context, {
-    path,
+  const byId = { params: { path: { id } } }
+  /** `byId` with the `If-Match` of the version the page was drawn from. */
+  const ifUnchanged = () => ({ params: { path: { id }, header: { "If-Match": etag } } })
+  const tagged = await readTaggedRecord(context, {
+    read: () => api.GET("/v1/projects/{id}", byId).then(taggedOf),
     back: [`${BASE}/projects`, "← Projects"],
     label: "Project"
   })
@@ -207,7 +229,10 @@ export const projectPage = async (context: PageContext): Promise<void> => {
     actions.append(
       actionButton(project.status === "active" ? "Archive" : "Unarchive", async () => {
         const status = project.status === "active" ? "archived" : "active"
-        const changed = await api.put<Project>(path, { status }, { ifMatch: etag }).catch(changedMeanwhile)
+        const changed = await api
+          .PUT("/v1/projects/{id}", { ...ifUnchanged(), body: { status } })
+          .then(dataOf)
+          .catch(changedMeanwhile)
         if (changed === undefined) return
         flashNext(status === "archived" ? "Project archived." : "Project restored to active.")
         context.refresh()
@@ -222,7 +247,7 @@ export const projectPage = async (context: PageContext): Promise<void> => {
             ))
           )
             return
-          const deleted = await api.delete(path, { ifMatch: etag }).then(
+          const deleted = await api.DELETE("/v1/projects/{id}", ifUnchanged()).then(
             () => true,
             (error: unknown) => {
               changedMeanwhile(error)
@@ -282,21 +307,20 @@ export const projectPage = async (context: PageContext): Promise<void> => {
       ),
       async (form) => {
         const saved = await api
-          .put<Project>(
-            path,
-            {
+          .PUT("/v1/projects/{id}", {
+            ...ifUnchanged(),
+            body: {
               name: formValue(form, "name"),
               description: formValue(form, "description"),
-              ...(manages ? { visibility: formValue(form, "visibility") } : {})
-            },
-            { ifMatch: etag }
-          )
+              ...(manages ? { visibility: visibilityOf(formValue(form, "visibility")) } : {})
+            }
+          })
           .then(
             () => true,
             async (error: unknown) => {
               if (!isChangedMeanwhile(error)) throw error
               // Someone else saved first: show what they saved; saving again (with its tag) replaces it.
-              const current = await api.getTagged<Project>(path)
+              const current = await api.GET("/v1/projects/{id}", byId).then(taggedOf)
               etag = current.etag
               form.prepend(
                 changedMeanwhileBox("project", [
@@ -324,11 +348,11 @@ export const projectPage = async (context: PageContext): Promise<void> => {
     details,
     actions,
     edit,
-    deploymentsSection(context, path, project)
+    deploymentsSection(context, project)
   )
 }
 
-const deploymentsSection = (context: PageContext, projectPath: string, project: Project): HTMLElement => {
+const deploymentsSection = (context: PageContext, project: Project): HTMLElement => {
   const { q } = context
 
   const finish = (deployment: Deployment) =>
@@ -344,7 +368,10 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
       })
     )
   const finishAs = async (deployment: Deployment, status: "succeeded" | "failed") => {
-    await api.put<Deployment>(`${projectPath}/deployments/${encodeURIComponent(deployment.id)}`, { status })
+    await api.PUT("/v1/projects/{id}/deployments/{deployment_id}", {
+      params: { path: { id: project.id, deployment_id: deployment.id } },
+      body: { status }
+    })
     await deployments.load()
   }
 
@@ -362,12 +389,19 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
     ],
     empty: "No deployments yet.",
     fetch: () =>
-      api.list<Deployment>(`${projectPath}/deployments`, {
-        page: q("dpage") || undefined,
-        per_page: 20,
-        status: q("dstatus") || undefined,
-        environment: q("denv") || undefined
-      }),
+      api
+        .GET("/v1/projects/{id}/deployments", {
+          params: {
+            path: { id: project.id },
+            query: {
+              page: pageParam(q("dpage")),
+              per_page: 20,
+              status: oneOf(["running", "succeeded", "failed"], q("dstatus")),
+              environment: q("denv") || undefined
+            }
+          }
+        })
+        .then(bodyOf),
     pageHref: (n) => context.href({ dpage: n })
   })
 
@@ -393,10 +427,13 @@ const deploymentsSection = (context: PageContext, projectPath: string, project: 
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Start deployment"))
     ),
     async (form) => {
-      await api.post<Deployment>(`${projectPath}/deployments`, {
-        environment: formValue(form, "environment"),
-        ref: formValue(form, "ref"),
-        description: formValue(form, "description")
+      await api.POST("/v1/projects/{id}/deployments", {
+        params: { path: { id: project.id } },
+        body: {
+          environment: formValue(form, "environment"),
+          ref: formValue(form, "ref"),
+          description: formValue(form, "description")
+        }
       })
       form.reset()
       await deployments.load()

@@ -2,7 +2,7 @@
  * Settings → Sessions: the signed-in user's live sessions (sign-ins), this one marked, each with Sign out, and
  * "Sign out everywhere else" (`DELETE /v1/users/me/sessions`). An ended session's token is refused at once.
  */
-import { api } from "../api.ts"
+import { api, bodyOf, pageParam } from "../api.ts"
 import { h } from "../dom.ts"
 import type { PageContext } from "../router.ts"
 import type { Session } from "../types.ts"
@@ -20,7 +20,10 @@ export const sessionsPage = async (context: PageContext): Promise<void> => {
   )
   const sessions = listRegion<Session>({
     caption: "Sessions",
-    fetch: () => api.list<Session>("/users/me/sessions", { page: q("page") || undefined, per_page: 20 }),
+    fetch: () =>
+      api
+        .GET("/v1/users/me/sessions", { params: { query: { page: pageParam(q("page")), per_page: 20 } } })
+        .then(bodyOf),
     pageHref: (n) => context.href({ page: n }),
     empty: "No live sessions.",
     columns: [
@@ -47,7 +50,7 @@ export const sessionsPage = async (context: PageContext): Promise<void> => {
                 async () => {
                   if (!(await confirmAction("Sign this session out? Its token stops working at once.", "Sign out")))
                     return
-                  await api.delete(`/users/me/sessions/${encodeURIComponent(session.id)}`)
+                  await api.DELETE("/v1/users/me/sessions/{id}", { params: { path: { id: session.id } } })
                   await sessions.load()
                 },
                 { className: "danger", ariaLabel: `Sign out the session signed in ${session.created_at}` }
@@ -68,7 +71,7 @@ export const sessionsPage = async (context: PageContext): Promise<void> => {
           ))
         )
           return
-        await api.delete("/users/me/sessions")
+        await api.DELETE("/v1/users/me/sessions")
         await sessions.load()
       },
       { className: "danger" }

@@ -3,10 +3,10 @@
  * members (change role, remove), its invitations (status filter, invite, revoke), renaming and deleting it.
  * Endpoints as decisions.md ("Teams, members and invitations") gives them.
  */
-import { api } from "../api.ts"
+import { api, bodyOf, dataOf, oneOf, pageParam } from "../api.ts"
 import { add, h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
-import type { Invitation, Member, Role, Team, User } from "../types.ts"
+import type { Invitation, Member, Role, Team } from "../types.ts"
 import {
   actionButton,
   badge,
@@ -29,6 +29,7 @@ const roles: ReadonlyArray<readonly [Role, string]> = [
   ["admin", "Admin"],
   ["owner", "Owner"]
 ]
+const roleOf = (text: string): Role => oneOf(["member", "admin", "owner"], text) ?? "member"
 
 export const teamsPage = async (context: PageContext): Promise<void> => {
   const { q } = context
@@ -36,7 +37,7 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
 
   const invitations = listRegion<Invitation>({
     caption: "Invitations for you",
-    fetch: () => api.list<Invitation>("/invitations", { per_page: 100 }),
+    fetch: () => api.GET("/v1/invitations", { params: { query: { per_page: 100 } } }).then(bodyOf),
     empty: "No pending invitations.",
     columns: [
       { label: "Team", cell: (inv) => h("strong", null, inv.team_name) },
@@ -53,7 +54,9 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
             actionButton(
               "Accept",
               async () => {
-                await api.post<Member>(`/invitations/${encodeURIComponent(inv.id)}/accept`)
+                await api.POST("/v1/invitations/{invitation_id}/accept", {
+                  params: { path: { invitation_id: inv.id } }
+                })
                 flashNext(`Invitation accepted: you are a member of ${inv.team_name}.`)
                 navigate(teamHref(inv.team_id))
               },
@@ -62,7 +65,9 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
             actionButton(
               "Decline",
               async () => {
-                await api.post<Invitation>(`/invitations/${encodeURIComponent(inv.id)}/decline`)
+                await api.POST("/v1/invitations/{invitation_id}/decline", {
+                  params: { path: { invitation_id: inv.id } }
+                })
                 await invitations.load()
               },
               { ariaLabel: `Decline the invitation to ${inv.team_name}` }
@@ -80,13 +85,19 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
     ],
     empty: "You are not in a team yet.",
     fetch: () =>
-      api.list<Team>("/teams", {
-        page: q("page") || undefined,
-        per_page: 20,
-        search: q("search") || undefined,
-        sort: "name",
-        order: "asc"
-      }),
+      api
+        .GET("/v1/teams", {
+          params: {
+            query: {
+              page: pageParam(q("page")),
+              per_page: 20,
+              search: q("search") || undefined,
+              sort: "name",
+              order: "asc"
+            }
+          }
+        })
+        .then(bodyOf),
     pageHref: (n) => context.href({ page: n })
   })
 
@@ -98,7 +109,7 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Create team"))
     ),
     async (form) => {
-      const team = await api.post<Team>("/teams", { name: formValue(form, "name") })
+      const team = await api.POST("/v1/teams", { body: { name: formValue(form, "name") } }).then(dataOf)
       flashNext(`Team “${team.name}” created; you are its owner.`)
       navigate(teamHref(team.id))
     }
@@ -125,17 +136,26 @@ export const teamsPage = async (context: PageContext): Promise<void> => {
 export const teamPage = async (context: PageContext): Promise<void> => {
   const { q } = context
   const id = context.params[0] ?? ""
-  const path = `/teams/${encodeURIComponent(id)}`
-  const team = await readRecord<Team>(context, { path, back: [`${BASE}/teams`, "← Teams"], label: "Team" })
+  const byId = { params: { path: { team_id: id } } }
+  const team = await readRecord(context, {
+    read: () => api.GET("/v1/teams/{team_id}", byId).then(dataOf),
+    back: [`${BASE}/teams`, "← Teams"],
+    label: "Team"
+  })
   if (team === undefined) return
   context.title(team.name, team.role === undefined ? null : h("span", { class: "badge" }, `you: ${team.role}`))
   add(context.root, teamTabs(team, "overview"))
   const manages = team.role === "owner" || team.role === "admin"
-  const me = await api.get<User>("/users/me").catch(() => undefined)
+  const me = await api
+    .GET("/v1/users/me")
+    .then(dataOf)
+    .catch(() => undefined)
   /** Whether someone besides the caller owns the team: the last owner cannot leave (the service answers 409). */
   const anotherOwner = async (): Promise<boolean> => {
     for (let page = 1; ; page++) {
-      const { data, meta } = await api.list<Member>(`${path}/members`, { page, per_page: 100 })
+      const { data, meta } = await api
+        .GET("/v1/teams/{team_id}/members", { params: { path: { team_id: id }, query: { page, per_page: 100 } } })
+        .then(bodyOf)
       if (data.some((m) => m.role === "owner" && m.user_id !== me?.id)) return true
       if (data.length === 0 || page * meta.per_page >= meta.total) return false
     }
@@ -146,12 +166,14 @@ export const teamPage = async (context: PageContext): Promise<void> => {
     caption: "Members",
     loading: "Loading members…",
     fetch: () =>
-      api.list<Member>(`${path}/members`, {
-        page: q("mpage") || undefined,
-        per_page: 50,
-        sort: "name",
-        order: "asc"
-      }),
+      api
+        .GET("/v1/teams/{team_id}/members", {
+          params: {
+            path: { team_id: id },
+            query: { page: pageParam(q("mpage")), per_page: 50, sort: "name", order: "asc" }
+          }
+        })
+        .then(bodyOf),
     pageHref: (n) => context.href({ mpage: n }),
     empty: "No members.",
     columns: [
@@ -169,7 +191,10 @@ export const teamPage = async (context: PageContext): Promise<void> => {
             actionButton(
               "Change",
               async () => {
-                await api.put<Member>(`${path}/members/${encodeURIComponent(m.user_id)}`, { role: choice.value })
+                await api.PUT("/v1/teams/{team_id}/members/{user_id}", {
+                  params: { path: { team_id: id, user_id: m.user_id } },
+                  body: { role: roleOf(choice.value) }
+                })
                 flashNext(`${m.name} is now ${choice.value === "member" ? "a member" : `an ${choice.value}`}.`)
                 context.refresh()
               },
@@ -189,7 +214,9 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                   "Leave",
                   async () => {
                     if (!(await confirmAction(`Leave ${team.name}?`, "Leave team"))) return
-                    await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
+                    await api.DELETE("/v1/teams/{team_id}/members/{user_id}", {
+                      params: { path: { team_id: id, user_id: m.user_id } }
+                    })
                     flashNext(`You left ${team.name}.`)
                     navigate(`${BASE}/teams`)
                   },
@@ -201,7 +228,9 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                     async () => {
                       if (!(await confirmAction(`Remove ${m.name} (${m.email}) from ${team.name}?`, "Remove member")))
                         return
-                      await api.delete(`${path}/members/${encodeURIComponent(m.user_id)}`)
+                      await api.DELETE("/v1/teams/{team_id}/members/{user_id}", {
+                        params: { path: { team_id: id, user_id: m.user_id } }
+                      })
                       await members.load()
                     },
                     { className: "danger", ariaLabel: `Remove ${m.name}` }
@@ -215,11 +244,18 @@ export const teamPage = async (context: PageContext): Promise<void> => {
     caption: "Invitations",
     loading: "Loading invitations…",
     fetch: () =>
-      api.list<Invitation>(`${path}/invitations`, {
-        page: q("ipage") || undefined,
-        per_page: 20,
-        status: q("istatus") || undefined
-      }),
+      api
+        .GET("/v1/teams/{team_id}/invitations", {
+          params: {
+            path: { team_id: id },
+            query: {
+              page: pageParam(q("ipage")),
+              per_page: 20,
+              status: oneOf(["pending", "accepted", "declined", "revoked", "expired"], q("istatus"))
+            }
+          }
+        })
+        .then(bodyOf),
     pageHref: (n) => context.href({ ipage: n }),
     empty: q("istatus") === "" ? "No invitations." : `No ${q("istatus")} invitations.`,
     columns: [
@@ -237,7 +273,9 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                 "Revoke",
                 async () => {
                   if (!(await confirmAction(`Revoke the invitation to ${inv.email}?`, "Revoke invitation"))) return
-                  await api.delete(`${path}/invitations/${encodeURIComponent(inv.id)}`)
+                  await api.DELETE("/v1/teams/{team_id}/invitations/{invitation_id}", {
+                    params: { path: { team_id: id, invitation_id: inv.id } }
+                  })
                   await invitations.load()
                 },
                 { className: "danger", ariaLabel: `Revoke the invitation to ${inv.email}` }
@@ -269,9 +307,9 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Send invitation"))
     ),
     async (form) => {
-      await api.post<Invitation>(`${path}/invitations`, {
-        email: formValue(form, "email"),
-        role: formValue(form, "role")
+      await api.POST("/v1/teams/{team_id}/invitations", {
+        ...byId,
+        body: { email: formValue(form, "email"), role: roleOf(formValue(form, "role")) }
       })
       form.reset()
       await invitations.load()
@@ -286,7 +324,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Rename"))
     ),
     async (form) => {
-      await api.put<Team>(path, { name: formValue(form, "name") })
+      await api.PUT("/v1/teams/{team_id}", { ...byId, body: { name: formValue(form, "name") } })
       flashNext("Team renamed.")
       context.refresh()
     }
@@ -341,7 +379,7 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                     ))
                   )
                     return
-                  await api.delete(path)
+                  await api.DELETE("/v1/teams/{team_id}", byId)
                   flashNext(`Team “${team.name}” deleted.`)
                   navigate(`${BASE}/teams`)
                 },

@@ -4,19 +4,15 @@
  * filtered by status, event type and date, refreshed while a delivery is in flight) and a delivery's page (each
  * attempt's request beside its response, Redeliver, refreshed while in flight).
  */
-import { api, isChangedMeanwhile } from "../api.ts"
+import { api, bodyOf, dataOf, isChangedMeanwhile, oneOf, pageParam, someOf, taggedOf } from "../api.ts"
 import { h, replace, uid } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import {
   type Attempt,
-  type CreatedWebhook,
   type Delivery,
   type DeliveryWithAttempts,
-  type EventTypeInfo,
   eventTypes,
-  type RotatedWebhook,
   TEST_EVENT,
-  type Webhook,
   type WebhookHealth,
   type WebhookWithHealth
 } from "../types.ts"
@@ -107,11 +103,13 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
     ],
     empty: "No webhooks yet.",
     fetch: () =>
-      api.list<WebhookWithHealth>("/webhooks", {
-        page: q("page") || undefined,
-        per_page: 20,
-        status: q("status") || undefined
-      }),
+      api
+        .GET("/v1/webhooks", {
+          params: {
+            query: { page: pageParam(q("page")), per_page: 20, status: oneOf(["active", "failed"], q("status")) }
+          }
+        })
+        .then(bodyOf),
     pageHref: (n) => context.href({ page: n })
   })
 
@@ -159,12 +157,16 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
     async (form) => {
       const signature = formValue(form, "signature")
       const secret = signature === "ed25519" ? "" : formValue(form, "secret")
-      const hook = await api.post<CreatedWebhook>("/webhooks", {
-        url: formValue(form, "url"),
-        events: checkedValues(form, "events"),
-        ...(secret === "" ? {} : { secret }),
-        ...(signature === "ed25519" ? { signature } : {})
-      })
+      const hook = await api
+        .POST("/v1/webhooks", {
+          body: {
+            url: formValue(form, "url"),
+            events: someOf(eventTypes, checkedValues(form, "events")),
+            ...(secret === "" ? {} : { secret }),
+            ...(signature === "ed25519" ? { signature } : {})
+          }
+        })
+        .then(dataOf)
       form.reset()
       showSecret(true)
       form.closest("details")?.removeAttribute("open")
@@ -246,7 +248,8 @@ const eventChoices = (checked?: ReadonlyArray<string>): HTMLFieldSetElement => {
   grid?.classList.add("described")
   grid?.before(h("div", { class: "check check-all" }, all, h("label", { for: allId }, "All events")))
   api
-    .list<EventTypeInfo>("/event-types")
+    .GET("/v1/event-types")
+    .then(bodyOf)
     .then(({ data }) => {
       for (const box of boxes()) {
         const info = data.find((entry) => entry.type === box.value)
@@ -341,9 +344,9 @@ const refresher = (anchor: Element, inFlight: () => boolean, again: () => Promis
 export const webhookPage = async (context: PageContext): Promise<void> => {
   const { q } = context
   const id = context.params[0] ?? ""
-  const path = `/webhooks/${encodeURIComponent(id)}`
-  const tagged = await readTaggedRecord<Webhook>(context, {
-    path,
+  const byId = { params: { path: { id } } }
+  const tagged = await readTaggedRecord(context, {
+    read: () => api.GET("/v1/webhooks/{id}", byId).then(taggedOf),
     back: [`${BASE}/webhooks`, "← Webhooks"],
     label: "Webhook"
   })
@@ -367,14 +370,21 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
     caption: "Deliveries",
     loading: "Loading deliveries…",
     fetch: async () => {
-      const page = await api.list<Delivery>(`${path}/deliveries`, {
-        page: q("page") || undefined,
-        per_page: 20,
-        status: q("status") || undefined,
-        event_type: q("event_type") || undefined,
-        created_after: q("created_after") || undefined,
-        created_before: q("created_before") || undefined
-      })
+      const page = await api
+        .GET("/v1/webhooks/{id}/deliveries", {
+          params: {
+            path: { id },
+            query: {
+              page: pageParam(q("page")),
+              per_page: 20,
+              status: oneOf(["pending", "delivered", "failed"], q("status")),
+              event_type: oneOf([...eventTypes, TEST_EVENT], q("event_type")),
+              created_after: q("created_after") || undefined,
+              created_before: q("created_before") || undefined
+            }
+          }
+        })
+        .then(bodyOf)
       pendingShown = page.data.some((d) => d.status === "pending")
       return page
     },
@@ -407,7 +417,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
               ? actionButton(
                   "Retry",
                   async () => {
-                    const { attempt } = await retryAndWait(path, d.id)
+                    const { attempt } = await retryAndWait(id, d.id)
                     say(manualOutcome(attempt))
                     await Promise.all([deliveries.load(), refreshHook()])
                   },
@@ -445,10 +455,12 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
     ),
     async (form) => {
       const until = instantOf(formValue(form, "until"))
-      const { queued } = await api.post<{ queued: number }>(`${path}/recover`, {
-        since: instantOf(formValue(form, "since")),
-        ...(until === "" ? {} : { until })
-      })
+      const { queued } = await api
+        .POST("/v1/webhooks/{id}/recover", {
+          ...byId,
+          body: { since: instantOf(formValue(form, "since")), ...(until === "" ? {} : { until }) }
+        })
+        .then(dataOf)
       say(
         queued === 0
           ? "No failed delivery in that window to recover."
@@ -463,7 +475,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
   /** "Set active again", shown while the webhook is failed. */
   const setActive = () =>
     actionButton("Set active again", async () => {
-      await api.put<Webhook>(path, { status: "active" })
+      await api.PUT("/v1/webhooks/{id}", { ...byId, body: { status: "active" } })
       flashNext("Webhook set active.")
       context.refresh()
     })
@@ -472,7 +484,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
   let shownStatus = hook.status
   /** Shows the webhook's status as it is now (a manual attempt that succeeds makes a failed webhook active). */
   const refreshHook = async () => {
-    const now = await api.get<Webhook>(path)
+    const now = await api.GET("/v1/webhooks/{id}", byId).then(dataOf)
     if (now.status === shownStatus) return
     shownStatus = now.status
     heading.parentElement?.querySelector(".badge")?.replaceWith(badge(now.status))
@@ -499,7 +511,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
     actionButton(
       "Send test event",
       async () => {
-        const delivery = await api.post<Delivery>(`${path}/test`, {})
+        const delivery = await api.POST("/v1/webhooks/{id}/test", { ...byId, body: {} }).then(dataOf)
         say(
           `Test event sent (${TEST_EVENT}). `,
           h("a", { href: deliveryHref(hook.id, delivery.id) }, "See its delivery")
@@ -518,9 +530,9 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
         ))
       )
         return
-      const rotated = await api.post<RotatedWebhook>(`${path}/rotate-secret`, {})
+      const rotated = await api.POST("/v1/webhooks/{id}/rotate-secret", { ...byId, body: {} }).then(dataOf)
       // The rotation changed the record (its secret's expiry): the form edits that version now.
-      etag = (await api.getTagged<Webhook>(path)).etag
+      etag = (await api.GET("/v1/webhooks/{id}", byId).then(taggedOf)).etag
       if (rotated.public_key !== null) replace(publicKey, h("code", null, rotated.public_key))
       secretSlot.replaceChildren(
         rotated.public_key !== null
@@ -551,7 +563,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       "Delete webhook",
       async () => {
         if (!(await confirmAction(`Delete the webhook for ${hook.url} and its delivery log?`, "Delete webhook"))) return
-        await api.delete(path)
+        await api.DELETE("/v1/webhooks/{id}", byId)
         flashNext("Webhook deleted.")
         navigate(`${BASE}/webhooks`)
       },
@@ -573,13 +585,16 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       ),
       async (form) => {
         const saved = await api
-          .put<Webhook>(path, { url: formValue(form, "url"), events: checkedValues(form, "events") }, { ifMatch: etag })
+          .PUT("/v1/webhooks/{id}", {
+            params: { path: { id }, header: { "If-Match": etag } },
+            body: { url: formValue(form, "url"), events: someOf(eventTypes, checkedValues(form, "events")) }
+          })
           .then(
             () => true,
             async (error: unknown) => {
               if (!isChangedMeanwhile(error)) throw error
               // Someone else saved first (or a delivery changed its status): show the current version.
-              const current = await api.getTagged<Webhook>(path)
+              const current = await api.GET("/v1/webhooks/{id}", byId).then(taggedOf)
               etag = current.etag
               form.prepend(
                 changedMeanwhileBox("webhook", [
@@ -680,16 +695,16 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * every attempt shown before, and answers the delivery with it (no attempt when it has not been made in time).
  */
 export const retryAndWait = async (
-  hookPath: string,
+  hookId: string,
   deliveryId: string
 ): Promise<{ readonly delivery: DeliveryWithAttempts; readonly attempt: Attempt | undefined }> => {
-  const deliveryPath = `${hookPath}/deliveries/${encodeURIComponent(deliveryId)}`
-  const before = await api.get<DeliveryWithAttempts>(deliveryPath)
+  const byIds = { params: { path: { id: hookId, delivery_id: deliveryId } } }
+  const before = await api.GET("/v1/webhooks/{id}/deliveries/{delivery_id}", byIds).then(dataOf)
   const known = before.attempts.reduce((max, a) => Math.max(max, a.number), 0)
-  await api.post<Delivery>(`${deliveryPath}/retry`)
+  await api.POST("/v1/webhooks/{id}/deliveries/{delivery_id}/retry", byIds)
   const deadline = Date.now() + 30_000
   for (;;) {
-    const now = await api.get<DeliveryWithAttempts>(deliveryPath)
+    const now = await api.GET("/v1/webhooks/{id}/deliveries/{delivery_id}", byIds).then(dataOf)
     const attempt = now.attempts.find((a) => a.trigger === "manual" && a.number > known)
     if (attempt !== undefined || Date.now() > deadline) return { delivery: now, attempt }
     await sleep(400)
@@ -778,19 +793,22 @@ const exchange = (url: string, payload: string, attempt: Attempt, open: boolean)
 
 export const deliveryPage = async (context: PageContext): Promise<void> => {
   const [hookId = "", id = ""] = context.params
-  const hookPath = `/webhooks/${encodeURIComponent(hookId)}`
-  const path = `${hookPath}/deliveries/${encodeURIComponent(id)}`
-  const delivery = await readRecord<DeliveryWithAttempts>(context, {
-    path,
+  const byIds = { params: { path: { id: hookId, delivery_id: id } } }
+  const read = () => api.GET("/v1/webhooks/{id}/deliveries/{delivery_id}", byIds).then(dataOf)
+  const delivery = await readRecord(context, {
+    read,
     back: [hookHref(hookId), "← Webhook"],
     label: "Delivery"
   })
   if (delivery === undefined) return
   // The webhook's URL, for the request line (the delivery does not carry it); without it the line says less.
-  const url = await api.get<Webhook>(hookPath).then(
-    (hook) => hook.url,
-    () => "(the webhook's URL)"
-  )
+  const url = await api
+    .GET("/v1/webhooks/{id}", { params: { path: { id: hookId } } })
+    .then(dataOf)
+    .then(
+      (hook) => hook.url,
+      () => "(the webhook's URL)"
+    )
   const heading = context.title(`Delivery of ${delivery.event_type}`, badge(delivery.status))
   const status = h("p", { class: "flash", role: "status", hidden: true })
   const body = h("div")
@@ -827,7 +845,7 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
           async () => {
             status.hidden = false
             status.textContent = "Sending…"
-            const { delivery: after, attempt } = await retryAndWait(hookPath, shown.id)
+            const { delivery: after, attempt } = await retryAndWait(hookId, shown.id)
             show(after)
             status.textContent = manualOutcome(attempt)
             if (after.status === "pending" || attempt === undefined) watch()
@@ -869,7 +887,7 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
     body,
     () => current.status === "pending",
     async () => {
-      show(await api.get<DeliveryWithAttempts>(path))
+      show(await read())
     }
   )
   context.root.append(status, body)

@@ -9,7 +9,8 @@
  * - The authorization server's routes (`/oauth/token`, `/oauth/revoke`, `/oauth/introspect`, `/oauth/login`,
  *   `/oauth/authorize`, `/oauth/jwks.json`, the RFC 8414 metadata) and the RFC 9728 protected-resource metadata
  *   are described here; they are served by `src/OAuth/Http.ts`, outside
- *   the `HttpApi`, because they answer in RFC 6749 forms, not in the `/v1` envelope. The browser-only form posts
+ *   the `HttpApi`, because they answer in RFC 6749 forms, not in the `/v1` envelope. Their bodies' schemas are
+ *   derived from the ones those handlers decode and answer with (src/OAuth/Wire.ts). The browser-only form posts
  *   behind the sign-in and consent pages are left out.
  * - Every `POST` declares the optional `Idempotency-Key` header, and only `POST`s the two errors that come with it
  *   (declared API-wide in src/Api.ts so the server encodes them; src/Http/Idempotency.ts answers them).
@@ -21,10 +22,12 @@
 import * as OpenApi from "@effect/platform/OpenApi"
 import type * as JsonSchema from "@effect/platform/OpenApiJsonSchema"
 import { Context, Option, Schema } from "effect"
+import * as JSONSchema from "effect/JSONSchema"
 import * as AST from "effect/SchemaAST"
 import { Api } from "../Api.js"
 import { RequiredScopes } from "../Contract/Security.js"
 import type { scopeNames } from "../Domain/Scopes.js"
+import { oauthWireSchemas } from "../OAuth/Wire.js"
 
 /** What the document needs to know about where it is served. */
 export interface Served {
@@ -469,158 +472,25 @@ const formOrJson = (schema: unknown) => ({
 })
 const tags = ["OAuth"]
 
-const oauthSchemas = {
-  OAuthError: {
-    type: "object",
-    description: "RFC 6749 §5.2 error",
-    required: ["error"],
-    properties: {
-      error: {
-        type: "string",
-        examples: [
-          "invalid_request",
-          "invalid_client",
-          "invalid_grant",
-          "unsupported_grant_type",
-          "invalid_scope",
-          "temporarily_unavailable"
-        ]
-      },
-      error_description: { type: "string" }
-    }
-  },
-  OAuthTokens: {
-    type: "object",
-    required: ["access_token", "token_type", "expires_in", "refresh_token", "scope"],
-    properties: {
-      access_token: { type: "string", description: "`pco_…`, for `Authorization: Bearer`" },
-      token_type: { type: "string", const: "Bearer" },
-      expires_in: { type: "integer", description: "seconds (3600)" },
-      refresh_token: { type: "string", description: "`pcr_…`; each refresh returns a new one" },
-      scope: { type: "string", description: "space-separated scopes granted" }
-    }
-  },
-  TokenRequest: {
-    type: "object",
-    required: ["grant_type"],
-    properties: {
-      grant_type: { type: "string", enum: ["authorization_code", "refresh_token"] },
-      code: { type: "string", description: "authorization_code: the code from the redirect" },
-      redirect_uri: { type: "string", description: "authorization_code: the same as in the authorization request" },
-      code_verifier: {
-        type: "string",
-        description: "authorization_code: the PKCE verifier, when a challenge was sent"
-      },
-      refresh_token: { type: "string", description: "refresh_token: the current refresh token" },
-      scope: { type: "string", description: "refresh_token: a narrower space-separated scope" },
-      client_id: { type: "string", description: "unless HTTP Basic is used" },
-      client_secret: { type: "string", description: "confidential clients, unless HTTP Basic is used" }
-    }
-  },
-  RevokeRequest: {
-    type: "object",
-    required: ["token"],
-    properties: {
-      token: { type: "string", description: "an access (`pco_…`) or refresh (`pcr_…`) token" },
-      token_type_hint: { type: "string", enum: ["access_token", "refresh_token"] },
-      client_id: { type: "string" },
-      client_secret: { type: "string" }
-    }
-  },
-  IntrospectionRequest: {
-    type: "object",
-    required: ["token"],
-    properties: {
-      token: { type: "string", description: "an access (`pco_…`) or refresh (`pcr_…`) token" },
-      token_type_hint: { type: "string", enum: ["access_token", "refresh_token"], description: "accepted, not needed" },
-      client_id: { type: "string", description: "unless HTTP Basic is used" },
-      client_secret: { type: "string", description: "unless HTTP Basic is used" }
-    }
-  },
-  Introspection: {
-    type: "object",
-    description:
-      "RFC 7662 §2.2. Active: the calling client's own live access or refresh token. Anything else (another " +
-      "client's token, a revoked, rotated or expired one, an API key, a session JWT) is `{active: false}` alone.",
-    required: ["active"],
-    properties: {
-      active: { type: "boolean" },
-      scope: { type: "string", description: "space-separated scopes of the token" },
-      client_id: { type: "string" },
-      sub: { type: "string", description: "the user's id" },
-      exp: { type: "integer", description: "epoch seconds" },
-      iat: { type: "integer", description: "epoch seconds" },
-      token_type: { type: "string", enum: ["Bearer", "refresh_token"] }
-    }
-  },
-  ProtectedResourceMetadata: {
-    type: "object",
-    description: "RFC 9728",
-    required: ["resource"],
-    properties: {
-      resource: { type: "string", format: "uri", description: "`{base_url}/v1`" },
-      authorization_servers: { type: "array", items: { type: "string", format: "uri" } },
-      scopes_supported: { type: "array", items: { type: "string" } },
-      bearer_methods_supported: { type: "array", items: { type: "string", const: "header" } },
-      resource_name: { type: "string" },
-      resource_documentation: { type: "string", format: "uri" }
-    },
-    additionalProperties: true
-  },
-  LoginRequest: {
-    type: "object",
-    required: ["email", "password"],
-    properties: { email: { type: "string", format: "email" }, password: { type: "string", format: "password" } }
-  },
-  Session: {
-    type: "object",
-    required: ["access_token", "token_type", "expires_in"],
-    properties: {
-      access_token: { type: "string", description: "an EdDSA-signed JWT (one hour), for `Authorization: Bearer`" },
-      token_type: { type: "string", const: "Bearer" },
-      expires_in: { type: "integer" }
-    }
-  },
-  Jwks: {
-    type: "object",
-    required: ["keys"],
-    properties: {
-      keys: {
-        type: "array",
-        items: {
-          type: "object",
-          required: ["kty", "crv", "x", "kid"],
-          properties: {
-            kty: { type: "string", const: "OKP" },
-            crv: { type: "string", const: "Ed25519" },
-            x: { type: "string" },
-            kid: { type: "string" },
-            alg: { type: "string", const: "EdDSA" },
-            use: { type: "string", const: "sig" }
-          }
-        }
-      }
-    }
-  },
-  AuthorizationServerMetadata: {
-    type: "object",
-    description: "RFC 8414",
-    required: ["issuer", "authorization_endpoint", "token_endpoint"],
-    properties: {
-      issuer: { type: "string", format: "uri" },
-      authorization_endpoint: { type: "string", format: "uri" },
-      token_endpoint: { type: "string", format: "uri" },
-      revocation_endpoint: { type: "string", format: "uri" },
-      introspection_endpoint: { type: "string", format: "uri" },
-      jwks_uri: { type: "string", format: "uri" },
-      scopes_supported: { type: "array", items: { type: "string" } },
-      response_types_supported: { type: "array", items: { type: "string" } },
-      grant_types_supported: { type: "array", items: { type: "string" } },
-      code_challenge_methods_supported: { type: "array", items: { type: "string" } },
-      token_endpoint_auth_methods_supported: { type: "array", items: { type: "string" } }
-    },
-    additionalProperties: true
-  }
+/**
+ * The authorization server's bodies, derived from the schemas its handlers decode and answer with
+ * (src/OAuth/Wire.ts). They take parameters they do not name (RFC 6749 §3.1, 3.2), so no `additionalProperties: false`.
+ */
+const oauthSchemas = () => {
+  const definitions: Record<string, JSONSchema.JsonSchema7> = {}
+  const derived = Object.fromEntries(
+    Object.entries(oauthWireSchemas).map(([name, schema]) => [
+      name,
+      JSONSchema.fromAST(schema.ast, {
+        definitions,
+        definitionPath: "#/components/schemas/",
+        target: "openApi3.1",
+        topLevelReferenceStrategy: "skip",
+        additionalPropertiesStrategy: "allow"
+      })
+    ])
+  )
+  return { ...definitions, ...derived }
 }
 
 const metadataOperation = (operationId: string) => ({
@@ -756,7 +626,7 @@ const oauthPaths = {
       security: [],
       requestBody: { required: true, content: json(ref("LoginRequest")) },
       responses: {
-        200: { description: "A session JWT (one hour)", content: json(ref("Session")) },
+        200: { description: "A session JWT (one hour)", content: json(ref("SessionToken")) },
         400: oauthErrorResponse("`invalid_request`"),
         401: oauthErrorResponse("`invalid_grant`: the email or password is wrong"),
         429: rateLimitedResponse
@@ -794,7 +664,7 @@ const document = (fromApi: OpenApi.OpenAPISpec, served: Served) => {
   const generated = structuredClone(fromApi)
   removeGeneratorLeftovers(generated)
   const paths = { ...completePaths(generated.paths, generated.components.schemas), ...oauthPaths }
-  return completed(generated, served, paths, usedSchemas({ ...generated.components.schemas, ...oauthSchemas }, paths))
+  return completed(generated, served, paths, usedSchemas({ ...generated.components.schemas, ...oauthSchemas() }, paths))
 }
 
 const completed = (

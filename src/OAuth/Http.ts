@@ -39,6 +39,7 @@ import { type ClientBucket, OAuthLimits } from "./Limits.js"
 import { consentPage, errorPage, STYLESHEET_PATH, signInPage } from "./Pages.js"
 import { storable } from "./Secrets.js"
 import { type IssuedTokens, OAuthTokens } from "./Tokens.js"
+import * as Wire from "./Wire.js"
 
 const DASHBOARD_STYLES = join(import.meta.dir, "..", "..", "dashboard", "styles.css")
 const PAGE_STYLES = join(import.meta.dir, "pages.css")
@@ -88,7 +89,7 @@ const json = (body: unknown, status = 200, headers: Record<string, string> = {})
  */
 const oauthError = (error: OAuthError, triedBasic: boolean) =>
   json(
-    { error: error.error, error_description: error.description },
+    { error: error.error, error_description: error.description } satisfies typeof Wire.OAuthErrorBody.Encoded,
     error.error === "invalid_client" ? 401 : 400,
     error.error === "invalid_client" && triedBasic ? { "www-authenticate": `Basic realm="oauth", charset="UTF-8"` } : {}
   )
@@ -171,11 +172,7 @@ const clientIp = (request: HttpServerRequest.HttpServerRequest) =>
 const Text = Schema.optionalWith(Schema.String, { as: "Option" })
 /** A form field read as empty when absent. */
 const Field = Schema.optionalWith(Schema.String, { default: () => "" })
-/** A required parameter: absent or empty is `"<name> is required"`. */
-const required = (name: string) =>
-  Schema.propertySignature(
-    Schema.String.pipe(Schema.minLength(1, { message: () => `${name} is required` }))
-  ).annotations({ missingMessage: () => `${name} is required` })
+const required = Wire.requiredParam
 /** A space-separated list (`scope`), split; blank is empty. */
 const SpaceSeparated = Schema.transform(Schema.String, Schema.Array(Schema.String), {
   strict: true,
@@ -208,7 +205,6 @@ const ConsentForm = Schema.Struct({ pending: Field, csrf_token: Field, decision:
 
 /** `client_secret_post` credentials (§2.3.1). */
 const ClientParams = Schema.Struct({ client_id: Text, client_secret: Text })
-const GrantType = Schema.Struct({ grant_type: required("grant_type") })
 const CodeExchangeParams = Schema.Struct({
   code: required("code"),
   redirect_uri: required("redirect_uri"),
@@ -218,13 +214,6 @@ const RefreshParams = Schema.Struct({
   refresh_token: required("refresh_token"),
   scope: Schema.optionalWith(SpaceSeparated, { as: "Option" })
 }).pipe(Schema.rename({ refresh_token: "refreshToken" }))
-const RevokeParams = Schema.Struct({ token: required("token") })
-const IntrospectParams = Schema.Struct({ token: required("token") })
-const bothRequired = "email and password are required"
-const LoginParams = Schema.Struct({
-  email: Schema.propertySignature(Schema.String).annotations({ missingMessage: () => bothRequired }),
-  password: Schema.propertySignature(Schema.String).annotations({ missingMessage: () => bothRequired })
-})
 
 /** Parameters → a typed request; the first thing wrong is the `invalid_request` description. */
 const decodeParams =
@@ -262,7 +251,7 @@ const clientCredentials = Effect.fnUntraced(function* (
 })
 
 /** The token endpoint's answer (§5.1). */
-const tokenResponse = (issued: IssuedTokens) => ({
+const tokenResponse = (issued: IssuedTokens): typeof Wire.TokenResponse.Encoded => ({
   access_token: issued.accessToken,
   token_type: "Bearer",
   expires_in: issued.expiresIn,
@@ -404,28 +393,25 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
     const metadata = guardJson(
       Effect.gen(function* () {
         const { authUrl } = yield* currentIssuer
-        return json(
-          {
-            issuer: authUrl,
-            authorization_endpoint: `${authUrl}/authorize`,
-            token_endpoint: `${authUrl}/token`,
-            revocation_endpoint: `${authUrl}/revoke`,
-            introspection_endpoint: `${authUrl}/introspect`,
-            jwks_uri: `${authUrl}/jwks.json`,
-            response_types_supported: ["code"],
-            response_modes_supported: ["query"],
-            grant_types_supported: ["authorization_code", "refresh_token"],
-            code_challenge_methods_supported: ["S256"],
-            token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
-            revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
-            introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
-            scopes_supported: scopeNames,
-            authorization_response_iss_parameter_supported: true,
-            service_documentation: `${authUrl.replace(/\/oauth$/, "")}/docs`
-          },
-          200,
-          { "cache-control": "public, max-age=300" }
-        )
+        const answer: typeof Wire.AuthorizationServerMetadata.Encoded = {
+          issuer: authUrl,
+          authorization_endpoint: `${authUrl}/authorize`,
+          token_endpoint: `${authUrl}/token`,
+          revocation_endpoint: `${authUrl}/revoke`,
+          introspection_endpoint: `${authUrl}/introspect`,
+          jwks_uri: `${authUrl}/jwks.json`,
+          response_types_supported: ["code"],
+          response_modes_supported: ["query"],
+          grant_types_supported: ["authorization_code", "refresh_token"],
+          code_challenge_methods_supported: ["S256"],
+          token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+          revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+          introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+          scopes_supported: scopeNames,
+          authorization_response_iss_parameter_supported: true,
+          service_documentation: `${authUrl.replace(/\/oauth$/, "")}/docs`
+        }
+        return json(answer, 200, { "cache-control": "public, max-age=300" })
       })
     )
     yield* router.get("/.well-known/oauth-authorization-server/oauth", metadata)
@@ -435,18 +421,15 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
     const resourceMetadata = guardJson(
       Effect.gen(function* () {
         const { authUrl, baseUrl } = yield* currentIssuer
-        return json(
-          {
-            resource: `${baseUrl}/v1`,
-            authorization_servers: [authUrl],
-            scopes_supported: scopeNames,
-            bearer_methods_supported: ["header"],
-            resource_name: "Project Collaboration Service API",
-            resource_documentation: `${baseUrl}/docs`
-          },
-          200,
-          { "cache-control": "public, max-age=300" }
-        )
+        const answer: typeof Wire.ProtectedResourceMetadata.Encoded = {
+          resource: `${baseUrl}/v1`,
+          authorization_servers: [authUrl],
+          scopes_supported: scopeNames,
+          bearer_methods_supported: ["header"],
+          resource_name: "Project Collaboration Service API",
+          resource_documentation: `${baseUrl}/docs`
+        }
+        return json(answer, 200, { "cache-control": "public, max-age=300" })
       })
     )
     yield* router.get(PROTECTED_RESOURCE_METADATA_PATH, resourceMetadata)
@@ -617,7 +600,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
       guardJson(
         Effect.gen(function* () {
           const { client, params } = yield* limitedClient("tokens")
-          const { grant_type: grantType } = yield* decodeParams(GrantType)(params)
+          const { grant_type: grantType } = yield* decodeParams(Wire.TokenRequest)(params)
           switch (grantType) {
             case "authorization_code":
               return json(
@@ -640,7 +623,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
       guardJson(
         Effect.gen(function* () {
           const { client, params } = yield* limitedClient("tokens")
-          const { token } = yield* decodeParams(RevokeParams)(params)
+          const { token } = yield* decodeParams(Wire.RevokeRequest)(params)
           yield* tokens.revoke(client, token)
           return json({})
         })
@@ -653,8 +636,9 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
       guardJson(
         Effect.gen(function* () {
           const { client, params } = yield* limitedClient("introspection", true)
-          const { token } = yield* decodeParams(IntrospectParams)(params)
-          return json(yield* tokens.introspect(client, token))
+          const { token } = yield* decodeParams(Wire.IntrospectionRequest)(params)
+          const answer: typeof Wire.Introspection.Encoded = yield* tokens.introspect(client, token)
+          return json(answer)
         })
       )
     )
@@ -666,7 +650,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
           const request = yield* HttpServerRequest.HttpServerRequest
           const perIp = yield* signIn.perIp("login", clientIp(request))
           if (!perIp.allowed) return tooMany(perIp.retryAfter, "Too many sign-in attempts from this address")
-          const params = yield* Effect.flatMap(readParams(request, false), decodeParams(LoginParams))
+          const params = yield* Effect.flatMap(readParams(request, false), decodeParams(Wire.LoginRequest))
           const user = yield* Effect.either(signIn.verify(params.email, params.password))
           if (user._tag === "Left") {
             return user.left.reason === "limited"
@@ -686,7 +670,12 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
             userAgent: request.headers["user-agent"] ?? null
           })
           const token = yield* keys.signSession(user.right, issuer, session)
-          return json({ access_token: token, token_type: "Bearer", expires_in: JWT_TTL_SECONDS })
+          const answer: typeof Wire.SessionToken.Encoded = {
+            access_token: token,
+            token_type: "Bearer",
+            expires_in: JWT_TTL_SECONDS
+          }
+          return json(answer)
         })
       )
     )
