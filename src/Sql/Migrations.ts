@@ -21,13 +21,13 @@ import m0015 from "./migrations/0015_list_plans.js"
 import m0016 from "./migrations/0016_invitation_expiries.js"
 import m0017 from "./migrations/0017_credential_generation.js"
 import m0018 from "./migrations/0018_feed_sequence.js"
-import m0019 from "./migrations/0019_webhook_health.js"
 import m0020 from "./migrations/0020_manual_attempts.js"
 import m0021 from "./migrations/0021_secrets_at_rest.js"
 import m0022 from "./migrations/0022_sessions.js"
 import m0023 from "./migrations/0023_audit_log.js"
 import m0024 from "./migrations/0024_webhook_disabled.js"
 import m0026 from "./migrations/0026_webhook_ed25519.js"
+import m0027 from "./migrations/0027_webhook_health.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -49,13 +49,13 @@ const migrations = {
   "0016_invitation_expiries": m0016,
   "0017_credential_generation": m0017,
   "0018_feed_sequence": m0018,
-  "0019_webhook_health": m0019,
   "0020_manual_attempts": m0020,
   "0021_secrets_at_rest": m0021,
   "0022_sessions": m0022,
   "0023_audit_log": m0023,
   "0024_webhook_disabled": m0024,
-  "0026_webhook_ed25519": m0026
+  "0026_webhook_ed25519": m0026,
+  "0027_webhook_health": m0027
 }
 
 const migrate = Migrator.make({})

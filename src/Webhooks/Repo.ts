@@ -193,7 +193,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
 
     /**
      * For each of the webhooks `ids` that has had an attempt: its latest attempt (that of the delivery attempted last,
-     * found backwards on `deliveries_webhook_attempted`, migration 0019, then that delivery's highest attempt number),
+     * found backwards on `deliveries_webhook_attempted`, migration 0027, then that delivery's highest attempt number),
      * and how many attempts it had since `since` and how many of them succeeded (its deliveries attempted since then,
      * a range of the same index, and each one's attempts by primary key: correlated, so that no engine reads the
      * attempts table whole however small it is). One statement for a page.
