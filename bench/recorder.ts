@@ -12,6 +12,8 @@ import { DeliveryId, makeId } from "../src/Domain/Ids.ts"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
 import { DeliveryRecorder, type DeliveryRecorderService, type Recording } from "../src/Webhooks/Recorder.ts"
+import { FastRecorderLive } from "../src/Webhooks/RecorderFast.ts"
+import { IdiomaticRecorderLive } from "../src/Webhooks/RecorderIdiomatic.ts"
 import { withDatabaseUrl } from "../test/support/fixtures.ts"
 import { webhookRow } from "../test/support/helpers.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
@@ -52,13 +54,12 @@ await sqlRun((sql) =>
 
 const recorders = new Map(
   await Promise.all(
-    (databaseUrl.startsWith("postgres")
-      ? [DeliveryRecorder.fast, DeliveryRecorder.idiomatic]
-      : [DeliveryRecorder.idiomatic]
-    ).map(async (layer) => {
-      const recorder = await runtime.runPromise(Effect.provide(DeliveryRecorder, layer))
-      return [recorder.kind, recorder] as const
-    })
+    (databaseUrl.startsWith("postgres") ? [FastRecorderLive, IdiomaticRecorderLive] : [IdiomaticRecorderLive]).map(
+      async (layer) => {
+        const recorder = await runtime.runPromise(Effect.provide(DeliveryRecorder, layer))
+        return [recorder.kind, recorder] as const
+      }
+    )
   )
 )
 

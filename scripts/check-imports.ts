@@ -8,6 +8,8 @@
  *   of their own. One edge is not a folder edge: a handler's import of the root `HttpApi` (`Projects/Http.ts` →
  *   `Api.ts`, which holds `Projects/Api.ts`'s group), which `HttpApiBuilder.group(Api, …)` needs, as in Effect's
  *   own examples; nothing can hide behind it, since `Api.ts` may import only contract modules (rank 4);
+ * - modules import each other in a circle, within a folder or across folders (`import type` counts: an interface
+ *   that names its implementations is a circle even when they import only its types);
  * - a storage module (`<Area>/Repo.ts`, `Sql/`) imports the HTTP contract or server (`Api.ts`, `Contract/`,
  *   `Http/`);
  * - `Domain/` imports anything but `effect` and `@effect/platform` (and other Domain modules);
@@ -16,23 +18,22 @@
  *   Swagger UI's bundles, the cluster and RPC packages, …), which an idle server would then hold in memory
  *   (`bench/idle-rss.sh` measures it).
  *
- * Run: `bun run check:imports`.
+ * Run: `bun run check:imports`. `checkImports(root)` answers the problems of any tree; `rankOf` gives a module its rank
+ * (test/unit/check-imports.test.ts).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, normalize, relative } from "node:path"
 import ts from "typescript"
 
-const root = join(import.meta.dir, "..", "src")
-
-const listModules = (dir: string): Array<string> =>
+const listModules = (root: string, dir: string = root): Array<string> =>
   readdirSync(dir).flatMap((name) => {
     const path = join(dir, name)
-    if (statSync(path).isDirectory()) return listModules(path)
+    if (statSync(path).isDirectory()) return listModules(root, path)
     return name.endsWith(".ts") && !name.endsWith(".d.ts") ? [relative(root, path)] : []
   })
 
 /** The rank of a module, by its path under src/. */
-const rankOf = (module: string): number => {
+export const rankOf = (module: string): number => {
   const [top = "", ...rest] = module.split("/")
   const file = rest.at(-1) ?? top
   if (rest.length === 0) {
@@ -50,9 +51,10 @@ const rankOf = (module: string): number => {
   return 3 // services: <Area>/<Area>.ts, Events/, Auth/, OAuth/, Webhooks/Delivery/
 }
 
-const rankNames = ["domain", "sql", "storage", "service", "contract", "handler", "server"]
+export const rankNames = ["domain", "sql", "storage", "service", "contract", "handler", "server"]
 
-const nodeOf = (module: string): string => {
+/** A folder (`Projects/`) or a root file (`Api.ts`). */
+const folderOf = (module: string): string => {
   const parts = module.split("/")
   return parts.length === 1 ? module : `${parts[0]}/`
 }
@@ -79,111 +81,159 @@ interface Import {
   readonly to: string | undefined
 }
 
-const modules = listModules(root).sort()
-const known = new Set(modules)
-
-const importsOf = (module: string): Array<Import> => {
-  const text = readFileSync(join(root, module), "utf8")
-  const { importedFiles } = ts.preProcessFile(text, true, true)
-  return importedFiles.map(({ fileName: specifier }) => {
-    if (!specifier.startsWith(".")) return { from: module, specifier, to: undefined }
-    const target = normalize(join(dirname(module), specifier)).replace(/\.js$/, ".ts")
-    return { from: module, specifier, to: known.has(target) ? target : undefined }
-  })
-}
-
-const imports = modules.flatMap(importsOf)
-const problems: Array<string> = []
-
 /** `@effect/<package>` alone: its index. `effect` itself is not counted (every module imports it). */
 const isEffectPackageIndex = (specifier: string) => /^@effect\/[a-z-]+$/.test(specifier)
 
-for (const { from, specifier, to } of imports) {
-  if (isEffectPackageIndex(specifier)) {
-    problems.push(`index    src/${from} imports "${specifier}" (import its modules by path: "${specifier}/<Module>")`)
+/** The edges between the nodes `key` gives, each with the imports that make it; imports `keep` refuses are left out. */
+const graphOf = (
+  imports: ReadonlyArray<Import>,
+  key: (module: string) => string,
+  keep: (item: Import) => boolean
+): Map<string, Map<string, Array<Import>>> => {
+  const edges = new Map<string, Map<string, Array<Import>>>()
+  for (const item of imports) {
+    if (item.to === undefined || !keep(item)) continue
+    const [a, b] = [key(item.from), key(item.to)]
+    if (a === b) continue
+    const out = edges.get(a) ?? new Map<string, Array<Import>>()
+    out.set(b, [...(out.get(b) ?? []), item])
+    edges.set(a, out)
   }
-  if (from.startsWith("Domain/") && to === undefined && !specifier.startsWith(".") && !domainMayImport(specifier)) {
-    problems.push(`domain   src/${from} imports "${specifier}" (Domain imports only effect and @effect/platform)`)
-  }
-  if (to === undefined) continue
-  if (from.startsWith("Domain/") && !to.startsWith("Domain/")) {
-    problems.push(`domain   src/${from} imports src/${to} (Domain imports only Domain, effect, @effect/platform)`)
-  }
-  if (isStorage(from) && isWire(to)) {
-    problems.push(`storage  src/${from} imports src/${to} (storage never imports the HTTP contract)`)
-  }
-  const [a, b] = [rankOf(from), rankOf(to)]
-  if (b > a) {
-    problems.push(`rank     src/${from} (${a} ${rankNames[a]}) imports src/${to} (${b} ${rankNames[b]})`)
-  }
+  return edges
 }
 
-/** Folder cycles: strongly connected components of the graph of folders and root files. */
-const key = nodeOf
-const edges = new Map<string, Map<string, Array<Import>>>()
-for (const item of imports) {
-  if (item.to === undefined || item.to === "Api.ts") continue
-  const [a, b] = [key(item.from), key(item.to)]
-  if (a === b) continue
-  const out = edges.get(a) ?? new Map<string, Array<Import>>()
-  out.set(b, [...(out.get(b) ?? []), item])
-  edges.set(a, out)
-}
-const nodes = Array.from(new Set(modules.map(key))).sort()
-let counter = 0
-const index = new Map<string, number>()
-const low = new Map<string, number>()
-const stack: Array<string> = []
-const onStack = new Set<string>()
-const components: Array<Array<string>> = []
-/** A node's number, set before it is read (Tarjan's algorithm visits a node before reading it). */
-const numberOf = (numbers: ReadonlyMap<string, number>, node: string): number => {
-  const number = numbers.get(node)
-  if (number === undefined) throw new Error(`${node} was not visited`)
-  return number
-}
-const connect = (node: string): void => {
-  index.set(node, counter)
-  low.set(node, counter)
-  counter++
-  stack.push(node)
-  onStack.add(node)
-  for (const next of edges.get(node)?.keys() ?? []) {
-    if (!index.has(next)) {
-      connect(next)
-      low.set(node, Math.min(numberOf(low, node), numberOf(low, next)))
-    } else if (onStack.has(next)) {
-      low.set(node, Math.min(numberOf(low, node), numberOf(index, next)))
-    }
+/** The graph's circles: its strongly connected components of more than one node (Tarjan's algorithm). */
+const circlesOf = (
+  nodes: ReadonlyArray<string>,
+  edges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<Import>>>
+): Array<Array<string>> => {
+  let counter = 0
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: Array<string> = []
+  const onStack = new Set<string>()
+  const components: Array<Array<string>> = []
+  /** A node's number, set before it is read (Tarjan's algorithm visits a node before reading it). */
+  const numberOf = (numbers: ReadonlyMap<string, number>, node: string): number => {
+    const number = numbers.get(node)
+    if (number === undefined) throw new Error(`${node} was not visited`)
+    return number
   }
-  if (low.get(node) === index.get(node)) {
-    const component: Array<string> = []
-    let member: string | undefined
-    do {
-      member = stack.pop()
-      if (member === undefined) break
-      onStack.delete(member)
-      component.push(member)
-    } while (member !== node)
-    if (component.length > 1) components.push(component.sort())
-  }
-}
-for (const node of nodes) if (!index.has(node)) connect(node)
-for (const component of components) {
-  const members = new Set(component)
-  for (const from of component) {
-    for (const [to, items] of edges.get(from) ?? []) {
-      if (!members.has(to)) continue
-      for (const item of items) {
-        problems.push(`cycle    src/${item.from} imports src/${item.to} (folders ${component.join(" ⇄ ")})`)
+  const connect = (node: string): void => {
+    index.set(node, counter)
+    low.set(node, counter)
+    counter++
+    stack.push(node)
+    onStack.add(node)
+    for (const next of edges.get(node)?.keys() ?? []) {
+      if (!index.has(next)) {
+        connect(next)
+        low.set(node, Math.min(numberOf(low, node), numberOf(low, next)))
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(numberOf(low, node), numberOf(index, next)))
       }
     }
+    if (low.get(node) === index.get(node)) {
+      const component: Array<string> = []
+      let member: string | undefined
+      do {
+        member = stack.pop()
+        if (member === undefined) break
+        onStack.delete(member)
+        component.push(member)
+      } while (member !== node)
+      if (component.length > 1) components.push(component.sort())
+    }
   }
+  for (const node of nodes) if (!index.has(node)) connect(node)
+  return components
 }
 
-if (problems.length > 0) {
-  console.log(problems.join("\n"))
-  console.log(`\n${problems.length} import${problems.length === 1 ? "" : "s"} break the structure`)
-  process.exit(1)
+/** The imports inside each circle of the graph, with the circle `describe`d. */
+const circleProblems = (
+  nodes: ReadonlyArray<string>,
+  edges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<Import>>>,
+  describe: (component: ReadonlyArray<string>) => string
+): Array<{ readonly item: Import; readonly circle: string }> =>
+  circlesOf(nodes, edges).flatMap((component) => {
+    const members = new Set(component)
+    const circle = describe(component)
+    return component.flatMap((from) =>
+      Array.from(edges.get(from) ?? []).flatMap(([to, items]) =>
+        members.has(to) ? items.map((item) => ({ item, circle })) : []
+      )
+    )
+  })
+
+/** What breaks the structure in the tree of modules under `root` (a `src/`), one line an offending import. */
+export const checkImports = (
+  root: string
+): { readonly problems: ReadonlyArray<string>; readonly modules: number; readonly imports: number } => {
+  const modules = listModules(root).sort()
+  const known = new Set(modules)
+
+  const importsOf = (module: string): Array<Import> => {
+    const text = readFileSync(join(root, module), "utf8")
+    const { importedFiles } = ts.preProcessFile(text, true, true)
+    return importedFiles.map(({ fileName: specifier }) => {
+      if (!specifier.startsWith(".")) return { from: module, specifier, to: undefined }
+      const target = normalize(join(dirname(module), specifier)).replace(/\.js$/, ".ts")
+      return { from: module, specifier, to: known.has(target) ? target : undefined }
+    })
+  }
+
+  const imports = modules.flatMap(importsOf)
+  const problems: Array<string> = []
+
+  for (const { from, specifier, to } of imports) {
+    if (isEffectPackageIndex(specifier)) {
+      problems.push(`index    src/${from} imports "${specifier}" (import its modules by path: "${specifier}/<Module>")`)
+    }
+    if (from.startsWith("Domain/") && to === undefined && !specifier.startsWith(".") && !domainMayImport(specifier)) {
+      problems.push(`domain   src/${from} imports "${specifier}" (Domain imports only effect and @effect/platform)`)
+    }
+    if (to === undefined) continue
+    if (from.startsWith("Domain/") && !to.startsWith("Domain/")) {
+      problems.push(`domain   src/${from} imports src/${to} (Domain imports only Domain, effect, @effect/platform)`)
+    }
+    if (isStorage(from) && isWire(to)) {
+      problems.push(`storage  src/${from} imports src/${to} (storage never imports the HTTP contract)`)
+    }
+    const [a, b] = [rankOf(from), rankOf(to)]
+    if (b > a) {
+      problems.push(`rank     src/${from} (${a} ${rankNames[a]}) imports src/${to} (${b} ${rankNames[b]})`)
+    }
+  }
+
+  // Folder circles, but for a handler's import of the root `HttpApi` (above).
+  const folderCircles = circleProblems(
+    Array.from(new Set(modules.map(folderOf))).sort(),
+    graphOf(imports, folderOf, (item) => item.to !== "Api.ts"),
+    (component) => `folders ${component.join(" ⇄ ")}`
+  )
+  // Module circles, every import counted; an import a folder circle already names is not named twice.
+  const named = new Set(folderCircles.map(({ item }) => `${item.from} ${item.to}`))
+  const moduleCircles = circleProblems(
+    modules,
+    graphOf(
+      imports,
+      (module) => module,
+      () => true
+    ),
+    (component) => `modules ${component.map((module) => `src/${module}`).join(" ⇄ ")}`
+  ).filter(({ item }) => !named.has(`${item.from} ${item.to}`))
+  for (const { item, circle } of [...folderCircles, ...moduleCircles]) {
+    problems.push(`cycle    src/${item.from} imports src/${item.to} (${circle})`)
+  }
+  return { problems, modules: modules.length, imports: imports.length }
 }
-console.log(`${modules.length} modules, ${imports.length} imports: the structure holds`)
+
+if (import.meta.main) {
+  const { problems, modules, imports } = checkImports(join(import.meta.dir, "..", "src"))
+  if (problems.length > 0) {
+    console.log(problems.join("\n"))
+    console.log(`\n${problems.length} import${problems.length === 1 ? "" : "s"} break the structure`)
+    process.exit(1)
+  }
+  console.log(`${modules} modules, ${imports} imports: the structure holds`)
+}

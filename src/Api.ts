@@ -99,7 +99,7 @@ export class Api extends HttpApi.make("api")
   .addError(ApiErrors.MethodNotAllowed)
   .addError(ApiErrors.InternalError)
   .addError(ApiErrors.Unavailable)
-  // A `POST` with `Idempotency-Key` (src/Http/Idempotency.ts); declared API-wide so the server encodes them, and
+  // A `POST` with `Idempotency-Key` (src/Idempotency/Http.ts); declared API-wide so the server encodes them, and
   // left on the `POST` operations only in the published document (src/Http/OpenApi.ts).
   .addError(ApiErrors.IdempotencyKeyInUse)
   .addError(ApiErrors.IdempotencyKeyReused)

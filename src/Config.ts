@@ -381,7 +381,7 @@ export const RetentionConfig = Config.all({
   )
 })
 
-/** `Idempotency-Key` on `POST` (src/Http/Idempotency.ts). */
+/** `Idempotency-Key` on `POST` (src/Idempotency/Http.ts). */
 export const IdempotencyConfig = Config.all({
   /** How long a key, and the answer recorded with it, is kept from its first use (a day unless given). */
   ttl: Config.string("IDEMPOTENCY_TTL").pipe(
@@ -392,16 +392,7 @@ export const IdempotencyConfig = Config.all({
         ? Either.right(ttl)
         : Either.left(ConfigError.InvalidData(["IDEMPOTENCY_TTL"], "IDEMPOTENCY_TTL must be more than 0"))
     )
-  ),
-  /**
-   * Test only: the process kills itself (SIGKILL) with a keyed request's answer recorded, just before its
-   * transaction commits or just after, so a test can show that neither crash leaves a key free for a second change.
-   */
-  fault: Config.literal(
-    "none",
-    "kill-before-commit",
-    "kill-after-commit"
-  )("IDEMPOTENCY_FAULT").pipe(Config.withDefault("none" as const))
+  )
 })
 
 /**

@@ -30,6 +30,7 @@ import { concurrencyFor, makeNodeServer } from "./Http/NodeServer.js"
 import { withStateHeaders } from "./Http/RequestState.js"
 import { makeRequestWrapper } from "./Http/RequestWrapper.js"
 import { StrictRouting } from "./Http/Routes.js"
+import { IdempotentLive } from "./Idempotency/Http.js"
 import { AuthorizationsHttp, OAuthClientsHttp } from "./OAuth/Apps/Http.js"
 import { OAuthRoutes } from "./OAuth/Http.js"
 import { TraceSampler } from "./Observability/Sampling.js"
@@ -112,7 +113,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   ]),
   Layer.provide([OAuthClientsHttp, AuthorizationsHttp, AuditHttp]),
   Layer.provide(SessionsHttp),
-  Layer.provide(AuthenticationLive)
+  Layer.provide([AuthenticationLive, IdempotentLive])
 )
 
 /** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs, headers and admission). */

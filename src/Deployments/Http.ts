@@ -1,14 +1,17 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Idempotent } from "../Contract/Idempotency.js"
 import { makeWithLinks } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
+import { CreateDeployment } from "./Api.js"
 import { Deployments } from "./Deployments.js"
 
 export const DeploymentsHttp = HttpApiBuilder.group(Api, "deployments", (handlers) =>
   Effect.gen(function* () {
     const withLinks = yield* makeWithLinks
     const deployments = yield* Deployments
+    const idempotent = yield* Idempotent
     return handlers
       .handle("list", ({ path, urlParams }) =>
         CurrentPrincipal.pipe(
@@ -16,8 +19,10 @@ export const DeploymentsHttp = HttpApiBuilder.group(Api, "deployments", (handler
           Effect.flatMap(withLinks)
         )
       )
-      .handle("create", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => deployments.create(me, path.id, payload))
+      .handleRaw("create", ({ path, request }) =>
+        idempotent.withPayload(request, CreateDeployment, (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => deployments.create(me, path.id, payload))
+        )
       )
       .handle("get", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (me) => deployments.get(me, path.id, path.deployment_id))

@@ -5,8 +5,7 @@
  * same tag from the record it is about to change, as the record's schema encodes it (src/Sql/Preconditions.ts), so
  * the two agree without a column of their own, and the tag changes whenever anything the client sees does.
  */
-import { Effect, FiberRef, Schema } from "effect"
-import { CurrentRequestIdentity } from "./RequestId.js"
+import { Context, Effect, Option, Schema } from "effect"
 
 const utf8 = new TextEncoder()
 
@@ -38,10 +37,14 @@ export const noneMatchFails = (list: TagList, current: string): boolean =>
   list === "*" || list.some((tag) => (tag.startsWith("W/") ? tag.slice(2) : tag) === current)
 
 /**
- * The `If-Match` of the request being served, if it has one. A write that honours it (src/Sql/Preconditions.ts)
- * reads it here, so a service's signature need not carry it; outside a request (the CLI, a worker) there is none.
+ * The `If-Match` of the request being served, carried in its `Context` (the server provides it for a `/v1` route
+ * whose request has one: src/Http/Conditional.ts). A write that honours it (src/Sql/Preconditions.ts) reads it
+ * here, so a service's signature need not carry it; outside a request (the CLI, a worker) there is none.
  */
+export class RequestIfMatch extends Context.Tag("RequestIfMatch")<RequestIfMatch, TagList>() {}
+
+/** The request's `If-Match`, if it has one. */
 export const currentIfMatch: Effect.Effect<TagList | undefined> = Effect.map(
-  FiberRef.get(CurrentRequestIdentity),
-  (request) => (request?.ifMatch === undefined ? undefined : parseTagList(request.ifMatch))
+  Effect.serviceOption(RequestIfMatch),
+  Option.getOrUndefined
 )

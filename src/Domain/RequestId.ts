@@ -7,8 +7,6 @@ import { Effect, FiberRef } from "effect"
 /** What the envelopes need of the request being served: its id. */
 export interface RequestIdentity {
   readonly id: string
-  /** The request's `If-Match` header, for the write that must honour it (src/Domain/ETag.ts). */
-  readonly ifMatch?: string | undefined
 }
 
 /**

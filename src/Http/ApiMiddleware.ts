@@ -6,26 +6,26 @@
  *
  * One wrapper with plain JS inside: the checks are functions of the request state (src/Http/RequestState.ts)
  * that answer `undefined` when there is nothing to run, and the outcome is handled in one `matchCauseEffect`.
- * A `POST` with `Idempotency-Key` runs, after those checks, in its key's transaction (src/Http/Idempotency.ts);
- * without the header nothing of it runs. Conditional requests (`ETag`, `If-None-Match`, `HEAD`) are answered around the
- * endpoint (src/Http/Conditional.ts).
+ * The body of an endpoint that takes one is parsed here, once, and carried in the request's `Context`
+ * (`RequestBody`) for the endpoint. Conditional requests (`ETag`, `If-None-Match`, `HEAD`) are answered around the
+ * endpoint (src/Http/Conditional.ts). Authentication and `Idempotency-Key` belong to the endpoint: its declared
+ * `Authentication` middleware (src/Http/Authentication.ts) and the wrapper its handler opts into
+ * (src/Idempotency/Http.ts), both after routing.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Option } from "effect"
 import { ApiForMiddleware as Api } from "../Api.js"
+import { RequestBody } from "../Contract/Request.js"
 import type { RateLimited } from "../Domain/Errors.js"
 import { requestIdFrom } from "../Domain/RequestId.js"
-import { Idempotency } from "../Idempotency/Idempotency.js"
 import { RateLimit } from "../RateLimit/RateLimit.js"
-import { Bearer } from "./Authentication.js"
 import { conditional } from "./Conditional.js"
 import { cors } from "./Cors.js"
 import { isDrainRefused, refusedWhileDraining } from "./Draining.js"
 import { type OurError, translate } from "./ErrorTranslation.js"
-import { keyOf, makeIdempotent } from "./Idempotency.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { precheck, precheckOAuth } from "./Precheck.js"
 import { limitUnauthenticated } from "./RateLimit.js"
@@ -37,7 +37,6 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
     const lifecycle = yield* Lifecycle
     // Requests that do not authenticate are counted against the client IP once their outcome is known.
     const limited = limitUnauthenticated(yield* RateLimit)
-    const idempotent = yield* makeIdempotent
     return (app: HttpApp.Default) =>
       Effect.withFiberRuntime<
         HttpServerResponse.HttpServerResponse,
@@ -53,12 +52,12 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
         const work = ((): HttpApp.Default<unknown> => {
           if (isDrainRefused(lifecycle, request)) return refusedWhileDraining
           const checks = precheck(request, state)
-          const key = keyOf(request)
-          const route = state.match.route
-          const served = conditional(request, state, app)
-          const handled =
-            key === undefined || route === undefined ? served : idempotent(request, state, route, key, served)
-          if (checks !== undefined) return Effect.zipRight(checks, handled)
+          const handled = conditional(request, state, app)
+          if (checks !== undefined) {
+            return Effect.flatMap(checks, (json) =>
+              json === undefined ? handled : Effect.provideService(handled, RequestBody, { json })
+            )
+          }
           if (handled !== app) return handled
           const oauth = precheckOAuth(request, state.path)
           if (oauth === undefined) return app
@@ -74,4 +73,4 @@ export const ApiMiddlewareLive = HttpApiBuilder.middleware(
         )
       })
   })
-).pipe(Layer.provide([Idempotency.Default, Bearer.Default]))
+)

@@ -52,9 +52,7 @@ export type BearerError = Unauthorized | Forbidden | RateLimited
 
 /**
  * The bearer check of a `/v1` request: its credential, the rate limit, the endpoint's scopes. The endpoint's
- * `Authentication` middleware runs it; for a request that must know its user before routing (a `POST` with
- * `Idempotency-Key`, src/Http/Idempotency.ts) the API-level middleware runs it first and keeps the outcome in the
- * request state, which the endpoint's middleware then answers with, so it is checked (and counted) once.
+ * `Authentication` middleware runs it, once, after routing.
  */
 export class Bearer extends Effect.Service<Bearer>()("Bearer", {
   effect: Effect.gen(function* () {
@@ -153,13 +151,11 @@ export class Bearer extends Effect.Service<Bearer>()("Bearer", {
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.map(Bearer, (bearer) => ({
-    // One step for the request and its state (read from the fiber, not as services). The outcome kept in the
-    // state when the API-level middleware checked the credential already.
+    // One step for the request and its state (read from the fiber, not as services).
     bearer: () =>
       Effect.withFiberRuntime<Principal, BearerError, HttpServerRequest.HttpServerRequest>((fiber) => {
         const context = fiber.currentContext
         const state = requestStateOf(fiber)
-        if (state?.bearer !== undefined) return state.bearer
         const request = Context.unsafeGet(context, HttpServerRequest.HttpServerRequest)
         const { route } = Context.unsafeGet(context, HttpRouter.RouteContext)
         return bearer.check(request, route, state)

@@ -112,8 +112,8 @@ const tooLarge = () => new PayloadTooLarge({ message: `The body is over ${MAX_BO
 
 /**
  * Content type, size and JSON shape of a `/v1` body, checked before any handler reads it. Answers the parsed
- * object, for the payload check that follows. The body text is cached by the request, so the handler reads it
- * again without touching the socket.
+ * object, which the server then carries in the request's `Context` (`RequestBody`, src/Contract/Request.ts) for
+ * the endpoint's payload.
  */
 export const readJsonBody: (
   request: HttpServerRequest.HttpServerRequest

@@ -18,7 +18,7 @@ import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import { PreconditionFailed } from "../Domain/Errors.js"
-import { etagOf, ifMatchHolds, noneMatchFails, parseTagList } from "../Domain/ETag.js"
+import { etagOf, ifMatchHolds, noneMatchFails, parseTagList, RequestIfMatch } from "../Domain/ETag.js"
 import type { RequestState } from "./RequestState.js"
 
 const utf8 = new TextEncoder()
@@ -92,14 +92,29 @@ const written = (state: RequestState, app: HttpApp.Default) =>
     return etag === undefined ? response : HttpServerResponse.setHeader(response, "etag", etag)
   })
 
-/** `app` with the conditional rules of its route, or `app` itself when none applies. */
+/**
+ * `app` with the conditional rules of its route, or `app` itself when none applies. A request with `If-Match`
+ * carries it in its `Context` (`RequestIfMatch`) to the write that compares it.
+ */
 export const conditional = (
   request: HttpServerRequest.HttpServerRequest,
   state: RequestState,
   app: HttpApp.Default
 ): HttpApp.Default<PreconditionFailed> => {
-  const { route, candidates } = state.match
+  const { route } = state.match
   if (route === undefined) return app
+  const ifMatch = request.headers["if-match"]
+  return ifMatch === undefined
+    ? rulesOf(request, state, app)
+    : Effect.provideService(rulesOf(request, state, app), RequestIfMatch, parseTagList(ifMatch))
+}
+
+const rulesOf = (
+  request: HttpServerRequest.HttpServerRequest,
+  state: RequestState,
+  app: HttpApp.Default
+): HttpApp.Default<PreconditionFailed> => {
+  const { candidates } = state.match
   const method = request.method
   if (method === "GET" || method === "HEAD") return read(request, state, app)
   if (method !== "PUT" && method !== "DELETE") return app

@@ -13,7 +13,7 @@
  *   derived from the ones those handlers decode and answer with (src/OAuth/Wire.ts). The browser-only form posts
  *   behind the sign-in and consent pages are left out.
  * - Every `POST` declares the optional `Idempotency-Key` header, and only `POST`s the two errors that come with it
- *   (declared API-wide in src/Api.ts so the server encodes them; src/Http/Idempotency.ts answers them).
+ *   (declared API-wide in src/Api.ts so the server encodes them; src/Idempotency/Http.ts answers them).
  * - Conditional requests (src/Http/Conditional.ts): a `GET` of one record declares `If-None-Match` and `If-Match`,
  *   its `ETag` and `304`; a `PUT` or `DELETE` declares `If-Match`; those, and only those, answer `412` (declared
  *   API-wide in src/Api.ts). A `PUT` of a record that has a `GET` declares the `ETag` of its answer.
@@ -367,7 +367,7 @@ const headerRef = (name: keyof typeof responseHeaders) => ({ $ref: `#/components
 
 /**
  * The headers a `/v1` response carries (src/Http/RequestState.ts, src/Http/RateLimit.ts, src/Contract/Links.ts,
- * src/Http/Idempotency.ts): the request id and the rate limit on all, `Link` on a list page, `Idempotent-Replayed`
+ * src/Idempotency/Http.ts): the request id and the rate limit on all, `Link` on a list page, `Idempotent-Replayed`
  * on a `POST`'s success, `Retry-After` on 429, 503 and (a `POST`'s) 409.
  */
 const headersFor = (method: string, status: string, isList: boolean) => {
@@ -651,8 +651,9 @@ const oauthPaths = {
 
 /**
  * The document as served at `served`. Generated on the first call, not when this module loads (`fromApi` keeps it
- * for the `HttpApi` from then on): a server that never serves the docs never holds the generated document (~4 MB
- * of objects). The server asks once per address it serves and keeps the bytes it sends (src/Http/Docs.ts).
+ * for the `HttpApi` from then on): a server that never serves the docs never holds the generated document's
+ * objects (bench/README.md). The server asks once per address it serves and keeps the bytes it sends
+ * (src/Http/Docs.ts).
  */
 export const openApiDocument = (served: Served) => {
   const generated = OpenApi.fromApi(Api)

@@ -28,11 +28,14 @@ export type PrecheckError =
   | UnsupportedMediaType
   | ValidationFailed
 
-/** The `/v1` checks: the failure, the check still to run (a body to read), or `undefined` to go on to the router. */
+/**
+ * The `/v1` checks: the failure, the check still to run (a body to read: it answers the parsed body, else
+ * `undefined`), or `undefined` to go on to the router.
+ */
 export const precheck = (
   request: HttpServerRequest.HttpServerRequest,
   state: RequestState
-): Effect.Effect<void, PrecheckError> | undefined => {
+): Effect.Effect<unknown, PrecheckError> | undefined => {
   const { path } = state
   if (!isCanonical(path)) return Effect.fail(new NotFound({ message: `No route ${request.method} ${path}` }))
   const { candidates, route } = state.match

@@ -10,9 +10,7 @@
  */
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, type Exit, type Fiber, FiberRef } from "effect"
-import type { Forbidden, RateLimited, Unauthorized } from "../Domain/Errors.js"
-import type { Principal } from "../Domain/Principal.js"
+import { Effect, type Fiber, FiberRef } from "effect"
 import { CurrentRequestIdentity, type RequestIdentity } from "../Domain/RequestId.js"
 import { RETRY_AFTER_SECONDS } from "./ErrorTranslation.js"
 import { lookup, NO_ROUTE, pathOf, type RouteMatch } from "./Routes.js"
@@ -30,23 +28,16 @@ export interface RequestState extends RequestIdentity {
   countedToCredential: boolean
   /** The request failed with one of our errors: a 503 then says when to retry. */
   failed: boolean
-  /**
-   * The bearer check's outcome when it ran before routing (src/Http/Idempotency.ts); the endpoint's middleware
-   * answers with it instead of checking again.
-   */
-  bearer: Exit.Exit<Principal, Unauthorized | Forbidden | RateLimited> | undefined
 }
 
 class State implements RequestState {
   readonly headers: Record<string, string>
   countedToCredential = false
   failed = false
-  bearer: Exit.Exit<Principal, Unauthorized | Forbidden | RateLimited> | undefined = undefined
   constructor(
     readonly id: string,
     readonly path: string,
-    readonly match: RouteMatch,
-    readonly ifMatch: string | undefined
+    readonly match: RouteMatch
   ) {
     this.headers = { "x-request-id": id }
   }
@@ -60,12 +51,7 @@ const stateOf = (identity: RequestIdentity | undefined): RequestState | undefine
 
 export const makeRequestState = (request: HttpServerRequest.HttpServerRequest, id: string): RequestState => {
   const path = pathOf(request.url)
-  return new State(
-    id,
-    path,
-    path.startsWith("/v1/") ? lookup(request.method, path) : NO_ROUTE,
-    request.headers["if-match"]
-  )
+  return new State(id, path, path.startsWith("/v1/") ? lookup(request.method, path) : NO_ROUTE)
 }
 
 /** The state of the request a fiber serves; outside the server (no request) none. */

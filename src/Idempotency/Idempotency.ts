@@ -6,10 +6,11 @@
  * commit. So the change and its recorded answer commit together or not at all: after any crash the key is either
  * free and nothing was changed, or it holds the answer of the one change that was made (docs/idempotency.md).
  *
- * Nothing here knows HTTP: the caller hands the change and says what answer its result is (src/Http/Idempotency.ts).
+ * Nothing here knows HTTP: the caller hands the change and says what answer its result is (src/Idempotency/Http.ts,
+ * the wrapper a `POST` endpoint's handler opts into).
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Data, Duration, Effect, Either, Option } from "effect"
+import { Context, Data, Duration, Effect, Either, Option } from "effect"
 import { IdempotencyConfig } from "../Config.js"
 import { IdempotencyKeyInUse, IdempotencyKeyReused, ValidationFailed } from "../Domain/Errors.js"
 import { sha256Hex } from "../Domain/Secrets.js"
@@ -53,8 +54,14 @@ export const requestHash = (method: string, path: string, bodyText: string): str
           Either.try(() => canonicalJson(JSON.parse(bodyText))),
           () => bodyText
         )
-  return sha256Hex(`${method} ${path}\n${body}`)
+  return hashOf(method, path, body)
 }
+
+/** The same hash for a body already parsed as JSON (the server parses a `/v1` body once, before routing). */
+export const requestHashOfJson = (method: string, path: string, body: unknown): string =>
+  hashOf(method, path, canonicalJson(body))
+
+const hashOf = (method: string, path: string, body: string): string => sha256Hex(`${method} ${path}\n${body}`)
 
 /** The answers kept with a key: 2xx, and 4xx but 401, 403 and 429 (those depend on the credential or the moment). */
 export const isRecorded = (status: number): boolean =>
@@ -73,6 +80,18 @@ export type Outcome<A> =
   | { readonly _tag: "Ran"; readonly value: A }
   | { readonly _tag: "Replayed"; readonly answer: Answer }
 
+/**
+ * What runs at the two moments of a keyed change a crash matters most at: with its answer recorded, just before the
+ * transaction commits, and just after it has. Nothing, unless a layer says otherwise: the crash tests run the service
+ * with one that kills the process there (test/support/crash-main.ts, test/e2e/idempotency-crash.test.ts).
+ */
+export class CommitHooks extends Context.Reference<CommitHooks>()("Idempotency/CommitHooks", {
+  defaultValue: (): { readonly beforeCommit: Effect.Effect<void>; readonly afterCommit: Effect.Effect<void> } => ({
+    beforeCommit: Effect.void,
+    afterCommit: Effect.void
+  })
+}) {}
+
 /** A result whose answer is not kept: carried out of the transaction as a failure, which rolls the change back. */
 class NotRecorded<A> extends Data.TaggedError("NotRecorded")<{ readonly value: A }> {}
 
@@ -81,22 +100,14 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
   effect: Effect.gen(function* () {
     const repo = yield* IdempotencyRepo
     const events = yield* Events
-    const { fault, ttl } = yield* Effect.orDie(IdempotencyConfig)
+    const { ttl } = yield* Effect.orDie(IdempotencyConfig)
+    const hooks = yield* CommitHooks
     const ttlMillis = Duration.toMillis(ttl)
     /**
      * Keys with a request in progress in this process: a second request is refused at once, without waiting for a
      * connection or (on SQLite) for the first one's transaction to end. Other processes are kept out by the lock.
      */
     const inProgress = new Set<string>()
-
-    const kill = (point: string) =>
-      Effect.zipRight(
-        Effect.logWarning(`IDEMPOTENCY_FAULT: killing the process ${point}`),
-        Effect.zipRight(
-          Effect.sync(() => process.kill(process.pid, "SIGKILL")),
-          Effect.never
-        )
-      )
 
     /**
      * Runs `change` as `userId`'s request `hash` under `key`, unless the key already holds an answer: the same
@@ -140,7 +151,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
           created_at: now.toISOString(),
           expires_at: new Date(now.getTime() + ttlMillis).toISOString()
         })
-        if (fault === "kill-before-commit") yield* kill("before the commit")
+        yield* hooks.beforeCommit
         const ran: Outcome<A> = { _tag: "Ran", value }
         return { outcome: ran }
       })
@@ -156,9 +167,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
           // The outbox's own transaction: the change's events nest in it, and the deliveries they queue go to the
           // delivery worker once this commits (not before, when another connection could not see them yet).
           events.transaction(inTransaction).pipe(
-            Effect.tap(({ outcome }) =>
-              fault === "kill-after-commit" && outcome._tag === "Ran" ? kill("after the commit") : Effect.void
-            ),
+            Effect.tap(({ outcome }) => (outcome._tag === "Ran" ? hooks.afterCommit : Effect.void)),
             Effect.map(({ outcome }) => outcome),
             Effect.catchIf(isNotRecorded, (unrecorded) =>
               Effect.succeed({ _tag: "Ran", value: unrecorded.value } satisfies Outcome<A>)

@@ -1,6 +1,6 @@
 /**
  * The `idempotency_keys` table (migration 0010): a user's keys and the answers recorded with them. Every statement
- * but `pruneExpired` runs inside the transaction of the keyed request (src/Http/Idempotency.ts), so the key row
+ * but `pruneExpired` runs inside the transaction of the keyed request (src/Idempotency/Http.ts), so the key row
  * commits, or not, with the change it describes.
  */
 import * as SqlClient from "@effect/sql/SqlClient"

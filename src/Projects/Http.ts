@@ -1,14 +1,17 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Idempotent } from "../Contract/Idempotency.js"
 import { makeWithLinks } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
+import { CreateProject } from "./Api.js"
 import { Projects } from "./Projects.js"
 
 export const ProjectsHttp = HttpApiBuilder.group(Api, "projects", (handlers) =>
   Effect.gen(function* () {
     const withLinks = yield* makeWithLinks
     const projects = yield* Projects
+    const idempotent = yield* Idempotent
     return handlers
       .handle("list", ({ urlParams }) =>
         CurrentPrincipal.pipe(
@@ -16,7 +19,11 @@ export const ProjectsHttp = HttpApiBuilder.group(Api, "projects", (handlers) =>
           Effect.flatMap(withLinks)
         )
       )
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentPrincipal, (me) => projects.create(me, payload)))
+      .handleRaw("create", ({ request }) =>
+        idempotent.withPayload(request, CreateProject, (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => projects.create(me, payload))
+        )
+      )
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => projects.get(me, path.id)))
       .handle("update", ({ path, payload }) =>
         Effect.flatMap(CurrentPrincipal, (me) => projects.update(me, path.id, payload))

@@ -127,7 +127,7 @@ export const layerStoreRedis = (options: RedisStoreOptions): Layer.Layer<RateLim
     RateLimiter.RateLimiterStore,
     Effect.gen(function* () {
       // The client is loaded only when Redis is configured: with the node network modules it brings (which the
-      // PostgreSQL driver shares), ~8 MiB of an idle server that counts in process.
+      // PostgreSQL driver shares), it would otherwise count in every idle server's memory (bench/README.md).
       const { Redis } = yield* Effect.promise(() => import("ioredis"))
       const redis = yield* Effect.acquireRelease(
         Effect.sync(() => {

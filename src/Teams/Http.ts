@@ -1,8 +1,10 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Idempotent } from "../Contract/Idempotency.js"
 import { makeWithLinks } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
+import { CreateInvitation, CreateTeam } from "./Api.js"
 import { Invitations } from "./Invitations.js"
 import { Teams } from "./Teams.js"
 
@@ -11,6 +13,7 @@ export const TeamsHttp = HttpApiBuilder.group(Api, "teams", (handlers) =>
     const withLinks = yield* makeWithLinks
     const teams = yield* Teams
     const invitations = yield* Invitations
+    const idempotent = yield* Idempotent
     return handlers
       .handle("list", ({ urlParams }) =>
         CurrentPrincipal.pipe(
@@ -18,8 +21,10 @@ export const TeamsHttp = HttpApiBuilder.group(Api, "teams", (handlers) =>
           Effect.flatMap(withLinks)
         )
       )
-      .handle("create", ({ payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => teams.create({ name: payload.name, ownerId: me.userId }))
+      .handleRaw("create", ({ request }) =>
+        idempotent.withPayload(request, CreateTeam, (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => teams.create({ name: payload.name, ownerId: me.userId }))
+        )
       )
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => teams.get(me, path.team_id)))
       .handle("update", ({ path, payload }) =>
@@ -38,8 +43,10 @@ export const TeamsHttp = HttpApiBuilder.group(Api, "teams", (handlers) =>
       .handle("removeMember", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (me) => teams.removeMember(me, path.team_id, path.user_id))
       )
-      .handle("invite", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => invitations.create(me, path.team_id, payload))
+      .handleRaw("invite", ({ path, request }) =>
+        idempotent.withPayload(request, CreateInvitation, (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => invitations.create(me, path.team_id, payload))
+        )
       )
       .handle("invitations", ({ path, urlParams }) =>
         CurrentPrincipal.pipe(
@@ -57,6 +64,7 @@ export const InvitationsHttp = HttpApiBuilder.group(Api, "invitations", (handler
   Effect.gen(function* () {
     const withLinks = yield* makeWithLinks
     const invitations = yield* Invitations
+    const idempotent = yield* Idempotent
     return handlers
       .handle("list", ({ urlParams }) =>
         CurrentPrincipal.pipe(
@@ -64,11 +72,17 @@ export const InvitationsHttp = HttpApiBuilder.group(Api, "invitations", (handler
           Effect.flatMap(withLinks)
         )
       )
-      .handle("accept", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => invitations.accept(me, path.invitation_id))
+      .handleRaw("accept", ({ path, request }) =>
+        idempotent.action(
+          request,
+          Effect.flatMap(CurrentPrincipal, (me) => invitations.accept(me, path.invitation_id))
+        )
       )
-      .handle("decline", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => invitations.decline(me, path.invitation_id))
+      .handleRaw("decline", ({ path, request }) =>
+        idempotent.action(
+          request,
+          Effect.flatMap(CurrentPrincipal, (me) => invitations.decline(me, path.invitation_id))
+        )
       )
   })
 )

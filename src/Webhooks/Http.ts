@@ -1,14 +1,17 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
+import { Idempotent } from "../Contract/Idempotency.js"
 import { makeWithLinks } from "../Contract/Links.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
+import { CreateWebhook, RecoverDeliveries, RotateSecret, TestWebhook } from "./Api.js"
 import { Webhooks } from "./Webhooks.js"
 
 export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
   Effect.gen(function* () {
     const withLinks = yield* makeWithLinks
     const webhooks = yield* Webhooks
+    const idempotent = yield* Idempotent
     return handlers
       .handle("list", ({ urlParams }) =>
         CurrentPrincipal.pipe(
@@ -16,7 +19,11 @@ export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
           Effect.flatMap(withLinks)
         )
       )
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentPrincipal, (me) => webhooks.create(me, payload)))
+      .handleRaw("create", ({ request }) =>
+        idempotent.withPayload(request, CreateWebhook, (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => webhooks.create(me, payload))
+        )
+      )
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => webhooks.get(me, path.id)))
       .handle("update", ({ path, payload }) =>
         Effect.flatMap(CurrentPrincipal, (me) => webhooks.update(me, path.id, payload))
@@ -37,15 +44,26 @@ export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
       .handle("delivery", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (me) => webhooks.delivery(me, path.id, path.delivery_id))
       )
-      .handle("retry", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => webhooks.retry(me, path.id, path.delivery_id))
+      .handleRaw("retry", ({ path, request }) =>
+        idempotent.action(
+          request,
+          Effect.flatMap(CurrentPrincipal, (me) => webhooks.retry(me, path.id, path.delivery_id))
+        )
       )
-      .handle("rotateSecret", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => webhooks.rotateSecret(me, path.id, payload))
+      .handleRaw("rotateSecret", ({ path, request }) =>
+        idempotent.withPayload(request, RotateSecret, (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => webhooks.rotateSecret(me, path.id, payload))
+        )
       )
-      .handle("test", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => webhooks.test(me, path.id)))
-      .handle("recover", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => webhooks.recover(me, path.id, payload))
+      .handleRaw("test", ({ path, request }) =>
+        idempotent.withPayload(request, TestWebhook, () =>
+          Effect.flatMap(CurrentPrincipal, (me) => webhooks.test(me, path.id))
+        )
+      )
+      .handleRaw("recover", ({ path, request }) =>
+        idempotent.withPayload(request, RecoverDeliveries, (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => webhooks.recover(me, path.id, payload))
+        )
       )
   })
 )

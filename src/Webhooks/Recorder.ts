@@ -8,15 +8,13 @@
  * - `fast` (src/Webhooks/RecorderFast.ts): fixed statement text by batch size (src/Sql/Direct.ts), on SQLite the
  *   same steps, on PostgreSQL the whole batch as one statement.
  *
- * `FAST_PATHS` (src/Config.ts) names `delivery-recorder` to run the fast one (the default, `all`, does);
- * docs/fast-paths.md says what it saves.
+ * Each implementation's module gives its layer; src/Webhooks/RecorderLive.ts chooses one by `FAST_PATHS`
+ * (src/Config.ts: `delivery-recorder` runs the fast one, as the default, `all`, does). This module knows neither:
+ * the dependencies point one way. docs/fast-paths.md says what the fast one saves.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Layer } from "effect"
-import { FastPathsConfig } from "../Config.js"
+import { Context, type Effect } from "effect"
 import type { AttemptRecord, DeliveryStatus } from "../Domain/Webhook.js"
-import { makeFastRecorder } from "./RecorderFast.js"
-import { makeIdiomaticRecorder } from "./RecorderIdiomatic.js"
 
 /** A claimed delivery's outcome, to be written if the claim is still held. */
 export interface Settlement {
@@ -59,13 +57,4 @@ export interface DeliveryRecorderService {
   readonly record: (recordings: ReadonlyArray<Recording>, now: string) => Effect.Effect<Recorded, SqlError>
 }
 
-export class DeliveryRecorder extends Context.Tag("DeliveryRecorder")<DeliveryRecorder, DeliveryRecorderService>() {
-  static readonly fast = Layer.effect(DeliveryRecorder, makeFastRecorder)
-  static readonly idiomatic = Layer.effect(DeliveryRecorder, makeIdiomaticRecorder)
-  /** The one `FAST_PATHS` chooses. */
-  static readonly layer = Layer.unwrapEffect(
-    Effect.map(Effect.orDie(FastPathsConfig), (fast) =>
-      fast.has("delivery-recorder") ? DeliveryRecorder.fast : DeliveryRecorder.idiomatic
-    )
-  )
-}
+export class DeliveryRecorder extends Context.Tag("DeliveryRecorder")<DeliveryRecorder, DeliveryRecorderService>() {}

@@ -12,10 +12,16 @@
  *   commit, and every create queuing a delivery for the same webhooks waits behind them.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import type { AttemptRecord } from "../Domain/Webhook.js"
 import { makeDirect, type Param } from "../Sql/Direct.js"
-import type { DeliveryRecorderService, Recorded, Recording, Settlement } from "./Recorder.js"
+import {
+  DeliveryRecorder,
+  type DeliveryRecorderService,
+  type Recorded,
+  type Recording,
+  type Settlement
+} from "./Recorder.js"
 
 /** A column of a row as the driver gave it (`undefined` when the row is no object or lacks it). */
 const columnOf = (row: unknown, name: string): unknown =>
@@ -241,3 +247,5 @@ export const makeFastRecorder = Effect.gen(function* () {
 
   return { kind: "fast", record } satisfies DeliveryRecorderService
 })
+
+export const FastRecorderLive = Layer.effect(DeliveryRecorder, makeFastRecorder)

@@ -5,10 +5,16 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { AttemptRecord, DeliveryStatus } from "../Domain/Webhook.js"
 import * as Rows from "../Sql/Rows.js"
-import type { DeliveryRecorderService, Recorded, Recording, Settlement } from "./Recorder.js"
+import {
+  DeliveryRecorder,
+  type DeliveryRecorderService,
+  type Recorded,
+  type Recording,
+  type Settlement
+} from "./Recorder.js"
 
 const SettlementRow: Schema.Schema<Settlement> = Schema.Struct({
   id: Schema.String,
@@ -106,3 +112,5 @@ export const makeIdiomaticRecorder = Effect.gen(function* () {
 
   return { kind: "idiomatic", record } satisfies DeliveryRecorderService
 })
+
+export const IdiomaticRecorderLive = Layer.effect(DeliveryRecorder, makeIdiomaticRecorder)

@@ -51,7 +51,7 @@ beforeAll(async () => {
   ann = principalOf(a!)
   bob = principalOf(b!)
 })
-afterAll(() => harness.dispose())
+afterAll(() => harness.dispose(), 20_000)
 
 describe("issue", () => {
   test("pcs_ and 40 base62 characters; the prefix is its first 12; only its SHA-256 is stored", async () => {

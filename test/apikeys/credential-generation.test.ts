@@ -36,11 +36,11 @@ describe.skipIf(usingPostgres())("credential_generation fails closed", () => {
     await runtime.runPromise(Effect.void)
     other = new Database(databaseUrl.slice("sqlite:".length))
     other.run("PRAGMA foreign_keys = ON")
-  })
+  }, 60_000)
   afterAll(async () => {
     other?.close()
     await runtime?.dispose()
-  })
+  }, 20_000)
 
   test("the tables the cache reads have exactly the columns the migration decided on", () => {
     for (const table of TABLES) {

@@ -33,7 +33,7 @@ beforeAll(async () => {
   })
   projectId = created.body.data.id
   session = await openBrowser({ origin: server.url })
-}, 60_000)
+}, 120_000)
 
 afterAll(async () => {
   await session?.close()
@@ -64,7 +64,7 @@ describe("roles and sessions in the dashboard", () => {
     await page.getByRole("heading", { level: 1, name: "Launch site" }).waitFor()
     await page.getByRole("button", { name: "Archive" }).waitFor()
     await page.getByRole("button", { name: "Delete project" }).waitFor()
-  }, 60_000)
+  }, 120_000)
 
   test("Settings → Sessions: listed with this one marked; Sign out everywhere else; Sign out ends the session", async () => {
     const { page } = session
@@ -91,5 +91,5 @@ describe("roles and sessions in the dashboard", () => {
     expect((await server.request("/v1/users/me", { key: token })).status).toBe(401)
     expectOnlyLoopback(session)
     expectNoProblems(session)
-  }, 60_000)
+  }, 120_000)
 })

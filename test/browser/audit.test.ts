@@ -57,7 +57,7 @@ beforeAll(async () => {
   expect(doomed.status).toBe(201)
   expect((await server.request(`/v1/projects/${doomed.body.data.id}`, { method: "DELETE", key })).status).toBe(204)
   session = await openBrowser({ origin: server.url })
-}, 60_000)
+}, 120_000)
 
 afterAll(async () => {
   await session?.close()
@@ -94,7 +94,7 @@ describe("audit logs in the dashboard", () => {
     expect(await rows.count()).toBe(1)
     expect(await rows.first().textContent()).toContain("deleted project")
     expect(await page.getByLabel("Action").inputValue()).toBe("project.deleted")
-  }, 60_000)
+  }, 120_000)
 
   test("Settings → Security log: the owner's sign-in, a change made in the dashboard, and the API's", async () => {
     const { page } = session
@@ -125,7 +125,7 @@ describe("audit logs in the dashboard", () => {
     await session.shots("71-security-log")
     await page.getByRole("button", { name: "Sign out", exact: true }).click()
     await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor()
-  }, 60_000)
+  }, 120_000)
 
   test("a team member sees no Audit log tab, and the page itself says it is not theirs", async () => {
     const { page } = session
@@ -139,5 +139,5 @@ describe("audit logs in the dashboard", () => {
     expect(await page.locator("tbody tr").count()).toBe(0)
     expectOnlyLoopback(session)
     expectNoProblems(session)
-  }, 60_000)
+  }, 120_000)
 })

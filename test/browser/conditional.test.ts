@@ -26,7 +26,7 @@ beforeAll(async () => {
   // The colleague: another client of the same account (another tab, a script), through the API.
   colleague = (await server.fixtures.apiKey(ann.id, { name: "colleague" })).key
   session = await openBrowser({ origin: server.url })
-}, 30_000)
+}, 120_000)
 
 afterAll(async () => {
   await session?.close()
@@ -95,7 +95,7 @@ test("a save after someone else's change is refused, says so, shows the current 
 
   expectOnlyLoopback(session)
   expectNoProblems(session)
-}, 60_000)
+}, 120_000)
 
 test("a webhook edit after someone else's change is refused the same way", async () => {
   const { page } = session
@@ -130,4 +130,4 @@ test("a webhook edit after someone else's change is refused the same way", async
   expect((await server.request(`/v1/webhooks/${id}`, { key: colleague })).body.data.url).toBe("http://127.0.0.1:9/mine")
   expectOnlyLoopback(session)
   expectNoProblems(session)
-}, 60_000)
+}, 120_000)

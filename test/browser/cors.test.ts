@@ -98,7 +98,7 @@ beforeAll(async () => {
   })
   person = await userWithPassword(server, "Sam Single")
   session = await openBrowser()
-}, 30_000)
+}, 120_000)
 
 afterAll(async () => {
   await session?.close()

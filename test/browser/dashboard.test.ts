@@ -17,7 +17,7 @@ beforeAll(async () => {
   server = await startServer()
   ann = await userWithPassword(server, "Ann Example")
   session = await openBrowser({ origin: server.url })
-}, 30_000)
+}, 120_000)
 
 afterAll(async () => {
   await session?.close()
@@ -74,7 +74,7 @@ describe("serving", () => {
     }
     const missing = await fetch(`${server.url}/dashboard/assets/index-00000000.js`)
     expect(missing.status).toBe(404)
-  })
+  }, 120_000)
 })
 
 describe("in the browser", () => {
@@ -102,7 +102,7 @@ describe("in the browser", () => {
     expect(new URL(page.url()).pathname).toBe("/dashboard/projects")
     // The header greets the signed-in user by name.
     await page.getByText("Ann Example").waitFor()
-  }, 30_000)
+  }, 120_000)
 
   test("a record that is not there: its page keeps the way back, is titled by its kind and shows the API's answer", async () => {
     const { page } = session
@@ -118,7 +118,7 @@ describe("in the browser", () => {
       expect(await page.getByRole("link", { name: back }).count()).toBe(1)
     }
     await session.shots("05c-record-missing")
-  }, 30_000)
+  }, 120_000)
 
   test("projects: create (with a field error first), search, archive and unarchive, delete with a confirmation", async () => {
     const { page } = session
@@ -212,7 +212,7 @@ describe("in the browser", () => {
     expect(await refused.locator("li").first().textContent()).toContain("search")
     expect(await page.locator(".list table").count()).toBe(0)
     await session.shots("05b-projects-list-error")
-  }, 60_000)
+  }, 120_000)
 
   test("API keys: created with name, scopes and expiry, used, not shown again after a reload, revoked", async () => {
     const { page } = session
@@ -281,7 +281,7 @@ describe("in the browser", () => {
     await page.getByRole("button", { name: "Create key" }).click()
     await page.locator('[data-field="expires_at"] .field-error', { hasText: "must be in the future" }).waitFor()
     await session.shots("09-api-key-error")
-  }, 60_000)
+  }, 120_000)
 
   test("signing out forgets the session; a deep link asks for sign-in and comes back", async () => {
     const { page } = session
@@ -296,10 +296,10 @@ describe("in the browser", () => {
     await page.getByRole("button", { name: "Sign in" }).click()
     await page.waitForURL(`${server.url}/dashboard/settings/api-keys?status=revoked`)
     await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor()
-  }, 30_000)
+  }, 120_000)
 
   test("nothing left 127.0.0.1, and no CSP violation or error reached the console", () => {
     expectOnlyLoopback(session)
     expectNoProblems(session)
-  })
+  }, 10_000)
 })

@@ -71,7 +71,7 @@ beforeAll(async () => {
     expect(res.status).toBe(200)
   }
   session = await openBrowser({ origin: server.url })
-}, 60_000)
+}, 120_000)
 
 afterAll(async () => {
   await session?.close()
@@ -138,7 +138,7 @@ test("the feed newest first with each event's JSON, filtered by type, paged; one
   // Created before any webhook: delivered to none.
   await page.getByText("This event was not delivered to any of your webhooks.").waitFor(WAIT)
   await session.shots("62-event")
-}, 60_000)
+}, 120_000)
 
 test("an event's page lists its deliveries; Resend to this webhook makes a manual attempt, focus stays on it", async () => {
   const { page } = session
@@ -223,9 +223,9 @@ test("an event outside the caller's audience says not found", async () => {
   await page.getByRole("heading", { level: 1, name: "Event" }).waitFor()
   await page.getByRole("alert").getByText(`No event with id ${id}`).waitFor()
   await session.shots("63-event-not-found")
-}, 30_000)
+}, 120_000)
 
 test("nothing left 127.0.0.1 from the page, and no CSP violation or error reached the console", () => {
   expectOnlyLoopback(session)
   expectNoProblems(session)
-})
+}, 10_000)

@@ -21,7 +21,7 @@ beforeAll(async () => {
   key = (await server.fixtures.apiKey(ann.id, { name: "setup", scopes: "read,write" })).key
   session = await openBrowser({ origin: server.url })
   await signIn(session.page, server.url, ann)
-}, 60_000)
+}, 120_000)
 
 afterAll(async () => {
   await session?.close()
@@ -137,7 +137,7 @@ test("revoking a key: focus stays on the page, never on <body>; the focus ring h
     return (Math.max(ring, background) + 0.05) / (Math.min(ring, background) + 0.05)
   })
   expect(contrast).toBeGreaterThanOrEqual(3)
-}, 60_000)
+}, 120_000)
 
 test("a webhook's rotated secret, shown once, has focus: its Copy is the next Tab", async () => {
   const { page } = session
@@ -156,4 +156,4 @@ test("a webhook's rotated secret, shown once, has focus: its Copy is the next Ta
   expect(await violations(page)).toEqual([])
   await session.shots("focus-03-webhook-secret")
   expectNoProblems(session)
-}, 60_000)
+}, 120_000)

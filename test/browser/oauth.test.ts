@@ -35,7 +35,7 @@ beforeAll(async () => {
   server = await startServer({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } })
   ;[olga, bea] = await Promise.all([userWithPassword(server, "Olga Owner"), userWithPassword(server, "Bea Browser")])
   session = await openBrowser({ origin: server.url })
-}, 30_000)
+}, 120_000)
 
 afterAll(async () => {
   await session?.close()
@@ -121,7 +121,7 @@ test("Olga registers an application in the dashboard: the secret is shown once w
   const read = await server.request(`/v1/oauth-clients/${app.id}`, { key: (await server.user()).key })
   expect(read.status).toBe(404)
   await signOutOfDashboard()
-}, 60_000)
+}, 120_000)
 
 test("Bea runs its PKCE flow: sign-in (a wrong password first), consent, and the browser lands on the app", async () => {
   const { page } = session
@@ -206,7 +206,7 @@ test("Bea runs its PKCE flow: sign-in (a wrong password first), consent, and the
   const me = await server.request("/v1/users/me", { key: accessToken })
   expect(me.status).toBe(200)
   expect(me.body.data.email).toBe(bea.email)
-}, 60_000)
+}, 120_000)
 
 test("Not you? starts again at the sign-in page; Deny sends the browser back with access_denied", async () => {
   const { page } = session
@@ -228,7 +228,7 @@ test("Not you? starts again at the sign-in page; Deny sends the browser back wit
   expect(landed.searchParams.get("error")).toBe("access_denied")
   expect(landed.searchParams.get("state")).toBe(state)
   expect(landed.searchParams.get("code")).toBeNull()
-}, 60_000)
+}, 120_000)
 
 test("Bea sees the application under Authorized apps and revokes it: its token answers 401 at once", async () => {
   const { page } = session
@@ -254,7 +254,7 @@ test("Bea sees the application under Authorized apps and revokes it: its token a
   expect(after.status).toBe(401)
   expect(after.body.error.code).toBe("unauthorized")
   await signOutOfDashboard()
-}, 60_000)
+}, 120_000)
 
 test("Olga deletes the application, with a confirmation", async () => {
   const { page } = session
@@ -273,9 +273,9 @@ test("Olga deletes the application, with a confirmation", async () => {
   await page.getByRole("alert").filter({ hasText: "unknown client_id" }).waitFor()
   expect(new URL(page.url()).origin).toBe(server.url)
   await session.shots("40-oauth-error")
-}, 60_000)
+}, 120_000)
 
 test("nothing left 127.0.0.1, and no CSP violation or error reached the console", () => {
   expectOnlyLoopback(session)
   expectNoProblems(session)
-})
+}, 10_000)

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
 let server: Server
@@ -8,16 +8,16 @@ let bob: TestUser // read,write
 let writer: TestUser // write
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startInProcess()
   ;[ann, bob, writer] = await Promise.all([
     server.user({ name: "Ann" }),
     server.user({ name: "Bob" }),
     server.user({ name: "Writer", scopes: "write" })
   ])
-}, 20_000)
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const KEY_ID = /^key_[0-7][0-9a-hjkmnp-tv-z]{25}$/

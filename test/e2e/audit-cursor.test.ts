@@ -53,8 +53,8 @@ beforeAll(async () => {
   const log = await numbered(ann, `/v1/teams/${teamId}/audit-log`)
   expect(log.map((record) => record.action)).toEqual(["team.created"])
   firstTeamRecord = log[0]!.id
-}, 30_000)
-afterAll(() => server?.stop())
+}, 60_000)
+afterAll(() => server?.stop(), 20_000)
 
 describe("walking the audit logs with after while records are written", () => {
   test("each log's walk sees every record exactly once, oldest first", async () => {

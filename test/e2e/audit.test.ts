@@ -73,7 +73,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop()
   await receiver?.stop()
-})
+}, 20_000)
 
 describe("the actor of every event", () => {
   test("in the delivered body (signed: standardwebhooks verifies it) and in the events feed", async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Response, Server, TestUser } from "../support/server.ts"
 
 let server: Server
@@ -9,17 +9,17 @@ let projectsReader: TestUser // projects:read
 let manager: TestUser // team:manage
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startInProcess()
   ;[ann, reader, projectsReader, manager] = await Promise.all([
     server.user({ name: "Ann" }),
     server.user({ name: "Reader", scopes: "read" }),
     server.user({ name: "Projects Reader", scopes: "projects:read" }),
     server.user({ name: "Manager", scopes: "team:manage" })
   ])
-}, 20_000)
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 const randomKey = () => `pcs_${Array.from(crypto.getRandomValues(new Uint8Array(40)), (b) => BASE62[b % 62]).join("")}`

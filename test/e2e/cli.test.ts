@@ -26,7 +26,7 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await made?.dispose()
-})
+}, 20_000)
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const uniqueEmail = (tag: string) => `${tag}.${Math.random().toString(36).slice(2, 10)}@example.com`
@@ -559,7 +559,7 @@ describe("flags and exit codes", () => {
       expect(run.stderr).toContain("ECONNREFUSED")
       expect(run.stderr).not.toContain("secret")
     }
-  }, 30_000)
+  }, 60_000)
 })
 
 describe("users list and delete", () => {
@@ -748,7 +748,7 @@ describe("oauth-clients list, rotate-secret and delete", () => {
     } finally {
       await server.stop()
     }
-  }, 40_000)
+  }, 60_000)
 })
 
 test("docs/cli.md's table of operator commands lists every command as --help shows it", async () => {

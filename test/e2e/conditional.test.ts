@@ -87,7 +87,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 describe("ETag, If-None-Match and HEAD on every single-resource GET of the contract", () => {
   test("the contract's single-resource GETs all have a record here", () => {

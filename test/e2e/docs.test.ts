@@ -10,7 +10,7 @@ import type { Browser } from "playwright-core"
 import { escapeHtml, examplesOf } from "../../src/Http/DocsPage.ts"
 import { type Resolver, TargetResolver } from "../../src/Webhooks/Delivery/Targets.ts"
 import { launch } from "../browser/browser.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server } from "../support/server.ts"
 
 // This machine may be offline, and a test sends nothing beyond loopback: the examples' host (example.com) resolves,
@@ -23,7 +23,7 @@ let browser: Browser | undefined
 beforeAll(async () => {
   // Chromium missing is a failure, not a skip (as in test/browser/): `launch` says how to install it.
   browser = await launch()
-  server = await startServer({
+  server = await startInProcess({
     env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" },
     around: Layer.succeed(TargetResolver, loopbackResolver)
   })
@@ -32,7 +32,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close()
   await server?.stop()
-})
+}, 20_000)
 
 describe("/docs in a browser", () => {
   for (const width of [1280, 375]) {
@@ -155,7 +155,7 @@ describe("/docs over HTTP", () => {
     const page = await server.request("/docs")
     const document = await server.request("/v1/openapi.json")
     for (const first of ["document", "page"] as const) {
-      const fresh = await startServer()
+      const fresh = await startInProcess()
       try {
         if (first === "document") {
           const response = await fresh.request("/v1/openapi.json")
@@ -175,7 +175,7 @@ describe("/docs over HTTP", () => {
   // Without BASE_URL the document names the address the client used (its Host header), and each address's bytes
   // are compressed and kept. A client sending a new Host each time must not have the server compress per request.
   test("past eight addresses, the docs are built per request and sent uncompressed; the first eight stay kept", async () => {
-    const fresh = await startServer()
+    const fresh = await startInProcess()
     try {
       const ask = async (host: string, path: string) => {
         const response = await fetch(`${fresh.url}${path}`, {

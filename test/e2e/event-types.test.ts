@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import Ajv, { type ValidateFunction } from "ajv"
 import addFormats from "ajv-formats"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
@@ -35,7 +35,7 @@ const call = (user: TestUser, method: string, path: string, body?: unknown) =>
 
 beforeAll(async () => {
   receiver = startReceiver()
-  server = await startServer({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_POLL_INTERVAL: "100ms" } })
+  server = await startInProcess({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_POLL_INTERVAL: "100ms" } })
   ;[olive, ivan] = await Promise.all([
     server.user({ name: "Olive", scopes: "read,write,team:manage" }),
     server.user({ name: "Ivan", scopes: "read,write,team:manage" })
@@ -50,7 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop()
   await receiver?.stop()
-})
+}, 20_000)
 
 describe("GET /v1/event-types", () => {
   test("lists the nine types and webhook.test, each described, with a schema and an example it validates", () => {

@@ -63,8 +63,8 @@ describe("concurrent writers through one server", () => {
   let server: Server
   beforeAll(async () => {
     server = await startInProcess({ env: ENV })
-  }, 30_000)
-  afterAll(() => server?.stop())
+  }, 60_000)
+  afterAll(() => server?.stop(), 20_000)
 
   test("the cursor reader sees every event exactly once", async () => {
     const result = await loadWith([server], cursor, untilAllSeen(30_000))

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { eventually } from "../support/helpers.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
 let server: Server
@@ -25,7 +25,7 @@ const createProject = async (user: TestUser, name: string) => {
 }
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startInProcess()
   ann = await server.user({ name: "Ann" })
   bob = await server.user({ name: "Bob" })
   // Ann's and Bob's writes interleaved: Ann's cursor never shows Bob's.
@@ -51,8 +51,8 @@ beforeAll(async () => {
     return res.body.data.length === 7 ? true : undefined
   })
   bobEvent = (await server.request("/v1/events?per_page=1", { key: bob.key })).body.data[0].id
-}, 30_000)
-afterAll(() => server?.stop())
+}, 60_000)
+afterAll(() => server?.stop(), 20_000)
 
 /** The JSON text of the events `ids` as GET /v1/events/:id gives them (the delivered bodies), joined by commas. */
 const deliveredText = async (ids: ReadonlyArray<string>) => {

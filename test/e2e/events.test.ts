@@ -5,7 +5,7 @@
  * in-process (test/events/feed.service.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
@@ -24,7 +24,7 @@ let delivered: Array<string> = []
 
 beforeAll(async () => {
   receiver = startReceiver()
-  server = await startServer({ env: ENV })
+  server = await startInProcess({ env: ENV })
   ann = await server.user({ name: "Ann" })
   bob = await server.user({ name: "Bob" })
   const hook = await server.request("/v1/webhooks", {

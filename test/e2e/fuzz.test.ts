@@ -5,7 +5,7 @@
  * 204 or the OpenAPI document wears an envelope. The seed is fixed, so a failure replays; `FUZZ_SEED` picks another.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123)
@@ -20,7 +20,7 @@ const ids: Record<string, Array<string>> = { prj: [], whk: [], key: [], team: []
 beforeAll(async () => {
   // Webhooks point at loopback's discard port, where nothing listens: a delivery the fuzzing causes leaves nothing
   // but loopback (a public address would be a real target).
-  server = await startServer({ env: { RATE_LIMIT_ENABLED: "false", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" } })
+  server = await startInProcess({ env: { RATE_LIMIT_ENABLED: "false", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" } })
   alice = await server.user()
   bob = await server.user()
   for (const owner of [alice, bob]) {
@@ -37,7 +37,7 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 /** mulberry32: small, fast, and the same sequence for the same seed. */
 const prng = (seed: number) => () => {

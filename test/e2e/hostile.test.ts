@@ -21,7 +21,7 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 const KIB = 1024
 
@@ -484,7 +484,7 @@ describe("slow clients (HTTP_IDLE_TIMEOUT=1s)", () => {
   }, 60_000)
   afterAll(async () => {
     await slow?.stop()
-  })
+  }, 20_000)
 
   /** Writes `lines` one at a time, `gap` ms apart, on a new connection: what came back, and whether the server closed it first. */
   const dribble = (lines: ReadonlyArray<string>, gap: number) => {
@@ -563,7 +563,7 @@ describe("clients that go away", () => {
       if (!exited) await stopWithin(leaving, 1000)
       else await leaving.fixtures.dispose()
     }
-  }, 40_000)
+  }, 60_000)
 })
 
 describe("SSRF at registration", () => {

@@ -1,10 +1,11 @@
 /**
- * The change and its recorded answer commit together: a process killed (SIGKILL, through the test-only
- * `IDEMPOTENCY_FAULT`) just before the commit of a keyed create leaves the key free and no project, event or
+ * The change and its recorded answer commit together: a process killed (SIGKILL, by the test entry point
+ * test/support/crash-main.ts) just before the commit of a keyed create leaves the key free and no project, event or
  * delivery; killed just after it, the retry replays the answer and there is still one project. Each case restarts a
- * server on the database the killed one left.
+ * server (src/main.ts) on the database the killed one left.
  */
 import { afterEach, describe, expect, test } from "bun:test"
+import type { CrashPoint } from "../support/crash-main.ts"
 import { stopWithin } from "../support/helpers.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { freshDatabaseUrl, type Server, startServer, type TestUser } from "../support/server.ts"
@@ -24,8 +25,8 @@ afterEach(async () => {
   await Promise.all(receivers.splice(0).map((receiver) => receiver.stop()))
 }, 20_000)
 
-const start = async (databaseUrl: string, env: Record<string, string> = {}) => {
-  const server = await startServer({ databaseUrl, env: { ...ENV, ...env } })
+const start = async (databaseUrl: string, crashAt?: CrashPoint) => {
+  const server = await startServer({ databaseUrl, env: ENV, crashAt })
   servers.push(server)
   return server
 }
@@ -50,12 +51,12 @@ const deliveryCount = async (server: Server, user: TestUser, hookId: string) => 
   return res.body.meta.total
 }
 
-/** A server that kills itself at `fault` on its first keyed create, with a user and a webhook made before. */
-const killedAt = async (fault: "kill-before-commit" | "kill-after-commit") => {
+/** A server that kills itself at `point` of its first keyed create, with a user and a webhook made before. */
+const killedAt = async (point: CrashPoint) => {
   const receiver = startReceiver()
   receivers.push(receiver)
   const databaseUrl = await freshDatabaseUrl()
-  const doomed = await start(databaseUrl, { IDEMPOTENCY_FAULT: fault })
+  const doomed = await start(databaseUrl, point)
   const user = await doomed.user()
   // Without a key nothing is killed: the webhook is made as usual.
   const hook = await doomed.request("/v1/webhooks", {
@@ -73,7 +74,7 @@ const killedAt = async (fault: "kill-before-commit" | "kill-after-commit") => {
   expect(lost).toBe("no answer")
   await doomed.process.exited
   expect(doomed.process.signalCode).toBe("SIGKILL")
-  expect(doomed.logs.some((line) => line.includes("IDEMPOTENCY_FAULT"))).toBe(true)
+  expect(doomed.logs.some((line) => line.includes(`crash-main: killing the process ${point}`))).toBe(true)
   await stopWithin(doomed)
   const restarted = await start(databaseUrl)
   return { server: restarted, user, key, hookId: hook.body.data.id as string, receiver }
@@ -81,7 +82,7 @@ const killedAt = async (fault: "kill-before-commit" | "kill-after-commit") => {
 
 describe("a process killed during a keyed create", () => {
   test("just before the commit: the key is free, nothing was made, and the retry makes exactly one project", async () => {
-    const { hookId, key, receiver, server, user } = await killedAt("kill-before-commit")
+    const { hookId, key, receiver, server, user } = await killedAt("before-commit")
     expect(await projectCount(server, user)).toBe(0)
     expect(await deliveryCount(server, user, hookId)).toBe(0)
 
@@ -98,7 +99,7 @@ describe("a process killed during a keyed create", () => {
   }, 60_000)
 
   test("just after the commit: the retry replays the committed answer, and there is still one project", async () => {
-    const { hookId, key, receiver, server, user } = await killedAt("kill-after-commit")
+    const { hookId, key, receiver, server, user } = await killedAt("after-commit")
     expect(await projectCount(server, user)).toBe(1)
 
     const retried = await create(server, user, key)

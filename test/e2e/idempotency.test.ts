@@ -23,7 +23,7 @@ let receiver: Receiver
 beforeAll(async () => {
   receiver = startReceiver()
   server = await startInProcess({ env: ENV })
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await stopWithin(server)
   await receiver.stop()

@@ -14,7 +14,7 @@ import {
   usersOn
 } from "../support/api.ts"
 import { TIMESTAMP } from "../support/helpers.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type Server, startupFailure, type TestUser } from "../support/server.ts"
 
 let server: Server
@@ -39,12 +39,12 @@ beforeAll(async () => {
     short
   ] = await Promise.all([
     serverWithUsers(["Olive", "Adam", "Mia", "Ivan", "Omar"]),
-    startServer({ env: { INVITATION_TTL: `${TTL_MS}ms` } })
+    startInProcess({ env: { INVITATION_TTL: `${TTL_MS}ms` } })
   ])
 }, 60_000)
 afterAll(async () => {
   await Promise.all([server?.stop(), short?.stop()])
-})
+}, 20_000)
 
 const call = callOn(() => server)
 
@@ -434,5 +434,5 @@ describe("expiry (INVITATION_TTL=1s on a second server)", () => {
   test("an INVITATION_TTL that is not a duration stops the server at start-up", async () => {
     const error = await startupFailure({ INVITATION_TTL: "a week" })
     expect(String(error)).toContain("INVITATION_TTL")
-  }, 25_000)
+  }, 60_000)
 })

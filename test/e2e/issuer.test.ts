@@ -3,18 +3,18 @@
  * 401 says why: both issuers, and BASE_URL as the fix. A forged or garbled token still gets the plain answer.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server } from "../support/server.ts"
 
 let server: Server
 
 beforeAll(async () => {
-  server = await startServer()
-}, 30_000)
+  server = await startInProcess()
+}, 60_000)
 
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 test("a JWT used through another host name: the 401 names both issuers and suggests BASE_URL", async () => {
   const password = "correct horse battery"

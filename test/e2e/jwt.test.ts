@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as jose from "jose"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server } from "../support/server.ts"
 
 let server: Server // keys in the database
@@ -31,14 +31,14 @@ beforeAll(async () => {
   privateKey = pair.privateKey
   const pem = await jose.exportPKCS8(pair.privateKey)
   ;[server, keyed] = await Promise.all([
-    startServer({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } }),
-    startServer({ env: { JWT_PRIVATE_KEY: pem } })
+    startInProcess({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } }),
+    startInProcess({ env: { JWT_PRIVATE_KEY: pem } })
   ])
   ann = await account(server)
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await Promise.all([server?.stop(), keyed?.stop()])
-})
+}, 20_000)
 
 const login = (on: Server, email: string, pw: string) =>
   on.request("/oauth/login", { method: "POST", body: { email, password: pw } })

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { listOrder } from "../support/helpers.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
 let server: Server
@@ -29,7 +29,7 @@ const create = async (user: TestUser, body: Record<string, unknown>): Promise<P>
 }
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startInProcess()
   me = await server.user({ name: "Me" })
   other = await server.user({ name: "Other" })
   outsider = await server.user({ name: "Outsider" })
@@ -64,7 +64,7 @@ beforeAll(async () => {
 }, 120_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 const expected = (
   projects: ReadonlyArray<P>,

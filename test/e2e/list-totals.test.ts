@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { eventually } from "../support/helpers.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
@@ -126,7 +126,7 @@ let soonExpiresAt = 0
 beforeAll(async () => {
   receiver = startReceiver()
   receiver.setDefault({ status: 500 }, "/fails")
-  server = await startServer({ env: ENV })
+  server = await startInProcess({ env: ENV })
   ;[ann, bob, cat] = await Promise.all([
     server.user({ name: "Ann", scopes: ALL }),
     server.user({ name: "Bob", scopes: ALL }),
@@ -200,7 +200,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop()
   await receiver?.stop()
-})
+}, 20_000)
 
 describe("meta.total from counters equals the rows' count on every list", () => {
   test("after creates over HTTP and the CLI", async () => {

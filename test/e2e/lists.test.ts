@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { listOrder } from "../support/helpers.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Response, Server, TestUser } from "../support/server.js"
 
 interface Item {
@@ -106,7 +106,7 @@ const expectSorted = (items: ReadonlyArray<any>, key: string, order: "asc" | "de
 }
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startInProcess()
   ;[pager, searcher, stat, keyUser, owner] = await Promise.all([
     server.user({ name: "Pat Pager" }),
     server.user({ name: "Sam Search" }),
@@ -196,11 +196,11 @@ beforeAll(async () => {
     if (res.status !== 200) throw new Error(`touch: ${res.status} ${res.text}`)
   }
   touched = oldest.map((p) => p.id)
-}, 30_000)
+}, 60_000)
 
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 describe("pagination: page and per_page", () => {
   test("defaults to page 1 of 20 with the true total, page, per_page and request id in meta", async () => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { expectError, expectValidation } from "../support/api.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
 const REDIRECT = "http://127.0.0.1:9/callback"
@@ -15,13 +15,13 @@ let annReadOnly: TestUser
 let bob: TestUser
 
 beforeAll(async () => {
-  server = await startServer({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } })
+  server = await startInProcess({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } })
   ;[ann, bob] = await Promise.all([server.user({ name: "Ann" }), server.user({ name: "Bob" })])
   annReadOnly = await server.user({ name: "Reader", scopes: "read" })
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 describe("/v1/oauth-clients", () => {
   test("register, list (with Link and total), read, update, rotate, delete", async () => {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
 import { SQL } from "bun"
 import * as oauth from "oauth4webapi"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { REDIS_SERVER, type RedisProcess, startRedis } from "../support/redis.ts"
 import type { Server } from "../support/server.ts"
 
@@ -59,13 +59,13 @@ const discover = async (on: Server) => {
 }
 
 beforeAll(async () => {
-  server = await startServer({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } })
+  server = await startInProcess({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } })
   Object.assign(user, await makeUser(server))
   confidential = await makeClient(server, "Backend App")
   other = await makeClient(server, "Other App")
   publicClient = await makeClient(server, "Browser App", "--public")
   as = await discover(server)
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
 }, 20_000)
@@ -504,7 +504,7 @@ describe("limits per client on /oauth/token and /oauth/revoke", () => {
   let person: { id: string; email: string }
 
   beforeAll(async () => {
-    limited = await startServer({
+    limited = await startInProcess({
       env: { OAUTH_CLIENT_LIMIT_PER_MINUTE: "3", AUTH_IP_LIMIT_PER_MINUTE: "2", TRUSTED_PROXIES: "127.0.0.1" }
     })
     person = await makeUser(limited)
@@ -512,7 +512,7 @@ describe("limits per client on /oauth/token and /oauth/revoke", () => {
     second = await makeClient(limited, "Second")
     browserApp = await makeClient(limited, "Browser", "--public")
     limitedAs = await discover(limited)
-  }, 30_000)
+  }, 60_000)
   afterAll(async () => {
     await limited?.stop()
   }, 20_000)
@@ -612,9 +612,9 @@ describe.skipIf(REDIS_SERVER === null)("per-client limits shared by two servers 
   beforeAll(async () => {
     redis = await startRedis()
     const env = { REDIS_URL: redis.url, OAUTH_CLIENT_LIMIT_PER_MINUTE: "3", AUTH_IP_LIMIT_PER_MINUTE: "100" }
-    a = await startServer({ env })
-    b = await startServer({ env, databaseUrl: a.databaseUrl })
-  }, 30_000)
+    a = await startInProcess({ env })
+    b = await startInProcess({ env, databaseUrl: a.databaseUrl })
+  }, 60_000)
   afterAll(async () => {
     await b?.stop()
     await a?.stop()

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
 import { SQL } from "bun"
 import * as oauth from "oauth4webapi"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server } from "../support/server.ts"
 
 const REDIRECT = "http://127.0.0.1:9/callback"
@@ -24,7 +24,7 @@ let confidential: { client_id: string; client_secret: string }
 let publicClient: { client_id: string }
 
 beforeAll(async () => {
-  server = await startServer({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } })
+  server = await startInProcess({ env: { AUTH_IP_LIMIT_PER_MINUTE: "100000" } })
   user.email = `oauth.${Math.random().toString(36).slice(2, 8)}@example.com`
   const created = await server.cli<{ id: string }>(
     "users",
@@ -61,10 +61,10 @@ beforeAll(async () => {
     issuer,
     await oauth.discoveryRequest(issuer, { algorithm: "oauth2", ...insecure })
   )
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 const field = (html: string, name: string) => {
   const match = new RegExp(`name="${name}" value="([^"]*)"`).exec(html)

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Validator } from "@seriousme/openapi-schema-validator"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server } from "../support/server.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -17,15 +17,15 @@ let server: Server
 let document: any
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startInProcess()
   const response = await server.request("/v1/openapi.json")
   expect(response.status).toBe(200)
   document = response.body
-}, 30_000)
+}, 60_000)
 
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 describe("the document", () => {
   test("is valid OpenAPI 3.1 for an independent validator (zero errors)", async () => {

@@ -10,10 +10,10 @@ let server: Server
 
 beforeAll(async () => {
   server = await startInProcess()
-}, 20_000)
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 describe("health", () => {
   test("GET /health/live and /health/ready answer 200 {status: ok} without credentials", async () => {
@@ -255,7 +255,7 @@ describe("a crash", () => {
     } finally {
       await stopWithin(crashing, 5000)
     }
-  }, 20_000)
+  }, 60_000)
 })
 
 /** Each implementation of the per-request wrapper (src/Http/RequestWrapper.ts), which counts requests in flight. */
@@ -316,5 +316,5 @@ describe.each(twinsOf("request-wrapper"))("graceful shutdown, request wrapper: %
       if (!exited) await draining.stop("SIGKILL")
       else await draining.fixtures.dispose()
     }
-  }, 20_000)
+  }, 60_000)
 })

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
 let server: Server
@@ -7,13 +7,13 @@ let ann: TestUser
 let bob: TestUser
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startInProcess()
   ann = await server.user({ name: "Ann" })
   bob = await server.user({ name: "Bob" })
-})
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 const create = (user: TestUser, body: unknown) =>
   server.request("/v1/projects", { method: "POST", key: user.key, body })

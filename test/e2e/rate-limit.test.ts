@@ -38,10 +38,10 @@ describe("per credential and per client IP (in-process store)", () => {
     server = await startInProcess({
       env: { RATE_LIMIT_PER_MINUTE: "5", RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "5", RATE_LIMIT_WINDOW: "1m" }
     })
-  }, 30_000)
+  }, 60_000)
   afterAll(async () => {
     await server?.stop()
-  })
+  }, 20_000)
 
   test("the headers count down, then 429 rate_limited with Retry-After", async () => {
     const ann = await server.user()
@@ -110,10 +110,10 @@ describe("the refill", () => {
   let server: Server
   beforeAll(async () => {
     server = await startInProcess({ env: { RATE_LIMIT_PER_MINUTE: "5", RATE_LIMIT_WINDOW: "2s" } })
-  }, 30_000)
+  }, 60_000)
   afterAll(async () => {
     await server?.stop()
-  })
+  }, 20_000)
 
   test("after the window the whole budget is back", async () => {
     const erin = await server.user()
@@ -145,7 +145,7 @@ describe("RATE_LIMIT_ENABLED=false", () => {
     } finally {
       await server.stop()
     }
-  }, 30_000)
+  }, 60_000)
 })
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -170,12 +170,12 @@ describe.skipIf(REDIS === null)("two server processes sharing one Redis", () => 
     const env = { RATE_LIMIT_PER_MINUTE: "5", RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "5", REDIS_URL: redis.url }
     a = await startServer({ env })
     b = await startServer({ env, databaseUrl: a.databaseUrl })
-  }, 40_000)
+  }, 60_000)
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()])
     redis?.process.kill()
     await redis?.process.exited
-  })
+  }, 20_000)
 
   test("one combined limit per credential", async () => {
     const fay = await a.user()
@@ -211,7 +211,7 @@ describe.skipIf(REDIS === null)("two server processes sharing one Redis", () => 
       expect(ttl).toBeGreaterThan(0)
       expect(ttl).toBeLessThanOrEqual(60_000)
     }
-  })
+  }, 60_000)
 
   test("Redis stopped: requests still succeed (counted in-process), one warning logged", async () => {
     const gus = await a.user()
@@ -239,5 +239,5 @@ describe.skipIf(REDIS === null)("Redis unreachable at start-up", () => {
     } finally {
       await server.stop()
     }
-  }, 30_000)
+  }, 60_000)
 })

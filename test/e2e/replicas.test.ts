@@ -93,7 +93,7 @@ describe.skipIf(!POSTGRES)("three replicas on one PostgreSQL", () => {
     expect(JSON.parse(stdout).data).toEqual([])
     const [keys] = await db`SELECT CAST(count(*) AS INTEGER) AS n FROM jwt_signing_keys`
     expect(keys.n).toBe(1)
-  }, 30_000)
+  }, 60_000)
 
   test("an API key made through one replica authenticates on the others; revoked on one, it fails on all", async () => {
     const owner = await at(0).user()

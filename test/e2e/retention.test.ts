@@ -13,7 +13,7 @@ const OLD = new Date(Date.now() - 40 * 86_400_000).toISOString()
 const servers: Array<Server> = []
 afterAll(async () => {
   await Promise.all(servers.map((server) => stopWithin(server)))
-})
+}, 20_000)
 
 /** On a migrated database: a webhook with `n` old events, each delivered long ago after two attempts, and an OAuth code long expired. */
 const seedOld = async (databaseUrl: string, tag: string, n: number) => {

@@ -17,10 +17,10 @@ import { freshDatabaseUrl, type Server, usingPostgres } from "../support/server.
 
 const PG_DUMP = "/usr/lib/postgresql/15/bin/pg_dump"
 const receiver = startReceiver()
-afterAll(() => receiver.stop())
+afterAll(() => receiver.stop(), 20_000)
 
 let server: Server | undefined
-afterAll(() => server?.stop())
+afterAll(() => server?.stop(), 20_000)
 
 /** Where SQLite keeps `url`'s database. */
 const sqliteFile = (url: string) => url.replace(/^sqlite:/, "")

@@ -46,7 +46,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await oauth?.dispose()
   await server?.stop()
-})
+}, 20_000)
 
 let counter = 0
 /** A user with a password and an API key. */

@@ -8,7 +8,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { verify } from "@octokit/webhooks-methods"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
@@ -58,7 +58,7 @@ const call = (user: TestUser, method: string, path: string, body?: unknown) =>
 
 beforeAll(async () => {
   receiver = startReceiver()
-  server = await startServer({ env: ENV })
+  server = await startInProcess({ env: ENV })
   const named = (name: string) => server.user({ name, scopes: ALL })
   ;[olive, adam, mia, ivan, lena, cleo, dora, xavi] = await Promise.all([
     named("Olive"),
@@ -89,7 +89,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop()
   await receiver?.stop()
-})
+}, 20_000)
 
 const eventOf = (request: ReceivedRequest) =>
   JSON.parse(request.body) as { id: string; type: string; created_at: string; data: Record<string, unknown> }

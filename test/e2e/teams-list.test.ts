@@ -36,7 +36,7 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 const call = callOn(() => server)
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { trustedProxies } from "../../src/Http/ClientAddress.ts"
-import { startInProcess as startServer, startupFailureInProcess as startupFailure } from "../support/in-process.ts"
+import { startInProcess, startupFailureInProcess as startupFailure } from "../support/in-process.ts"
 import type { Server } from "../support/server.ts"
 
 describe("the client's address", () => {
@@ -39,9 +39,9 @@ describe("the client's address", () => {
 describe("a server behind a trusted proxy", () => {
   let server: Server
   beforeAll(async () => {
-    server = await startServer({ env: { TRUSTED_PROXIES: "127.0.0.1", RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "2" } })
-  }, 30_000)
-  afterAll(() => server?.stop())
+    server = await startInProcess({ env: { TRUSTED_PROXIES: "127.0.0.1", RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "2" } })
+  }, 60_000)
+  afterAll(() => server?.stop(), 20_000)
 
   test("counts requests without a credential per forwarded client, not per proxy", async () => {
     const from = (client: string) => server.request("/v1/nope", { headers: { "x-forwarded-for": client } })

@@ -16,10 +16,10 @@ let ann: TestUser
 beforeAll(async () => {
   server = await startInProcess()
   ann = await server.user({ scopes: "read,write,team:manage" })
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 interface Endpoint {
   readonly method: string

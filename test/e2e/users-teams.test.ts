@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
 let server: Server
@@ -20,7 +20,7 @@ let bobsTeam: TeamRecord // owner: Bob
 let sharedTeam: TeamRecord // owner: Bob, Ann is a member
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startInProcess()
   ;[ann, bob, carol] = await Promise.all([
     server.user({ name: "Ann" }),
     server.user({ name: "Bob" }),
@@ -32,10 +32,10 @@ beforeAll(async () => {
     server.fixtures.team("Shared team", bob.id)
   ])
   await server.fixtures.addMember(sharedTeam.id, ann.id)
-}, 20_000)
+}, 60_000)
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 

@@ -167,7 +167,7 @@ describe.each(DELIVERY_RECORDERS)("with the %s delivery recorder", (kind, record
         retaken++
       }
       expect(retaken).toBeGreaterThanOrEqual(inFlightAtKill)
-    }, 40_000)
+    }, 60_000)
   })
 
   describe("a process stopped with SIGTERM with attempts in flight", () => {
@@ -196,7 +196,7 @@ describe.each(DELIVERY_RECORDERS)("with the %s delivery recorder", (kind, record
       await Bun.sleep(2_500) // longer than the claim time-out: a lapsed, unrecorded claim would be retried now
       expect(receiver.requests()).toHaveLength(30)
       for (const row of delivered) expect(row.attempt_count).toBe(1)
-    }, 40_000)
+    }, 60_000)
   })
 
   describe("two processes on one PostgreSQL database", () => {
@@ -274,7 +274,7 @@ describe("WEBHOOK_CONCURRENCY", () => {
     await allDelivered(server, user, hook.id, 12)
     expect(receiver.requests()).toHaveLength(12)
     expect(receiver.load.maxInFlight).toBe(3)
-  }, 30_000)
+  }, 60_000)
 })
 
 describe("the worker's inbox (deliveries handed over by the committing transaction)", () => {
@@ -299,7 +299,7 @@ describe("the worker's inbox (deliveries handed over by the committing transacti
     expect(receiver.requests()).toHaveLength(20)
     expect(new Set(receiver.requests().map((request) => request.headers["x-service-delivery"])).size).toBe(20)
     for (const row of delivered) expect(row.attempt_count).toBe(1)
-  }, 40_000)
+  }, 60_000)
 
   test("more new deliveries than the inbox holds: the rest wait unclaimed and are claimed as room opens", async () => {
     // WEBHOOK_CONCURRENCY 1 with a lease of two time-outs: the inbox holds one delivery.
@@ -313,5 +313,5 @@ describe("the worker's inbox (deliveries handed over by the committing transacti
     expect(new Set(receiver.requests().map((request) => request.headers["x-service-delivery"])).size).toBe(12)
     expect(receiver.load.maxInFlight).toBe(1)
     for (const row of delivered) expect(row.attempt_count).toBe(1)
-  }, 30_000)
+  }, 60_000)
 })

@@ -236,7 +236,7 @@ test("the private keys (current and rotated out) are stored encrypted: not in th
   }
   // The public keys are stored as shown.
   expect(copy.includes(Buffer.from(data.public_key, "utf8"))).toBe(true)
-}, 30_000)
+}, 60_000)
 
 test("docs/webhooks.md gives the receiver's check this file runs, word for word", () => {
   const functionOf = (text: string) => /^async function verifyV1a[\s\S]*?^}$/m.exec(text)?.[0]

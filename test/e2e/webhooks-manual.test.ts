@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { DELIVERY_RECORDERS, eventually, stopWithin } from "../support/helpers.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
@@ -44,11 +44,11 @@ beforeAll(async () => {
   receiver = startReceiver()
   await Promise.all(
     DELIVERY_RECORDERS.map(async ([kind, env]) => {
-      const server = await startServer({ env: { ...ENV, ...env } })
+      const server = await startInProcess({ env: { ...ENV, ...env } })
       servers.set(kind, { server, ann: await server.user({ name: "Ann" }) })
     })
   )
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await Promise.all([...servers.values()].map(({ server }) => stopWithin(server)))
   await receiver?.stop()

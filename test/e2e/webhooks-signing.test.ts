@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { createHmac } from "node:crypto"
 import { Webhook } from "standardwebhooks"
 import { DELIVERY_RECORDERS, deliveryRecorderOf, eventually, sleep, stopWithin } from "../support/helpers.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
@@ -43,9 +43,9 @@ beforeAll(async () => {
   const idiomaticEnv = DELIVERY_RECORDERS.find(([kind]) => kind === "idiomatic")![1]
   let other: Server
   ;[server, fast, other] = await Promise.all([
-    startServer({ env: ENV }),
-    startServer({ env: FAST_ENV }),
-    startServer({ env: { ...ENV, ...idiomaticEnv } })
+    startInProcess({ env: ENV }),
+    startInProcess({ env: FAST_ENV }),
+    startInProcess({ env: { ...ENV, ...idiomaticEnv } })
   ])
   let idiomaticAnn: TestUser
   let idiomaticBob: TestUser
@@ -58,7 +58,7 @@ beforeAll(async () => {
     other.user({ name: "Bob" })
   ])
   idiomatic = { server: other, ann: idiomaticAnn, bob: idiomaticBob }
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await Promise.all([stopWithin(server), stopWithin(fast), stopWithin(idiomatic?.server)])
   await receiver?.stop()

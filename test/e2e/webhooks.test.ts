@@ -13,7 +13,7 @@ import { SQL } from "bun"
 import { makeId } from "../../src/Domain/Ids.ts"
 import { storedSecret } from "../support/fixtures.ts"
 import { DELIVERY_RECORDERS, deliveryRecorderOf, eventually, stopWithin } from "../support/helpers.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startupFailure, type TestUser } from "../support/server.ts"
 
@@ -60,18 +60,18 @@ beforeAll(async () => {
   const [started, strictServer] = await Promise.all([
     Promise.all(
       DELIVERY_RECORDERS.map(async ([kind, env]) => {
-        const on = await startServer({ env: { ...ENV, ...env } })
+        const on = await startInProcess({ env: { ...ENV, ...env } })
         const [annOn, bobOn] = await Promise.all([on.user({ name: "Ann" }), on.user({ name: "Bob" })])
         return [kind, { server: on, ann: annOn, bob: bobOn }] as const
       })
     ),
-    startServer({ env: STRICT_ENV })
+    startInProcess({ env: STRICT_ENV })
   ])
   for (const [kind, set] of started) recorders.set(kind, set)
   use(DEFAULT_RECORDER)
   strict = strictServer
   sam = await strict.user({ name: "Sam" })
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await Promise.all([...[...recorders.values()].map((set) => stopWithin(set.server)), stopWithin(strict)])
   await receiver?.stop()
@@ -1171,7 +1171,7 @@ describe("settings", () => {
       expect(String(error)).toContain("exited")
       expect(String(error)).toContain(message)
     },
-    25_000
+    60_000
   )
 })
 

@@ -80,4 +80,4 @@ test("0018 numbers the audience rows already there in their old order; new event
   } finally {
     await migrated.dispose()
   }
-})
+}, 60_000)

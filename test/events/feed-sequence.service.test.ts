@@ -27,8 +27,8 @@ beforeAll(async () => {
   ann = principalOf(
     await harness.run(Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail("ann"), name: "Ann" })))
   )
-})
-afterAll(() => harness.dispose())
+}, 60_000)
+afterAll(() => harness.dispose(), 20_000)
 
 /** An event about `name` for Ann, in a transaction of its own that first does `before` and then `after`. */
 const emitFor = (name: string, around: { before?: Effect.Effect<void>; after?: Effect.Effect<void> } = {}) =>

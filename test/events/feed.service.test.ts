@@ -65,8 +65,8 @@ beforeAll(async () => {
       )
     )
   )
-})
-afterAll(() => harness.dispose())
+}, 60_000)
+afterAll(() => harness.dispose(), 20_000)
 
 describe("an event's audience", () => {
   test("a private project's events: its owner only", async () => {

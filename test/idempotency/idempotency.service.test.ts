@@ -17,8 +17,8 @@ let userId = ""
 beforeAll(async () => {
   harness = await onSelectedEngine(Layer.mergeAll(Idempotency.Default, Users.Default))
   userId = (await harness.run(Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail(), name: "Key" })))).id
-}, 30_000)
-afterAll(() => harness.dispose())
+}, 60_000)
+afterAll(() => harness.dispose(), 20_000)
 
 let counter = 0
 const newKey = () => `service-${++counter}-${crypto.randomUUID()}`

@@ -98,7 +98,7 @@ beforeAll(async () => {
     Effect.map(insert(timed, { name: created_at, created_at }), (project) => project.id)
   ;[at0, at1, at2] = await run(Effect.all([at(T0), at(T1), at(T2)]))
 })
-afterAll(() => harness.dispose())
+afterAll(() => harness.dispose(), 20_000)
 
 describe("ties", () => {
   test("equal created_at: the id breaks the tie, so pages of 2 cover every row once, in id order both ways", async () => {

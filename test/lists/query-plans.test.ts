@@ -597,7 +597,7 @@ beforeAll(async () => {
   await harness.run(seed)
 }, 120_000)
 
-afterAll(() => harness.dispose())
+afterAll(() => harness.dispose(), 20_000)
 
 describe(`list query plans (${engine})`, () => {
   test("the seed is what the plans are read against", async () => {
@@ -853,7 +853,7 @@ describe(`list query plans, one team's invitations (${engine})`, () => {
     )
   }, 60_000)
 
-  afterAll(() => single.dispose())
+  afterAll(() => single.dispose(), 20_000)
 
   for (const status of [undefined, ...invitationStatuses]) {
     test(`status=${status ?? "none"}: page 1 in index order`, async () => {

@@ -73,10 +73,10 @@ beforeAll(async () => {
   const make = (email: string, name: string) => run(Effect.flatMap(Users, (users) => users.create({ email, name })))
   ann = principalOf(await make("ann@example.com", "Ann"))
   bob = principalOf(await make("bob@example.com", "Bob"))
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await harness?.dispose()
-})
+}, 20_000)
 
 describe("OAuth clients a user registers", () => {
   test("registration answers the record and, for a confidential client only, its secret", async () => {

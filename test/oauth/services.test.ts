@@ -65,10 +65,10 @@ beforeAll(async () => {
   publicClient = await run(
     Effect.flatMap(OAuthClients, (c) => c.create({ name: "Mobile", redirectUris: [REDIRECT], isPublic: true }))
   )
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await runtime?.dispose()
-})
+}, 20_000)
 
 describe("OAuthClients", () => {
   test("registration trims the name, keeps redirect URIs once, and shows a secret only to confidential clients", () => {

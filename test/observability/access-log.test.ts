@@ -14,8 +14,8 @@ describe.each(twinsOf("request-wrapper"))("request wrapper: %s", (_wrapper, fast
   beforeAll(async () => {
     server = await startServer({ env: { FAST_PATHS: fastPaths } })
     user = await server.user()
-  })
-  afterAll(() => server.stop())
+  }, 60_000)
+  afterAll(() => server.stop(), 20_000)
 
   const accessLineOf = (requestId: string) =>
     eventually(

@@ -55,13 +55,13 @@ beforeAll(async () => {
     body: JSON.stringify({ url: receiver.url("/hook"), events: ["project.created"] })
   })
   webhookSecret = ((await hook.json()) as any).data.secret
-}, 30_000)
+}, 60_000)
 
 afterAll(async () => {
   await fixture?.dispose()
   if (service !== undefined) await Effect.runPromise(Fiber.interrupt(service))
   receiver?.stop()
-})
+}, 20_000)
 
 const attribute = (span: EndedSpan, key: string) => span.attributes.get(key)
 

@@ -54,11 +54,11 @@ beforeAll(async () => {
     body: { email, password: "correct horse battery" }
   })
   session = login.body.access_token
-}, 30_000)
+}, 60_000)
 
 afterAll(async () => {
   await server?.stop()
-})
+}, 20_000)
 
 const failuresOf = async (
   path: string,

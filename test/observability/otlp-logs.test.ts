@@ -44,12 +44,12 @@ beforeAll(async () => {
       OTEL_LOGS_EXPORTER: "otlp"
     }
   })
-}, 30_000)
+}, 60_000)
 
 afterAll(async () => {
   await server?.stop()
   collector.stop(true)
-})
+}, 20_000)
 
 const value = (v: AnyValue) =>
   v.stringValue ?? (v.intValue === undefined ? undefined : Number(v.intValue)) ?? v.doubleValue ?? v.boolValue

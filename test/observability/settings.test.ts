@@ -32,7 +32,7 @@ test.each(refused)(
     expect(String(error)).toContain("stopped before listening")
     expect(String(error)).toContain(message)
   },
-  25_000
+  60_000
 )
 
 test("a process given the first of them exits, naming the setting", async () => {
@@ -41,4 +41,4 @@ test("a process given the first of them exits, naming the setting", async () => 
   expect(error).toBeInstanceOf(Error)
   expect(String(error)).toContain("exited")
   expect(String(error)).toContain(message)
-}, 25_000)
+}, 60_000)

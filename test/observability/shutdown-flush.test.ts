@@ -20,7 +20,7 @@ const collector = Bun.serve({
     return Response.json({})
   }
 })
-afterAll(() => collector.stop(true))
+afterAll(() => collector.stop(true), 20_000)
 
 test("SIGTERM: the spans queued for export are sent before the process exits", async () => {
   const server = await startServer({
@@ -45,4 +45,4 @@ test("SIGTERM: the spans queued for export are sent before the process exits", a
   // OTEL_EXPORTER_OTLP_HEADERS went with the export, percent-decoded, and into no log line.
   expect(collectorKeys).toContain("s3cret/key")
   expect(server.logs.join("\n")).not.toContain("s3cret")
-}, 30_000)
+}, 60_000)

@@ -104,13 +104,13 @@ describe.each(twinsOf("request-wrapper"))("request wrapper: %s", (_wrapper, fast
       body: { url: receiver.url("/hook"), events: ["project.created"] }
     })
     secret = hook.body.data.secret
-  }, 30_000)
+  }, 60_000)
 
   afterAll(async () => {
     await server?.stop()
     receiver?.stop()
     otlp?.stop()
-  })
+  }, 20_000)
 
   describe("OpenTelemetry export", () => {
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"

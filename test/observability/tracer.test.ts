@@ -40,7 +40,7 @@ const collector = Bun.serve({
     return new Response("{}", { status, headers: { "content-type": "application/json" } })
   }
 })
-afterAll(() => collector.stop(true))
+afterAll(() => collector.stop(true), 20_000)
 beforeEach(() => {
   requests.length = 0
   protobufBodies.length = 0

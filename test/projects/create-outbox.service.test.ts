@@ -105,8 +105,8 @@ beforeAll(async () => {
   refusedHook = await addWebhook(r.id, 5, ["project.created"])
   aliceHooks.sort()
   await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(ROOM, Duration.minutes(1), 1)))
-})
-afterAll(() => runtime.dispose())
+}, 60_000)
+afterAll(() => runtime.dispose(), 20_000)
 
 const refuseDeliveries = () =>
   sql((sql) =>

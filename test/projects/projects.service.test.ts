@@ -58,7 +58,7 @@ beforeAll(async () => {
     )
   )
 })
-afterAll(() => harness.dispose())
+afterAll(() => harness.dispose(), 20_000)
 
 describe("visibility", () => {
   test("a private project is its owner's alone: others get NotFound on get, update and delete, and do not list it", async () => {

@@ -62,7 +62,7 @@ beforeAll(async () => {
     )
   )
 }, 60_000)
-afterAll(() => harness?.dispose())
+afterAll(() => harness?.dispose(), 20_000)
 
 /** A fresh team project made by the creator (a plain member of the team). */
 const teamProject = (name = "Shared") =>

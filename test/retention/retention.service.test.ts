@@ -128,8 +128,8 @@ beforeAll(async () => {
         )
       )}`
   )
-}, 30_000)
-afterAll(() => harness.dispose())
+}, 60_000)
+afterAll(() => harness.dispose(), 20_000)
 
 describe("a sweep", () => {
   test("deletes ended deliveries with their attempts and old events; pending deliveries and their events stay; totals stay exact; no statement deletes more than the batch", async () => {

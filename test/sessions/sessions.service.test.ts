@@ -45,11 +45,11 @@ for (const [name, fastPaths] of twinsOf("credential-cache")) {
         other.run("PRAGMA busy_timeout = 5000")
         other.run("PRAGMA foreign_keys = ON")
       }
-    }, 30_000)
+    }, 60_000)
     afterAll(async () => {
       other?.close()
       await runtime?.dispose()
-    })
+    }, 20_000)
 
     /** A user with a session, and the principal its JWT would give. */
     const signedIn = async () => {

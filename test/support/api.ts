@@ -3,7 +3,7 @@
  * `call` as one of them, the error-envelope checks, and joining a team the API's own way (invite, then accept).
  */
 import { expect } from "bun:test"
-import { startInProcess as startServer } from "./in-process.ts"
+import { startInProcess } from "./in-process.ts"
 import type { Response, Server, TestUser } from "./server.ts"
 
 /** Every scope a team test needs. */
@@ -28,7 +28,7 @@ export const serverWithUsers = async <const Specs extends ReadonlyArray<UserSpec
   specs: Specs,
   options: { readonly env?: Record<string, string> } = {}
 ): Promise<{ readonly server: Server; readonly users: { -readonly [I in keyof Specs]: TestUser } }> => {
-  const server = await startServer(options.env === undefined ? {} : { env: options.env })
+  const server = await startInProcess(options.env === undefined ? {} : { env: options.env })
   const users = await usersOn(server, specs)
   return { server, users }
 }

@@ -17,7 +17,7 @@ import { LogLevelConfig } from "../../src/Config.ts"
 import { programWith } from "../../src/main.ts"
 import { jsonLoggerTo } from "../../src/Observability/Logging.ts"
 import { fixtures as fixturesOn, secretsSettings } from "./fixtures.ts"
-import { cliOn, migratedDatabaseUrl, requestOn, type Server, type TestUser } from "./server.ts"
+import { cliOn, migratedDatabaseUrl, requestOn, type Server, START_WAIT_MS, type TestUser } from "./server.ts"
 
 /** The settings a test gives, over this process's environment (a test run's `DATABASE_URL` among them). */
 export const providerOf = (env: Record<string, string>) =>
@@ -79,8 +79,8 @@ export const startInProcess = async (
       )
     ).pipe(
       Effect.timeoutFail({
-        duration: "20 seconds",
-        onTimeout: () => new Error(`server did not start in 20 s:\n${logs.join("\n")}`)
+        duration: START_WAIT_MS,
+        onTimeout: () => new Error(`server did not start in ${START_WAIT_MS / 1000} s:\n${logs.join("\n")}`)
       }),
       // A server that did not start is not left running.
       Effect.onError(() => Fiber.interrupt(fiber))

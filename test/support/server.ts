@@ -9,11 +9,18 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { SQL, type Subprocess } from "bun"
 import { runCliInProcess } from "./cli.ts"
+import type { CrashPoint } from "./crash-main.ts"
 import { createDatabase, databaseOn } from "./databases.ts"
 import { type Fixtures, fixtures as fixturesOn, secretsSettings } from "./fixtures.ts"
 import { tempDir } from "./temp.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
+
+/**
+ * How long a server is given to start listening: generous, as a loaded machine (the suite beside other work) can take
+ * tens of seconds to migrate a new database and start; under the minute a hook or test that starts one is given.
+ */
+export const START_WAIT_MS = 45_000
 
 export const usingPostgres = (): boolean => /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? "")
 
@@ -190,13 +197,18 @@ export const cliOn =
     return JSON.parse(stdout).data
   }
 
+/**
+ * Starts the service as a process, `bun src/main.ts`; with `crashAt`, `bun test/support/crash-main.ts <crashAt>`
+ * instead: the same service, which kills itself at that point of its first keyed change (crash-main.ts).
+ */
 export const startServer = async (
-  options: { readonly env?: Record<string, string>; readonly databaseUrl?: string } = {}
+  options: { readonly env?: Record<string, string>; readonly databaseUrl?: string; readonly crashAt?: CrashPoint } = {}
 ): Promise<ServerProcess> => {
   const databaseUrl = options.databaseUrl ?? (await migratedDatabaseUrl())
+  const main = options.crashAt === undefined ? ["src/main.ts"] : ["test/support/crash-main.ts", options.crashAt]
   // `--no-orphans`: the server exits when this process does, so a file that fails before its `afterAll` (or
   // forgets to stop a server) never leaves one running after the test run.
-  const proc = Bun.spawn(["bun", "--no-orphans", "src/main.ts"], {
+  const proc = Bun.spawn(["bun", "--no-orphans", ...main], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -245,8 +257,8 @@ export const startServer = async (
     proc.exited.then(async (code) => {
       throw new Error(`server exited with ${code} before listening:\n${await stderr}\n${logs.join("\n")}`)
     }),
-    Bun.sleep(20_000).then(() => {
-      throw new Error(`server did not start in 20 s:\n${logs.join("\n")}`)
+    Bun.sleep(START_WAIT_MS).then(() => {
+      throw new Error(`server did not start in ${START_WAIT_MS / 1000} s:\n${logs.join("\n")}`)
     })
   ])
 

@@ -97,8 +97,8 @@ beforeAll(async () => {
       )
     })
   )
-})
-afterAll(() => harness.dispose())
+}, 60_000)
+afterAll(() => harness.dispose(), 20_000)
 
 const statuses: ReadonlyArray<InvitationStatus | undefined> = [undefined, ...invitationStatuses]
 const queries: ReadonlyArray<ListQuery<"created_at">> = (["asc", "desc"] as const).flatMap((order) =>

@@ -16,8 +16,8 @@ import { onSelectedEngine, principalOf, type ServiceHarness } from "../support/s
 let harness: ServiceHarness<Invitations | Teams | Users>
 beforeAll(async () => {
   harness = await onSelectedEngine(Layer.mergeAll(Invitations.Default, Teams.Default, Users.Default))
-})
-afterAll(() => harness.dispose())
+}, 60_000)
+afterAll(() => harness.dispose(), 20_000)
 
 const query: ListQuery<"created_at", never> = { page: 1, per_page: 100, sort: "created_at", order: "desc" }
 

@@ -27,7 +27,7 @@ afterEach(async () => {
     held.server.closeAllConnections()
     await new Promise((resolve) => held.server.close(resolve))
   }
-})
+}, 20_000)
 
 const serve = async (concurrency: number, waitMs: number): Promise<Held> => {
   const server = createServer({ ServerResponse: SettlingResponse })

@@ -3,7 +3,13 @@
  * whatever the member order and whitespace), and which answers are recorded.
  */
 import { describe, expect, test } from "bun:test"
-import { canonicalJson, isRecorded, keyProblem, requestHash } from "../../src/Idempotency/Idempotency.ts"
+import {
+  canonicalJson,
+  isRecorded,
+  keyProblem,
+  requestHash,
+  requestHashOfJson
+} from "../../src/Idempotency/Idempotency.ts"
 
 describe("a key", () => {
   test("is 1 to 255 characters of %x21-7E", () => {
@@ -31,6 +37,12 @@ describe("a request's hash", () => {
     expect(requestHash("POST", "/v1/x", "not json")).toBe(requestHash("POST", "/v1/x", "not json"))
     expect(requestHash("POST", "/v1/x", "not json")).not.toBe(requestHash("POST", "/v1/x", "not  json"))
     expect(requestHash("POST", "/v1/x", "")).not.toBe(requestHash("POST", "/v1/x", "{}"))
+  })
+
+  test("is the same for a body the server parsed already as for its text, so keys recorded either way replay", () => {
+    const text = '{ "tags": { "y": [1, 2], "x": 1.0 },\n "name": "a" }'
+    expect(requestHashOfJson("POST", "/v1/projects", JSON.parse(text))).toBe(requestHash("POST", "/v1/projects", text))
+    expect(requestHashOfJson("POST", "/v1/projects", { name: "b" })).not.toBe(requestHash("POST", "/v1/projects", text))
   })
 
   test("canonical JSON sorts members at every depth and keeps array order", () => {

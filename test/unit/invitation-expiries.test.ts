@@ -55,8 +55,8 @@ describe(`invitation_expiries (${engine})`, () => {
   beforeAll(async () => {
     harness = await onSelectedEngine(Layer.empty)
     await harness.run(seed(20))
-  })
-  afterAll(() => harness.dispose())
+  }, 60_000)
+  afterAll(() => harness.dispose(), 20_000)
 
   const expectInStep = async () => {
     const { kept, pending } = await harness.run(compare)

@@ -349,7 +349,7 @@ describe(`list counters (${usingPostgres() ? "PostgreSQL" : "SQLite"})`, () => {
   }, 60_000)
   afterAll(async () => {
     await runtime?.dispose()
-  })
+  }, 20_000)
 
   test("rows inserted many to a statement are counted", async () => {
     await runtime.runPromise(checkAll)

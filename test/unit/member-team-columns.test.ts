@@ -237,7 +237,7 @@ describe(`team columns on memberships (${engine})`, () => {
   }, 60_000)
   afterAll(async () => {
     await runtime?.dispose()
-  })
+  }, 20_000)
 
   test("memberships inserted many to a statement get their team's columns; the list reads as through the join", async () => {
     expect(await runtime.runPromise(mismatches)).toEqual([])

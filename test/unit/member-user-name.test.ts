@@ -202,7 +202,7 @@ describe(`user names on memberships (${engine})`, () => {
   }, 60_000)
   afterAll(async () => {
     await runtime?.dispose()
-  })
+  }, 20_000)
 
   test("memberships inserted many to a statement get their user's name; the list reads as through the join", async () => {
     expect(await runtime.runPromise(mismatches)).toEqual([])

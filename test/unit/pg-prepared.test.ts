@@ -80,8 +80,8 @@ for (const [name, pool] of Object.entries(pools)) {
           Effect.zipRight(sql`INSERT INTO wide (id) VALUES (1)`)
         )
       )
-    })
-    afterAll(() => runtime.dispose())
+    }, 60_000)
+    afterAll(() => runtime.dispose(), 20_000)
 
     test("answers every statement's rows, run over and over past the connection's capacity, as written", async () => {
       await sqlRun(
@@ -177,7 +177,7 @@ for (const [name, pool] of Object.entries(pools)) {
           { n: 1 }
         ])
       })
-    })
+    }, 60_000)
 
     test("a transaction interrupted as its statement runs is rolled back, and no connection is left in it", async () => {
       await onOwnPool(2, async (two) => {
@@ -204,7 +204,7 @@ for (const [name, pool] of Object.entries(pools)) {
           { n: 1 }
         ])
       })
-    })
+    }, 60_000)
 
     test("an interrupted statement never cancels another's, whenever the interruption comes", async () => {
       // Eight fibers on four connections: half of the statements are interrupted at once or 1–2 ms in, as they run
@@ -249,7 +249,7 @@ for (const [name, pool] of Object.entries(pools)) {
         )
       )
       expect(failures).toEqual([])
-    }, 30_000)
+    }, 60_000)
 
     const preparedOnConnection = () =>
       sqlRun(

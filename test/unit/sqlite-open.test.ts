@@ -67,7 +67,7 @@ test("a connection opened while another process holds the lock waits for it, the
   // It waited for the other process's commit: its row is there, and the database is in WAL mode.
   expect(opened).toEqual({ mode: "wal", rows: ["held"] })
   expect(await child.exited).toBe(0)
-}, 30_000)
+}, 60_000)
 
 /** The page size and journal mode `SqlClientLive` leaves `file` with. */
 const openAndRead = (file: string) =>

@@ -49,8 +49,8 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
         SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: `sqlite:${file}`, FAST_PATHS: fastPaths })))
       )
       await run((sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT)`)
-    })
-    afterAll(() => runtime.dispose())
+    }, 60_000)
+    afterAll(() => runtime.dispose(), 20_000)
 
     test(`the client is the ${name} one`, async () => {
       const statementClass = await run((sql) =>
@@ -385,7 +385,7 @@ test("the service's schema has no deferred constraint, which would fail the tran
   )
   await migrated.dispose()
   expect(deferred).toEqual([])
-})
+}, 60_000)
 
 /**
  * Group commit when SQLite itself fails, through a connection that fails the way it can: the first transaction's own
@@ -412,8 +412,8 @@ describe("SQLite statements: a batch when SQLite fails under it", () => {
         (sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`
       )
     )
-  })
-  afterAll(() => runtime.dispose())
+  }, 60_000)
+  afterAll(() => runtime.dispose(), 20_000)
 
   /** `directStatements` over the library's client, its connection failing as `nextRollback` says. */
   const withFaults = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>

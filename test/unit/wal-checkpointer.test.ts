@@ -72,7 +72,7 @@ describe("WAL checkpoints on their own thread", () => {
     const db = new Database(file, { readonly: true })
     expect(db.query("SELECT count(*) AS n FROM t").get()).toEqual({ n: 50 })
     db.close()
-  })
+  }, 60_000)
 
   test("without it, the same commits stay in the WAL (what the test above would see without the thread)", async () => {
     const file = join(dir, "without.sqlite")
@@ -81,7 +81,7 @@ describe("WAL checkpoints on their own thread", () => {
     await Bun.sleep(300)
     expect(rowsInFileAlone(file, "without-copy")).toBe(0)
     await runtime.dispose()
-  })
+  }, 60_000)
 
   test("nothing is started for a database in memory", async () => {
     const runtime = ManagedRuntime.make(
@@ -93,7 +93,7 @@ describe("WAL checkpoints on their own thread", () => {
     )
     expect(rows).toEqual([{ n: 50 }])
     await runtime.dispose()
-  })
+  }, 60_000)
 
   test("a thread that cannot open its file fails the start with an error instead of hanging it", async () => {
     const exit = await Effect.runPromiseExit(Effect.scoped(walCheckpointer(join(dir, "no-such-dir", "db.sqlite"))))

@@ -19,10 +19,10 @@ import { type Receiver, startReceiver } from "../support/receiver.ts"
 let receiver: Receiver
 beforeAll(() => {
   receiver = startReceiver()
-})
+}, 60_000)
 afterAll(async () => {
   await receiver.stop()
-})
+}, 20_000)
 
 let counter = 0
 const request = (url: string, overrides: Partial<AttemptRequest> = {}): AttemptRequest => ({

@@ -58,7 +58,7 @@ beforeAll(async () => {
   // Room for three, a lease of a minute.
   await run(Effect.flatMap(DeliveryInbox, (inbox) => inbox.open(3, Duration.minutes(1), 1)))
 })
-afterAll(() => harness.dispose())
+afterAll(() => harness.dispose(), 20_000)
 
 describe("the outbox and the inbox", () => {
   test("a change that fails after emitting hands nothing over, leaves no row and gives its room back", async () => {

@@ -104,12 +104,12 @@ beforeAll(async () => {
   key = readFileSync(join(dir, "key.pem"), "utf8")
   tls = await startTlsReceiver(cert, key)
   plain = startReceiver()
-})
+}, 60_000)
 afterAll(async () => {
   await tls?.stop()
   await plain?.stop()
   rmSync(dir, { recursive: true, force: true })
-})
+}, 20_000)
 
 const request = (url: string): AttemptRequest => ({
   url,
@@ -244,5 +244,5 @@ describe("the delivery worker", () => {
     } finally {
       await stopWithin(server)
     }
-  }, 30_000)
+  }, 60_000)
 })

@@ -14,6 +14,8 @@ import type { AttemptRecord } from "../../src/Domain/Webhook.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { RECORD_BATCH } from "../../src/Webhooks/Delivery/Worker.ts"
 import { DeliveryRecorder, type Recording } from "../../src/Webhooks/Recorder.ts"
+import { FastRecorderLive } from "../../src/Webhooks/RecorderFast.ts"
+import { IdiomaticRecorderLive } from "../../src/Webhooks/RecorderIdiomatic.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
 import { webhookRow } from "../support/helpers.ts"
 import { onSelectedEngine, type ServiceHarness } from "../support/services.ts"
@@ -36,8 +38,8 @@ beforeAll(async () => {
     (sql) =>
       sql`INSERT INTO events ${sql.insert({ id: EVENT, type: "project.created", payload: "{}", trace_context: null, created_at: T0 })}`
   )
-})
-afterAll(() => harness.dispose())
+}, 60_000)
+afterAll(() => harness.dispose(), 20_000)
 
 /**
  * Ids of one test's rows: `scope` (one character) keeps the tests, the implementations and the two tracing modes
@@ -150,10 +152,10 @@ const webhooksOf = (scope: string) =>
   )
 
 describe.each([
-  ["fast", "with tracing off (the server's default)", DeliveryRecorder.fast, false, "12345"],
-  ["fast", "with tracing on (the `sql` path, with spans)", DeliveryRecorder.fast, true, "6789a"],
-  ["idiomatic", "with tracing off (the server's default)", DeliveryRecorder.idiomatic, false, "bcdef"],
-  ["idiomatic", "with tracing on", DeliveryRecorder.idiomatic, true, "ghjkm"]
+  ["fast", "with tracing off (the server's default)", FastRecorderLive, false, "12345"],
+  ["fast", "with tracing on (the `sql` path, with spans)", FastRecorderLive, true, "6789a"],
+  ["idiomatic", "with tracing off (the server's default)", IdiomaticRecorderLive, false, "bcdef"],
+  ["idiomatic", "with tracing on", IdiomaticRecorderLive, true, "ghjkm"]
 ] as const)("the %s recorder's write %s", (kind, _, recorder, traced, scopes) => {
   /** The recorder's `record`, run as the worker runs it. */
   const recording = (recordings: ReadonlyArray<Recording>) =>

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { DELIVERY_RECORDERS, deliveryRecorderOf } from "../support/helpers.ts"
-import { startInProcess as startServer } from "../support/in-process.ts"
+import { startInProcess } from "../support/in-process.ts"
 import { eventually, type Receiver, startReceiver } from "../support/receiver.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
@@ -68,11 +68,11 @@ beforeAll(async () => {
   const [started, tracedServer] = await Promise.all([
     Promise.all(
       DELIVERY_RECORDERS.map(async ([kind, env]) => {
-        const server = await startServer({ env: { ...SLOW_POLL_ENV, ...env } })
+        const server = await startInProcess({ env: { ...SLOW_POLL_ENV, ...env } })
         return [kind, { server, ann: await server.user({ name: "Ann" }) }] as const
       })
     ),
-    startServer({
+    startInProcess({
       env: {
         OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
         OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
@@ -85,7 +85,7 @@ beforeAll(async () => {
   ])
   for (const [kind, set] of started) slowPolls.set(kind, set)
   traced = tracedServer
-}, 30_000)
+}, 60_000)
 afterAll(async () => {
   await Promise.all([traced?.stop(), ...[...slowPolls.values()].map((set) => set.server.stop())])
   await receiver?.stop()

@@ -2,8 +2,10 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { Api } from "../../Api.js"
+import { Idempotent } from "../../Contract/Idempotency.js"
 import { makeWithLinks } from "../../Contract/Links.js"
 import { CurrentPrincipal } from "../../Domain/Principal.js"
+import { CreateOAuthClient } from "../Api.js"
 import { OAuthClients } from "../Clients.js"
 import { OAuthGrants } from "../Grants.js"
 
@@ -11,6 +13,7 @@ export const OAuthClientsHttp = HttpApiBuilder.group(Api, "oauthClients", (handl
   Effect.gen(function* () {
     const withLinks = yield* makeWithLinks
     const clients = yield* OAuthClients
+    const idempotent = yield* Idempotent
     return handlers
       .handle("list", ({ urlParams }) =>
         CurrentPrincipal.pipe(
@@ -18,13 +21,22 @@ export const OAuthClientsHttp = HttpApiBuilder.group(Api, "oauthClients", (handl
           Effect.flatMap(withLinks)
         )
       )
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentPrincipal, (me) => clients.register(me, payload)))
+      .handleRaw("create", ({ request }) =>
+        idempotent.withPayload(request, CreateOAuthClient, (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => clients.register(me, payload))
+        )
+      )
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => clients.get(me, path.id)))
       .handle("update", ({ path, payload }) =>
         Effect.flatMap(CurrentPrincipal, (me) => clients.update(me, path.id, payload))
       )
       .handle("delete", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => clients.delete(me, path.id)))
-      .handle("rotateSecret", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => clients.rotateOwned(me, path.id)))
+      .handleRaw("rotateSecret", ({ path, request }) =>
+        idempotent.action(
+          request,
+          Effect.flatMap(CurrentPrincipal, (me) => clients.rotateOwned(me, path.id))
+        )
+      )
   })
 )
 

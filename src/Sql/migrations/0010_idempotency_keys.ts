@@ -1,5 +1,5 @@
 /**
- * `Idempotency-Key`s and the answers recorded with them (src/Http/Idempotency.ts). A row is written in the same
+ * `Idempotency-Key`s and the answers recorded with them (src/Idempotency/Http.ts). A row is written in the same
  * transaction as the change its request made, so a key is either free (nothing committed) or holds the answer to
  * the change that did commit. One row per user and key; `request_hash` is the method, path and canonical body the
  * key was first used with. `body` is the answer's bytes as UTF-8 text (every `/v1` answer is JSON, or empty).

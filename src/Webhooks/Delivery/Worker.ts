@@ -38,6 +38,7 @@ import { tracingEnabled } from "../../Observability/Telemetry.js"
 import { currentTraceparent, parentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
 import { KeyRing, type SecretUnreadable } from "../../Secrets/KeyRing.js"
 import { DeliveryRecorder } from "../Recorder.js"
+import { DeliveryRecorderLive } from "../RecorderLive.js"
 import { WebhooksRepo } from "../Repo.js"
 import { type AttemptResult, attempt, DeliveryTrust } from "./Attempt.js"
 import { DeliveryScheduleRepo } from "./Repo.js"
@@ -209,7 +210,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
     /**
      * The attempt belongs to the trace of the request that caused the event. With tracing on it is a span of that
      * trace, and the receiver gets the span's `traceparent`. With tracing off no span is made (it would be dropped,
-     * and making one costs a quarter of an attempt's CPU): the receiver still gets a `traceparent` continuing the
+     * and making one costs CPU: bench/README.md): the receiver still gets a `traceparent` continuing the
      * event's trace (a new one if the event has none), with a fresh span id.
      */
     const deliver = (claimed: ClaimedDelivery) => {
@@ -477,4 +478,4 @@ export const DeliveryWorker = Layer.scopedDiscard(
       recorder: deliveryRecorder.kind
     })
   })
-).pipe(Layer.provide([DeliveryScheduleRepo.Default, DeliveryRecorder.layer]))
+).pipe(Layer.provide([DeliveryScheduleRepo.Default, DeliveryRecorderLive]))
