@@ -34,10 +34,16 @@ export type EventType = Schemas["EventType"]
 export type EventTypeInfo = Schemas["EventTypeInfo"]
 export type EventRecord = Schemas["Event"]
 export type Webhook = Schemas["Webhook"]
+/** How a webhook's endpoint has been answering (the list's `health`; null before its first attempt). */
+export type WebhookHealth = Schemas["WebhookHealth"]
+/** A webhook as the list (`GET /v1/webhooks`) shows it. */
+export type WebhookWithHealth = Schemas["WebhookWithHealth"]
 export type CreatedWebhook = Schemas["CreatedWebhook"]
 export type RotatedWebhook = Schemas["RotatedWebhook"]
 export type Delivery = Schemas["Delivery"]
 export type DeliveryStatus = Delivery["status"]
+/** A delivery of one event (`GET /v1/events/{event_id}/deliveries`), with its webhook's URL. */
+export type EventDelivery = Schemas["EventDelivery"]
 export type Attempt = Schemas["DeliveryAttempt"]
 export type DeliveryWithAttempts = Schemas["DeliveryWithAttempts"]
 /** A live session of the signed-in user (`GET /v1/users/me/sessions`); `current`: the dashboard's own. */

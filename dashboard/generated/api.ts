@@ -380,7 +380,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List your webhooks
+         * List your webhooks, each with its health: the latest attempt and the last 24 hours' share of successes
          * @description Needs a credential with the scope `read`.
          */
         get: operations["webhooks.list"];
@@ -456,6 +456,26 @@ export interface paths {
          * @description Needs a credential with the scope `read`.
          */
         get: operations["webhooks.delivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The deliveries of an event to your webhooks, each with its webhook's URL; 404 unless you are in the event's audience
+         * @description Needs a credential with the scope `read`.
+         */
+        get: operations["webhooks.eventDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1562,7 +1582,7 @@ export interface components {
             /** @description The key itself (`pcs_…`). Shown this once; store it now. */
             key: string;
         };
-        Webhook: {
+        WebhookWithHealth: {
             /**
              * webhook id
              * @description `whk_` followed by 26 Crockford base32 characters
@@ -1599,9 +1619,30 @@ export interface components {
             disabled_at: string | null;
             /** @description At most this many attempts to the webhook start in any one-second window, across replicas (1 to 10000); the deliveries beyond it wait. Null: no limit */
             rate_limit: number | null;
+            /** @description The latest attempt and the last 24 hours' share of successes; null before the first attempt */
+            health: components["schemas"]["WebhookHealth"] | null;
         };
         /** @enum {string} */
         EventType: "project.created" | "project.updated" | "project.deleted" | "member.invited" | "member.joined" | "member.removed" | "deployment.started" | "deployment.completed" | "deployment.failed";
+        WebhookHealth: {
+            /**
+             * Timestamp
+             * @description When the latest attempt was made
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            last_attempt_at: string;
+            /** @description The latest attempt's HTTP status (null when it got no response: a time-out, a refused connection) */
+            last_status_code: components["schemas"]["Int"] | null;
+            /**
+             * @description Whether the latest attempt succeeded
+             * @enum {string}
+             */
+            last_outcome: "succeeded" | "failed";
+            /** @description Attempts made in the last 24 hours */
+            attempts_24h: number;
+            /** @description The share of those attempts that succeeded, from 0 to 1 (four decimals); null when there was none in 24 hours */
+            success_rate_24h: number | null;
+        };
         /**
          * @example {
          *       "url": "https://example.com/hooks",
@@ -1663,6 +1704,44 @@ export interface components {
             /** @description Only when the service generated the secret (`whsec_…`): shown this once */
             secret?: string;
         };
+        Webhook: {
+            /**
+             * webhook id
+             * @description `whk_` followed by 26 Crockford base32 characters
+             * @example whk_01jd3xkq8w0000000000000000
+             */
+            id: string;
+            url: string;
+            events: components["schemas"]["EventType"][];
+            /** @enum {string} */
+            status: "active" | "failed";
+            /**
+             * @description `hmac`: signed with the shared secret (`v1,…` and `X-Service-Signature`); `ed25519`: signed with the webhook's private key (`v1a,…`), verified with `public_key`
+             * @enum {string}
+             */
+            signature: "hmac" | "ed25519";
+            /** @description An `ed25519` webhook's public key: `whpk_` and the base64 of its 32 raw bytes (null for `hmac`) */
+            public_key: string | null;
+            /** @description The public key rotated out, while its private key still signs (until the rotation's `previous_secret_expires_at`) */
+            previous_public_key: string | null;
+            /**
+             * Timestamp
+             * @description ISO 8601 UTC timestamp with milliseconds
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Timestamp
+             * @description ISO 8601 UTC timestamp with milliseconds
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            updated_at: string;
+            failed_at: string | null;
+            /** @description Set while an operator has disabled the webhook: nothing is sent to it, its deliveries wait */
+            disabled_at: string | null;
+            /** @description At most this many attempts to the webhook start in any one-second window, across replicas (1 to 10000); the deliveries beyond it wait. Null: no limit */
+            rate_limit: number | null;
+        };
         /**
          * @example {
          *       "events": [
@@ -1711,6 +1790,8 @@ export interface components {
             last_attempt_at: string | null;
             /** @description The latest attempt's HTTP status (null before any attempt, or when it got no response) */
             last_status_code: components["schemas"]["Int"] | null;
+            /** @description The name of the resource the event is about (its data.name: a project's name), null when it has none */
+            resource_name: string | null;
             /**
              * Timestamp
              * @description ISO 8601 UTC timestamp with milliseconds
@@ -1745,6 +1826,8 @@ export interface components {
             last_attempt_at: string | null;
             /** @description The latest attempt's HTTP status (null before any attempt, or when it got no response) */
             last_status_code: components["schemas"]["Int"] | null;
+            /** @description The name of the resource the event is about (its data.name: a project's name), null when it has none */
+            resource_name: string | null;
             /**
              * Timestamp
              * @description ISO 8601 UTC timestamp with milliseconds
@@ -1782,6 +1865,44 @@ export interface components {
             response_headers: {
                 [key: string]: string;
             } | null;
+        };
+        EventDelivery: {
+            /**
+             * delivery id
+             * @description `dlv_` followed by 26 Crockford base32 characters
+             * @example dlv_01jd3xkq8w0000000000000000
+             */
+            id: string;
+            /**
+             * webhook id
+             * @description `whk_` followed by 26 Crockford base32 characters
+             * @example whk_01jd3xkq8w0000000000000000
+             */
+            webhook_id: string;
+            /**
+             * event id
+             * @description `evt_` followed by 26 Crockford base32 characters
+             * @example evt_01jd3xkq8w0000000000000000
+             */
+            event_id: string;
+            event_type: components["schemas"]["DeliveryEventType"];
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            attempt_count: components["schemas"]["Int"];
+            next_attempt_at: string | null;
+            last_attempt_at: string | null;
+            /** @description The latest attempt's HTTP status (null before any attempt, or when it got no response) */
+            last_status_code: components["schemas"]["Int"] | null;
+            /** @description The name of the resource the event is about (its data.name: a project's name), null when it has none */
+            resource_name: string | null;
+            /**
+             * Timestamp
+             * @description ISO 8601 UTC timestamp with milliseconds
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            created_at: string;
+            /** @description The URL of the webhook the delivery goes to */
+            webhook_url: string;
         };
         RotateSecret: {
             /** @description a string at most 256 character(s) long */
@@ -7243,7 +7364,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["Webhook"][];
+                        data: components["schemas"]["WebhookWithHealth"][];
                         meta: {
                             total: components["schemas"]["Int"];
                             page: components["schemas"]["Int"];
@@ -8387,6 +8508,166 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PreconditionFailedError"];
+                };
+            };
+            /** @description Over the rate limit; see the `Retry-After` header */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Something unexpected failed */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description Shutting down, or the database does not answer */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    "webhooks.eventDeliveries": {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 */
+                page?: number;
+                /** @description Items per page, 1–100 */
+                per_page?: number;
+                sort?: "created_at";
+                order?: "asc" | "desc";
+                /** @description a string at most 200 character(s) long */
+                search?: string;
+                /** @description ISO 8601 date (`2026-01-31`, midnight UTC) or date-time with `Z` or an offset */
+                created_after?: string;
+                /** @description ISO 8601 date (`2026-01-31`, midnight UTC) or date-time with `Z` or an offset */
+                created_before?: string;
+                status?: "pending" | "delivered" | "failed";
+            };
+            header?: never;
+            path: {
+                /** @description `evt_` followed by 26 Crockford base32 characters */
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["EventDelivery"][];
+                        meta: {
+                            total: components["schemas"]["Int"];
+                            page: components["schemas"]["Int"];
+                            per_page: components["schemas"]["Int"];
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationFailedError"];
+                };
+            };
+            /** @description Credentials missing, unknown, expired or revoked */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description `Bearer realm="api", error="invalid_token", resource_metadata="{base_url}/.well-known/oauth-protected-resource/v1"` (no `error` when no credential was sent) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description The credential lacks the scope, or the caller the team role, that the message names */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description When the credential lacks a scope: `Bearer realm="api", error="insufficient_scope", scope="<any one of these>", resource_metadata="…"` (RFC 6750 §3.1); absent on a 403 no scope would cure */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            /** @description No such route, or no such resource visible to you */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundError"];
+                };
+            };
+            /** @description The path exists but not with this method; see the `Allow` header */
+            405: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MethodNotAllowedError"];
                 };
             };
             /** @description Over the rate limit; see the `Retry-After` header */

@@ -13,7 +13,8 @@ import {
   type DeliveryWithAttempts,
   eventTypes,
   TEST_EVENT,
-  type Webhook
+  type WebhookHealth,
+  type WebhookWithHealth
 } from "../types.ts"
 import {
   actionButton,
@@ -37,8 +38,44 @@ import {
 } from "../ui.ts"
 import { filterForm } from "./projects.ts"
 
-const hookHref = (id: string) => `${BASE}/webhooks/${encodeURIComponent(id)}`
-const deliveryHref = (hookId: string, id: string) => `${hookHref(hookId)}/deliveries/${encodeURIComponent(id)}`
+/**
+ * A share as a whole percentage that is never rounded to 100 % while an attempt failed, nor to 0 % while one
+ * succeeded.
+ */
+export const percent = (rate: number): number =>
+  rate >= 1 ? 100 : rate <= 0 ? 0 : Math.min(99, Math.max(1, Math.round(rate * 100)))
+
+/**
+ * A webhook's health in the list: its latest attempt (status and time), then "97 % of 120 attempts in 24 h";
+ * "No attempts yet" before the first one.
+ */
+const healthCell = (health: WebhookHealth | null): HTMLElement => {
+  if (health === null) return h("span", { class: "muted" }, "No attempts yet")
+  const last = health.last_status_code === null ? "no response" : `HTTP ${String(health.last_status_code)}`
+  const n = health.attempts_24h
+  return h(
+    "div",
+    { class: "health" },
+    h(
+      "div",
+      { class: "health-last" },
+      h("span", { class: `badge badge-${health.last_outcome}` }, last),
+      " ",
+      when(health.last_attempt_at)
+    ),
+    h(
+      "div",
+      { class: "health-share" },
+      health.success_rate_24h === null || n === 0
+        ? "No attempts in 24 h"
+        : `${percent(health.success_rate_24h)} % of ${n} ${n === 1 ? "attempt" : "attempts"} in 24 h`
+    )
+  )
+}
+
+export const hookHref = (id: string): string => `${BASE}/webhooks/${encodeURIComponent(id)}`
+export const deliveryHref = (hookId: string, id: string): string =>
+  `${hookHref(hookId)}/deliveries/${encodeURIComponent(id)}`
 
 export const webhooksPage = async (context: PageContext): Promise<void> => {
   const { q } = context
@@ -55,12 +92,13 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
     )
   )
   const created = h("div", { class: "created-slot" })
-  const hooks = listRegion<Webhook>({
+  const hooks = listRegion<WebhookWithHealth>({
     caption: "Webhooks",
     columns: [
       { label: "URL", cell: (hook) => h("a", { href: hookHref(hook.id), class: "url" }, breakableUrl(hook.url)) },
       { label: "Events", cell: (hook) => h("span", { class: "scopes" }, hook.events.join(", ")) },
       { label: "Status", cell: (hook) => badge(hook.status) },
+      { label: "Health", cell: (hook) => healthCell(hook.health) },
       { label: "Created", cell: (hook) => when(hook.created_at) }
     ],
     empty: "No webhooks yet.",
@@ -75,6 +113,28 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
     pageHref: (n) => context.href({ page: n })
   })
 
+  const signatureChoice = select(
+    [
+      ["hmac", "Shared secret"],
+      ["ed25519", "Ed25519 public key"]
+    ],
+    "hmac"
+  )
+  // A text field, not a password one: a password manager would fill the person's sign-in password into it.
+  const secretInput = input({ type: "text", autocomplete: "off", spellcheck: "false", minlength: 16, maxlength: 256 })
+  const secretField = field({
+    label: "Secret (optional)",
+    name: "secret",
+    control: secretInput,
+    hint: "16–256 characters, a new random one (never a password). Leave empty and the service makes one, shown once."
+  })
+  // An Ed25519 webhook is signed with a key pair: it takes no secret, so the field goes while that is chosen.
+  // (`.field` is a grid, which the `hidden` attribute alone would not hide.)
+  const showSecret = (shown: boolean) => {
+    secretField.style.display = shown ? "" : "none"
+    secretInput.disabled = !shown
+  }
+  signatureChoice.addEventListener("change", () => showSecret(signatureChoice.value !== "ed25519"))
   const form = onSubmit(
     h(
       "form",
@@ -88,27 +148,16 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
       field({
         label: "Signature",
         name: "signature",
-        control: select(
-          [
-            ["hmac", "Shared secret"],
-            ["ed25519", "Ed25519 public key"]
-          ],
-          "hmac"
-        ),
+        control: signatureChoice,
         hint: "Ed25519: the service keeps the private key and shows the public key (whpk_…); give no secret."
       }),
-      field({
-        label: "Secret (optional)",
-        name: "secret",
-        control: input({ type: "text", autocomplete: "off", spellcheck: "false", minlength: 16 }),
-        hint: "16–256 characters, a new random one (never a password). Leave empty and the service makes one, shown once."
-      }),
+      secretField,
       rateLimitField(null),
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Register webhook"))
     ),
     async (form) => {
-      const secret = formValue(form, "secret")
       const signature = formValue(form, "signature")
+      const secret = signature === "ed25519" ? "" : formValue(form, "secret")
       const hook = await api
         .POST("/v1/webhooks", {
           body: {
@@ -121,6 +170,7 @@ export const webhooksPage = async (context: PageContext): Promise<void> => {
         })
         .then(dataOf)
       form.reset()
+      showSecret(true)
       form.closest("details")?.removeAttribute("open")
       created.replaceChildren(
         hook.public_key !== null
@@ -249,8 +299,12 @@ export const progress = (d: Delivery): string => {
   return `retrying: attempt ${d.attempt_count} of ${ATTEMPTS} failed, next${due}`
 }
 
+/** The name of what the delivery's event is about (a project's name), or a dash. */
+export const resourceCell = (d: Delivery): HTMLElement =>
+  d.resource_name === null ? h("span", { class: "muted" }, "—") : h("span", { class: "resource" }, d.resource_name)
+
 /** The status badge, with the words above beside it while a delivery is pending. */
-const statusCell = (d: Delivery) =>
+export const statusCell = (d: Delivery): HTMLElement =>
   d.status === "pending" ? h("span", { class: "progress" }, badge("pending"), " ", progress(d)) : badge(d.status)
 
 /** A `datetime-local` value (the reader's zone) `hoursAgo` hours back. */
@@ -304,6 +358,9 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
   let etag = tagged.etag
   const heading = context.title("Webhook", badge(hook.status))
   const secretSlot = h("div", { class: "created-slot" })
+  // An Ed25519 webhook is signed with a key pair: it has a public key to show and no secret to set or rotate.
+  const ed25519 = hook.signature === "ed25519"
+  const publicKey = h("dd", null, hook.public_key === null ? "" : h("code", null, hook.public_key))
   const notice = h("p", { class: "flash", role: "status", hidden: true })
   const say = (...text: Array<Node | string>) => {
     notice.hidden = false
@@ -342,6 +399,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
           : `No ${q("status")} deliveries.`,
     columns: [
       { label: "Event", cell: (d) => h("a", { href: deliveryHref(hook.id, d.id) }, d.event_type) },
+      { label: "Resource", cell: resourceCell },
       { label: "Status", cell: statusCell },
       {
         label: "Last code",
@@ -464,29 +522,41 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       },
       { className: "primary" }
     ),
-    actionButton("Rotate secret", async () => {
+    actionButton(ed25519 ? "Rotate key pair" : "Rotate secret", async () => {
       if (
         !(await confirmAction(
-          "Make a new signing secret? Deliveries are signed with it from now on; the current one still verifies webhook-signature for a while (X-Service-Signature uses the new one at once).",
-          "Rotate secret"
+          ed25519
+            ? "Make a new key pair? Deliveries are signed with its private key from now on, and with the current one too for a while (two v1a entries in webhook-signature)."
+            : "Make a new signing secret? Deliveries are signed with it from now on; the current one still verifies webhook-signature for a while (X-Service-Signature uses the new one at once).",
+          ed25519 ? "Rotate key pair" : "Rotate secret"
         ))
       )
         return
       const rotated = await api.POST("/v1/webhooks/{id}/rotate-secret", { ...byId, body: {} }).then(dataOf)
       // The rotation changed the record (its secret's expiry): the form edits that version now.
       etag = (await api.GET("/v1/webhooks/{id}", byId).then(taggedOf)).etag
+      if (rotated.public_key !== null) replace(publicKey, h("code", null, rotated.public_key))
       secretSlot.replaceChildren(
-        rotated.secret === undefined
-          ? h("p", { class: "flash", role: "status" }, "Secret rotated.")
-          : secretOnce({ title: "Secret rotated", label: "The new signing secret", value: rotated.secret }),
+        rotated.public_key !== null
+          ? h(
+              "p",
+              { class: "flash", role: "status" },
+              "Key pair rotated. The new public key: ",
+              h("code", null, rotated.public_key)
+            )
+          : rotated.secret === undefined
+            ? h("p", { class: "flash", role: "status" }, "Secret rotated.")
+            : secretOnce({ title: "Secret rotated", label: "The new signing secret", value: rotated.secret }),
         h(
           "p",
           { class: "overlap", role: "status" },
-          "The previous secret still verifies (the second ",
+          ed25519 ? "The previous key still signs (a second " : "The previous secret still verifies (the second ",
           h("code", null, "webhook-signature"),
           " entry) until ",
           h("strong", null, dateTimeFormat.format(new Date(rotated.previous_secret_expires_at))),
-          ". Put the new one in your receiver before then."
+          ed25519
+            ? ". Give your receiver the new public key before then."
+            : ". Put the new one in your receiver before then."
         )
       )
     }),
@@ -596,6 +666,9 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       { class: "facts" },
       h("dt", null, "URL"),
       h("dd", null, h("code", { class: "url" }, breakableUrl(hook.url))),
+      h("dt", null, "Signature"),
+      h("dd", null, ed25519 ? "Ed25519 key pair (v1a)" : "Shared secret (HMAC)"),
+      ...(ed25519 ? [h("dt", null, "Public key"), publicKey] : []),
       h("dt", null, "Events"),
       h("dd", null, hook.events.join(", ")),
       h("dt", null, "Rate limit"),
@@ -630,7 +703,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * (before any scheduled one); this waits (up to 30 s) until that attempt is recorded, a manual attempt numbered after
  * every attempt shown before, and answers the delivery with it (no attempt when it has not been made in time).
  */
-const retryAndWait = async (
+export const retryAndWait = async (
   hookId: string,
   deliveryId: string
 ): Promise<{ readonly delivery: DeliveryWithAttempts; readonly attempt: Attempt | undefined }> => {
@@ -648,7 +721,7 @@ const retryAndWait = async (
 }
 
 /** What a manual attempt came to, in words. */
-const manualOutcome = (attempt: Attempt | undefined): string =>
+export const manualOutcome = (attempt: Attempt | undefined): string =>
   attempt === undefined
     ? "The attempt has not been made yet; the delivery log shows it once it is."
     : attempt.outcome === "succeeded"
@@ -765,6 +838,7 @@ export const deliveryPage = async (context: PageContext): Promise<void> => {
         h("dd", null, h("code", null, shown.id)),
         h("dt", null, "Event"),
         h("dd", null, h("a", { href: eventHref(shown.event_id) }, h("code", null, shown.event_id))),
+        ...(shown.resource_name === null ? [] : [h("dt", null, "Resource"), h("dd", null, shown.resource_name)]),
         h("dt", null, "Attempts"),
         h("dd", null, attemptsFact(shown)),
         h("dt", null, "Next attempt"),

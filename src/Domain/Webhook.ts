@@ -55,6 +55,36 @@ export const Webhook = Schema.Struct({
 }).annotations({ identifier: "Webhook" })
 export type Webhook = typeof Webhook.Type
 
+/**
+ * How a webhook's endpoint has been answering, as its list shows it: its latest attempt, and its attempts of the last
+ * 24 hours (scheduled and manual). Null on a webhook that has had no attempt yet.
+ */
+export const WebhookHealth = Schema.Struct({
+  last_attempt_at: Timestamp.annotations({ description: "When the latest attempt was made" }),
+  last_status_code: Schema.NullOr(Schema.Int).annotations({
+    description: "The latest attempt's HTTP status (null when it got no response: a time-out, a refused connection)"
+  }),
+  last_outcome: oneOf("succeeded", "failed").annotations({ description: "Whether the latest attempt succeeded" }),
+  attempts_24h: Schema.Int.annotations({ description: "Attempts made in the last 24 hours" }),
+  success_rate_24h: Schema.NullOr(Schema.Number).annotations({
+    description:
+      "The share of those attempts that succeeded, from 0 to 1 (four decimals); null when there was none in 24 hours"
+  })
+}).annotations({ identifier: "WebhookHealth" })
+export type WebhookHealth = typeof WebhookHealth.Type
+
+/**
+ * A webhook as its list shows it: the record and its `health`. Only the list carries it: it changes with every
+ * attempt, and a single read's `ETag` (which an edit's `If-Match` names) must change only when the webhook does.
+ */
+export const WebhookWithHealth = Schema.Struct({
+  ...Webhook.fields,
+  health: Schema.NullOr(WebhookHealth).annotations({
+    description: "The latest attempt and the last 24 hours' share of successes; null before the first attempt"
+  })
+}).annotations({ identifier: "WebhookWithHealth" })
+export type WebhookWithHealth = typeof WebhookWithHealth.Type
+
 export const CreatedWebhook = Schema.Struct({
   ...Webhook.fields,
   secret: optional(
@@ -150,9 +180,19 @@ export const Delivery = Schema.Struct({
   last_status_code: Schema.NullOr(Schema.Int).annotations({
     description: "The latest attempt's HTTP status (null before any attempt, or when it got no response)"
   }),
+  resource_name: Schema.NullOr(Schema.String).annotations({
+    description: "The name of the resource the event is about (its data.name: a project's name), null when it has none"
+  }),
   created_at: Timestamp
 }).annotations({ identifier: "Delivery" })
 export type Delivery = typeof Delivery.Type
+
+/** A delivery of one event, as the event's list of deliveries shows it: with the URL of the webhook it goes to. */
+export const EventDelivery = Schema.Struct({
+  ...Delivery.fields,
+  webhook_url: Schema.String.annotations({ description: "The URL of the webhook the delivery goes to" })
+}).annotations({ identifier: "EventDelivery" })
+export type EventDelivery = typeof EventDelivery.Type
 
 export const attemptFields = {
   number: Schema.Int,

@@ -27,6 +27,7 @@ import m0022 from "./migrations/0022_sessions.js"
 import m0023 from "./migrations/0023_audit_log.js"
 import m0024 from "./migrations/0024_webhook_disabled.js"
 import m0026 from "./migrations/0026_webhook_ed25519.js"
+import m0027 from "./migrations/0027_webhook_health.js"
 import m0028 from "./migrations/0028_webhook_rate_limit.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
@@ -55,6 +56,7 @@ const migrations = {
   "0023_audit_log": m0023,
   "0024_webhook_disabled": m0024,
   "0026_webhook_ed25519": m0026,
+  "0027_webhook_health": m0027,
   "0028_webhook_rate_limit": m0028
 }
 

@@ -9,20 +9,22 @@ import { listParams } from "../Contract/ListParams.js"
 import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
 import { ApiErrors } from "../Domain/Errors.js"
-import { DeliveryId, WebhookId } from "../Domain/Ids.js"
+import { DeliveryId, EventId, WebhookId } from "../Domain/Ids.js"
 import { optional } from "../Domain/Payload.js"
 import {
   CreatedWebhook,
   Delivery,
   DeliveryEventType,
   DeliveryWithAttempts,
+  EventDelivery,
   NewWebhook,
   Recovered,
   Recovery,
   RotatedWebhook,
   SecretRotation,
   Webhook,
-  WebhookPatch
+  WebhookPatch,
+  WebhookWithHealth
 } from "../Domain/Webhook.js"
 
 export const CreateWebhook = strictBody(NewWebhook.fields, "CreateWebhook", {
@@ -38,6 +40,8 @@ export const DeliveryListParams = Schema.Struct({
   ...listParams({ sort: ["created_at"], status: ["pending", "delivered", "failed"] }).fields,
   event_type: optional(DeliveryEventType)
 })
+/** An event's deliveries: paged, newest first, filtered by status or by the webhook's URL (`search`). */
+export const EventDeliveryListParams = listParams({ sort: ["created_at"], status: ["pending", "delivered", "failed"] })
 export const RotateSecret = strictBody(SecretRotation.fields, "RotateSecret")
 /** `{}`: an empty struct would take any object, so a field in it is refused here by name. */
 export const TestWebhook = Schema.Struct({})
@@ -58,6 +62,7 @@ export const RecoverDeliveries = strictBody(Recovery.fields, "RecoverDeliveries"
 
 const id = HttpApiSchema.param("id", WebhookId)
 const deliveryId = HttpApiSchema.param("delivery_id", DeliveryId)
+const eventId = HttpApiSchema.param("event_id", EventId)
 
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .annotate(
@@ -67,10 +72,13 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("list", "/webhooks")
       .setUrlParams(WebhookListParams)
-      .addSuccess(List(Webhook))
+      .addSuccess(List(WebhookWithHealth))
       .pipe(withParamErrors)
       .annotate(RequiredScopes, ["read"])
-      .annotate(OpenApi.Summary, "List your webhooks")
+      .annotate(
+        OpenApi.Summary,
+        "List your webhooks, each with its health: the latest attempt and the last 24 hours' share of successes"
+      )
   )
   .add(
     HttpApiEndpoint.post("create", "/webhooks")
@@ -118,6 +126,17 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .pipe(withParamErrors)
       .annotate(RequiredScopes, ["read"])
       .annotate(OpenApi.Summary, "One delivery with every attempt")
+  )
+  .add(
+    HttpApiEndpoint.get("eventDeliveries")`/events/${eventId}/deliveries`
+      .setUrlParams(EventDeliveryListParams)
+      .addSuccess(List(EventDelivery))
+      .pipe(withParamErrors)
+      .annotate(RequiredScopes, ["read"])
+      .annotate(
+        OpenApi.Summary,
+        "The deliveries of an event to your webhooks, each with its webhook's URL; 404 unless you are in the event's audience"
+      )
   )
   .add(
     HttpApiEndpoint.post("retry")`/webhooks/${id}/deliveries/${deliveryId}/retry`

@@ -35,6 +35,12 @@ export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
           Effect.flatMap(withLinks)
         )
       )
+      .handle("eventDeliveries", ({ path, urlParams }) =>
+        CurrentPrincipal.pipe(
+          Effect.flatMap((me) => webhooks.eventDeliveries(me, path.event_id, urlParams)),
+          Effect.flatMap(withLinks)
+        )
+      )
       .handle("delivery", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (me) => webhooks.delivery(me, path.id, path.delivery_id))
       )

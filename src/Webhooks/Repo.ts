@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { EventType } from "../Domain/EventTypes.js"
-import { DeliveryId, UserId, WebhookId } from "../Domain/Ids.js"
+import { DeliveryId, type EventId, UserId, WebhookId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { nowIso } from "../Domain/Time.js"
 import {
@@ -10,6 +10,7 @@ import {
   Delivery,
   type DeliveryEventType,
   type DeliveryStatus,
+  EventDelivery,
   Headers,
   Webhook,
   WebhookSignature,
@@ -78,6 +79,20 @@ const OperatorWebhookRow = Schema.Struct({
 })
 export type OperatorWebhookRow = typeof OperatorWebhookRow.Type
 
+/** A webhook's latest attempt and its attempts since a time (`healthOf`). */
+const HealthRow = Schema.Struct({
+  webhook_id: Schema.String,
+  last_attempt_at: Schema.String,
+  last_status_code: Schema.NullOr(Schema.Int),
+  last_outcome: Schema.Literal("succeeded", "failed"),
+  attempts: Rows.Count,
+  succeeded: Rows.Count
+})
+export type HealthRow = typeof HealthRow.Type
+
+/** The webhook whose `disabled_at` an operator changed, with its owner (for the audit record). */
+const SwitchedRow = Schema.Struct({ id: Schema.String, user_id: Schema.String, url: Schema.String })
+
 export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -91,10 +106,17 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       sql`w.id, w.url, w.events, w.status, w.signature, w.public_key,
         CASE WHEN w.previous_secret_expires_at > ${nowIso()} THEN w.previous_public_key END AS previous_public_key,
         w.created_at, w.updated_at, w.failed_at, w.disabled_at, w.rate_limit`
+    // The event's resource name (its `data.name`), read from the payload of the event: one primary-key step per row.
+    const resourceName = sql.onDialectOrElse({
+      pg: () => sql`(SELECT e.payload::json #>> '{data,name}' FROM events e WHERE e.id = d.event_id)`,
+      orElse: () =>
+        sql`(SELECT CAST(json_extract(e.payload, '$.data.name') AS TEXT) FROM events e WHERE e.id = d.event_id)`
+    })
     // The latest attempt's status code: one step down the attempts' primary key per delivery shown.
     const deliveryColumns = sql`d.id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at, d.last_attempt_at,
       (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.number DESC LIMIT 1) AS last_status_code,
-      d.created_at`
+      ${resourceName} AS resource_name, d.created_at`
+    const listEventDeliveryRows = makeListPage(EventDelivery)
 
     const insertRow = Rows.write({
       Request: NewWebhookRow,
@@ -158,12 +180,80 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       }
     })
 
-    /** Sets or clears `disabled_at`; answers whether the webhook exists. */
-    const setDisabled = Rows.findAll({
+    /**
+     * Sets `disabled_at` (to `at`) on a webhook that is not disabled, or clears it (`at` null) on one that is;
+     * answers the webhook when it changed (nothing when it is missing or already so).
+     */
+    const setDisabled = Rows.findOne({
       Request: Schema.Struct({ id: Schema.String, at: Schema.NullOr(Schema.String) }),
-      Result: Id,
-      execute: ({ at, id }) => sql`UPDATE webhooks SET disabled_at = ${at} WHERE id = ${id} RETURNING id`
+      Result: SwitchedRow,
+      execute: ({ at, id }) =>
+        sql`UPDATE webhooks SET disabled_at = ${at}
+            WHERE id = ${id} AND ${at === null ? sql`disabled_at IS NOT NULL` : sql`disabled_at IS NULL`}
+            RETURNING id, user_id, url`
     })
+
+    /**
+     * For each of the webhooks `ids` that has had an attempt: its latest attempt (that of the delivery attempted last,
+     * found backwards on `deliveries_webhook_attempted`, migration 0027, then that delivery's highest attempt number),
+     * and how many attempts it had since `since` and how many of them succeeded (its deliveries attempted since then,
+     * a range of the same index, and each one's attempts by primary key: correlated, so that no engine reads the
+     * attempts table whole however small it is). One statement for a page.
+     */
+    const healthOf = Rows.findAll({
+      Request: Schema.Struct({ ids: Schema.Array(Schema.String), since: Schema.String }),
+      Result: HealthRow,
+      execute: ({ ids, since }) =>
+        // `latest` is materialized so that its one step per webhook is taken once (inlined, PostgreSQL would take
+        // it once per use of `delivery_id`).
+        sql`
+        WITH latest AS MATERIALIZED (
+          SELECT w.id AS webhook_id,
+                 (SELECT d.id FROM deliveries d
+                  WHERE d.webhook_id = w.id AND d.last_attempt_at IS NOT NULL
+                  ORDER BY d.last_attempt_at DESC, d.id DESC LIMIT 1) AS delivery_id
+          FROM webhooks w WHERE w.id IN ${sql.in(ids)}
+        )
+        SELECT l.webhook_id, a.attempted_at AS last_attempt_at, a.status_code AS last_status_code,
+               a.outcome AS last_outcome,
+               CAST(COALESCE(r.attempts, 0) AS INTEGER) AS attempts,
+               CAST(COALESCE(r.succeeded, 0) AS INTEGER) AS succeeded
+        FROM latest l
+        JOIN delivery_attempts a ON a.delivery_id = l.delivery_id
+          AND a.number = (SELECT max(x.number) FROM delivery_attempts x WHERE x.delivery_id = l.delivery_id)
+        LEFT JOIN (
+          SELECT p.webhook_id, sum(p.attempts) AS attempts, sum(p.succeeded) AS succeeded
+          FROM (
+            SELECT d.webhook_id,
+                   (SELECT count(*) FROM delivery_attempts t
+                    WHERE t.delivery_id = d.id AND t.attempted_at >= ${since}) AS attempts,
+                   (SELECT count(*) FROM delivery_attempts t
+                    WHERE t.delivery_id = d.id AND t.attempted_at >= ${since} AND t.outcome = 'succeeded') AS succeeded
+            FROM deliveries d
+            WHERE d.webhook_id IN ${sql.in(ids)} AND d.last_attempt_at >= ${since}
+          ) p
+          GROUP BY p.webhook_id
+        ) r ON r.webhook_id = l.webhook_id`
+    })
+
+    /** The deliveries of event `eventId` to the webhooks of `userId`, with each webhook's URL. */
+    const listEventDeliveries = (userId: string, eventId: EventId, query: ListQuery<"created_at", DeliveryStatus>) =>
+      listEventDeliveryRows(
+        {
+          select: sql`${deliveryColumns}, w.url AS webhook_url`,
+          from: sql`deliveries d JOIN webhooks w ON w.id = d.webhook_id`,
+          where: [
+            sql`d.event_id = ${eventId}`,
+            sql`w.user_id = ${userId}`,
+            ...(query.status !== undefined ? [sql`d.status = ${query.status}`] : [])
+          ],
+          columns: { created_at: "d.created_at" },
+          createdColumn: "d.created_at",
+          idColumn: "d.id",
+          searchColumns: ["w.url"]
+        },
+        query
+      )
 
     const listDeliveries = (webhookId: WebhookId, query: DeliveryQuery) =>
       listDeliveryRows(
@@ -364,7 +454,10 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       remove,
       listAll: (status: string | null) => listAll({ status, id: null }),
       findForOperator: (id: string) => Effect.map(listAll({ status: null, id }), (rows) => rows[0]),
-      setDisabled: (id: string, at: string | null) => Effect.map(setDisabled({ id, at }), (rows) => rows.length > 0),
+      setDisabled: (id: string, at: string | null) => setDisabled({ id, at }),
+      healthOf: (ids: ReadonlyArray<string>, since: string) =>
+        ids.length === 0 ? Effect.succeed([]) : healthOf({ ids, since }),
+      listEventDeliveries,
       listDeliveries,
       findDelivery: (webhookId: WebhookId, id: DeliveryId) => findDelivery({ webhookId, id }),
       attemptsOf,

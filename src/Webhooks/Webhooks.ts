@@ -3,34 +3,51 @@ import { Duration, Effect, Option } from "effect"
 import { WebhookConfig } from "../Config.js"
 import { type AuditAction, changesOf } from "../Domain/Audit.js"
 import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
-import { type DeliveryId, makeId, randomBase62, WebhookId } from "../Domain/Ids.js"
-import type { ListQuery } from "../Domain/Lists.js"
+import { type DeliveryId, type EventId, makeId, randomBase62, WebhookId } from "../Domain/Ids.js"
+import type { ListQuery, Page } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
 import { nowIso } from "../Domain/Time.js"
 import {
   type CreatedWebhook,
   type Delivery,
+  type DeliveryStatus,
   type DeliveryWithAttempts,
+  type EventDelivery,
   type NewWebhook,
   type Recovered,
   type Recovery,
   type RotatedWebhook,
   type SecretRotation,
   Webhook,
+  type WebhookHealth,
   type WebhookPatch,
   type WebhookSort,
-  type WebhookStatus
+  type WebhookStatus,
+  type WebhookWithHealth
 } from "../Domain/Webhook.js"
 import { type AuditOptions, Events } from "../Events/Events.js"
+import { EventsRepo } from "../Events/Repo.js"
 import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { readForWrite, whenConditional } from "../Sql/Preconditions.js"
 import { generateKeyPair } from "./Delivery/Ed25519.js"
 import { checkTarget } from "./Delivery/Targets.js"
-import { type DeliveryQuery, WebhooksRepo } from "./Repo.js"
+import { type DeliveryQuery, type HealthRow, WebhooksRepo } from "./Repo.js"
 
 /** How far back `recover` reaches. */
 const RECOVERY_WINDOW = Duration.days(14)
+
+/** How far back a webhook's `health` counts its attempts. */
+const HEALTH_WINDOW = Duration.hours(24)
+
+/** A webhook's `health` from its row: the share of successes to four decimals, null without an attempt to share. */
+const healthFrom = (row: HealthRow): WebhookHealth => ({
+  last_attempt_at: row.last_attempt_at,
+  last_status_code: row.last_status_code,
+  last_outcome: row.last_outcome,
+  attempts_24h: row.attempts,
+  success_rate_24h: row.attempts === 0 ? null : Math.round((row.succeeded / row.attempts) * 10_000) / 10_000
+})
 
 const generatedSecret = () => `whsec_${randomBase62(32)}`
 
@@ -55,9 +72,10 @@ const orNotFound =
     Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(NotFound.resource(kind, id))
 
 export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
-  dependencies: [WebhooksRepo.Default, Events.Default],
+  dependencies: [WebhooksRepo.Default, EventsRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
     const repo = yield* WebhooksRepo
+    const eventsRepo = yield* EventsRepo
     const events = yield* Events
     const { allowPrivateTargets, secretOverlap } = yield* Effect.orDie(WebhookConfig)
 
@@ -78,11 +96,25 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     const find = (principal: Principal, id: WebhookId) =>
       Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), orNotFound<Webhook>("webhook", id))
 
+    /** The page of webhooks, each with its `health` (one statement for the whole page). */
     const list = traced("Webhooks.list")(function* (
       principal: Principal,
       query: ListQuery<WebhookSort, WebhookStatus>
     ) {
-      return yield* Effect.orDie(repo.list(principal.userId, query))
+      const page = yield* Effect.orDie(repo.list(principal.userId, query))
+      const since = new Date(Date.now() - Duration.toMillis(HEALTH_WINDOW)).toISOString()
+      const rows = yield* Effect.orDie(
+        repo.healthOf(
+          page.items.map((hook) => hook.id),
+          since
+        )
+      )
+      const health = new Map(rows.map((row) => [row.webhook_id, healthFrom(row)]))
+      const withHealth: Page<WebhookWithHealth> = {
+        ...page,
+        items: page.items.map((hook) => ({ ...hook, health: health.get(hook.id) ?? null }))
+      }
+      return withHealth
     })
 
     const create = traced("Webhooks.create")(function* (principal: Principal, input: NewWebhook) {
@@ -175,12 +207,28 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
 
     /**
      * The operator's switch (the CLI): a disabled webhook gets no new deliveries and its pending ones wait,
-     * unclaimed, until it is enabled (the servers' delivery workers then claim them as they poll). Answers the webhook as the operator sees it.
+     * unclaimed, until it is enabled (the servers' delivery workers then claim them as they poll). A change is
+     * audited as `webhook.updated` (`{disabled: [before, after]}`, in its owner's security log; the actor is whoever
+     * the context names: the CLI's operator); switching it to what it is already changes and records nothing.
+     * Answers the webhook as the operator sees it.
      */
     const setDisabled = traced("Webhooks.setDisabled")(function* (id: string, disabled: boolean) {
-      const found = yield* Effect.orDie(repo.setDisabled(id, disabled ? nowIso() : null))
-      if (!found) return yield* Effect.fail(NotFound.resource("webhook", id))
-      return yield* Effect.orDie(repo.findForOperator(id))
+      yield* repo.setDisabled(id, disabled ? nowIso() : null).pipe(
+        Effect.tap((switched) =>
+          Option.isNone(switched)
+            ? Effect.void
+            : events.record(
+                "webhook.updated",
+                { type: "webhook", id: switched.value.id },
+                { user: switched.value.user_id, name: switched.value.url, changes: { disabled: [!disabled, disabled] } }
+              )
+        ),
+        events.transaction,
+        Effect.orDie
+      )
+      const found = yield* Effect.orDie(repo.findForOperator(id))
+      if (found === undefined) return yield* Effect.fail(NotFound.resource("webhook", id))
+      return found
     })
 
     const remove = traced("Webhooks.remove")(function* (principal: Principal, id: WebhookId) {
@@ -197,6 +245,21 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     ) {
       yield* find(principal, id)
       return yield* Effect.orDie(repo.listDeliveries(id, query))
+    })
+
+    /**
+     * The deliveries of an event to the caller's webhooks (`GET /v1/events/:event_id/deliveries`): the event must be
+     * one the caller may read in the events feed (its audience holds them), else it is not found.
+     */
+    const eventDeliveries = traced("Webhooks.eventDeliveries")(function* (
+      principal: Principal,
+      eventId: EventId,
+      query: ListQuery<"created_at", DeliveryStatus>
+    ) {
+      const event = yield* Effect.orDie(eventsRepo.findFor(principal.userId, eventId))
+      if (Option.isNone(event)) return yield* Effect.fail(NotFound.resource("event", eventId))
+      const page: Page<EventDelivery> = yield* Effect.orDie(repo.listEventDeliveries(principal.userId, eventId, query))
+      return page
     })
 
     const findDelivery = (principal: Principal, id: WebhookId, deliveryId: DeliveryId) =>
@@ -313,6 +376,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       update,
       remove,
       deliveries,
+      eventDeliveries,
       delivery,
       retry,
       rotateSecret,

@@ -1,10 +1,14 @@
 /**
  * The Events page in Chromium: the caller's feed newest first, each event's JSON (pretty-printed, the same value
- * as delivered), the type filter (several types at once, kept in the address), paging, and one event's page at
- * `/dashboard/events/<id>` (what a delivery links to); an event outside the caller's audience says not found.
- * Screenshots at 1280 and 375 px.
+ * as delivered) and the project it is about by name, the type filter (several types at once, kept in the address),
+ * paging, and one event's page at `/dashboard/events/<id>` (what a delivery links to) with its deliveries to the
+ * caller's webhooks and "Resend to this webhook" (the manual attempt's outcome shown, focus back on the button); an
+ * event outside the caller's audience says not found. Screenshots at 1280 and 375 px; axe-core on each page.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
+import { readFileSync } from "node:fs"
+import type { Page } from "playwright-core"
+import { eventually, type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer } from "../support/server.ts"
 import {
   type BrowserSession,
@@ -15,7 +19,25 @@ import {
   userWithPassword
 } from "./browser.ts"
 
+const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8")
+
+/** axe-core's violations on the current page (injected through the DevTools protocol: the page's CSP stays). */
+const violations = async (page: Page) => {
+  await page.evaluate(axeSource)
+  return page.evaluate(async () => {
+    const axe = (
+      globalThis as unknown as { axe: { run: (context: Document) => Promise<{ violations: Array<{ id: string }> }> } }
+    ).axe
+    const result = await axe.run(document)
+    return result.violations.map((violation) => violation.id)
+  })
+}
+
+/** How long a step that waits for the server, the worker or the browser may take on a loaded machine. */
+const WAIT = { timeout: 30_000 } as const
+
 let server: Server
+let receiver: Receiver
 let session: BrowserSession
 let ann: Awaited<ReturnType<typeof userWithPassword>>
 let annKey: string
@@ -23,7 +45,14 @@ let bobKey: string
 const projectIds: Array<string> = []
 
 beforeAll(async () => {
-  server = await startServer()
+  receiver = startReceiver()
+  server = await startServer({
+    env: {
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      WEBHOOK_RETRY_DELAYS: "100ms,100ms,100ms,100ms",
+      WEBHOOK_POLL_INTERVAL: "100ms"
+    }
+  })
   ann = await userWithPassword(server, "Ann Events")
   annKey = (await server.fixtures.apiKey(ann.id, { name: "test", scopes: "read,write" })).key
   bobKey = (await server.user({ name: "Bob" })).key
@@ -47,6 +76,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await session?.close()
   await server?.stop()
+  await receiver?.stop()
 }, 20_000)
 
 test("the feed newest first with each event's JSON, filtered by type, paged; one event's page", async () => {
@@ -68,6 +98,10 @@ test("the feed newest first with each event's JSON, filtered by type, paged; one
   expect(JSON.parse(shown ?? "")).toEqual(third)
   expect(shown).toBe(JSON.stringify(third, null, 2))
   expect(shown).toContain('"description": "Quote \\" and <tag>"')
+  // Which project each is about, by name.
+  expect(await items.nth(2).locator(".event-subject").textContent()).toBe("Project 23")
+  expect(await items.nth(0).locator(".event-subject").textContent()).toBe("Renamed")
+  expect(await violations(page)).toEqual([])
   await session.shots("60-events")
 
   await page.getByRole("link", { name: "Next →" }).click()
@@ -100,7 +134,83 @@ test("the feed newest first with each event's JSON, filtered by type, paged; one
   const alone = await page.locator("pre.event-json").textContent()
   expect(JSON.parse(alone ?? "")).toEqual(third)
   await page.locator("dd", { hasText: third.id }).waitFor()
+  await page.locator("dd", { hasText: "Project 23" }).waitFor()
+  // Created before any webhook: delivered to none.
+  await page.getByText("This event was not delivered to any of your webhooks.").waitFor(WAIT)
   await session.shots("62-event")
+}, 120_000)
+
+test("an event's page lists its deliveries; Resend to this webhook makes a manual attempt, focus stays on it", async () => {
+  const { page } = session
+  receiver.setDefault({ status: 200, body: "ok" }, "/events-up")
+  receiver.setDefault({ status: 503, body: "down" }, "/events-down")
+  const register = async (path: string) => {
+    const res = await server.request("/v1/webhooks", {
+      method: "POST",
+      key: annKey,
+      body: { url: receiver.url(path), events: ["project.created"] }
+    })
+    expect(res.status).toBe(201)
+    return res.body.data.id as string
+  }
+  const up = await register("/events-up")
+  const down = await register("/events-down")
+  const project = await server.request("/v1/projects", { method: "POST", key: annKey, body: { name: "Deliverable" } })
+  expect(project.status).toBe(201)
+  const event = (await server.request("/v1/events?per_page=1", { key: annKey })).body.data[0]
+  expect(event.data.id).toBe(project.body.data.id)
+  const deliveries = await eventually(
+    async () => {
+      const page = await server.request(`/v1/events/${event.id}/deliveries`, { key: annKey })
+      const all: Array<{ id: string; webhook_id: string; status: string }> = page.body.data
+      return all.length === 2 && all.every((d) => d.status !== "pending") ? all : undefined
+    },
+    { what: "both deliveries to settle", timeoutMs: 30_000 }
+  )
+  const failed = deliveries.find((d) => d.webhook_id === down)!
+  expect(failed.status).toBe("failed")
+
+  await page.goto(`${server.url}/dashboard/events/${event.id}`)
+  await page.getByRole("heading", { level: 1, name: "project.created" }).waitFor(WAIT)
+  await page.locator("dd", { hasText: "Deliverable" }).waitFor(WAIT)
+  const rows = page.locator("section tbody tr")
+  await rows.first().waitFor(WAIT)
+  expect(await rows.count()).toBe(2)
+  const upRow = rows.filter({ hasText: receiver.url("/events-up") })
+  const downRow = rows.filter({ hasText: receiver.url("/events-down") })
+  expect(await upRow.locator(".badge").textContent()).toBe("delivered")
+  expect(await downRow.locator(".badge").textContent()).toBe("failed")
+  expect(await downRow.locator('td[data-label="Attempts"]').textContent()).toBe("5")
+  expect(await downRow.locator('td[data-label="Last code"]').textContent()).toBe("503")
+  expect(await upRow.getByRole("link", { name: receiver.url("/events-up"), exact: true }).getAttribute("href")).toBe(
+    `/dashboard/webhooks/${up}`
+  )
+  expect(
+    await downRow.getByRole("link", { name: `Delivery to ${receiver.url("/events-down")}` }).getAttribute("href")
+  ).toBe(`/dashboard/webhooks/${down}/deliveries/${failed.id}`)
+  expect(await violations(page)).toEqual([])
+  await session.shots("64-event-deliveries")
+
+  // The receiver is back: resend the failed one, by keyboard.
+  receiver.setDefault({ status: 200, body: "back" }, "/events-down")
+  const before = receiver.requests("/events-down").length
+  const resend = downRow.getByRole("button", { name: `Resend to this webhook: ${receiver.url("/events-down")}` })
+  await resend.focus()
+  await page.keyboard.press("Enter")
+  await page.getByText("Attempt 6 (manual) succeeded: HTTP 200. The delivery is delivered.").waitFor(WAIT)
+  await downRow.locator(".badge", { hasText: "delivered" }).waitFor(WAIT)
+  expect(receiver.requests("/events-down").length).toBe(before + 1)
+  // Focus is back on the button that was pressed (the list was drawn again around it).
+  await page.waitForFunction((id) => document.activeElement?.getAttribute("data-resend") === id, failed.id, WAIT)
+  const delivered = await server.request(`/v1/webhooks/${down}/deliveries/${failed.id}`, { key: annKey })
+  expect(delivered.body.data.status).toBe("delivered")
+  expect(delivered.body.data.attempts.at(-1)).toMatchObject({ trigger: "manual", outcome: "succeeded" })
+  expect(await violations(page)).toEqual([])
+  await session.shots("65-event-resent")
+
+  // Each delivery links to its own page.
+  await downRow.getByRole("link", { name: `Delivery to ${receiver.url("/events-down")}` }).click()
+  await page.getByRole("heading", { level: 1, name: "Delivery of project.created" }).waitFor(WAIT)
 }, 120_000)
 
 test("an event outside the caller's audience says not found", async () => {

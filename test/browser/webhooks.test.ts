@@ -6,11 +6,17 @@
  * delivered and the webhook active again; recovering failed deliveries since a time; sending a test event and
  * filtering the log by event type; a delivery that is retrying (said in words, with the next time and zone) and
  * whose page refreshes by itself; then editing, rotating the secret (shown once, with until when the old one still
- * verifies; the next delivery is signed with both) and deleting. Retry delays are shortened with
- * WEBHOOK_RETRY_DELAYS; a second server waits ten minutes between attempts, to see a delivery retrying.
+ * verifies; the next delivery is signed with both) and deleting. The list shows each webhook's health ("No attempts
+ * yet", then the latest status with its time and "0 % of 5 attempts in 24 h"); the log and a delivery's page name the
+ * event's project; the secret field is a text field (no password manager fill), gone while Ed25519 is chosen, and an
+ * Ed25519 webhook's edit form has none. axe-core on the pages changed. Retry delays are shortened with
+ * WEBHOOK_RETRY_DELAYS; a second server waits ten minutes between attempts, to see a delivery retrying. Waits are
+ * generous: the machine running CI is loaded.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { createHmac } from "node:crypto"
+import { readFileSync } from "node:fs"
+import type { Page } from "playwright-core"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import { eventually, type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, startServer } from "../support/server.ts"
@@ -56,6 +62,23 @@ afterAll(async () => {
   await receiver?.stop()
 }, 20_000)
 
+const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8")
+
+/** axe-core's violations on the current page (injected through the DevTools protocol: the page's CSP stays). */
+const violations = async (page: Page) => {
+  await page.evaluate(axeSource)
+  return page.evaluate(async () => {
+    const axe = (
+      globalThis as unknown as { axe: { run: (context: Document) => Promise<{ violations: Array<{ id: string }> }> } }
+    ).axe
+    const result = await axe.run(document)
+    return result.violations.map((violation) => violation.id)
+  })
+}
+
+/** How long a step that waits for the server, the worker or the browser may take on a loaded machine. */
+const WAIT = { timeout: 30_000 } as const
+
 const sign = (secret: string, body: string) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`
 
 test("a webhook that fails five times, its delivery log and attempts, Retry after the receiver recovers", async () => {
@@ -77,23 +100,33 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   await page.getByLabel("All events").uncheck()
   expect(await ticked.count()).toBe(0)
   // No event ticked: the API's message appears next to the checkboxes.
+  // The secret is a text field a password manager leaves alone, with its rule beside it.
+  const secretField = page.getByLabel("Secret (optional)")
+  expect(await secretField.getAttribute("type")).toBe("text")
+  expect(await secretField.getAttribute("autocomplete")).toBe("off")
+  expect(await secretField.getAttribute("minlength")).toBe("16")
+  expect(await secretField.getAttribute("maxlength")).toBe("256")
+  await page.getByText("16–256 characters, a new random one (never a password).").waitFor()
   await page.getByLabel("Payload URL").fill(receiver.url(path))
   await page.getByRole("button", { name: "Register webhook" }).click()
-  await page.locator('[data-field="events"] .field-error', { hasText: "at least one event type" }).waitFor()
+  await page.locator('[data-field="events"] .field-error', { hasText: "at least one event type" }).waitFor(WAIT)
   await session.shots("10-webhook-register-error")
   await page.getByLabel("project.created").check()
   await page.getByRole("button", { name: "Register webhook" }).click()
   const secretBox = page.getByLabel("Its signing secret")
-  await secretBox.waitFor()
+  await secretBox.waitFor(WAIT)
   const secret = await secretBox.inputValue()
   expect(secret).toMatch(/^whsec_[A-Za-z0-9]{32}$/)
   firstSecret = secret
+  // No attempt yet: the list says so in its Health column.
+  const listed = page.locator("tbody tr", { hasText: receiver.url(path) })
+  await listed.locator('td[data-label="Health"]', { hasText: "No attempts yet" }).waitFor(WAIT)
   await session.shots("11-webhooks")
 
   // An event: five attempts, all failing.
   const created = await server.request("/v1/projects", { method: "POST", key: annKey, body: { name: "Hooked" } })
   expect(created.status).toBe(201)
-  const attempts = await receiver.waitFor(5, { path, timeoutMs: 15_000 })
+  const attempts = await receiver.waitFor(5, { path, timeoutMs: 30_000 })
   expect(attempts[0]!.headers["x-service-signature"]).toBe(sign(secret, attempts[0]!.body))
   const hooks = await server.request("/v1/webhooks", { key: annKey })
   const hookId: string = hooks.body.data[0].id
@@ -102,12 +135,22 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
       const log = await server.request(`/v1/webhooks/${hookId}/deliveries`, { key: annKey })
       return log.body.data[0]?.status === "failed" ? true : undefined
     },
-    { what: "the delivery to fail" }
+    { what: "the delivery to fail", timeoutMs: 30_000 }
   )
+
+  // The list's health: the latest attempt's status and time, and the share of the day's attempts that succeeded.
+  await page.goto(`${server.url}/dashboard/webhooks`)
+  const health = listed.locator('td[data-label="Health"]')
+  await health.locator(".badge", { hasText: "HTTP 500" }).waitFor(WAIT)
+  const apiHealth = (await server.request("/v1/webhooks", { key: annKey })).body.data[0].health
+  expect(await health.locator("time").getAttribute("datetime")).toBe(apiHealth.last_attempt_at)
+  expect(await health.locator(".health-share").textContent()).toBe("0 % of 5 attempts in 24 h")
+  expect(await violations(page)).toEqual([])
+  await session.shots("11-webhooks-health")
 
   // The webhook page: failed, the delivery log filtered by status.
   await page.getByRole("link", { name: receiver.url(path) }).click()
-  await page.locator(".page-head .badge", { hasText: "failed" }).waitFor()
+  await page.locator(".page-head .badge", { hasText: "failed" }).waitFor(WAIT)
   await page.getByLabel("Status").selectOption("delivered")
   await page.getByRole("button", { name: "Apply" }).click()
   await page.getByText("No delivered deliveries.").waitFor()
@@ -115,16 +158,20 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   await page.getByRole("button", { name: "Apply" }).click()
   await page.waitForURL(/status=failed/)
   const row = page.locator("tbody tr", { hasText: "project.created" })
-  await row.waitFor()
+  await row.waitFor(WAIT)
   expect(await row.locator(".badge").textContent()).toBe("failed")
   expect(await row.locator('td[data-label="Attempts"]').textContent()).toBe("5")
-  await row.getByRole("button", { name: /^Retry delivery/ }).waitFor()
+  await row.getByRole("button", { name: /^Retry delivery/ }).waitFor(WAIT)
   expect(await row.locator('td[data-label="Last code"]').textContent()).toBe("500")
+  // Which project the event was about.
+  expect(await row.locator('td[data-label="Resource"]').textContent()).toBe("Hooked")
+  expect(await violations(page)).toEqual([])
   await session.shots("12-webhook-failed")
 
   // The delivery: five attempts with time, duration, status code, error and response body.
   await row.getByRole("link", { name: /^Attempts of delivery/ }).click()
-  await page.getByRole("heading", { level: 1, name: "Delivery of project.created" }).waitFor()
+  await page.getByRole("heading", { level: 1, name: "Delivery of project.created" }).waitFor(WAIT)
+  await page.locator("dd", { hasText: "Hooked" }).waitFor(WAIT)
   const attemptRows = page.locator("tbody tr")
   expect(await attemptRows.count()).toBe(5)
   for (let i = 0; i < 5; i++) {
@@ -163,10 +210,8 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
   // The receiver recovers; Redeliver makes one extra attempt, shown at once.
   receiver.setDefault({ status: 200, body: "thanks" }, path)
   await page.getByRole("button", { name: "Redeliver" }).click()
-  await page
-    .getByText("Attempt 6 (manual) succeeded: HTTP 200. The delivery is delivered.")
-    .waitFor({ timeout: 15_000 })
-  await page.locator(".page-head .badge", { hasText: "delivered" }).waitFor()
+  await page.getByText("Attempt 6 (manual) succeeded: HTTP 200. The delivery is delivered.").waitFor(WAIT)
+  await page.locator(".page-head .badge", { hasText: "delivered" }).waitFor(WAIT)
   expect(await attemptRows.count()).toBe(6)
   expect(await attemptRows.nth(5).locator('td[data-label="Status code"]').textContent()).toBe("200")
   expect(await attemptRows.nth(5).locator('td[data-label="Outcome"]').textContent()).toBe("succeeded")
@@ -182,10 +227,13 @@ test("a webhook that fails five times, its delivery log and attempts, Retry afte
 
   // The webhook is active again (its next success made it so).
   await page.getByRole("link", { name: "← Webhook" }).click()
-  await page.locator(".page-head .badge", { hasText: "active" }).waitFor()
+  await page.locator(".page-head .badge", { hasText: "active" }).waitFor(WAIT)
   await page.getByLabel("Status").selectOption("delivered")
   await page.getByRole("button", { name: "Apply" }).click()
-  await page.locator("tbody tr", { hasText: "project.created" }).locator(".badge", { hasText: "delivered" }).waitFor()
+  await page
+    .locator("tbody tr", { hasText: "project.created" })
+    .locator(".badge", { hasText: "delivered" })
+    .waitFor(WAIT)
 }, 120_000)
 
 test("recover failed deliveries since a time: the count, and the log refreshing itself until they are delivered", async () => {
@@ -325,15 +373,31 @@ test("register an Ed25519 webhook: the Signature choice, and its public key show
   await page.getByText("Register a webhook").click()
   await page.getByLabel("Payload URL").fill(receiver.url("/ed25519"))
   await page.locator('form[aria-label="Register a webhook"]').getByLabel("project.created").check()
+  // An Ed25519 webhook takes no secret (the API refuses one): the field goes while it is chosen.
+  await page.getByLabel("Secret (optional)").waitFor(WAIT)
   await page.getByLabel("Signature").selectOption("ed25519")
+  await page.getByLabel("Secret (optional)").waitFor({ state: "hidden", ...WAIT })
   await page.getByRole("button", { name: "Register webhook" }).click()
   const shown = page.locator(".flash code", { hasText: "whpk_" })
-  await shown.waitFor()
+  await shown.waitFor(WAIT)
   const hooks = await server.request("/v1/webhooks?per_page=100", { key: annKey })
   const hook = hooks.body.data.find((w: { url: string }) => w.url === receiver.url("/ed25519"))
   expect(hook.signature).toBe("ed25519")
   expect(await shown.textContent()).toBe(hook.public_key)
   await session.shots("11-webhook-ed25519")
+
+  // Its page: the public key among the facts, a key pair to rotate, and an edit form with no Secret field.
+  await page.getByRole("link", { name: receiver.url("/ed25519") }).click()
+  await page.getByRole("heading", { level: 1, name: "Webhook" }).waitFor(WAIT)
+  await page.locator("dd code", { hasText: hook.public_key }).waitFor(WAIT)
+  await page.getByRole("button", { name: "Rotate key pair" }).waitFor(WAIT)
+  await page.getByText("Edit webhook").click()
+  const edit = page.locator('form[aria-label="Edit webhook"]')
+  await edit.getByLabel("Payload URL").waitFor(WAIT)
+  expect(await edit.locator('input[name="secret"]').count()).toBe(0)
+  expect(await edit.getByLabel(/secret/i).count()).toBe(0)
+  expect(await violations(page)).toEqual([])
+  await session.shots("23-webhook-ed25519-edit")
 }, 120_000)
 
 test("a delivery retrying says so (attempt 1 of 5 failed, next at HH:MM with the zone), and its page refreshes by itself", async () => {

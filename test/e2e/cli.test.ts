@@ -415,6 +415,55 @@ describe("webhooks list, disable and enable", () => {
   }, 90_000)
 })
 
+describe("webhooks disable and enable are audited", () => {
+  test("each change is a webhook.updated record by the operator in the owner's security log; no change, no record", async () => {
+    const server = await startInProcess({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" } })
+    try {
+      const ann = await server.user({ name: "Ann" })
+      const created = await server.request("/v1/webhooks", {
+        method: "POST",
+        key: ann.key,
+        body: { url: "http://127.0.0.1:9/audited", events: ["project.created"] }
+      })
+      expect(created.status).toBe(201)
+      const id: string = created.body.data.id
+      const records = async () => {
+        const log = await server.request("/v1/users/me/audit-log?action=webhook.updated&per_page=100", {
+          key: ann.key
+        })
+        expect(log.status).toBe(200)
+        return (log.body.data as Array<any>).filter((record) => record.target.id === id)
+      }
+
+      const disabled = await server.cli("webhooks", "disable", "--id", id)
+      expect(disabled.disabled_at).toMatch(TIMESTAMP)
+      const [record] = await records()
+      expect(record).toMatchObject({
+        action: "webhook.updated",
+        actor: { type: "operator" },
+        credential: null,
+        target: { type: "webhook", id },
+        target_name: "http://127.0.0.1:9/audited",
+        changes: { disabled: [false, true] }
+      })
+      // Disabling it again changes nothing: the same disabled_at, no second record.
+      const again = await server.cli("webhooks", "disable", "--id", id)
+      expect(again.disabled_at).toBe(disabled.disabled_at)
+      expect(await records()).toHaveLength(1)
+
+      const enabled = await server.cli("webhooks", "enable", "--id", id)
+      expect(enabled.disabled_at).toBeNull()
+      const latest = await records()
+      expect(latest).toHaveLength(2)
+      expect(latest[0]).toMatchObject({ actor: { type: "operator" }, changes: { disabled: [true, false] } })
+      await server.cli("webhooks", "enable", "--id", id)
+      expect(await records()).toHaveLength(2)
+    } finally {
+      await server.stop()
+    }
+  }, 60_000)
+})
+
 describe("help", () => {
   test("--help, -h and help print the usage on stdout and exit 0", async () => {
     const runs = await Promise.all([cli("--help"), cli("-h"), cli("help")])

@@ -212,7 +212,8 @@ describe("registration", () => {
     expect(list.body.meta).toMatchObject({ page: 1, per_page: 100 })
     expect(list.body.meta.total).toBeGreaterThanOrEqual(1)
     const listed = list.body.data.find((w: { id: string }) => w.id === data.id)
-    expect(listed).toEqual(withoutSecret)
+    // The list adds the webhook's health: none before its first attempt.
+    expect(listed).toEqual({ ...withoutSecret, health: null })
     for (const item of list.body.data) expect(item).not.toHaveProperty("secret")
     expect(list.text).not.toContain(data.secret)
 
@@ -1019,6 +1020,7 @@ describe.each(DELIVERY_RECORDERS.map(([kind]) => kind))("with the %s delivery re
           "last_attempt_at",
           "last_status_code",
           "next_attempt_at",
+          "resource_name",
           "status",
           "webhook_id"
         ])

@@ -30,7 +30,7 @@ import { ApiKeysRepo } from "../../src/ApiKeys/Repo.ts"
 import { DeploymentsRepo } from "../../src/Deployments/Repo.ts"
 import { ApiKeyStatus } from "../../src/Domain/ApiKey.ts"
 import { deploymentStatuses } from "../../src/Domain/Deployment.ts"
-import { WebhookId } from "../../src/Domain/Ids.ts"
+import { EventId, WebhookId } from "../../src/Domain/Ids.ts"
 import { invitationStatuses } from "../../src/Domain/Invitation.ts"
 import type { ListQuery, Order } from "../../src/Domain/Lists.ts"
 import { ProjectStatus } from "../../src/Domain/Project.ts"
@@ -670,6 +670,133 @@ describe(`list query plans (${engine})`, () => {
       }
     })
   }
+})
+
+const isPgPlanNode = (plan: unknown): plan is PgPlanNode =>
+  typeof plan === "object" && plan !== null && "Node Type" in plan
+
+/** The tables read by a plan whole (SQLite `SCAN <table or alias>`, PostgreSQL `Seq Scan`), among `tables`. */
+const wholeReads = (plan: unknown, tables: ReadonlyArray<string>): ReadonlyArray<string> => {
+  if (Array.isArray(plan)) {
+    return plan.filter((detail): detail is string =>
+      tables.some((table) => typeof detail === "string" && new RegExp(`^SCAN ${table}\\b`).test(detail))
+    )
+  }
+  const walk = (node: PgPlanNode): ReadonlyArray<string> => [
+    ...(node["Node Type"] === "Seq Scan" && tables.includes(node["Relation Name"] ?? "")
+      ? [`Seq Scan on ${node["Relation Name"]}`]
+      : []),
+    ...(node.Plans ?? []).flatMap(walk)
+  ]
+  return isPgPlanNode(plan) ? walk(plan) : ["no plan"]
+}
+
+describe(`webhook health and an event's deliveries: query plans (${engine})`, () => {
+  test("a page's health is one statement that walks deliveries_webhook_attempted and reads no table whole", async () => {
+    // A page of my webhooks, two of them with N deliveries each, a hundred of those attempted since `since`.
+    const ids = Array.from({ length: 20 }, (_, i) => id("whk", i + 1))
+    const since = iso(N - 100)
+    const statements = await harness.run(captured(Effect.flatMap(WebhooksRepo, (repo) => repo.healthOf(ids, since))))
+    expect(statements).toHaveLength(1)
+    const statement = statements[0]!
+    const { plan } = await harness.run(explain(statement))
+    const read = [
+      "deliveries",
+      "delivery_attempts",
+      "webhooks",
+      // SQLite names a table by its alias in the statement.
+      "d",
+      "t",
+      "x",
+      "a",
+      "w"
+    ]
+    expect({ whole: wholeReads(plan, read), plan }).toEqual({ whole: [], plan })
+    expect(JSON.stringify(plan)).toContain("deliveries_webhook_attempted")
+    if (usingPostgres()) {
+      const generic = await harness.run(explainGeneric(statement))
+      expect({ whole: wholeReads(generic.plan, read), plan: generic.plan }).toEqual({ whole: [], plan: generic.plan })
+      expect(JSON.stringify(generic.plan)).toContain("deliveries_webhook_attempted")
+    }
+    // What it answers: the two webhooks with deliveries, a hundred attempts each since `since`, all successful.
+    const rows = await harness.run(Effect.flatMap(WebhooksRepo, (repo) => repo.healthOf(ids, since)))
+    expect(rows.map((row) => [row.webhook_id, row.attempts, row.succeeded, row.last_attempt_at]).sort()).toEqual([
+      [HOOK, 100, 100, iso(N - 1)],
+      [id("whk", 2), 100, 100, iso(N - 1)]
+    ])
+  })
+
+  test("an event's deliveries are read by the event's index, with their webhooks by primary key", async () => {
+    // Events as they come: each delivered to a webhook or two (the seed's one event has thousands of deliveries,
+    // which the planner's statistics would take for the rule). Added here, after the list plans above.
+    await harness.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const range = (count: number) => Array.from({ length: count }, (_, i) => i)
+        yield* insertRows(
+          sql,
+          "events",
+          range(N).map((i) => ({
+            id: id("evt", 100 + i),
+            type: "project.created",
+            payload: "{}",
+            trace_context: null,
+            created_at: iso(i)
+          }))
+        )
+        yield* insertRows(
+          sql,
+          "deliveries",
+          range(N).flatMap((i) =>
+            [HOOK, id("whk", N + 1)].map((hook, h) => ({
+              id: id("dlv", 10 * N + 2 * i + h),
+              webhook_id: hook,
+              event_id: id("evt", 100 + i),
+              event_type: "project.created",
+              status: "delivered",
+              attempt_count: 1,
+              manual: 0,
+              next_attempt_at: null,
+              last_attempt_at: iso(i),
+              claimed_until: null,
+              claim_token: null,
+              created_at: iso(i)
+            }))
+          )
+        )
+        yield* usingPostgres() ? sql`VACUUM ANALYZE` : sql`ANALYZE`
+      })
+    )
+    const statements = await harness.run(
+      captured(
+        Effect.flatMap(WebhooksRepo, (repo) =>
+          repo.listEventDeliveries(ME, EventId.make(id("evt", 100 + N / 2)), {
+            page: 1,
+            per_page: 20,
+            sort: "created_at",
+            order: "desc"
+          })
+        )
+      )
+    )
+    for (const statement of statements) {
+      const { plan } = await harness.run(explain(statement))
+      expect({ whole: wholeReads(plan, ["deliveries", "webhooks", "d", "w"]), plan }).toEqual({ whole: [], plan })
+      expect(JSON.stringify(plan)).toContain("deliveries_event")
+    }
+    // Mine only (the other webhook's delivery of the same event is another user's).
+    const page = await harness.run(
+      Effect.flatMap(WebhooksRepo, (repo) =>
+        repo.listEventDeliveries(ME, EventId.make(id("evt", 100 + N / 2)), {
+          page: 1,
+          per_page: 20,
+          sort: "created_at",
+          order: "desc"
+        })
+      )
+    )
+    expect(page.items.map((d): string => d.webhook_id)).toEqual([HOOK])
+  })
 })
 
 /**
