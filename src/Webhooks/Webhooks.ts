@@ -262,6 +262,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return page
     })
 
+    /** A delivery's row read with its attempts agrees with them: the latest attempt is the row's last one. */
+    const agree = (found: Delivery, attempts: ReadonlyArray<{ readonly attempted_at: string }>): boolean =>
+      (attempts.at(-1)?.attempted_at ?? null) === found.last_attempt_at
+
     const findDelivery = (principal: Principal, id: WebhookId, deliveryId: DeliveryId) =>
       Effect.flatMap(find(principal, id), () =>
         Effect.flatMap(Effect.orDie(repo.findDelivery(id, deliveryId)), orNotFound<Delivery>("delivery", deliveryId))
@@ -272,10 +276,18 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       id: WebhookId,
       deliveryId: DeliveryId
     ) {
-      const found = yield* findDelivery(principal, id, deliveryId)
-      const [attempts, { payload }] = yield* Effect.orDie(
-        Effect.all([repo.attemptsOf(deliveryId), repo.payloadOf(deliveryId)])
-      )
+      // The delivery's row and its attempts are two statements. The recorder writes an attempt and the delivery's
+      // new state together, but between the two reads it may commit one: the page would show attempt 6 succeeded
+      // beside a delivery still `failed`. The two agree when the latest attempt is the row's `last_attempt_at`;
+      // until they do (a few rounds at most: a row read after the attempts is as new as they are), both are read
+      // again.
+      let found = yield* findDelivery(principal, id, deliveryId)
+      let attempts = yield* Effect.orDie(repo.attemptsOf(deliveryId))
+      for (let round = 0; round < 3 && !agree(found, attempts); round++) {
+        found = yield* findDelivery(principal, id, deliveryId)
+        attempts = yield* Effect.orDie(repo.attemptsOf(deliveryId))
+      }
+      const { payload } = yield* Effect.orDie(repo.payloadOf(deliveryId))
       const withAttempts: DeliveryWithAttempts = { ...found, payload, attempts }
       return withAttempts
     })
