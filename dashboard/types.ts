@@ -4,6 +4,11 @@
  * written by hand but the names, and the lists the dashboard offers as checkboxes, which the checker holds to the
  * contract's (every member, no other) and test/dashboard/generated-types.test.ts to its order.
  */
+import {
+  scopeNames,
+  auditActions as serviceAuditActions,
+  eventTypes as serviceEventTypes
+} from "../src/Domain/Vocabulary.ts"
 import type { components, paths } from "./generated/api.ts"
 
 type Schemas = components["schemas"]
@@ -55,75 +60,23 @@ export type AuditRecord = Schemas["AuditRecord"]
 export type AuditAction = AuditRecord["action"]
 export type Actor = AuditRecord["actor"]
 
-/** `values`, when they are every member of `T` and nothing else (the checker refuses a list missing one). */
+/**
+ * `values`, when they are every member of `T` and nothing else (the checker refuses a list missing one): the service's
+ * own lists (src/Domain/Vocabulary.ts), held by the compiler to the values the contract generates.
+ */
 const every =
   <T extends string>() =>
   <const L extends ReadonlyArray<T>>(values: L & ([T] extends [L[number]] ? unknown : never)): L =>
     values
 
 /** The scopes a key can have, in the service's order. */
-export const scopes = every<Scope>()([
-  "read",
-  "write",
-  "projects:read",
-  "projects:write",
-  "team:manage",
-  "billing:read"
-])
+export const scopes = every<Scope>()(scopeNames)
 
 /** The event types a webhook can subscribe to, in the service's order. */
-export const eventTypes = every<EventType>()([
-  "project.created",
-  "project.updated",
-  "project.deleted",
-  "member.invited",
-  "member.joined",
-  "member.removed",
-  "deployment.started",
-  "deployment.completed",
-  "deployment.failed"
-])
+export const eventTypes = every<EventType>()(serviceEventTypes)
 
 /** Sent to one webhook by its "Send test event" button; not subscribable. */
 export const TEST_EVENT = "webhook.test" satisfies Delivery["event_type"]
 
 /** Every action an audit record can name, in the service's order. */
-export const auditActions = every<AuditAction>()([
-  "project.created",
-  "project.updated",
-  "project.archived",
-  "project.unarchived",
-  "project.deleted",
-  "deployment.started",
-  "deployment.completed",
-  "deployment.failed",
-  "member.invited",
-  "member.joined",
-  "member.role_changed",
-  "member.removed",
-  "invitation.declined",
-  "invitation.revoked",
-  "team.created",
-  "team.renamed",
-  "team.deleted",
-  "api_key.created",
-  "api_key.revoked",
-  "webhook.created",
-  "webhook.updated",
-  "webhook.deleted",
-  "webhook.secret_rotated",
-  "webhook.recovered",
-  "delivery.retried",
-  "oauth_client.created",
-  "oauth_client.updated",
-  "oauth_client.deleted",
-  "oauth_client.secret_rotated",
-  "authorization.granted",
-  "authorization.revoked",
-  "session.created",
-  "session.failed",
-  "session.revoked",
-  "user.updated",
-  "user.suspended",
-  "user.reactivated"
-])
+export const auditActions = every<AuditAction>()(serviceAuditActions)

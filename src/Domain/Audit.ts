@@ -7,6 +7,7 @@
 import { Context, Schema } from "effect"
 import { Stored } from "./Ids.js"
 import { Timestamp } from "./Time.js"
+import { auditActions } from "./Vocabulary.js"
 
 export const UserActor = Schema.Struct({
   type: Schema.Literal("user"),
@@ -33,46 +34,7 @@ export class CurrentActor extends Context.Tag("CurrentActor")<
 export const OPERATOR: typeof OperatorActor.Type = { type: "operator" }
 export const SYSTEM: typeof SystemActor.Type = { type: "system" }
 
-/** Every action an audit record can name. */
-export const auditActions = [
-  "project.created",
-  "project.updated",
-  "project.archived",
-  "project.unarchived",
-  "project.deleted",
-  "deployment.started",
-  "deployment.completed",
-  "deployment.failed",
-  "member.invited",
-  "member.joined",
-  "member.role_changed",
-  "member.removed",
-  "invitation.declined",
-  "invitation.revoked",
-  "team.created",
-  "team.renamed",
-  "team.deleted",
-  "api_key.created",
-  "api_key.revoked",
-  "webhook.created",
-  "webhook.updated",
-  "webhook.deleted",
-  "webhook.secret_rotated",
-  "webhook.recovered",
-  "delivery.retried",
-  "oauth_client.created",
-  "oauth_client.updated",
-  "oauth_client.deleted",
-  "oauth_client.secret_rotated",
-  "authorization.granted",
-  "authorization.revoked",
-  "session.created",
-  "session.failed",
-  "session.revoked",
-  "user.updated",
-  "user.suspended",
-  "user.reactivated"
-] as const
+export { auditActions }
 
 export const AuditAction = Schema.Literal(...auditActions)
 export type AuditAction = typeof AuditAction.Type

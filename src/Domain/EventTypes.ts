@@ -1,16 +1,7 @@
 import { Schema } from "effect"
+import { eventTypes } from "./Vocabulary.js"
 
-export const eventTypes = [
-  "project.created",
-  "project.updated",
-  "project.deleted",
-  "member.invited",
-  "member.joined",
-  "member.removed",
-  "deployment.started",
-  "deployment.completed",
-  "deployment.failed"
-] as const
+export { eventTypes }
 
 export const EventType = Schema.Literal(...eventTypes).annotations({
   identifier: "EventType",

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
+import { scopeNames } from "./Vocabulary.js"
 
-export const scopeNames = ["read", "write", "projects:read", "projects:write", "team:manage", "billing:read"] as const
+export { scopeNames }
 export const Scope = Schema.Literal(...scopeNames).annotations({
   identifier: "Scope",
   message: () => `must be one of: ${scopeNames.join(", ")}`
