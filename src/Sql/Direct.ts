@@ -1,10 +1,9 @@
 /**
- * Statements of the delivery recorder's fast path (src/Webhooks/RecorderFast.ts) as fixed SQL text with their
- * parameters. Through `sql\`…\``, each statement compiles its fragments to text (a batch insert walks every value
- * to build the same string each time); here the text is built once per shape and run as it is (`sql.unsafe`). On
- * SQLite, the `sqlite-statements` fast path (src/Sql/SqliteStatements.ts) then runs it straight on the
- * transaction's connection, as it does every statement. Rows come back as the driver gives them (this service sets
- * no name transforms); decode them where they are read.
+ * Statements of the delivery recorder's fast path (src/Webhooks/RecorderFast.ts, PostgreSQL only) as fixed SQL text
+ * with their parameters. Through `sql\`…\``, each statement compiles its fragments to text (a batch insert walks
+ * every value to build the same string each time); here the text is built once per shape and run as it is
+ * (`sql.unsafe`). Rows come back as the driver gives them (this service sets no name transforms); decode them where
+ * they are read.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -14,10 +13,8 @@ import type { Effect } from "effect"
 export type Param = string | number | null
 
 export interface Direct {
-  /** `?` on SQLite, `$n` on PostgreSQL: the `n`th parameter (from 1). */
+  /** `$n`: the `n`th parameter (from 1). */
   readonly placeholder: (n: number) => string
-  /** `(…), (…)` for `rows` rows of `columns` values, numbered from `first` (1 by default). */
-  readonly values: (rows: number, columns: number, first?: number) => string
   /** Runs `text` with `params`; answers the rows as the driver gives them. */
   readonly run: (text: string, params: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
   /**
@@ -28,17 +25,7 @@ export interface Direct {
 }
 
 export const makeDirect = (sql: SqlClient.SqlClient): Direct => {
-  const placeholder = sql.onDialectOrElse({ pg: () => (n: number) => `$${n}`, orElse: () => (_: number) => "?" })
-  const values = (rows: number, columns: number, first = 1) => {
-    const out: Array<string> = []
-    let n = first
-    for (let r = 0; r < rows; r++) {
-      const row: Array<string> = []
-      for (let c = 0; c < columns; c++) row.push(placeholder(n++))
-      out.push(`(${row.join(", ")})`)
-    }
-    return out.join(", ")
-  }
+  const placeholder = (n: number) => `$${n}`
   const run = (text: string, params: ReadonlyArray<Param>): Effect.Effect<ReadonlyArray<unknown>, SqlError> =>
     sql.unsafe(text, params)
   const texts = new Map<string, string>()
@@ -50,5 +37,5 @@ export const makeDirect = (sql: SqlClient.SqlClient): Direct => {
     }
     return made
   }
-  return { placeholder, values, run, text }
+  return { placeholder, run, text }
 }

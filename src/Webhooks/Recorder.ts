@@ -5,11 +5,12 @@
  *
  * - `idiomatic` (src/Webhooks/RecorderIdiomatic.ts): `sql` templates, the steps of a batch in one transaction, the
  *   same on both engines;
- * - `fast` (src/Webhooks/RecorderFast.ts): fixed statement text by batch size (src/Sql/Direct.ts), on SQLite the
- *   same steps, on PostgreSQL the whole batch as one statement.
+ * - `fast` (src/Webhooks/RecorderFast.ts), PostgreSQL only: the whole batch as one statement of fixed text by batch
+ *   size (src/Sql/Direct.ts).
  *
- * Each implementation's module gives its layer; src/Webhooks/RecorderLive.ts chooses one by `FAST_PATHS`
- * (src/Config.ts: `delivery-recorder` runs the fast one, as the default, `all`, does). This module knows neither:
+ * Each implementation's module gives its layer; src/Webhooks/RecorderLive.ts chooses one: on PostgreSQL by
+ * `FAST_PATHS` (src/Config.ts: `delivery-recorder` runs the fast one, as the default, `all`, does), on SQLite the
+ * idiomatic one always (the fast one earned nothing there). This module knows neither:
  * the dependencies point one way. docs/fast-paths.md says what the fast one saves.
  */
 import type { SqlError } from "@effect/sql/SqlError"

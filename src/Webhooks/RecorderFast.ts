@@ -1,46 +1,21 @@
 /**
- * The delivery recorder's fast path (the interface and its idiomatic twin: src/Webhooks/Recorder.ts,
+ * The delivery recorder's fast path on PostgreSQL (the interface and its idiomatic twin: src/Webhooks/Recorder.ts,
  * src/Webhooks/RecorderIdiomatic.ts). A batch of outcomes comes every few milliseconds under load, up to hundreds of
- * rows each, so its statements are fixed text by batch size (src/Sql/Direct.ts): no template compiled and no request
- * encoded through a schema per batch.
- *
- * - SQLite: the twin's steps, in one transaction (one writer at a time: nothing waits on its locks but the next
- *   writer, which would wait for the file anyway).
- * - PostgreSQL: the batch as one statement (data-modifying CTEs), committed on its own. The deliveries' update takes
- *   the row locks of their counters (migration 0006) and holds them until commit; in a transaction of several
- *   statements they stay held while the server, busy with requests, gets round to the next statement and the
- *   commit, and every create queuing a delivery for the same webhooks waits behind them.
+ * rows each, so it is one statement of fixed text by batch size (src/Sql/Direct.ts): no template compiled and no
+ * request encoded through a schema per batch; data-modifying CTEs, committed on their own. The deliveries' update
+ * takes the row locks of their counters (migration 0006) and holds them until commit; in a transaction of several
+ * statements they stay held while the server, busy with requests, gets round to the next statement and the commit,
+ * and every create queuing a delivery for the same webhooks waits behind them. On SQLite, where it earned nothing
+ * against the twin (bench/README.md), the worker runs the twin (src/Webhooks/RecorderLive.ts).
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
-import type { AttemptRecord } from "../Domain/Webhook.js"
 import { makeDirect, type Param } from "../Sql/Direct.js"
-import {
-  DeliveryRecorder,
-  type DeliveryRecorderService,
-  type Recorded,
-  type Recording,
-  type Settlement
-} from "./Recorder.js"
+import { DeliveryRecorder, type DeliveryRecorderService, type Recorded, type Recording } from "./Recorder.js"
 
 /** A column of a row as the driver gave it (`undefined` when the row is no object or lacks it). */
 const columnOf = (row: unknown, name: string): unknown =>
   typeof row === "object" && row !== null && name in row ? Reflect.get(row, name) : undefined
-
-/**
- * The ids a settlement wrote, from its `RETURNING` rows as the driver gives them: each must be `{ id: string }`;
- * anything else is a bug here, a defect, as a row that does not decode is (src/Sql/Rows.ts).
- */
-const settledIds = (rows: ReadonlyArray<unknown>): Effect.Effect<Set<string>> => {
-  const ids = new Set<string>()
-  for (const row of rows) {
-    const id = columnOf(row, "id")
-    if (typeof id !== "string")
-      return Effect.die(new Error(`a settled delivery row is not { id: string }: ${JSON.stringify(row)}`))
-    ids.add(id)
-  }
-  return Effect.succeed(ids)
-}
 
 /** What the PostgreSQL statement answers: `{ id, kind }` rows, a kept delivery or one that failed its webhook. */
 const recordedOf = (rows: ReadonlyArray<unknown>): Effect.Effect<Recorded> => {
@@ -84,104 +59,13 @@ const bucketOf = (n: number) => 2 ** Math.ceil(Math.log2(Math.max(1, n)))
 
 export const makeFastRecorder = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  if (sql.onDialectOrElse({ pg: () => false, orElse: () => true })) {
+    return yield* Effect.dieMessage("the fast delivery recorder is PostgreSQL's: on SQLite the worker runs its twin")
+  }
   const direct = makeDirect(sql)
-  const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-  /** Placeholders for `count` values, numbered from `first`. */
-  const numbered = (count: number, first: number) =>
-    Array.from({ length: count }, (_, i) => direct.placeholder(first + i)).join(", ")
-
-  const insertAttempts = (attempts: ReadonlyArray<AttemptRecord>) => {
-    if (attempts.length === 0) return Effect.void
-    const params: Array<Param> = []
-    for (const a of attempts) {
-      params.push(a.delivery_id, a.number, a.attempted_at, a.duration_ms, a.status_code, a.error)
-      params.push(a.response_body, a.outcome, a.trigger, a.request_headers, a.response_headers)
-    }
-    const text = direct.text(
-      `attempts ${attempts.length}`,
-      () =>
-        `INSERT INTO delivery_attempts (delivery_id, number, attempted_at, duration_ms, status_code, error, response_body, outcome, "trigger", request_headers, response_headers) VALUES ${direct.values(attempts.length, 11)}`
-    )
-    return Effect.asVoid(direct.run(text, params))
-  }
-
-  /** Writes the outcomes of claims this process still holds, in one statement; answers the ids it wrote. */
-  const settle = (outcomes: ReadonlyArray<Settlement>) => {
-    const params: Array<Param> = []
-    for (const o of outcomes) {
-      params.push(o.id, o.claim_token, o.status, o.attempt_count, o.next_attempt_at, o.last_attempt_at, o.trigger)
-    }
-    const text = direct.text(
-      `settle ${outcomes.length}`,
-      () => `
-        WITH outcome (id, claim_token, status, attempt_count, next_attempt_at, last_attempt_at, attempt_trigger) AS (
-          VALUES ${direct.values(outcomes.length, 7)}
-        )
-        UPDATE deliveries SET
-          status = outcome.status,
-          attempt_count = CAST(outcome.attempt_count AS INTEGER),
-          next_attempt_at = outcome.next_attempt_at,
-          last_attempt_at = outcome.last_attempt_at,
-          manual = CASE WHEN outcome.attempt_trigger = 'manual' THEN 0 ELSE deliveries.manual END,
-          claimed_until = NULL, claim_token = NULL
-        FROM outcome
-        WHERE deliveries.id = outcome.id AND deliveries.claim_token = outcome.claim_token
-        RETURNING deliveries.id`
-    )
-    return Effect.flatMap(direct.run(text, params), settledIds)
-  }
-
-  /** `active` changes only webhooks that are failed (every batch with a success asks); `failed` marks them all. */
-  const markWebhooks = (ids: ReadonlyArray<string>, status: "active" | "failed", now: string) => {
-    if (ids.length === 0) return Effect.void
-    if (status === "failed") {
-      return sql`UPDATE webhooks SET status = 'failed', failed_at = ${now}, updated_at = ${now}
-            WHERE id IN ${sql.in(ids)}`.pipe(Effect.asVoid)
-    }
-    const text = direct.text(
-      `active ${ids.length}`,
-      () =>
-        `UPDATE webhooks SET status = 'active', failed_at = NULL, updated_at = ${direct.placeholder(1)} WHERE id IN (${numbered(ids.length, 2)}) AND status = 'failed'`
-    )
-    return Effect.asVoid(direct.run(text, [now, ...ids]))
-  }
-
-  /** Those of `ids` whose webhook is not `failed` yet. */
-  const notFailedAmong = (ids: ReadonlyArray<string>) =>
-    ids.length === 0
-      ? Effect.succeed(new Set<string>())
-      : Effect.map(
-          sql<{ readonly id: string }>`SELECT id FROM webhooks WHERE id IN ${sql.in(ids)} AND status <> 'failed'`,
-          (rows) => new Set(rows.map((row) => row.id))
-        )
-
-  /** SQLite: the batch in steps, in one transaction. */
-  const recordInSteps = (recordings: ReadonlyArray<Recording>, now: string) =>
-    Effect.gen(function* () {
-      const kept = yield* settle(recordings.map((r) => r.settlement))
-      const owned = recordings.filter((r) => kept.has(r.settlement.id))
-      yield* insertAttempts(owned.map((r) => r.attempt))
-      const latest = new Map<string, Recording>()
-      for (const r of owned) if (r.decisive) latest.set(r.webhook_id, r)
-      const decisive = [...latest.values()]
-      const failing = decisive.filter((r) => r.attempt.outcome === "failed")
-      const notFailed = yield* notFailedAmong(failing.map((r) => r.webhook_id))
-      yield* markWebhooks(
-        decisive.filter((r) => r.attempt.outcome === "succeeded").map((r) => r.webhook_id),
-        "active",
-        now
-      )
-      yield* markWebhooks(
-        failing.map((r) => r.webhook_id),
-        "failed",
-        now
-      )
-      const failedBy = failing.filter((r) => notFailed.has(r.webhook_id)).map((r) => r.settlement.id)
-      return { kept, failedBy: new Set(failedBy) }
-    }).pipe(sql.withTransaction)
 
   /**
-   * PostgreSQL: the batch as one statement, padded to a bucket with rows of NULLs, which match nothing. The
+   * The batch as one statement, padded to a bucket with rows of NULLs, which match nothing. The
    * statement's snapshot is taken before it marks any webhook, so `failed_by` names only webhooks it turned `failed`.
    */
   const recordAtOnce = (recordings: ReadonlyArray<Recording>, now: string) => {
@@ -241,9 +125,7 @@ export const makeFastRecorder = Effect.gen(function* () {
   const record = (recordings: ReadonlyArray<Recording>, now: string) =>
     recordings.length === 0
       ? Effect.succeed<Recorded>({ kept: new Set(), failedBy: new Set() })
-      : pg
-        ? recordAtOnce(recordings, now)
-        : recordInSteps(recordings, now)
+      : recordAtOnce(recordings, now)
 
   return { kind: "fast", record } satisfies DeliveryRecorderService
 })

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Cause, ConfigProvider, Effect } from "effect"
 import { DeliveryId } from "../../src/Domain/Ids.ts"
 import type { AttemptRecord } from "../../src/Domain/Webhook.ts"
 import { Users } from "../../src/Users/Users.ts"
@@ -16,8 +16,10 @@ import { RECORD_BATCH } from "../../src/Webhooks/Delivery/Worker.ts"
 import { DeliveryRecorder, type Recording } from "../../src/Webhooks/Recorder.ts"
 import { FastRecorderLive } from "../../src/Webhooks/RecorderFast.ts"
 import { IdiomaticRecorderLive } from "../../src/Webhooks/RecorderIdiomatic.ts"
+import { DeliveryRecorderLive } from "../../src/Webhooks/RecorderLive.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
 import { webhookRow } from "../support/helpers.ts"
+import { usingPostgres } from "../support/server.ts"
 import { onSelectedEngine, type ServiceHarness } from "../support/services.ts"
 
 let harness: ServiceHarness<Users>
@@ -151,9 +153,14 @@ const webhooksOf = (scope: string) =>
         WHERE id LIKE ${`whk_0${scope}%`} ORDER BY id`
   )
 
+// The fast recorder is PostgreSQL's (src/Webhooks/RecorderLive.ts); on SQLite it refuses to start (tested below).
 describe.each([
-  ["fast", "with tracing off (the server's default)", FastRecorderLive, false, "12345"],
-  ["fast", "with tracing on (the `sql` path, with spans)", FastRecorderLive, true, "6789a"],
+  ...(usingPostgres()
+    ? ([
+        ["fast", "with tracing off (the server's default)", FastRecorderLive, false, "12345"],
+        ["fast", "with tracing on (the `sql` path, with spans)", FastRecorderLive, true, "6789a"]
+      ] as const)
+    : []),
   ["idiomatic", "with tracing off (the server's default)", IdiomaticRecorderLive, false, "bcdef"],
   ["idiomatic", "with tracing on", IdiomaticRecorderLive, true, "ghjkm"]
 ] as const)("the %s recorder's write %s", (kind, _, recorder, traced, scopes) => {
@@ -344,5 +351,26 @@ describe.each([
           : { id: hook(h), status: "active", failed_at: null, updated_at: NOW }
       })
     )
+  })
+})
+
+describe("the recorder the worker runs (src/Webhooks/RecorderLive.ts)", () => {
+  const kindWith = (fastPaths: string) =>
+    run(
+      Effect.map(DeliveryRecorder, (it) => it.kind).pipe(
+        Effect.provide(DeliveryRecorderLive),
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["FAST_PATHS", fastPaths]])))
+      )
+    )
+
+  test("is the fast one on PostgreSQL when FAST_PATHS names it, and the twin on SQLite whatever FAST_PATHS says", async () => {
+    expect(await kindWith("all")).toBe(usingPostgres() ? "fast" : "idiomatic")
+    expect(await kindWith("none")).toBe("idiomatic")
+  })
+
+  test.if(!usingPostgres())("the fast recorder refuses SQLite: it cannot be run there by mistake", async () => {
+    const exit = await run(Effect.exit(Effect.provide(DeliveryRecorder, FastRecorderLive)))
+    expect(exit._tag).toBe("Failure")
+    expect(String(exit._tag === "Failure" ? Cause.pretty(exit.cause) : "")).toContain("PostgreSQL's")
   })
 })
