@@ -1,10 +1,8 @@
 /**
  * Statements of the delivery recorder's fast path (src/Webhooks/RecorderFast.ts) as fixed SQL text with their
  * parameters. Through `sql\`…\``, each statement compiles its fragments to text (a batch insert walks every value
- * to build the same string each time); here the text is built once per shape and run as it is (`sql.unsafe`). On
- * SQLite, the `sqlite-statements` fast path (src/Sql/SqliteStatements.ts) then runs it straight on the
- * transaction's connection, as it does every statement. Rows come back as the driver gives them (this service sets
- * no name transforms); decode them where they are read.
+ * to build the same string each time); here the text is built once per shape and run as it is (`sql.unsafe`). Rows
+ * come back as the driver gives them (this service sets no name transforms); decode them where they are read.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
