@@ -15,7 +15,8 @@ import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import { Cause, Context, Deferred, Effect, Exit, Fiber, FiberRef, Layer, ManagedRuntime, Option } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, FiberId, FiberRef, Layer, ManagedRuntime, Option } from "effect"
+import { Events } from "../../src/Events/Events.ts"
 import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
 import { makeTracer } from "../../src/Observability/Tracer.ts"
 import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
@@ -404,6 +405,24 @@ test("the service's schema has no deferred constraint, which would fail the chan
   await migrated.dispose()
   expect(deferred).toEqual([])
 }, 60_000)
+
+for (const [name, fastPaths] of twinsOf("group-commit")) {
+  test(`Events.transaction runs its changes through them (${name === "fast" ? "the writer: on a fiber of its own" : "the twin: on its caller's"})`, async () => {
+    const events = ManagedRuntime.make(
+      Events.Default.pipe(
+        Layer.provideMerge(SqlLive),
+        Layer.provide(
+          withSettings({ DATABASE_URL: `sqlite:${join(dir, `events-${name}.sqlite`)}`, FAST_PATHS: fastPaths })
+        )
+      )
+    )
+    const [caller, change] = await events.runPromise(
+      Effect.flatMap(Events, (events) => Effect.all([Effect.fiberId, events.transaction(Effect.fiberId)]))
+    )
+    await events.dispose()
+    expect(FiberId.threadName(change) === FiberId.threadName(caller)).toBe(name === "idiomatic")
+  }, 60_000)
+}
 
 /**
  * The writer when SQLite fails under it, through a connection that fails the way it can: a change's failing statement
