@@ -9,6 +9,7 @@ import { sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { Credentials } from "./Credentials.js"
 import { ApiKeysRepo } from "./Repo.js"
 
@@ -20,9 +21,10 @@ const TOUCH_INTERVAL_MS = 60_000
 export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
   dependencies: [ApiKeysRepo.Default, Credentials.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* ApiKeysRepo
+    const repo = orDie(yield* ApiKeysRepo)
     const credentials = yield* Credentials
     const events = yield* Events
+    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
 
     /** The audit record of a change to a key (never its value). */
     const audit = (action: "api_key.created" | "api_key.revoked", key: { id: string; name: string }, owner: string) =>
@@ -47,11 +49,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
         created_at: now,
         expires_at
       }
-      yield* Effect.orDie(repo.insert(record)).pipe(
-        Effect.zipRight(audit("api_key.created", record, userId)),
-        events.transaction,
-        Effect.orDie
-      )
+      yield* repo.insert(record).pipe(Effect.zipRight(audit("api_key.created", record, userId)), transaction)
       const created: CreatedApiKey = {
         id: record.id,
         name: record.name,
@@ -85,7 +83,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
-      return yield* Effect.orDie(repo.list(principal.userId, query, nowIso()))
+      return yield* repo.list(principal.userId, query, nowIso())
     })
 
     /** Revocation is immediate and idempotent: a key already revoked answers the same. */
@@ -93,14 +91,12 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
       }
-      const found = yield* Effect.orDie(repo.find(principal.userId, id, nowIso()))
+      const found = yield* repo.find(principal.userId, id, nowIso())
       if (Option.isNone(found)) return yield* NotFound.resource("API key", id)
       if (found.value.status === "revoked") return
-      yield* Effect.orDie(repo.revoke(principal.userId, id, nowIso())).pipe(
-        Effect.zipRight(audit("api_key.revoked", found.value, principal.userId)),
-        events.transaction,
-        Effect.orDie
-      )
+      yield* repo
+        .revoke(principal.userId, id, nowIso())
+        .pipe(Effect.zipRight(audit("api_key.revoked", found.value, principal.userId)), transaction)
     })
 
     /** Turns a `pcs_…` bearer into a principal, or fails with 401 (unknown, expired or revoked alike). */
@@ -131,20 +127,19 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
 
     /** `cli api-keys list`: every key (or one user's) with its owner, oldest first; never the key itself. */
     const listAll = traced("ApiKeys.listAll")(function* (userId: string | null) {
-      return yield* Effect.orDie(repo.listAll(userId, nowIso()))
+      return yield* repo.listAll(userId, nowIso())
     })
 
     /** `cli api-keys revoke`: any user's key, idempotently (a revoked key keeps its first `revoked_at`). */
     const revokeAny = traced("ApiKeys.revokeAny")(function* (id: string) {
-      const revoked = yield* Effect.orDie(repo.revokeAny(id, nowIso())).pipe(
+      const revoked = yield* repo.revokeAny(id, nowIso()).pipe(
         Effect.tap(
           Option.match({
             onNone: () => Effect.void,
             onSome: (key) => audit("api_key.revoked", key, key.user_id)
           })
         ),
-        events.transaction,
-        Effect.orDie
+        transaction
       )
       if (Option.isNone(revoked)) return yield* NotFound.resource("API key", id)
       return revoked.value

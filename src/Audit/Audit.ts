@@ -14,6 +14,7 @@ import type { CursorPage } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
 import { manages } from "../Domain/Team.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { locate, type Position } from "../Sql/Sequence.js"
 import { needsRole, Teams } from "../Teams/Teams.js"
 import { AUDIT_SEQUENCE, type AuditListQuery, AuditRepo } from "./Repo.js"
@@ -29,7 +30,7 @@ export interface AuditCursorQuery {
 export class Audit extends Effect.Service<Audit>()("Audit", {
   dependencies: [AuditRepo.Default, Teams.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* AuditRepo
+    const repo = orDie(yield* AuditRepo)
     const teams = yield* Teams
 
     const canReadTeamLog = Effect.fnUntraced(function* (principal: Principal, teamId: string) {
@@ -39,7 +40,7 @@ export class Audit extends Effect.Service<Audit>()("Audit", {
 
     /** Where a cursor starts: 410 when retention removed the record, 404 when it is not in this log. */
     const start = Effect.fnUntraced(function* (id: AuditId, found: Effect.Effect<Option.Option<Position>>) {
-      const from = yield* Effect.orDie(locate(AUDIT_SEQUENCE, id, found, repo.exists(id)))
+      const from = yield* dieOnSqlError(locate(AUDIT_SEQUENCE, id, found, repo.exists(id)))
       if (from === "removed") {
         return yield* new CursorExpired({
           message: `The audit record ${id} has been removed by retention; start again from created_after`

@@ -176,9 +176,9 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("AuditRepo", {
     return {
       listForTeam,
       listForUser,
-      teamPosition: (teamId: string, id: AuditId) => Effect.orDie(teamPosition({ teamId, id })),
-      userPosition: (userId: string, id: AuditId) => Effect.orDie(userPosition({ userId, id })),
-      exists: (id: AuditId) => Effect.orDie(Effect.map(exists(id), Option.isSome)),
+      teamPosition: (teamId: string, id: AuditId) => teamPosition({ teamId, id }),
+      userPosition: (userId: string, id: AuditId) => userPosition({ userId, id }),
+      exists: (id: AuditId) => Effect.map(exists(id), Option.isSome),
       afterForTeam,
       afterForUser
     } as const

@@ -12,6 +12,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { type Scope, scopeNames } from "../Domain/Scopes.js"
 import { nowIso } from "../Domain/Time.js"
 import { traced } from "../Observability/Traced.js"
+import { orDie } from "../Sql/Defects.js"
 import { exclusively } from "../Sql/Locks.js"
 import type { Issuer } from "./Issuer.js"
 import { type KeyRow, SigningKeysRepo } from "./Repo.js"
@@ -82,7 +83,7 @@ const fromConfigured = (text: string) =>
 export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
   dependencies: [SigningKeysRepo.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* SigningKeysRepo
+    const repo = orDie(yield* SigningKeysRepo)
     const config = yield* Effect.orDie(AuthConfig)
     const configured = yield* Option.match(config.jwtPrivateKey, {
       onNone: () => Effect.succeed(Option.none()),
@@ -122,7 +123,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
 
     const signingKey = Effect.gen(function* () {
       if (Option.isSome(configured)) return { kid: configured.value.kid, key: configured.value.privateKey }
-      const row = yield* Effect.orDie(repo.newestActive)
+      const row = yield* repo.newestActive
       if (Option.isNone(row)) return yield* Effect.dieMessage("no active JWT signing key")
       return { kid: row.value.kid, key: yield* cached(`private:${row.value.kid}`, row.value.private_jwk) }
     })
@@ -140,7 +141,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
       const seen = verifiedAt.get(kid)
       const known = cache.get(`public:${kid}`)
       if (seen !== undefined && known !== undefined && Date.now() - seen < VERIFIER_KEPT_MS) return Option.some(known)
-      const row = yield* Effect.orDie(repo.findVerifying(kid, oldestStillValid()))
+      const row = yield* repo.findVerifying(kid, oldestStillValid())
       if (Option.isNone(row)) {
         verifiedAt.delete(kid)
         return Option.none()
@@ -155,7 +156,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
       if (Option.isSome(configured)) {
         return { keys: [{ ...configured.value.publicJwk, kid: configured.value.kid, alg: ALG, use: "sig" }] }
       }
-      const rows = yield* Effect.orDie(repo.listVerifying(oldestStillValid()))
+      const rows = yield* repo.listVerifying(oldestStillValid())
       return {
         keys: rows.map((row) => {
           const jwk: PublicJwk = JSON.parse(row.public_jwk)
@@ -168,7 +169,7 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
     const rotate = Effect.gen(function* () {
       const now = nowIso()
       const row = yield* newKeyRow
-      const retired = yield* Effect.orDie(repo.rotate({ ...row, created_at: now }))
+      const retired = yield* repo.rotate({ ...row, created_at: now })
       return {
         kid: row.kid,
         retired,

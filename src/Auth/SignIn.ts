@@ -9,6 +9,7 @@ import { AuthConfig } from "../Config.js"
 import { CurrentActor } from "../Domain/Audit.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError } from "../Sql/Defects.js"
 import { Users } from "../Users/Users.js"
 import { AuthLimits } from "./Limits.js"
 
@@ -43,7 +44,7 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     const audit = (action: "session.created" | "session.failed", userId: string) =>
       events
         .record(action, { type: "user", id: userId }, { user: userId })
-        .pipe(events.transaction, Effect.provideService(CurrentActor, { type: "user", id: userId }), Effect.orDie)
+        .pipe(events.transaction, dieOnSqlError, Effect.provideService(CurrentActor, { type: "user", id: userId }))
 
     /** The user for these credentials, or `SignInFailed`. */
     const verify = traced("SignIn.verify")(function* (emailInput: string, password: string) {

@@ -15,6 +15,7 @@ import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { Projects } from "../Projects/Projects.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { readForWrite } from "../Sql/Preconditions.js"
 import { type DeploymentFilters, type DeploymentSort, DeploymentsRepo } from "./Repo.js"
 
@@ -32,47 +33,48 @@ export interface FinishDeployment {
 export class Deployments extends Effect.Service<Deployments>()("Deployments", {
   dependencies: [DeploymentsRepo.Default, Projects.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* DeploymentsRepo
+    const repo = orDie(yield* DeploymentsRepo)
     const projects = yield* Projects
     const events = yield* Events
+    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
 
     const find = (projectId: ProjectId, id: string) =>
       Effect.flatMap(
-        Effect.orDie(repo.find({ projectId, id })),
+        repo.find({ projectId, id }),
         Option.match({ onNone: () => Effect.fail(NotFound.resource("deployment", id)), onSome: Effect.succeed })
       )
 
-    const create = traced("Deployments.create")(
-      function* (principal: Principal, projectId: ProjectId, input: StartDeployment) {
-        const project = yield* projects.changeable(principal, projectId)
-        if (project.status === "archived") {
-          return yield* new Conflict({ message: `Project ${project.name} is archived; unarchive it to deploy` })
-        }
-        const now = nowIso()
-        const deployment: Deployment = {
-          id: DeploymentId.make(makeId("deployment")),
-          project_id: project.id,
-          environment: input.environment,
-          ref: input.ref,
-          description: input.description,
-          status: "running",
-          created_by: principal.userId,
-          created_at: now,
-          updated_at: now,
-          finished_at: null
-        }
-        yield* repo.insert(deployment)
-        yield* events.emit("deployment.started", yield* projects.audience(project), deployment)
-        yield* events.record(
-          "deployment.started",
-          { type: "deployment", id: deployment.id },
-          { user: project.owner_id, teamId: project.team_id, name: `${deployment.ref} to ${deployment.environment}` }
-        )
-        return deployment
-      },
-      events.transaction,
-      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
-    )
+    const create = traced("Deployments.create")(function* (
+      principal: Principal,
+      projectId: ProjectId,
+      input: StartDeployment
+    ) {
+      const project = yield* projects.changeable(principal, projectId)
+      if (project.status === "archived") {
+        return yield* new Conflict({ message: `Project ${project.name} is archived; unarchive it to deploy` })
+      }
+      const now = nowIso()
+      const deployment: Deployment = {
+        id: DeploymentId.make(makeId("deployment")),
+        project_id: project.id,
+        environment: input.environment,
+        ref: input.ref,
+        description: input.description,
+        status: "running",
+        created_by: principal.userId,
+        created_at: now,
+        updated_at: now,
+        finished_at: null
+      }
+      yield* repo.insert(deployment)
+      yield* events.emit("deployment.started", yield* projects.audience(project), deployment)
+      yield* events.record(
+        "deployment.started",
+        { type: "deployment", id: deployment.id },
+        { user: project.owner_id, teamId: project.team_id, name: `${deployment.ref} to ${deployment.environment}` }
+      )
+      return deployment
+    }, transaction)
 
     const list = traced("Deployments.list")(function* (
       principal: Principal,
@@ -80,7 +82,7 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
       query: ListQuery<DeploymentSort, DeploymentStatus> & DeploymentFilters
     ) {
       yield* projects.changeable(principal, projectId)
-      return yield* Effect.orDie(repo.list(projectId, query))
+      return yield* repo.list(projectId, query)
     })
 
     const get = traced("Deployments.get")(function* (principal: Principal, projectId: ProjectId, id: string) {
@@ -89,45 +91,46 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
     })
 
     /** Only `running` moves, once, to `succeeded` or `failed`; anything else is 409. */
-    const finish = traced("Deployments.finish")(
-      function* (principal: Principal, projectId: ProjectId, id: string, input: FinishDeployment) {
-        const project = yield* projects.changeable(principal, projectId)
-        const current = yield* readForWrite(Deployment, "deployments", id, find(projectId, id))
-        const to = input.status
-        // Deployments have no name: what a person knows them by is the ref, the environment and the project.
-        const named = `The deployment of ${current.ref} to ${current.environment} in ${project.name}`
-        if (current.status !== "running") {
-          return yield* new Conflict({ message: `${named} has already finished (${current.status})` })
+    const finish = traced("Deployments.finish")(function* (
+      principal: Principal,
+      projectId: ProjectId,
+      id: string,
+      input: FinishDeployment
+    ) {
+      const project = yield* projects.changeable(principal, projectId)
+      const current = yield* readForWrite(Deployment, "deployments", id, find(projectId, id))
+      const to = input.status
+      // Deployments have no name: what a person knows them by is the ref, the environment and the project.
+      const named = `The deployment of ${current.ref} to ${current.environment} in ${project.name}`
+      if (current.status !== "running") {
+        return yield* new Conflict({ message: `${named} has already finished (${current.status})` })
+      }
+      if (to === "running") {
+        return yield* new Conflict({ message: `${named} is running; it can only move to succeeded or failed` })
+      }
+      const finished = yield* repo.finish({
+        id,
+        status: to,
+        description: input.description ?? current.description,
+        at: nowIso()
+      })
+      if (Option.isNone(finished)) {
+        return yield* new Conflict({ message: `${named} has already finished` })
+      }
+      const type = to === "succeeded" ? "deployment.completed" : "deployment.failed"
+      yield* events.emit(type, yield* projects.audience(project), finished.value)
+      yield* events.record(
+        type,
+        { type: "deployment", id: current.id },
+        {
+          user: project.owner_id,
+          teamId: project.team_id,
+          name: `${current.ref} to ${current.environment}`,
+          changes: changesOf(current, finished.value, ["status", "description"])
         }
-        if (to === "running") {
-          return yield* new Conflict({ message: `${named} is running; it can only move to succeeded or failed` })
-        }
-        const finished = yield* repo.finish({
-          id,
-          status: to,
-          description: input.description ?? current.description,
-          at: nowIso()
-        })
-        if (Option.isNone(finished)) {
-          return yield* new Conflict({ message: `${named} has already finished` })
-        }
-        const type = to === "succeeded" ? "deployment.completed" : "deployment.failed"
-        yield* events.emit(type, yield* projects.audience(project), finished.value)
-        yield* events.record(
-          type,
-          { type: "deployment", id: current.id },
-          {
-            user: project.owner_id,
-            teamId: project.team_id,
-            name: `${current.ref} to ${current.environment}`,
-            changes: changesOf(current, finished.value, ["status", "description"])
-          }
-        )
-        return finished.value
-      },
-      events.transaction,
-      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
-    )
+      )
+      return finished.value
+    }, transaction)
 
     return { create, list, get, finish } as const
   })

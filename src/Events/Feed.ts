@@ -14,20 +14,21 @@ import type { EventId } from "../Domain/Ids.js"
 import type { CursorPage } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { locate } from "../Sql/Sequence.js"
 import { EVENTS_SEQUENCE, type EventListQuery, EventsRepo } from "./Repo.js"
 
 export class EventFeed extends Effect.Service<EventFeed>()("EventFeed", {
   dependencies: [EventsRepo.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* EventsRepo
+    const repo = orDie(yield* EventsRepo)
 
     const list = traced("EventFeed.list")(function* (principal: Principal, query: EventListQuery) {
-      return yield* Effect.orDie(repo.list(principal.userId, query))
+      return yield* repo.list(principal.userId, query)
     })
 
     const get = traced("EventFeed.get")(function* (principal: Principal, id: EventId) {
-      const found = yield* Effect.orDie(repo.findFor(principal.userId, id))
+      const found = yield* repo.findFor(principal.userId, id)
       if (Option.isNone(found)) return yield* NotFound.resource("event", id)
       return found.value.payload
     })
@@ -36,7 +37,7 @@ export class EventFeed extends Effect.Service<EventFeed>()("EventFeed", {
       principal: Principal,
       query: { readonly after: EventId; readonly per_page: number; readonly types: ReadonlyArray<EventType> }
     ) {
-      const from = yield* Effect.orDie(
+      const from = yield* dieOnSqlError(
         locate(EVENTS_SEQUENCE, query.after, repo.positionOf(principal.userId, query.after), repo.exists(query.after))
       )
       if (from === "removed") {
@@ -45,9 +46,12 @@ export class EventFeed extends Effect.Service<EventFeed>()("EventFeed", {
         })
       }
       if (from === "unknown") return yield* NotFound.resource("event", query.after)
-      const items: ReadonlyArray<Event> = yield* Effect.orDie(
-        repo.after({ userId: principal.userId, from, types: query.types, limit: query.per_page })
-      )
+      const items: ReadonlyArray<Event> = yield* repo.after({
+        userId: principal.userId,
+        from,
+        types: query.types,
+        limit: query.per_page
+      })
       return { items, per_page: query.per_page } satisfies CursorPage<Event>
     })
 

@@ -23,6 +23,7 @@ import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { OAuthClients } from "./Clients.js"
 import { OAuthRepo } from "./Repo.js"
 import { later, newCode, newFormSecret, PKCE_PATTERN } from "./Secrets.js"
@@ -67,7 +68,7 @@ export interface Decision {
 export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("OAuthAuthorizations", {
   dependencies: [OAuthRepo.Default, OAuthClients.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* OAuthRepo
+    const repo = orDie(yield* OAuthRepo)
     const clients = yield* OAuthClients
     const events = yield* Events
 
@@ -137,15 +138,15 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
         createdAt: now,
         expiresAt: later(PENDING_TTL_SECONDS)
       })
-      yield* Effect.orDie(repo.deleteExpiredPending(now))
-      yield* Effect.orDie(repo.insertPending(pending))
+      yield* repo.deleteExpiredPending(now)
+      yield* repo.insertPending(pending)
       return { pending, csrf, client, scopes } as const
     })
 
     /** The pending authorization a form was posted for, if it is at `stage` and its form token matches. */
     const find = traced("OAuthAuthorizations.find")(function* (form: FormTokens, stage: PendingAuthorization["stage"]) {
       if (!FORM_SECRET.test(form.pending)) return Option.none<Awaiting>()
-      const found = yield* Effect.orDie(repo.findPending({ id: form.pending, now: nowIso() }))
+      const found = yield* repo.findPending({ id: form.pending, now: nowIso() })
       if (
         Option.isNone(found) ||
         found.value.stage !== stage ||
@@ -165,7 +166,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
     /** Signed in: the pending authorization is bound to the user and gets a new form token for the consent form. */
     const signedIn = traced("OAuthAuthorizations.signedIn")(function* (pending: string, userId: string) {
       const csrf = newFormSecret()
-      yield* Effect.orDie(repo.toConsent({ id: pending, userId, csrfHash: sha256Hex(csrf) }))
+      yield* repo.toConsent({ id: pending, userId, csrfHash: sha256Hex(csrf) })
       return csrf
     })
 
@@ -201,9 +202,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
      */
     const decide = traced("OAuthAuthorizations.decide")(function* (form: FormTokens, approve: boolean) {
       if (!FORM_SECRET.test(form.pending)) return Option.none<Decision>()
-      const taken = yield* Effect.orDie(
-        repo.takePending({ id: form.pending, csrfHash: sha256Hex(form.csrf), now: nowIso() })
-      )
+      const taken = yield* repo.takePending({ id: form.pending, csrfHash: sha256Hex(form.csrf), now: nowIso() })
       if (Option.isNone(taken)) return Option.none<Decision>()
       const pending = taken.value
       const userId = pending.userId
@@ -228,8 +227,8 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
           )
         ),
         events.transaction,
-        Effect.provideService(CurrentActor, { type: "user", id: userId }),
-        Effect.orDie
+        dieOnSqlError,
+        Effect.provideService(CurrentActor, { type: "user", id: userId })
       )
       return Option.some<Decision>({
         redirectUri: pending.redirectUri,

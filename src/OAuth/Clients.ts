@@ -26,6 +26,7 @@ import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { readForWrite } from "../Sql/Preconditions.js"
 import { OAuthAppsRepo } from "./Apps/Repo.js"
 import { OAuthRepo } from "./Repo.js"
@@ -63,9 +64,10 @@ export interface ClientCredentials {
 export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients", {
   dependencies: [OAuthRepo.Default, OAuthAppsRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* OAuthRepo
-    const apps = yield* OAuthAppsRepo
+    const repo = orDie(yield* OAuthRepo)
+    const apps = orDie(yield* OAuthAppsRepo)
     const events = yield* Events
+    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
 
     /** The audit record of a change to a client (never its secret), in its owner's log (none for the operator's). */
     const audit = (
@@ -81,7 +83,7 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
      */
     const find = traced("OAuthClients.find")(function* (id: string) {
       if (!CLIENT_ID.test(id)) return Option.none<OAuthClient>()
-      return yield* Effect.orDie(repo.findClient(id))
+      return yield* repo.findClient(id)
     })
 
     /** Makes the client (the API's body is already checked by its schema; the CLI's flags are checked here). */
@@ -98,7 +100,7 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       const createdAt = nowIso()
       yield* repo
         .insertClient({ client, createdAt, ownerId })
-        .pipe(Effect.zipRight(audit("oauth_client.created", client, ownerId)), events.transaction, Effect.orDie)
+        .pipe(Effect.zipRight(audit("oauth_client.created", client, ownerId)), transaction)
       return { client, secret, createdAt }
     })
 
@@ -149,12 +151,12 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
 
     const list = traced("OAuthClients.list")(function* (principal: Principal, query: ListQuery<OAuthClientSort>) {
       yield* refuseOAuth(principal)
-      return yield* Effect.orDie(apps.listClients(principal.userId, query))
+      return yield* apps.listClients(principal.userId, query)
     })
 
     const get = traced("OAuthClients.get")(function* (principal: Principal, id: OAuthClientId) {
       yield* refuseOAuth(principal)
-      const found = yield* Effect.orDie(apps.findClient(principal.userId, id))
+      const found = yield* apps.findClient(principal.userId, id)
       if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
       return found.value
     })
@@ -167,15 +169,13 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
     ) {
       return yield* Effect.gen(function* () {
         const before = yield* readForWrite(OAuthClientRecord, "oauth_clients", id, get(principal, id))
-        const changed = yield* Effect.orDie(
-          apps.updateClient({
-            ownerId: principal.userId,
-            id,
-            name: patch.name,
-            redirectUris: patch.redirect_uris === undefined ? undefined : Array.from(new Set(patch.redirect_uris)),
-            now: nowIso()
-          })
-        )
+        const changed = yield* apps.updateClient({
+          ownerId: principal.userId,
+          id,
+          name: patch.name,
+          redirectUris: patch.redirect_uris === undefined ? undefined : Array.from(new Set(patch.redirect_uris)),
+          now: nowIso()
+        })
         if (!changed) return yield* NotFound.resource("OAuth client", id)
         const after = yield* get(principal, id)
         yield* audit(
@@ -185,17 +185,17 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
           changesOf(before, after, ["name", "redirect_uris"])
         )
         return after
-      }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(transaction)
     })
 
     /** `DELETE /v1/oauth-clients/:id`: the client goes with every grant, pending authorization, code and token. */
     const deleteOwned = traced("OAuthClients.delete")(function* (principal: Principal, id: OAuthClientId) {
       const deleted = yield* Effect.gen(function* () {
         const found = yield* readForWrite(OAuthClientRecord, "oauth_clients", id, get(principal, id))
-        const done = yield* Effect.orDie(apps.deleteClient({ ownerId: principal.userId, id }))
+        const done = yield* apps.deleteClient({ ownerId: principal.userId, id })
         if (done) yield* audit("oauth_client.deleted", found, principal.userId)
         return done
-      }).pipe(events.transaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(transaction)
       if (!deleted) return yield* NotFound.resource("OAuth client", id)
     })
 
@@ -208,11 +208,7 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       const now = nowIso()
       yield* apps
         .setClientSecret({ ownerId: principal.userId, id, secretHash: sha256Hex(secret), now })
-        .pipe(
-          Effect.zipRight(audit("oauth_client.secret_rotated", found, principal.userId)),
-          events.transaction,
-          Effect.orDie
-        )
+        .pipe(Effect.zipRight(audit("oauth_client.secret_rotated", found, principal.userId)), transaction)
       const rotated: OAuthClientWithSecret = { ...found, updated_at: now, client_secret: secret }
       return rotated
     })
@@ -238,18 +234,17 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
 
     /** `cli oauth-clients list`: every client, oldest first, never a secret. */
     const listAll = traced("OAuthClients.listAll")(function* () {
-      return yield* Effect.orDie(repo.listClients())
+      return yield* repo.listClients()
     })
 
     /** `cli oauth-clients delete`: the client goes with its pending authorizations, codes and tokens. */
     const remove = traced("OAuthClients.remove")(function* (id: string) {
-      const found = yield* Effect.orDie(repo.findClientSummary(id))
+      const found = yield* repo.findClientSummary(id)
       if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
       const summary = found.value
       const deleted = yield* repo.deleteClient(id).pipe(
         Effect.tap((done) => (done ? audit("oauth_client.deleted", { id, name: summary.name }, null) : Effect.void)),
-        events.transaction,
-        Effect.orDie
+        transaction
       )
       if (!deleted) return yield* NotFound.resource("OAuth client", id)
       return { client_id: id, deleted: true } as const
@@ -257,17 +252,13 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
 
     /** `cli oauth-clients rotate-secret`: a new secret, shown this once; the old one stops working at once. */
     const rotateSecret = traced("OAuthClients.rotateSecret")(function* (id: string) {
-      const found = yield* Effect.orDie(repo.findClientSummary(id))
+      const found = yield* repo.findClientSummary(id)
       if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
       if (found.value.public) return yield* ValidationFailed.field("client", "is public: it has no secret to rotate")
       const secret = newClientSecret()
       yield* repo
         .setClientSecret({ id, secretHash: sha256Hex(secret) })
-        .pipe(
-          Effect.zipRight(audit("oauth_client.secret_rotated", { id, name: found.value.name }, null)),
-          events.transaction,
-          Effect.orDie
-        )
+        .pipe(Effect.zipRight(audit("oauth_client.secret_rotated", { id, name: found.value.name }, null)), transaction)
       return { ...found.value, client_secret: secret }
     })
 

@@ -11,16 +11,18 @@ import type { AuthorizationSort } from "../Domain/OAuth.js"
 import type { Principal } from "../Domain/Principal.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { OAuthAppsRepo } from "./Apps/Repo.js"
 
 export class OAuthGrants extends Effect.Service<OAuthGrants>()("OAuthGrants", {
   dependencies: [OAuthAppsRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* OAuthAppsRepo
+    const repo = orDie(yield* OAuthAppsRepo)
     const events = yield* Events
+    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
 
     const list = traced("OAuthGrants.list")(function* (principal: Principal, query: ListQuery<AuthorizationSort>) {
-      return yield* Effect.orDie(repo.listGrants(principal.userId, query))
+      return yield* repo.listGrants(principal.userId, query)
     })
 
     const revoke = traced("OAuthGrants.revoke")(function* (principal: Principal, id: GrantId) {
@@ -30,8 +32,7 @@ export class OAuthGrants extends Effect.Service<OAuthGrants>()("OAuthGrants", {
             ? events.record("authorization.revoked", { type: "authorization", id }, { user: principal.userId })
             : Effect.void
         ),
-        events.transaction,
-        Effect.orDie
+        transaction
       )
       if (!deleted) return yield* NotFound.resource("authorization", id)
     })

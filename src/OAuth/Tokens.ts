@@ -12,6 +12,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { OAuthRepo } from "./Repo.js"
 import { ACCESS_PATTERN, later, newAccessToken, newRefreshToken, PKCE_PATTERN, verifierMatches } from "./Secrets.js"
 
@@ -70,7 +71,8 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
   dependencies: [OAuthRepo.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const repo = yield* OAuthRepo
+    const oauthRepo = yield* OAuthRepo
+    const repo = orDie(oauthRepo)
 
     /** An access token and a refresh token in one family (the code's id, kept down the refresh chain). */
     const issue = Effect.fnUntraced(function* (grant: {
@@ -111,7 +113,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       return issued
     })
 
-    const revokeFamily = (familyId: string) => Effect.orDie(repo.revokeFamily({ familyId, now: nowIso() }))
+    const revokeFamily = (familyId: string) => repo.revokeFamily({ familyId, now: nowIso() })
 
     /** The next tokens when `spend` spends the code or refresh token; none when it was spent already. */
     const issueIfSpent = Effect.fnUntraced(function* <E>(
@@ -131,7 +133,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       grant: Parameters<typeof issue>[0],
       reused: string
     ) {
-      const issued = yield* issueIfSpent(spend, grant).pipe(sql.withTransaction, Effect.orDie)
+      const issued = yield* issueIfSpent(spend, grant).pipe(sql.withTransaction, dieOnSqlError)
       if (Option.isNone(issued)) {
         yield* revokeFamily(grant.familyId)
         return yield* OAuthError.of("invalid_grant", reused)
@@ -142,7 +144,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
     /** `grant_type=authorization_code` for an authenticated client. */
     const exchangeCode = traced("OAuthTokens.exchangeCode")(function* (client: OAuthClient, request: CodeExchange) {
       const invalid = (description: string) => OAuthError.of("invalid_grant", description)
-      const found = yield* Effect.orDie(repo.findCode(sha256Hex(request.code)))
+      const found = yield* repo.findCode(sha256Hex(request.code))
       if (Option.isNone(found) || found.value.clientId !== client.id) {
         return yield* invalid("The authorization code is invalid")
       }
@@ -183,7 +185,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
     /** `grant_type=refresh_token`: rotates the refresh token; a narrowed scope applies to the access token only. */
     const refresh = traced("OAuthTokens.refresh")(function* (client: OAuthClient, request: Refresh) {
       const invalid = (description: string) => OAuthError.of("invalid_grant", description)
-      const found = yield* Effect.orDie(repo.findToken(sha256Hex(request.refreshToken)))
+      const found = yield* repo.findToken(sha256Hex(request.refreshToken))
       if (Option.isNone(found) || found.value.kind !== "refresh" || found.value.clientId !== client.id) {
         return yield* invalid("The refresh token is invalid")
       }
@@ -195,7 +197,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
         return yield* invalid(reusedRefresh)
       }
       if (token.expiresAt <= nowIso()) return yield* invalid("The refresh token has expired")
-      if (yield* Effect.orDie(repo.userSuspended(token.userId))) return yield* invalid("The user is suspended")
+      if (yield* repo.userSuspended(token.userId)) return yield* invalid("The user is suspended")
       const granted = storedScopes(token.scope)
       let accessScope = token.scope
       if (Option.isSome(request.scope) && request.scope.value.length > 0) {
@@ -224,10 +226,10 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
      * takes its whole grant with it (§2.1); an access token goes alone.
      */
     const revoke = traced("OAuthTokens.revoke")(function* (client: OAuthClient, token: string) {
-      const found = yield* Effect.orDie(repo.findToken(sha256Hex(token)))
+      const found = yield* repo.findToken(sha256Hex(token))
       if (Option.isNone(found) || found.value.clientId !== client.id) return
       if (found.value.kind === "refresh") yield* revokeFamily(found.value.familyId)
-      else yield* Effect.orDie(repo.revokeToken({ id: found.value.id, now: nowIso() }))
+      else yield* repo.revokeToken({ id: found.value.id, now: nowIso() })
     })
 
     /**
@@ -238,12 +240,12 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
     const introspect = traced("OAuthTokens.introspect")(function* (client: OAuthClient, token: string) {
       const inactive: Introspection = { active: false }
       if (!TOKEN_PATTERN.test(token)) return inactive
-      const found = yield* Effect.orDie(repo.findToken(sha256Hex(token)))
+      const found = yield* repo.findToken(sha256Hex(token))
       if (Option.isNone(found) || found.value.clientId !== client.id) return inactive
       const live = found.value
       if (live.revokedAt !== null || live.expiresAt <= nowIso()) return inactive
       if (live.kind === "refresh" && live.usedAt !== null) return inactive
-      if (yield* Effect.orDie(repo.userSuspended(live.userId))) return inactive
+      if (yield* repo.userSuspended(live.userId)) return inactive
       const active: Introspection = {
         active: true,
         scope: live.scope,
@@ -262,12 +264,13 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       if (!ACCESS_PATTERN.test(token)) return yield* invalid
       const hash = sha256Hex(token)
       const now = new Date()
-      const found = yield* Effect.orDie(repo.findAccessCredential({ hash, now: now.toISOString() }))
+      const found = yield* repo.findAccessCredential({ hash, now: now.toISOString() })
       if (Option.isNone(found) || !sameHash(found.value.tokenHash, hash)) return yield* invalid
       const { grantId, grantLastUsedAt } = found.value
       const notBefore = new Date(now.getTime() - TOUCH_INTERVAL_MS).toISOString()
       if (grantId !== null && (grantLastUsedAt === null || grantLastUsedAt < notBefore)) {
-        yield* repo
+        // The repository as it is: a failed touch is only logged.
+        yield* oauthRepo
           .touchGrant({ id: grantId, now: now.toISOString(), notBefore })
           .pipe(Effect.catchAll((error) => Effect.logWarning("could not record the grant's last_used_at", error)))
       }

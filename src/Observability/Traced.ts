@@ -6,6 +6,8 @@
  * request the sampler left out: `FiberRef.currentTracerEnabled` is false) it is `Effect.fnUntraced`: no span at all.
  * `Effect.fn` pays on every call whether or not spans are recorded: an `Error` to capture its call site (even with
  * `captureStackTrace: false`), a no-op span, a write of the fiber's context for the parent span, and an exit hook.
+ * Kept instead of `Effect.fn` for what that costs a request: bench/README.md, "Service methods: `traced` against
+ * `Effect.fn`" (`bench/fn.ts` measures it).
  */
 import { Effect, FiberRef } from "effect"
 

@@ -9,6 +9,7 @@ import { type NewProject, Project, type ProjectPatch, type ProjectSort, type Pro
 import { nowIso } from "../Domain/Time.js"
 import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { readForWrite } from "../Sql/Preconditions.js"
 import { Teams } from "../Teams/Teams.js"
 import { ProjectsRepo } from "./Repo.js"
@@ -16,9 +17,10 @@ import { ProjectsRepo } from "./Repo.js"
 export class Projects extends Effect.Service<Projects>()("Projects", {
   dependencies: [ProjectsRepo.Default, Teams.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* ProjectsRepo
+    const repo = orDie(yield* ProjectsRepo)
     const teams = yield* Teams
     const events = yield* Events
+    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
 
     /** Who hears about a project: its owner and, for a team project, the team's owners and admins. */
     const audience = (project: Project) =>
@@ -50,7 +52,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
 
     const findVisible = (principal: Principal, id: ProjectId) =>
       Effect.flatMap(
-        Effect.orDie(repo.findVisible(principal.userId, id)),
+        repo.findVisible(principal.userId, id),
         Option.match({
           onNone: () => Effect.fail(NotFound.resource("project", id)),
           onSome: Effect.succeed
@@ -87,7 +89,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       principal: Principal,
       query: ListQuery<ProjectSort, ProjectStatus>
     ) {
-      return yield* Effect.orDie(repo.list(principal.userId, query))
+      return yield* repo.list(principal.userId, query)
     })
 
     const create = traced("Projects.create")(function* (principal: Principal, input: NewProject) {
@@ -113,7 +115,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       yield* Effect.zipRight(
         repo.insert(project),
         Effect.zipRight(announce("project.created", project), audit("project.created", project))
-      ).pipe(events.transaction, Effect.orDie)
+      ).pipe(transaction)
       return project
     })
 
@@ -121,46 +123,38 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       return yield* findVisible(principal, id)
     })
 
-    const update = traced("Projects.update")(
-      function* (principal: Principal, id: ProjectId, patch: ProjectPatch) {
-        const current = yield* readForWrite(Project, "projects", id, findVisible(principal, id))
-        const managed = managedChange(current, patch)
-        if (managed !== undefined) yield* mayManage(principal, current, managed)
-        const next: Project = {
-          ...current,
-          name: patch.name ?? current.name,
-          description: patch.description ?? current.description,
-          visibility: patch.visibility ?? current.visibility,
-          status: patch.status ?? current.status,
-          updated_at: nowIso()
-        }
-        if (next.visibility === "team" && next.team_id === null) {
-          return yield* ValidationFailed.field("visibility", "can be team only for a project created with a team_id")
-        }
-        yield* Effect.orDie(repo.update(next))
-        yield* announce("project.updated", next)
-        yield* audit(
-          updateAction(current, next),
-          next,
-          changesOf(current, next, ["name", "description", "visibility", "status"])
-        )
-        return next
-      },
-      events.transaction,
-      Effect.catchTag("SqlError", Effect.die)
-    )
+    const update = traced("Projects.update")(function* (principal: Principal, id: ProjectId, patch: ProjectPatch) {
+      const current = yield* readForWrite(Project, "projects", id, findVisible(principal, id))
+      const managed = managedChange(current, patch)
+      if (managed !== undefined) yield* mayManage(principal, current, managed)
+      const next: Project = {
+        ...current,
+        name: patch.name ?? current.name,
+        description: patch.description ?? current.description,
+        visibility: patch.visibility ?? current.visibility,
+        status: patch.status ?? current.status,
+        updated_at: nowIso()
+      }
+      if (next.visibility === "team" && next.team_id === null) {
+        return yield* ValidationFailed.field("visibility", "can be team only for a project created with a team_id")
+      }
+      yield* repo.update(next)
+      yield* announce("project.updated", next)
+      yield* audit(
+        updateAction(current, next),
+        next,
+        changesOf(current, next, ["name", "description", "visibility", "status"])
+      )
+      return next
+    }, transaction)
 
-    const remove = traced("Projects.remove")(
-      function* (principal: Principal, id: ProjectId) {
-        const current = yield* readForWrite(Project, "projects", id, findVisible(principal, id))
-        yield* mayManage(principal, current, "deleting a team project")
-        yield* Effect.orDie(repo.remove(current.id))
-        yield* announce("project.deleted", current)
-        yield* audit("project.deleted", current)
-      },
-      events.transaction,
-      Effect.catchTag("SqlError", Effect.die)
-    )
+    const remove = traced("Projects.remove")(function* (principal: Principal, id: ProjectId) {
+      const current = yield* readForWrite(Project, "projects", id, findVisible(principal, id))
+      yield* mayManage(principal, current, "deleting a team project")
+      yield* repo.remove(current.id)
+      yield* announce("project.deleted", current)
+      yield* audit("project.deleted", current)
+    }, transaction)
 
     /**
      * A project the caller may deploy (and so read, rename and describe), for other services; 404 otherwise. Every

@@ -17,6 +17,7 @@ import { Effect, Option } from "effect"
 import { generationReader } from "../ApiKeys/Credentials.js"
 import { FastPathsConfig } from "../Config.js"
 import type { SessionCredential } from "../Domain/Session.js"
+import { type OrDie, orDie } from "../Sql/Defects.js"
 import { SessionsRepo } from "./Repo.js"
 
 /** The sessions the fast implementation keeps at most. */
@@ -30,10 +31,10 @@ export interface SessionStore {
   readonly touch: (id: string, now: string, notBefore: string) => Effect.Effect<void>
 }
 
-const idiomatic = (repo: SessionsRepo): SessionStore => ({
+const idiomatic = (repo: OrDie<SessionsRepo>): SessionStore => ({
   implementation: "idiomatic",
-  find: (id) => Effect.orDie(repo.findCredential(id)),
-  touch: (id, now, notBefore) => Effect.orDie(repo.touch(id, now, notBefore))
+  find: repo.findCredential,
+  touch: repo.touch
 })
 
 interface Kept {
@@ -41,7 +42,7 @@ interface Kept {
   credential: SessionCredential
 }
 
-const fast = (repo: SessionsRepo) =>
+const fast = (repo: OrDie<SessionsRepo>) =>
   Effect.gen(function* () {
     const twin = idiomatic(repo)
     const reader = yield* generationReader
@@ -81,7 +82,7 @@ const fast = (repo: SessionsRepo) =>
 export class SessionCredentials extends Effect.Service<SessionCredentials>()("SessionCredentials", {
   dependencies: [SessionsRepo.Default],
   scoped: Effect.gen(function* () {
-    const repo = yield* SessionsRepo
+    const repo = orDie(yield* SessionsRepo)
     if (!(yield* Effect.orDie(FastPathsConfig)).has("credential-cache")) return idiomatic(repo)
     return yield* fast(repo)
   })

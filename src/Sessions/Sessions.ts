@@ -14,6 +14,7 @@ import type { Session, SessionSort } from "../Domain/Session.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { SessionCredentials } from "./Credentials.js"
 import { SessionsRepo } from "./Repo.js"
 
@@ -42,9 +43,10 @@ const noOAuth = (principal: Principal) =>
 export class Sessions extends Effect.Service<Sessions>()("Sessions", {
   dependencies: [SessionsRepo.Default, SessionCredentials.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* SessionsRepo
+    const repo = orDie(yield* SessionsRepo)
     const store = yield* SessionCredentials
     const events = yield* Events
+    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
 
     /** A session ended (its audit record, in the transaction that ends it). */
     const ended = (
@@ -58,18 +60,16 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
       const now = new Date()
       const expiresAt = Math.floor(now.getTime() / 1000) + JWT_TTL_SECONDS
       const id = SessionId.make(makeId("session"))
-      yield* Effect.orDie(
-        repo.insert({
-          id,
-          user_id: userId,
-          created_at: now.toISOString(),
-          last_used_at: now.toISOString(),
-          ip: origin.ip,
-          user_agent: origin.userAgent === null ? null : origin.userAgent.slice(0, MAX_USER_AGENT),
-          revoked_at: null,
-          expires_at: new Date(expiresAt * 1000).toISOString()
-        })
-      )
+      yield* repo.insert({
+        id,
+        user_id: userId,
+        created_at: now.toISOString(),
+        last_used_at: now.toISOString(),
+        ip: origin.ip,
+        user_agent: origin.userAgent === null ? null : origin.userAgent.slice(0, MAX_USER_AGENT),
+        revoked_at: null,
+        expires_at: new Date(expiresAt * 1000).toISOString()
+      })
       const started: StartedSession = { id, expiresAt }
       return started
     })
@@ -105,8 +105,7 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
       const id = principal.credential.id
       yield* repo.revoke({ userId: principal.userId, id, now: nowIso() }).pipe(
         Effect.tap((done) => (done ? ended(principal, { type: "session", id }) : Effect.void)),
-        events.transaction,
-        Effect.orDie,
+        transaction,
         // Logout is served outside /v1, where no middleware provides the caller: the session's user is the actor.
         Effect.provideService(CurrentPrincipal, principal)
       )
@@ -115,7 +114,7 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
     /** `GET /v1/users/me/sessions`: the caller's live sessions; `current` marks the one the request uses. */
     const list = traced("Sessions.list")(function* (principal: Principal, query: ListQuery<SessionSort>) {
       yield* noOAuth(principal)
-      const page = yield* Effect.orDie(repo.listLive(principal.userId, nowIso(), query))
+      const page = yield* repo.listLive(principal.userId, nowIso(), query)
       const current = principal.credential.kind === "jwt" ? principal.credential.id : null
       return {
         ...page,
@@ -128,8 +127,7 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
       yield* noOAuth(principal)
       const done = yield* repo.revoke({ userId: principal.userId, id, now: nowIso() }).pipe(
         Effect.tap((done) => (done ? ended(principal, { type: "session", id }) : Effect.void)),
-        events.transaction,
-        Effect.orDie
+        transaction
       )
       if (!done) return yield* NotFound.resource("session", id)
     })
@@ -142,8 +140,7 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
         .revokeOthers({ userId: principal.userId, keep, now: nowIso() })
         .pipe(
           Effect.zipRight(ended(principal, { type: "user", id: principal.userId }, "every other session")),
-          events.transaction,
-          Effect.orDie
+          transaction
         )
     })
 

@@ -3,7 +3,6 @@
  * not exist. A team always keeps an owner. Membership changes are written with their `member.*` event in one
  * transaction (the outbox).
  */
-import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
 import { type AuditAction, changesOf } from "../Domain/Audit.js"
 import { Conflict, Forbidden, NotFound, ValidationFailed } from "../Domain/Errors.js"
@@ -15,6 +14,7 @@ import { type MemberEvent, manages, Team, TeamName, type TeamRole } from "../Dom
 import { nowIso } from "../Domain/Time.js"
 import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { checkIfMatch, readForWrite } from "../Sql/Preconditions.js"
 import { Users } from "../Users/Users.js"
@@ -29,16 +29,15 @@ export const needsRole = (action: string, needed: "owner" | "owner or admin", ha
 export class Teams extends Effect.Service<Teams>()("Teams", {
   dependencies: [TeamsRepo.Default, Users.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* TeamsRepo
+    const teamsRepo = yield* TeamsRepo
+    const repo = orDie(teamsRepo)
     const users = yield* Users
     const events = yield* Events
+    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
 
     /** A team's name, for messages that name it (its id only if it is gone). */
     const nameOf = (teamId: string) =>
-      Effect.map(
-        Effect.orDie(repo.exists({ teamId })),
-        Option.match({ onNone: () => teamId, onSome: (team) => team.name })
-      )
+      Effect.map(repo.exists({ teamId }), Option.match({ onNone: () => teamId, onSome: (team) => team.name }))
 
     const lastOwner = (teamId: string) =>
       Effect.flatMap(nameOf(teamId), (name) =>
@@ -50,7 +49,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
     /** The caller's role in a team; 404 for the team when they are not a member (it is not theirs to see). */
     const roleIn = (teamId: string, userId: string) =>
       Effect.flatMap(
-        Effect.orDie(repo.roleOf({ teamId, userId })),
+        repo.roleOf({ teamId, userId }),
         Option.match({
           onNone: () => Effect.fail(NotFound.resource("team", teamId)),
           onSome: (row) => Effect.succeed(row.role)
@@ -59,13 +58,13 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
 
     const teamFor = (teamId: string, userId: string) =>
       Effect.flatMap(
-        Effect.orDie(repo.findFor({ teamId, userId })),
+        repo.findFor({ teamId, userId }),
         Option.match({ onNone: () => Effect.fail(NotFound.resource("team", teamId)), onSome: Effect.succeed })
       )
 
     const memberOf = (teamId: string, userId: string) =>
       Effect.flatMap(
-        Effect.orDie(repo.member({ teamId, userId })),
+        repo.member({ teamId, userId }),
         Option.match({
           onNone: () =>
             Effect.flatMap(nameOf(teamId), (name) =>
@@ -112,7 +111,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       yield* Effect.zipRight(
         repo.insert({ id, org_id: owner.org_id, name, created_at: now, updated_at: now }),
         repo.addMember({ team_id: id, user_id: owner.id, role: "owner", joined_at: now })
-      ).pipe(Effect.zipRight(auditTeam("team.created", id, name)), events.transaction, Effect.orDie)
+      ).pipe(Effect.zipRight(auditTeam("team.created", id, name)), transaction)
       const team: Team = { id, name, created_at: now, updated_at: now, role: "owner" }
       return team
     })
@@ -121,44 +120,36 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       return yield* teamFor(teamId, principal.userId)
     })
 
-    const rename = traced("Teams.rename")(
-      function* (principal: Principal, teamId: string, name: string) {
-        const role = yield* roleIn(teamId, principal.userId)
-        if (!manages(role)) return yield* needsRole("Renaming a team", "owner or admin", role)
-        const before = yield* readForWrite(Team, "teams", teamId, teamFor(teamId, principal.userId))
-        yield* Effect.orDie(repo.rename({ teamId, name, at: nowIso() }))
-        const after = yield* teamFor(teamId, principal.userId)
-        yield* auditTeam("team.renamed", teamId, after.name, changesOf(before, after, ["name"]))
-        return after
-      },
-      events.transaction,
-      Effect.catchTag("SqlError", Effect.die)
-    )
+    const rename = traced("Teams.rename")(function* (principal: Principal, teamId: string, name: string) {
+      const role = yield* roleIn(teamId, principal.userId)
+      if (!manages(role)) return yield* needsRole("Renaming a team", "owner or admin", role)
+      const before = yield* readForWrite(Team, "teams", teamId, teamFor(teamId, principal.userId))
+      yield* repo.rename({ teamId, name, at: nowIso() })
+      const after = yield* teamFor(teamId, principal.userId)
+      yield* auditTeam("team.renamed", teamId, after.name, changesOf(before, after, ["name"]))
+      return after
+    }, transaction)
 
-    const remove = traced("Teams.remove")(
-      function* (principal: Principal, teamId: string) {
-        const role = yield* roleIn(teamId, principal.userId)
-        if (role !== "owner") return yield* needsRole("Deleting a team", "owner", role)
-        yield* checkIfMatch(Team, "teams", teamId, teamFor(teamId, principal.userId))
-        yield* repo.lock({ teamId })
-        const projects = yield* repo.projectCount(teamId)
-        if (projects > 0) {
-          return yield* new Conflict({
-            message:
-              `Team ${yield* nameOf(teamId)} still has ${projects} project${projects === 1 ? "" : "s"}; ` +
-              "delete them or move them out first"
-          })
-        }
-        const name = yield* nameOf(teamId)
-        yield* repo.remove({ teamId })
-        yield* auditTeam("team.deleted", teamId, name)
-      },
-      events.transaction,
-      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
-    )
+    const remove = traced("Teams.remove")(function* (principal: Principal, teamId: string) {
+      const role = yield* roleIn(teamId, principal.userId)
+      if (role !== "owner") return yield* needsRole("Deleting a team", "owner", role)
+      yield* checkIfMatch(Team, "teams", teamId, teamFor(teamId, principal.userId))
+      yield* repo.lock({ teamId })
+      const projects = yield* repo.projectCount(teamId)
+      if (projects > 0) {
+        return yield* new Conflict({
+          message:
+            `Team ${yield* nameOf(teamId)} still has ${projects} project${projects === 1 ? "" : "s"}; ` +
+            "delete them or move them out first"
+        })
+      }
+      const name = yield* nameOf(teamId)
+      yield* repo.remove({ teamId })
+      yield* auditTeam("team.deleted", teamId, name)
+    }, transaction)
 
     const listMine = traced("Teams.listMine")(function* (principal: Principal, query: ListQuery<TeamSort>) {
-      return yield* Effect.orDie(repo.listFor(principal.userId, query))
+      return yield* repo.listFor(principal.userId, query)
     })
 
     const members = traced("Teams.members")(function* (
@@ -167,53 +158,50 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       query: ListQuery<MemberSort>
     ) {
       yield* roleIn(teamId, principal.userId)
-      return yield* Effect.orDie(repo.listMembers(teamId, query))
+      return yield* repo.listMembers(teamId, query)
     })
 
     /** Owners change any role; admins only move people between `member` and `admin`. */
-    const setRole = traced("Teams.setRole")(
-      function* (principal: Principal, teamId: string, userId: string, role: TeamRole) {
-        yield* repo.lock({ teamId })
-        const mine = yield* roleIn(teamId, principal.userId)
-        if (!manages(mine)) return yield* needsRole("Changing a member's role", "owner or admin", mine)
-        const current = yield* memberOf(teamId, userId)
-        if (mine === "admin" && (current.role === "owner" || role === "owner")) {
-          return yield* needsRole("Making or unmaking an owner", "owner", mine)
-        }
-        if (current.role === role) return current
-        yield* repo.setRole({ teamId, userId, role })
-        if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
-        const after = yield* memberOf(teamId, userId)
-        yield* auditMember("member.role_changed", teamId, after, changesOf(current, after, ["role"]))
-        return after
-      },
-      events.transaction,
-      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
-    )
+    const setRole = traced("Teams.setRole")(function* (
+      principal: Principal,
+      teamId: string,
+      userId: string,
+      role: TeamRole
+    ) {
+      yield* repo.lock({ teamId })
+      const mine = yield* roleIn(teamId, principal.userId)
+      if (!manages(mine)) return yield* needsRole("Changing a member's role", "owner or admin", mine)
+      const current = yield* memberOf(teamId, userId)
+      if (mine === "admin" && (current.role === "owner" || role === "owner")) {
+        return yield* needsRole("Making or unmaking an owner", "owner", mine)
+      }
+      if (current.role === role) return current
+      yield* repo.setRole({ teamId, userId, role })
+      if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
+      const after = yield* memberOf(teamId, userId)
+      yield* auditMember("member.role_changed", teamId, after, changesOf(current, after, ["role"]))
+      return after
+    }, transaction)
 
     /** Removing someone (owners: anyone; admins: not an owner), or leaving (anyone, for themself). */
-    const removeMember = traced("Teams.removeMember")(
-      function* (principal: Principal, teamId: string, userId: string) {
-        yield* repo.lock({ teamId })
-        const mine = yield* roleIn(teamId, principal.userId)
-        const leaving = userId === principal.userId
-        if (!leaving && !manages(mine)) return yield* needsRole("Removing a member", "owner or admin", mine)
-        const current = yield* memberOf(teamId, userId)
-        if (!leaving && mine === "admin" && current.role === "owner") {
-          return yield* needsRole("Removing an owner", "owner", mine)
-        }
-        yield* repo.removeMember({ teamId, userId })
-        if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
-        yield* announce(
-          "member.removed",
-          { team_id: teamId, user_id: userId, email: current.email, role: current.role },
-          [userId]
-        )
-        yield* auditMember("member.removed", teamId, current)
-      },
-      events.transaction,
-      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
-    )
+    const removeMember = traced("Teams.removeMember")(function* (principal: Principal, teamId: string, userId: string) {
+      yield* repo.lock({ teamId })
+      const mine = yield* roleIn(teamId, principal.userId)
+      const leaving = userId === principal.userId
+      if (!leaving && !manages(mine)) return yield* needsRole("Removing a member", "owner or admin", mine)
+      const current = yield* memberOf(teamId, userId)
+      if (!leaving && mine === "admin" && current.role === "owner") {
+        return yield* needsRole("Removing an owner", "owner", mine)
+      }
+      yield* repo.removeMember({ teamId, userId })
+      if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
+      yield* announce(
+        "member.removed",
+        { team_id: teamId, user_id: userId, email: current.email, role: current.role },
+        [userId]
+      )
+      yield* auditMember("member.removed", teamId, current)
+    }, transaction)
 
     /**
      * Makes a user a member and announces `member.joined`, inside the caller's transaction (an accepted invitation,
@@ -223,15 +211,13 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       // Named before the insert: on PostgreSQL nothing more can be read in a transaction once a statement failed.
       const user = yield* Effect.orElseSucceed(users.get(userId), () => ({ name: userId }))
       const already = new Conflict({ message: `${user.name} is already a member of team ${yield* nameOf(teamId)}` })
-      yield* repo
-        .addMember({ team_id: teamId, user_id: userId, role, joined_at: nowIso() })
-        .pipe(
-          Effect.catchTag(
-            "SqlError",
-            (error): Effect.Effect<never, Conflict | SqlError> =>
-              isUniqueViolation(error) ? Effect.fail(already) : Effect.fail(error)
-          )
-        )
+      // The repository as it is, for its unique-key clash is the caller's 409.
+      yield* teamsRepo.addMember({ team_id: teamId, user_id: userId, role, joined_at: nowIso() }).pipe(
+        Effect.catchTags({
+          SqlError: (error) => (isUniqueViolation(error) ? Effect.fail(already) : Effect.die(error)),
+          ParseError: Effect.die
+        })
+      )
       const member = yield* memberOf(teamId, userId)
       yield* announce("member.joined", { team_id: teamId, user_id: userId, email: member.email, role }, [userId])
       yield* auditMember("member.joined", teamId, member)
@@ -244,28 +230,28 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       readonly userId: string
       readonly role: TeamRole
     }) {
-      if (Option.isNone(yield* Effect.orDie(repo.exists({ teamId: input.teamId })))) {
+      if (Option.isNone(yield* repo.exists({ teamId: input.teamId }))) {
         return yield* NotFound.resource("team", input.teamId)
       }
       yield* users.get(input.userId)
       return yield* Effect.gen(function* () {
         yield* repo.lock({ teamId: input.teamId })
         return yield* join(input.teamId, input.userId, input.role)
-      }).pipe(events.transaction, Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }))
+      }).pipe(transaction)
     })
 
     /** A caller's role in a team; none when they are not a member. */
     const roleOf = (teamId: string, userId: string) =>
       Effect.map(
-        Effect.orDie(repo.roleOf({ teamId, userId })),
+        repo.roleOf({ teamId, userId }),
         Option.map((row) => row.role)
       )
 
-    const managersOf = (teamId: string) => Effect.orDie(repo.managersOf(teamId))
+    const managersOf = (teamId: string) => repo.managersOf(teamId)
 
     /** Every team, oldest first, with its number of members and its first owner (the CLI's `teams list`). */
     const listAll = traced("Teams.listAll")(function* () {
-      const rows = yield* Effect.orDie(repo.listAll())
+      const rows = yield* repo.listAll()
       return rows.map(({ owner_email, owner_id, ...team }) => ({
         ...team,
         owner: owner_id === null || owner_email === null ? null : { id: owner_id, email: owner_email }

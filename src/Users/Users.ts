@@ -8,6 +8,7 @@ import { nowIso } from "../Domain/Time.js"
 import { User, type UserPatch } from "../Domain/User.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { definedOnly, isUniqueViolation } from "../Sql/Errors.js"
 import { readForWrite } from "../Sql/Preconditions.js"
 import { UsersRepo } from "./Repo.js"
@@ -24,8 +25,10 @@ export class Users extends Effect.Service<Users>()("Users", {
   dependencies: [UsersRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const repo = yield* UsersRepo
+    const usersRepo = yield* UsersRepo
+    const repo = orDie(usersRepo)
     const events = yield* Events
+    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
 
     /** A new user, with an organisation of their own, in one transaction. */
     const create = traced("Users.create")(function* (input: CreateUser) {
@@ -44,7 +47,8 @@ export class Users extends Effect.Service<Users>()("Users", {
       const now = nowIso()
       const org = { id: makeId("org"), name: `${name}'s organization`, created_at: now }
       const user = { id: makeId("user"), org_id: org.id, email, name, password_hash, created_at: now }
-      yield* Effect.zipRight(repo.insertOrg(org), repo.insert(user)).pipe(
+      // The repository as it is, for its unique-key clash (a taken email) is the caller's 409.
+      yield* Effect.zipRight(usersRepo.insertOrg(org), usersRepo.insert(user)).pipe(
         sql.withTransaction,
         Effect.catchTag("SqlError", (error) =>
           isUniqueViolation(error)
@@ -62,28 +66,24 @@ export class Users extends Effect.Service<Users>()("Users", {
     })
 
     const get = traced("Users.get")(function* (id: string) {
-      const found = yield* Effect.orDie(repo.findById(id))
+      const found = yield* repo.findById(id)
       return yield* Option.match(found, {
         onNone: () => Effect.fail(NotFound.resource("user", id)),
         onSome: Effect.succeed
       })
     })
 
-    const updateMe = traced("Users.updateMe")(
-      function* (id: string, patch: UserPatch) {
-        const before = yield* readForWrite(User, "users", id, get(id))
-        const updated = yield* Effect.orDie(repo.update(id, definedOnly(patch), nowIso()))
-        if (Option.isNone(updated)) return yield* NotFound.resource("user", id)
-        yield* events.record(
-          "user.updated",
-          { type: "user", id },
-          { user: id, name: updated.value.name, changes: changesOf(before, updated.value, ["name", "avatar_url"]) }
-        )
-        return updated.value
-      },
-      events.transaction,
-      Effect.catchTag("SqlError", Effect.die)
-    )
+    const updateMe = traced("Users.updateMe")(function* (id: string, patch: UserPatch) {
+      const before = yield* readForWrite(User, "users", id, get(id))
+      const updated = yield* repo.update(id, definedOnly(patch), nowIso())
+      if (Option.isNone(updated)) return yield* NotFound.resource("user", id)
+      yield* events.record(
+        "user.updated",
+        { type: "user", id },
+        { user: id, name: updated.value.name, changes: changesOf(before, updated.value, ["name", "avatar_url"]) }
+      )
+      return updated.value
+    }, transaction)
 
     /** `cli users set-password`: a new argon2id hash replaces the old one. */
     const setPassword = traced("Users.setPassword")(function* (id: string, password: string) {
@@ -100,8 +100,7 @@ export class Users extends Effect.Service<Users>()("Users", {
               )
             : Effect.void
         ),
-        events.transaction,
-        Effect.orDie
+        transaction
       )
       if (!updated) return yield* NotFound.resource("user", id)
       return yield* get(id)
@@ -128,8 +127,7 @@ export class Users extends Effect.Service<Users>()("Users", {
                   }
                 )
           ),
-          events.transaction,
-          Effect.orDie
+          transaction
         )
         if (Option.isNone(row)) return yield* NotFound.resource("user", id)
         return { id: user.id, email: user.email, name: user.name, suspended_at: row.value.suspended_at }
@@ -142,7 +140,7 @@ export class Users extends Effect.Service<Users>()("Users", {
     })
 
     /** What signing in reads: the user with this (lower-cased) email and their password hash. */
-    const findCredentials = (email: string) => Effect.orDie(repo.findCredentials(email))
+    const findCredentials = (email: string) => repo.findCredentials(email)
 
     /** The CLI's `--email`: the user with this address (any case, surrounding spaces ignored). */
     const getByEmail = traced("Users.getByEmail")(function* (email: string) {
@@ -156,7 +154,7 @@ export class Users extends Effect.Service<Users>()("Users", {
 
     /** `cli users list`: every user, oldest first, without the organisation. */
     const listAll = traced("Users.listAll")(function* () {
-      return yield* Effect.orDie(repo.listAll())
+      return yield* repo.listAll()
     })
 
     /**
@@ -180,7 +178,7 @@ export class Users extends Effect.Service<Users>()("Users", {
         return { id, deleted: true } as const
       },
       sql.withTransaction,
-      Effect.catchTag("SqlError", Effect.die)
+      dieOnSqlError
     )
 
     return {

@@ -28,6 +28,7 @@ import {
 import { type AuditOptions, Events } from "../Events/Events.js"
 import { EventsRepo } from "../Events/Repo.js"
 import { traced } from "../Observability/Traced.js"
+import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { readForWrite, whenConditional } from "../Sql/Preconditions.js"
 import { generateKeyPair } from "./Delivery/Ed25519.js"
@@ -74,9 +75,11 @@ const orNotFound =
 export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
   dependencies: [WebhooksRepo.Default, EventsRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const repo = yield* WebhooksRepo
-    const eventsRepo = yield* EventsRepo
+    const webhooksRepo = yield* WebhooksRepo
+    const repo = orDie(webhooksRepo)
+    const eventsRepo = orDie(yield* EventsRepo)
     const events = yield* Events
+    const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
     const { allowPrivateTargets, secretOverlap } = yield* Effect.orDie(WebhookConfig)
 
     /** Refuses targets that resolve to private addresses, as a validation failure on `url`. */
@@ -94,20 +97,18 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     ) => events.record(action, { type: "webhook", id: hook.id }, { user: principal.userId, name: hook.url, changes })
 
     const find = (principal: Principal, id: WebhookId) =>
-      Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), orNotFound<Webhook>("webhook", id))
+      Effect.flatMap(repo.find(principal.userId, id), orNotFound<Webhook>("webhook", id))
 
     /** The page of webhooks, each with its `health` (one statement for the whole page). */
     const list = traced("Webhooks.list")(function* (
       principal: Principal,
       query: ListQuery<WebhookSort, WebhookStatus>
     ) {
-      const page = yield* Effect.orDie(repo.list(principal.userId, query))
+      const page = yield* repo.list(principal.userId, query)
       const since = new Date(Date.now() - Duration.toMillis(HEALTH_WINDOW)).toISOString()
-      const rows = yield* Effect.orDie(
-        repo.healthOf(
-          page.items.map((hook) => hook.id),
-          since
-        )
+      const rows = yield* repo.healthOf(
+        page.items.map((hook) => hook.id),
+        since
       )
       const health = new Map(rows.map((row) => [row.webhook_id, healthFrom(row)]))
       const withHealth: Page<WebhookWithHealth> = {
@@ -130,8 +131,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       const now = nowIso()
       const eventTypes = Array.from(new Set(input.events))
       const id = WebhookId.make(makeId("webhook"))
+      // The repository as it is, for its unique-key clash is the caller's 409 (`urlTaken`).
       yield* urlTaken(input.url)(
-        repo
+        webhooksRepo
           .insert({
             id,
             user_id: principal.userId,
@@ -173,7 +175,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       if (patch.secret !== undefined && before.signature === "ed25519") yield* Effect.fail(noSecretForEd25519)
       if (patch.url !== undefined) yield* guard(patch.url)
       const now = nowIso()
-      const recordUpdate = Effect.flatMap(Effect.orDie(repo.find(principal.userId, id)), (after) =>
+      const recordUpdate = Effect.flatMap(repo.find(principal.userId, id), (after) =>
         Option.isNone(after)
           ? Effect.void
           : audit("webhook.updated", principal, after.value, {
@@ -183,7 +185,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
             })
       )
       yield* urlTaken(patch.url ?? "that URL")(
-        repo
+        webhooksRepo
           .update(id, {
             ...(patch.url !== undefined ? { url: patch.url } : {}),
             ...(patch.events !== undefined ? { events: Array.from(new Set(patch.events)) } : {}),
@@ -202,7 +204,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
 
     /** The operator's view (the CLI): every webhook, or those with `status` (`active`, `failed`, `disabled`). */
     const listAll = traced("Webhooks.listAll")(function* (status: string | null) {
-      return yield* Effect.orDie(repo.listAll(status))
+      return yield* repo.listAll(status)
     })
 
     /**
@@ -223,19 +225,16 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
                 { user: switched.value.user_id, name: switched.value.url, changes: { disabled: [!disabled, disabled] } }
               )
         ),
-        events.transaction,
-        Effect.orDie
+        transaction
       )
-      const found = yield* Effect.orDie(repo.findForOperator(id))
+      const found = yield* repo.findForOperator(id)
       if (found === undefined) return yield* Effect.fail(NotFound.resource("webhook", id))
       return found
     })
 
     const remove = traced("Webhooks.remove")(function* (principal: Principal, id: WebhookId) {
       const hook = yield* readForWrite(Webhook, "webhooks", id, find(principal, id))
-      yield* repo
-        .remove(id)
-        .pipe(Effect.zipRight(audit("webhook.deleted", principal, hook)), events.transaction, Effect.orDie)
+      yield* repo.remove(id).pipe(Effect.zipRight(audit("webhook.deleted", principal, hook)), transaction)
     }, whenConditional)
 
     const deliveries = traced("Webhooks.deliveries")(function* (
@@ -244,7 +243,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       query: DeliveryQuery
     ) {
       yield* find(principal, id)
-      return yield* Effect.orDie(repo.listDeliveries(id, query))
+      return yield* repo.listDeliveries(id, query)
     })
 
     /**
@@ -256,9 +255,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       eventId: EventId,
       query: ListQuery<"created_at", DeliveryStatus>
     ) {
-      const event = yield* Effect.orDie(eventsRepo.findFor(principal.userId, eventId))
+      const event = yield* eventsRepo.findFor(principal.userId, eventId)
       if (Option.isNone(event)) return yield* Effect.fail(NotFound.resource("event", eventId))
-      const page: Page<EventDelivery> = yield* Effect.orDie(repo.listEventDeliveries(principal.userId, eventId, query))
+      const page: Page<EventDelivery> = yield* repo.listEventDeliveries(principal.userId, eventId, query)
       return page
     })
 
@@ -268,7 +267,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
 
     const findDelivery = (principal: Principal, id: WebhookId, deliveryId: DeliveryId) =>
       Effect.flatMap(find(principal, id), () =>
-        Effect.flatMap(Effect.orDie(repo.findDelivery(id, deliveryId)), orNotFound<Delivery>("delivery", deliveryId))
+        Effect.flatMap(repo.findDelivery(id, deliveryId), orNotFound<Delivery>("delivery", deliveryId))
       )
 
     const delivery = traced("Webhooks.delivery")(function* (
@@ -282,12 +281,12 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       // until they do (a few rounds at most: a row read after the attempts is as new as they are), both are read
       // again.
       let found = yield* findDelivery(principal, id, deliveryId)
-      let attempts = yield* Effect.orDie(repo.attemptsOf(deliveryId))
+      let attempts = yield* repo.attemptsOf(deliveryId)
       for (let round = 0; round < 3 && !agree(found, attempts); round++) {
         found = yield* findDelivery(principal, id, deliveryId)
-        attempts = yield* Effect.orDie(repo.attemptsOf(deliveryId))
+        attempts = yield* repo.attemptsOf(deliveryId)
       }
-      const { payload } = yield* Effect.orDie(repo.payloadOf(deliveryId))
+      const { payload } = yield* repo.payloadOf(deliveryId)
       const withAttempts: DeliveryWithAttempts = { ...found, payload, attempts }
       return withAttempts
     })
@@ -316,7 +315,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
           expiresAt,
           now.toISOString()
         )
-        .pipe(Effect.zipRight(audit("webhook.secret_rotated", principal, current)), events.transaction, Effect.orDie)
+        .pipe(Effect.zipRight(audit("webhook.secret_rotated", principal, current)), transaction)
       const hook = yield* find(principal, id)
       const rotated: RotatedWebhook = {
         ...hook,
@@ -329,7 +328,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     /** A `webhook.test` event to this webhook alone, delivered (signed, retried, logged) like any other. */
     const test = traced("Webhooks.test")(function* (principal: Principal, id: WebhookId) {
       yield* find(principal, id)
-      const deliveryId = yield* Effect.orDie(events.emitTest(id))
+      const deliveryId = yield* dieOnSqlError(events.emitTest(id))
       if (Option.isNone(deliveryId)) return yield* Effect.fail(NotFound.resource("webhook", id))
       return yield* findDelivery(principal, id, deliveryId.value)
     })
@@ -348,8 +347,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       if (input.since >= until) return yield* Effect.fail(ValidationFailed.field("until", "must be after since"))
       const queued = yield* repo.recover(id, input.since, until).pipe(
         Effect.tap(() => audit("webhook.recovered", principal, hook)),
-        events.transaction,
-        Effect.orDie
+        transaction
       )
       if (queued > 0) yield* events.wake
       const recovered: Recovered = { queued }
@@ -373,8 +371,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
               { user: principal.userId, name: hook.url }
             )
           ),
-          events.transaction,
-          Effect.orDie
+          transaction
         )
       // Due now: the worker may be asleep until a later delivery falls due.
       yield* events.wake
