@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The service against the idiomatic Effect 3 baseline (bench/baseline/server.ts, its own schema and SQLite file),
+# The service against the idiomatic Effect 3 baseline (bench/baseline/server.ts, its own schema and database),
 # in one sitting: both servers on core 0 (taskset), wrk on core 1, rounds A B C, C B A per endpoint; medians of req/s
 # and p99, the spread of the rounds (noise), the ratios, server CPU per request and RSS after load (the most each held
 # right after one of its runs).
