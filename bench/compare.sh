@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The service against the idiomatic Effect 3 baseline (bench/baseline/server.ts, its own schema and SQLite file),
+# The service against the idiomatic Effect 3 baseline (bench/baseline/server.ts, its own schema and database),
 # in one sitting: both servers on core 0 (taskset), wrk on core 1, rounds A B C, C B A per endpoint; medians of req/s
 # and p99, the spread of the rounds (noise), the ratios, server CPU per request and RSS after load (the most each held
 # right after one of its runs).
@@ -22,6 +22,10 @@
 # BENCH_PROFILE=/some/dir: that restart is under `bun --cpu-prof`, so each profile (in /some/dir/<contender>/) holds
 # the warm-up and the measured load, no seeding; `bun bench/profile.ts <file> --requests N` summarises one.
 # Profiled figures are slower than unprofiled ones: quote ratios from runs without it.
+# DATABASE_URL=postgres://user@host:5432/postgres runs it all on PostgreSQL: each server gets a fresh database of its
+# own on that server (the service's, made by its migrations; the baseline's, its own schema, made by it at start;
+# `before`'s with BEFORE_DB=own), dropped at the end; the service at its defaults there. Unset (or anything else),
+# SQLite files in a temporary directory.
 # Usage: bash bench/compare.sh [duration=5s] [rounds=2] [connections=64]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,27 +39,42 @@ BASE_PORT=$((SVC_PORT + 1))
 BEFORE_PORT=$((SVC_PORT + 2))
 WHO="service baseline${BEFORE_DIR:+ before}"
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 WORK=$(mktemp -d)
-export DATABASE_URL=sqlite:$WORK/bench.sqlite
+PG_SERVER=$(is_postgres "${DATABASE_URL:-}" && echo "$DATABASE_URL" || true)
+OWN_BEFORE=$([ -n "${BEFORE_DIR:-}" ] && [ "${BEFORE_DB:-}" = own ] && echo 1 || true)
+# Where each contender keeps its data: SQLite files in $WORK, or fresh PostgreSQL databases (URLs), one each.
+PG_DBS=""
+if [ -n "$PG_SERVER" ]; then
+  for who in service baseline ${OWN_BEFORE:+before}; do PG_DBS+="bench_compare_${who}_$$_$RANDOM "; done
+  read -r SVC_NAME BASE_NAME BEFORE_NAME <<<"$PG_DBS"
+  SVC_DB=$(pg_database "$PG_SERVER" "$SVC_NAME")
+  BASE_DB=$(pg_database "$PG_SERVER" "$BASE_NAME")
+  if [ -n "$OWN_BEFORE" ]; then BEFORE_DB_URL=$(pg_database "$PG_SERVER" "$BEFORE_NAME"); fi
+  export DATABASE_URL=$SVC_DB
+else
+  BASE_DB=$WORK/baseline.sqlite
+  BEFORE_DB_URL=sqlite:$WORK/before.sqlite
+  export DATABASE_URL=sqlite:$WORK/bench.sqlite
+fi
 cleanup() {
   for pid in ${SVC_PID:-} ${BASE_PID:-} ${BEFORE_PID:-}; do kill -INT "$pid" 2>/dev/null || true; done
   wait 2>/dev/null
+  for db in $PG_DBS; do pg_drop "$PG_SERVER" "$db" || true; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-# shellcheck source=bench/lib.sh
-source bench/lib.sh
 new_user() { bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id; }
 new_key() { bun src/cli.ts api-keys create --user "$1" --name bench --scopes read,write | json_field key; }
 READ_USER=$(new_user)
 WRITE_USER=$(new_user)
 READ_KEY=$(new_key "$READ_USER")
 WRITE_KEY=$(new_key "$WRITE_USER")
-OWN_BEFORE=$([ -n "${BEFORE_DIR:-}" ] && [ "${BEFORE_DB:-}" = own ] && echo 1 || true)
 if [ -n "$OWN_BEFORE" ]; then
-  before_cli() { (cd "$BEFORE_DIR" && DATABASE_URL=sqlite:$WORK/before.sqlite bun src/cli.ts "$@"); }
+  before_cli() { (cd "$BEFORE_DIR" && DATABASE_URL=$BEFORE_DB_URL bun src/cli.ts "$@"); }
   BEFORE_READ_USER=$(before_cli users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
   BEFORE_WRITE_USER=$(before_cli users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
   BEFORE_READ_KEY=$(before_cli api-keys create --user "$BEFORE_READ_USER" --name bench --scopes read,write | json_field key)
@@ -67,8 +86,9 @@ write_key() { if [ "$1" = before ] && [ -n "$OWN_BEFORE" ]; then echo "$BEFORE_W
 
 # profiled <who>: the bun flags that write <who>'s CPU profile, when BENCH_PROFILE is set and seeding is over.
 profiled() { [ -n "${BENCH_PROFILE:-}" ] && [ -n "${SEEDED:-}" ] && echo "--cpu-prof --cpu-prof-dir=$BENCH_PROFILE/$1"; }
-wait_ready() { for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$1/health/ready" >/dev/null && return; sleep 0.1; done; }
-wait_up() { for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return; sleep 0.1; done; }
+# (Up to a minute: a server's first start on a fresh PostgreSQL database runs every migration.)
+wait_ready() { for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$1/health/ready" >/dev/null && return; sleep 0.1; done; }
+wait_up() { for _ in $(seq 1 600); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return; sleep 0.1; done; }
 start_service() {
   # shellcheck disable=SC2046
   RATE_LIMIT_PER_MINUTE=1000000000 PORT=$SVC_PORT HOST=127.0.0.1 \
@@ -78,7 +98,7 @@ start_service() {
 }
 start_baseline() {
   # shellcheck disable=SC2046
-  BASELINE_DB=$WORK/baseline.sqlite BASELINE_KEYS="$READ_USER:$READ_KEY,$WRITE_USER:$WRITE_KEY" PORT=$BASE_PORT \
+  BASELINE_DB=$BASE_DB BASELINE_KEYS="$READ_USER:$READ_KEY,$WRITE_USER:$WRITE_KEY" PORT=$BASE_PORT \
     env ${BASELINE_ENV:-} taskset -c 0 bun $(profiled baseline) bench/baseline/server.ts >>"$WORK/baseline.log" 2>&1 &
   BASE_PID=$!
   wait_up $BASE_PORT
@@ -86,7 +106,7 @@ start_baseline() {
 start_before() {
   # shellcheck disable=SC2046
   (cd "$BEFORE_DIR" && RATE_LIMIT_PER_MINUTE=1000000000 PORT=$BEFORE_PORT HOST=127.0.0.1 \
-    exec env ${OWN_BEFORE:+DATABASE_URL=sqlite:$WORK/before.sqlite} ${BEFORE_ENV:-} \
+    exec env ${OWN_BEFORE:+DATABASE_URL=$BEFORE_DB_URL} ${BEFORE_ENV:-} \
     taskset -c 0 bun $(profiled before) src/main.ts) >>"$WORK/before.log" 2>&1 &
   BEFORE_PID=$!
   wait_ready $BEFORE_PORT

@@ -14,14 +14,13 @@ declare -A PID KEY PORT DB
 cleanup() {
   for c in "${!PID[@]}"; do kill -INT "${PID[$c]}" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  for c in "${!DB[@]}"; do psql -q "$BASE" -c "DROP DATABASE IF EXISTS ${DB[$c]} WITH (FORCE)" >/dev/null || true; done
+  for c in "${!DB[@]}"; do pg_drop "$BASE" "${DB[$c]}" || true; done
 }
 trap cleanup EXIT
 port=${BENCH_PORT:-3960}
 for c in 32 0; do
   DB[$c]="bench_concurrency_${c}_$RANDOM"
-  psql -q "$BASE" -c "CREATE DATABASE ${DB[$c]}" >/dev/null
-  url=$(bun -e "const u = new URL(process.argv[1]); u.pathname = '/${DB[$c]}'; console.log(u.toString())" "$BASE")
+  url=$(pg_database "$BASE" "${DB[$c]}")
   DATABASE_URL=$url bun src/cli.ts migrate >/dev/null
   user=$(DATABASE_URL=$url bun src/cli.ts users create --email "bench-$RANDOM@example.com" --name Bench | json_field id)
   KEY[$c]=$(DATABASE_URL=$url bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write |

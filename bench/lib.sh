@@ -7,6 +7,17 @@ export SECRETS_KEY=${SECRETS_KEY:-3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I=}
 # json_field <field>: that field of the `data` of the JSON envelope on stdin (what the CLI prints).
 json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
 
+# is_postgres <url>: whether <url> names a PostgreSQL server (postgres:// or postgresql://).
+is_postgres() { [[ $1 =~ ^postgres(ql)?:// ]]; }
+
+# pg_database <url> <name>: makes a fresh, empty database <name> on the PostgreSQL server of <url> and prints its URL
+# (<url> with <name> for its path). Whoever makes it drops it (`pg_drop <url> <name>`).
+pg_database() {
+  psql -q "$1" -c "CREATE DATABASE $2" >/dev/null
+  bun -e 'const u = new URL(process.argv[1]); u.pathname = `/${process.argv[2]}`; console.log(u.toString())' "$1" "$2"
+}
+pg_drop() { psql -q "$1" -c "DROP DATABASE IF EXISTS $2 WITH (FORCE)" >/dev/null; }
+
 # ticks <pid>: the CPU time (user + system, in clock ticks) the process has used so far.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 

@@ -4,17 +4,22 @@
  * `@effect/sql`, rows decoded with `Schema.Struct`, envelopes encoded by schema, served on `@effect/platform-bun`.
  * No rate limiter, no access log, no metrics, no spans: the framework's floor for this work.
  *
- * It keeps its OWN schema in its own SQLite file (created on start), with the index an expert would give its one
- * list, `(owner_id, created_at, id)`, so it is not slowed by the service's choices. The keys it accepts are given
- * at start as `user_id:token` pairs (the same tokens as the service's, so one wrk command line serves both):
+ * It keeps its OWN schema (created on start) in its own database: a SQLite file through `@effect/sql-sqlite-bun`, or,
+ * when `BASELINE_DB` is a `postgres://` URL, a PostgreSQL database through `@effect/sql-pg` (the same statements and
+ * column types on both, text as the service stores them). Its indexes are the ones an expert would give its queries:
+ * `(owner_id, created_at, id)` for its one list, the primary keys for a project and a key. The keys it accepts are
+ * given at start as `user_id:token` pairs (the same tokens as the service's, so one wrk command line serves both):
  *
  *   BASELINE_DB=/tmp/baseline.sqlite BASELINE_KEYS=usr_a:tok_a,usr_b:tok_b PORT=3918 bun bench/baseline/server.ts
+ *   BASELINE_DB=postgres://postgres@127.0.0.1:5432/baseline BASELINE_KEYS=… PORT=3918 bun bench/baseline/server.ts
  *
  * `BASELINE_HTTP=node` serves it on `node:http` instead of `Bun.serve` (below).
  *
  * Visibility is the service's rule (own projects, and `team` projects of the user's teams) for a single project;
  * the list reads the user's own projects only, which is the same set for the benchmark's users (no teams) and the
- * query the issue names: `SELECT count(*)` plus `ORDER BY created_at DESC, id DESC LIMIT … OFFSET …`.
+ * query the issue names: `SELECT count(*)` plus `ORDER BY created_at DESC, id DESC LIMIT … OFFSET …`. A create does
+ * the service's outbox work: the project, its event, the event's audience row (what the events feed reads) and the
+ * owner's subscriptions read, in one transaction.
  */
 
 import { createServer } from "node:http"
@@ -31,7 +36,6 @@ import {
 import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 
 // --- Domain -------------------------------------------------------------------------------------------------
@@ -130,6 +134,13 @@ const statements = [
     payload TEXT NOT NULL,
     created_at TEXT NOT NULL
   )`,
+  `CREATE TABLE IF NOT EXISTS event_audience (
+    user_id TEXT NOT NULL REFERENCES users (id),
+    event_id TEXT NOT NULL REFERENCES events (id),
+    type TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, created_at, event_id)
+  )`,
   `CREATE TABLE IF NOT EXISTS webhooks (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL REFERENCES users (id),
@@ -197,7 +208,8 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
     const count = SqlSchema.single({
       Request: Schema.String,
       Result: Schema.Struct({ total: Schema.Number }),
-      execute: (userId) => sql`SELECT count(*) AS total FROM projects WHERE owner_id = ${userId}`
+      // `CAST`: PostgreSQL's count(*) is a bigint, which node-postgres reads as a string.
+      execute: (userId) => sql`SELECT CAST(count(*) AS INTEGER) AS total FROM projects WHERE owner_id = ${userId}`
     })
     const insert = SqlSchema.void({
       Request: Project,
@@ -211,6 +223,15 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
         created_at: Schema.String
       }),
       execute: (event) => sql`INSERT INTO events ${sql.insert(event)}`
+    })
+    const insertAudience = SqlSchema.void({
+      Request: Schema.Struct({
+        user_id: Schema.String,
+        event_id: Schema.String,
+        type: Schema.String,
+        created_at: Schema.String
+      }),
+      execute: (row) => sql`INSERT INTO event_audience ${sql.insert(row)}`
     })
     const subscriptions = SqlSchema.findAll({
       Request: Schema.String,
@@ -256,17 +277,19 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
             created_at: now,
             updated_at: now
           }
-          // The service's outbox work, plainly: the project, its event, and the owner's subscriptions, in one
-          // transaction.
+          // The service's outbox work, plainly: the project, its event, the event's audience (the owner) and the
+          // owner's subscriptions, in one transaction.
           yield* Effect.gen(function* () {
             yield* insert(project)
             const id = newId("evt")
+            const type = "project.created"
             yield* insertEvent({
               id,
-              type: "project.created",
-              payload: JSON.stringify({ id, type: "project.created", created_at: now, data: project }),
+              type,
+              payload: JSON.stringify({ id, type, created_at: now, data: project }),
               created_at: now
             })
+            yield* insertAudience({ user_id: user.id, event_id: id, type, created_at: now })
             yield* subscriptions(user.id)
           }).pipe(sql.withTransaction, Effect.orDie)
           return { data: project, meta: { request_id: requestId() } }
@@ -275,22 +298,50 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
   })
 )
 
+const database = process.env.BASELINE_DB ?? "data/baseline.sqlite"
+
+/**
+ * The client for `BASELINE_DB`: a PostgreSQL URL → `@effect/sql-pg`'s own pool (20 connections, the service's
+ * size; statements sent unnamed, so each is planned for its values); anything else → a SQLite file in WAL with `synchronous = NORMAL`. Only the chosen driver is loaded
+ * (`import()`), as in the service, so each engine's RSS is its own.
+ */
+const ClientLive = Layer.unwrapEffect(
+  Effect.promise(async (): Promise<Layer.Layer<SqlClient.SqlClient>> => {
+    if (/^postgres(ql)?:\/\//.test(database)) {
+      const { PgClient } = await import("@effect/sql-pg")
+      // Each connection tells the planner what holds here: the data is in memory, so a page read out of order costs
+      // about what one in order does (`random_page_cost` 1.1, the usual setting for that, against PostgreSQL's 4,
+      // which made the list's deeper pages read all the owner's rows and sort them rather than walk the index).
+      const url = new URL(database)
+      url.searchParams.set("options", "-c random_page_cost=1.1")
+      return Layer.orDie(PgClient.layer({ url: Redacted.make(url.toString()), maxConnections: 20 }))
+    }
+    const { SqliteClient } = await import("@effect/sql-sqlite-bun")
+    const pragmas = Layer.effectDiscard(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.unsafe("PRAGMA journal_mode = WAL")
+        yield* sql.unsafe("PRAGMA busy_timeout = 5000")
+        yield* sql.unsafe("PRAGMA synchronous = NORMAL")
+      })
+    )
+    return pragmas.pipe(Layer.provideMerge(SqliteClient.layer({ filename: database })), Layer.orDie)
+  })
+)
+
 /** The schema, and the users and keys named by `BASELINE_KEYS` (`user_id:token,…`). */
 const SqlLive = Layer.effectDiscard(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    yield* sql.unsafe("PRAGMA journal_mode = WAL")
-    yield* sql.unsafe("PRAGMA busy_timeout = 5000")
-    yield* sql.unsafe("PRAGMA synchronous = NORMAL")
     for (const statement of statements) yield* sql.unsafe(statement)
     const now = new Date().toISOString()
     for (const pair of (process.env.BASELINE_KEYS ?? "").split(",").filter((p) => p !== "")) {
       const [userId = "", token = ""] = pair.split(":")
-      yield* sql`INSERT OR IGNORE INTO users ${sql.insert({ id: userId, created_at: now })}`
-      yield* sql`INSERT OR IGNORE INTO api_keys ${sql.insert({ key_hash: sha256(token), user_id: userId, revoked_at: null, expires_at: null })}`
+      yield* sql`INSERT INTO users ${sql.insert({ id: userId, created_at: now })} ON CONFLICT DO NOTHING`
+      yield* sql`INSERT INTO api_keys ${sql.insert({ key_hash: sha256(token), user_id: userId, revoked_at: null, expires_at: null })} ON CONFLICT DO NOTHING`
     }
   })
-).pipe(Layer.provideMerge(SqliteClient.layer({ filename: process.env.BASELINE_DB ?? "data/baseline.sqlite" })))
+).pipe(Layer.provideMerge(ClientLive))
 
 /**
  * `@effect/platform-bun` (`Bun.serve`) unless `BASELINE_HTTP=node`: then `@effect/platform-node` on `node:http`, the
