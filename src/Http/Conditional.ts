@@ -19,7 +19,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import { PreconditionFailed } from "../Domain/Errors.js"
 import { etagOf, ifMatchHolds, noneMatchFails, parseTagList, RequestIfMatch } from "../Domain/ETag.js"
-import type { RequestState } from "./RequestState.js"
+import type { ServedRequest } from "./Routes.js"
 
 const utf8 = new TextEncoder()
 
@@ -59,9 +59,9 @@ export const etagOfResponse = (
 const preconditionFailed = () => new PreconditionFailed({ message: PreconditionFailed.default })
 
 /** `GET` and `HEAD`: the `ETag`, then `If-Match` / `If-None-Match` against it, and `HEAD`'s entity headers. */
-const read = (request: HttpServerRequest.HttpServerRequest, state: RequestState, app: HttpApp.Default) =>
+const read = (request: HttpServerRequest.HttpServerRequest, served: ServedRequest, app: HttpApp.Default) =>
   Effect.flatMap(app, (response) => {
-    const etag = etagOfResponse(response, state.id)
+    const etag = etagOfResponse(response, served.id)
     if (etag === undefined) return Effect.succeed(headWithEntityHeaders(request, response))
     const ifMatch = request.headers["if-match"]
     if (ifMatch !== undefined && !ifMatchHolds(parseTagList(ifMatch), etag)) return Effect.fail(preconditionFailed())
@@ -86,9 +86,9 @@ const headWithEntityHeaders = (
 }
 
 /** A `PUT`'s answer is the new representation: its `ETag`, for the next `If-Match`. */
-const written = (state: RequestState, app: HttpApp.Default) =>
+const written = (served: ServedRequest, app: HttpApp.Default) =>
   Effect.map(app, (response) => {
-    const etag = etagOfResponse(response, state.id)
+    const etag = etagOfResponse(response, served.id)
     return etag === undefined ? response : HttpServerResponse.setHeader(response, "etag", etag)
   })
 
@@ -98,30 +98,30 @@ const written = (state: RequestState, app: HttpApp.Default) =>
  */
 export const conditional = (
   request: HttpServerRequest.HttpServerRequest,
-  state: RequestState,
+  served: ServedRequest,
   app: HttpApp.Default
 ): HttpApp.Default<PreconditionFailed> => {
-  const { route } = state.match
+  const { route } = served.match
   if (route === undefined) return app
   const ifMatch = request.headers["if-match"]
   return ifMatch === undefined
-    ? rulesOf(request, state, app)
-    : Effect.provideService(rulesOf(request, state, app), RequestIfMatch, parseTagList(ifMatch))
+    ? rulesOf(request, served, app)
+    : Effect.provideService(rulesOf(request, served, app), RequestIfMatch, parseTagList(ifMatch))
 }
 
 const rulesOf = (
   request: HttpServerRequest.HttpServerRequest,
-  state: RequestState,
+  served: ServedRequest,
   app: HttpApp.Default
 ): HttpApp.Default<PreconditionFailed> => {
-  const { candidates } = state.match
+  const { candidates } = served.match
   const method = request.method
-  if (method === "GET" || method === "HEAD") return read(request, state, app)
+  if (method === "GET" || method === "HEAD") return read(request, served, app)
   if (method !== "PUT" && method !== "DELETE") return app
   const tagged = candidates.some((candidate) => candidate.method === "GET")
   if (!tagged) {
     const ifMatch = request.headers["if-match"]
     return ifMatch === undefined || parseTagList(ifMatch) === "*" ? app : Effect.fail(preconditionFailed())
   }
-  return method === "PUT" ? written(state, app) : app
+  return method === "PUT" ? written(served, app) : app
 }
