@@ -16,7 +16,7 @@
  *   as the server receives them). Only the operations that declare `Idempotency-Key` (every `POST`) keep the two
  *   errors that come with it (declared API-wide in src/Api.ts so the server encodes them; src/Idempotency/Http.ts
  *   answers them).
- * - Conditional requests (src/Http/Conditional.ts): a `GET` of one record declares `If-None-Match` and `If-Match`,
+ * - Conditional requests (src/Http/ApiMiddleware.ts): a `GET` of one record declares `If-None-Match` and `If-Match`,
  *   its `ETag` and `304`; a `PUT` or `DELETE` declares `If-Match`; those, and only those, answer `412` (declared
  *   API-wide in src/Api.ts). A `PUT` of a record that has a `GET` declares the `ETag` of its answer.
  * - Every operation declares `400 validation_failed`: an unknown query parameter is refused on every one.

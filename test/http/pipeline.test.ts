@@ -9,10 +9,14 @@ import { stopWithin } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
 import type { Response, Server } from "../support/server.ts"
 
+/** Different, so each answer shows which bucket it was counted against. */
+const PER_CREDENTIAL = 1000
+const PER_CLIENT_IP = 500
+
 let server: Server
 beforeAll(async () => {
   server = await startInProcess({
-    env: { RATE_LIMIT_PER_MINUTE: "1000", RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: "1000" }
+    env: { RATE_LIMIT_PER_MINUTE: String(PER_CREDENTIAL), RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: String(PER_CLIENT_IP) }
   })
 }, 60_000)
 afterAll(async () => {
@@ -81,14 +85,17 @@ describe("a body is parsed once", () => {
 
 const CORS = "access-control-allow-origin"
 
-/** The headers every `/v1` answer carries: its request id, CORS, and the bucket it was counted against. */
-const expectCommon = (res: Response) => {
+/**
+ * The headers every `/v1` answer carries: its request id, CORS, and the bucket it was counted against (the
+ * credential's when the endpoint's `Authentication` counted it, else the client IP's).
+ */
+const expectCommon = (res: Response, bucket: number = PER_CREDENTIAL) => {
   expect(res.headers.get("x-request-id")).toMatch(/^req_/)
   if (res.body?.error !== undefined) expect(res.body.error.request_id).toBe(res.headers.get("x-request-id"))
   expect(res.headers.get(CORS)).toBe("*")
   expect(res.headers.get("access-control-expose-headers")).toContain("Idempotent-Replayed")
-  expect(res.headers.get("x-ratelimit-limit")).toBe("1000")
-  expect(Number(res.headers.get("x-ratelimit-remaining"))).toBeLessThan(1000)
+  expect(res.headers.get("x-ratelimit-limit")).toBe(String(bucket))
+  expect(Number(res.headers.get("x-ratelimit-remaining"))).toBeLessThan(bucket)
 }
 
 describe("every answer carries the headers its steps learned", () => {
@@ -157,7 +164,7 @@ describe("every answer carries the headers its steps learned", () => {
     const res = await server.request("/v1/projects")
     expect(res.status).toBe(401)
     expect(res.headers.get("www-authenticate")).toStartWith('Bearer realm="api"')
-    expectCommon(res)
+    expectCommon(res, PER_CLIENT_IP)
   })
 
   test("a scope missing (403): the challenge names the scopes, the credential's bucket", async () => {
@@ -172,7 +179,7 @@ describe("every answer carries the headers its steps learned", () => {
     const res = await server.request("/v1/projects", { method: "PATCH" })
     expect(res.status).toBe(405)
     expect(res.headers.get("allow")).toBe("GET, HEAD, POST")
-    expectCommon(res)
+    expectCommon(res, PER_CLIENT_IP)
   })
 
   test("If-Match that does not hold (412): the write's failure keeps them too", async () => {
