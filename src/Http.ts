@@ -26,10 +26,8 @@ import { AuthenticationLive } from "./Http/Authentication.js"
 import { type TrustedProxies, trustedProxies } from "./Http/ClientAddress.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
 import { DocsRoutes } from "./Http/Docs.js"
-import { GracefulShutdown, Lifecycle } from "./Http/Lifecycle.js"
 import { makeNodeServer } from "./Http/NodeServer.js"
-import { withStateHeaders } from "./Http/RequestState.js"
-import { makeRequestWrapper } from "./Http/RequestWrapper.js"
+import { GracefulShutdown, Lifecycle, makeRequestWrapper, withRequestId } from "./Http/RequestWrapper.js"
 import { StrictRouting } from "./Http/Routes.js"
 import { IdempotentLive } from "./Idempotency/Http.js"
 import { AuthorizationsHttp, OAuthClientsHttp } from "./OAuth/Apps/Http.js"
@@ -43,7 +41,7 @@ import { WebhooksHttp } from "./Webhooks/Http.js"
 
 /**
  * The most body the server reads into memory for any request: a backstop far above our own 1 MiB (src/Http/
- * BodyChecks.ts), so a body declared too large still gets our 413 envelope without being read, and one sent
+ * Precheck.ts), so a body declared too large still gets our 413 envelope without being read, and one sent
  * chunked gets it once read; past this the read fails and the connection is cut (Bun.serve's own cap was the same).
  */
 const MAX_READ_BODY_BYTES = 16 * 1024 * 1024
@@ -79,7 +77,7 @@ const ServeLive = Layer.unwrapEffect(
         ? (app: HttpApp.Default) => wrap(admit(app))
         : (app: HttpApp.Default) => wrap(admit(behindProxies(trustedProxies(proxies))(app)))
     return HttpApiBuilder.serve(wrapped).pipe(
-      Layer.locally(HttpApp.currentPreResponseHandlers, Option.some(withStateHeaders))
+      Layer.locally(HttpApp.currentPreResponseHandlers, Option.some(withRequestId))
     )
   })
 )

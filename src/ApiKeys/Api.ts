@@ -4,6 +4,7 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { List, Success } from "../Contract/Envelope.js"
 import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
+import { IdempotencyKeyHeader } from "../Contract/Idempotency.js"
 import { listParams } from "../Contract/ListParams.js"
 import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
@@ -31,6 +32,7 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
   )
   .add(
     HttpApiEndpoint.post("create", "/api-keys")
+      .setHeaders(IdempotencyKeyHeader)
       .setPayload(CreateApiKey)
       .addSuccess(Success(CreatedApiKey), { status: 201 })
       .pipe(withBodyErrors)

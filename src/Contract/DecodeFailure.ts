@@ -141,8 +141,13 @@ export const fieldIssues = (
   }
 }
 
-/** A decode failure as `validation_failed`. */
-export const validationFailed = (error: ParseResult.ParseError): ValidationFailed => {
+/** A decode failure as `validation_failed`; `fieldName` writes each field as the client knows it (a header's name). */
+export const validationFailed = (
+  error: ParseResult.ParseError,
+  fieldName?: (field: string) => string
+): ValidationFailed => {
   const { cut, details } = fieldIssues(error.issue)
-  return ValidationFailed.of(details, cut ? { atLeast: true } : undefined)
+  const named =
+    fieldName === undefined ? details : details.map((issue) => ({ ...issue, field: fieldName(issue.field) }))
+  return ValidationFailed.of(named, cut ? { atLeast: true } : undefined)
 }

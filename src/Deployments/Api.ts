@@ -5,6 +5,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { List, Success } from "../Contract/Envelope.js"
 import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
+import { IdempotencyKeyHeader } from "../Contract/Idempotency.js"
 import { listParams } from "../Contract/ListParams.js"
 import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
@@ -60,6 +61,7 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
   )
   .add(
     HttpApiEndpoint.post("create")`/projects/${id}/deployments`
+      .setHeaders(IdempotencyKeyHeader)
       .setPayload(CreateDeployment)
       .addSuccess(Success(Deployment), { status: 201 })
       .pipe(withBodyErrors)

@@ -3,8 +3,9 @@ import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { Idempotent } from "../Contract/Idempotency.js"
 import { makeWithLinks } from "../Contract/Links.js"
+import { decodePayload } from "../Contract/Request.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
-import { CreateDeployment } from "./Api.js"
+import { CreateDeployment, UpdateDeployment } from "./Api.js"
 import { Deployments } from "./Deployments.js"
 
 export const DeploymentsHttp = HttpApiBuilder.group(Api, "deployments", (handlers) =>
@@ -27,8 +28,10 @@ export const DeploymentsHttp = HttpApiBuilder.group(Api, "deployments", (handler
       .handle("get", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (me) => deployments.get(me, path.id, path.deployment_id))
       )
-      .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => deployments.finish(me, path.id, path.deployment_id, payload))
+      .handleRaw("update", ({ path }) =>
+        Effect.flatMap(decodePayload(UpdateDeployment), (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => deployments.finish(me, path.id, path.deployment_id, payload))
+        )
       )
   })
 )

@@ -1,7 +1,7 @@
 /**
  * Entity tags (RFC 9110 §8.8.3): what a resource's `ETag` is, and how `If-Match` and `If-None-Match` compare with it.
  * A resource's tag is a hash of its representation: the JSON of `data` in its success envelope, byte for byte as it
- * is sent. The server puts it on the answers it sends (src/Http/Conditional.ts); a conditional write computes the
+ * is sent. The server puts it on the answers it sends (src/Http/ApiMiddleware.ts); a conditional write computes the
  * same tag from the record it is about to change, as the record's schema encodes it (src/Sql/Preconditions.ts), so
  * the two agree without a column of their own, and the tag changes whenever anything the client sees does.
  */
@@ -38,7 +38,7 @@ export const noneMatchFails = (list: TagList, current: string): boolean =>
 
 /**
  * The `If-Match` of the request being served, carried in its `Context` (the server provides it for a `/v1` route
- * whose request has one: src/Http/Conditional.ts). A write that honours it (src/Sql/Preconditions.ts) reads it
+ * whose request has one: src/Http/ApiMiddleware.ts). A write that honours it (src/Sql/Preconditions.ts) reads it
  * here, so a service's signature need not carry it; outside a request (the CLI, a worker) there is none.
  */
 export class RequestIfMatch extends Context.Tag("RequestIfMatch")<RequestIfMatch, TagList>() {}

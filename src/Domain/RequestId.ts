@@ -10,7 +10,7 @@ export interface RequestIdentity {
 }
 
 /**
- * The request being served. The server sets its whole request state here (src/Http/RequestState.ts), so the id
+ * The request being served. The server sets what it knows of the request here (src/Http/Routes.ts), so the id
  * costs no FiberRef of its own: each FiberRef a fiber holds makes every write of its refs dearer.
  */
 export const CurrentRequestIdentity: FiberRef.FiberRef<RequestIdentity | undefined> = FiberRef.unsafeMake<

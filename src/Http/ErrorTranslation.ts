@@ -30,7 +30,7 @@ import {
 import { isUnavailable } from "../Sql/Errors.js"
 import { matching, pathOf, queryOf, type RouteShape, routedMethod } from "./Routes.js"
 
-/** Seconds a client is told to wait after a 503 (src/Http/RequestState.ts sets `Retry-After`). */
+/** Seconds a client is told to wait after a 503 that answers a failure (src/Http/ApiMiddleware.ts sets `Retry-After`). */
 export const RETRY_AFTER_SECONDS = 1
 
 export type OurError =
@@ -101,24 +101,37 @@ const searchRecord = (query: string): Record<string, string | Array<string>> => 
   return record
 }
 
-const firstFailure = (ast: Option.Option<AST.AST>, input: () => unknown): Option.Option<ParseResult.ParseError> =>
+const firstFailure = (
+  ast: Option.Option<AST.AST>,
+  input: () => unknown,
+  fieldName?: (field: string) => string
+): Option.Option<ValidationFailed> =>
   Option.flatMap(ast, (ast) =>
     Either.match(Schema.decodeUnknownEither(Schema.make<unknown, unknown, never>(ast))(input()), {
-      onLeft: Option.some,
+      onLeft: (error) => Option.some(validationFailed(error, fieldName)),
       onRight: () => Option.none()
     })
   )
 
 /**
- * The request decoded again as the framework decodes it (path, body, headers, query, in that order): the first
- * `ParseError`, or none. Only called after the framework refused the request, so the cost is the failure's own.
+ * A header as HTTP writes it (`idempotency-key` → `Idempotency-Key`): the contract declares headers in lower case,
+ * as the server receives them, and the client knows them by this name (src/Http/OpenApi.ts writes them so too).
+ */
+export const headerName = (name: string): string =>
+  name.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => `${dash}${letter.toUpperCase()}`)
+
+/**
+ * The request decoded again as the framework decodes it (path, headers, query, in that order): its first failure
+ * as `validation_failed`, or none. Only called after the framework refused the request, so the cost is the failure's own.
+ * Never the body: every endpoint that takes one decodes its payload itself, from the body parsed once before
+ * routing (src/Contract/Request.ts), and fails with `validation_failed` there.
  */
 const decodeFailure = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const path = pathOf(request.url)
   const method = routedMethod(request.method)
   const route: RouteShape | undefined = matching(path).find((candidate) => candidate.method === method)
-  if (route === undefined) return Option.none<ParseResult.ParseError>()
+  if (route === undefined) return Option.none<ValidationFailed>()
   const { schemas } = route
   const segments = path.split("/")
   const params = () =>
@@ -127,15 +140,8 @@ const decodeFailure = Effect.gen(function* () {
         segment.startsWith(":") ? [[segment.slice(1), decodeParam(segments[i] ?? "")]] : []
       )
     )
-  const text = route.hasPayload ? yield* Effect.orElseSucceed(request.text, () => "") : ""
-  const body = () =>
-    Either.getOrElse(
-      Either.try((): unknown => JSON.parse(text)),
-      () => undefined
-    )
   return firstFailure(schemas.path, params).pipe(
-    Option.orElse(() => (route.hasPayload ? firstFailure(schemas.payload, body) : Option.none())),
-    Option.orElse(() => firstFailure(schemas.headers, () => request.headers)),
+    Option.orElse(() => firstFailure(schemas.headers, () => request.headers, headerName)),
     Option.orElse(() => firstFailure(schemas.urlParams, () => searchRecord(queryOf(request.url))))
   )
 })
@@ -156,13 +162,8 @@ export const translate = (
     if (isOurs(error)) return Effect.fail(error)
     if (ParseResult.isParseError(error)) return Effect.fail(validationFailed(error))
     if (error instanceof HttpApiError.HttpApiDecodeError) {
-      return Effect.flatMap(decodeFailure, (parseError) =>
-        Effect.fail(
-          Option.match(parseError, {
-            onSome: validationFailed,
-            onNone: () => fromFrameworkDecodeError(error)
-          })
-        )
+      return Effect.flatMap(decodeFailure, (failure) =>
+        Effect.fail(Option.getOrElse(failure, () => fromFrameworkDecodeError(error)))
       )
     }
     if (error instanceof HttpServerError.RouteNotFound) {

@@ -12,9 +12,11 @@
  *   the `HttpApi`, because they answer in RFC 6749 forms, not in the `/v1` envelope. Their bodies' schemas are
  *   derived from the ones those handlers decode and answer with (src/OAuth/Wire.ts). The browser-only form posts
  *   behind the sign-in and consent pages are left out.
- * - Every `POST` declares the optional `Idempotency-Key` header, and only `POST`s the two errors that come with it
- *   (declared API-wide in src/Api.ts so the server encodes them; src/Idempotency/Http.ts answers them).
- * - Conditional requests (src/Http/Conditional.ts): a `GET` of one record declares `If-None-Match` and `If-Match`,
+ * - Header parameters are named as HTTP writes them (`Idempotency-Key`; the contract declares them in lower case,
+ *   as the server receives them). Only the operations that declare `Idempotency-Key` (every `POST`) keep the two
+ *   errors that come with it (declared API-wide in src/Api.ts so the server encodes them; src/Idempotency/Http.ts
+ *   answers them).
+ * - Conditional requests (src/Http/ApiMiddleware.ts): a `GET` of one record declares `If-None-Match` and `If-Match`,
  *   its `ETag` and `304`; a `PUT` or `DELETE` declares `If-Match`; those, and only those, answer `412` (declared
  *   API-wide in src/Api.ts). A `PUT` of a record that has a `GET` declares the `ETag` of its answer.
  * - Every operation declares `400 validation_failed`: an unknown query parameter is refused on every one.
@@ -28,6 +30,7 @@ import { Api } from "../Api.js"
 import { RequiredScopes } from "../Contract/Security.js"
 import type { scopeNames } from "../Domain/Scopes.js"
 import { oauthWireSchemas } from "../OAuth/Wire.js"
+import { headerName } from "./ErrorTranslation.js"
 
 /** What the document needs to know about where it is served. */
 export interface Served {
@@ -97,25 +100,13 @@ const methods: ReadonlyArray<OpenApi.OpenAPISpecMethodName> = [
   "trace"
 ]
 
-/** The optional header of every `POST` (docs/idempotency.md). */
-const idempotencyKeyParameter: OpenApi.OpenAPISpecParameter = {
-  name: "Idempotency-Key",
-  in: "header",
-  required: false,
-  schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7E]+$" },
-  description:
-    "Makes the request safe to retry: the same key (yours for `IDEMPOTENCY_TTL`, a day by default) with the same " +
-    "method, path and body answers the first answer again, byte for byte, with `Idempotent-Replayed: true`, and " +
-    "runs nothing again. With another path or body: 422 `idempotency_key_reused`; while the first is still being " +
-    "processed: 409 `idempotency_key_in_use` with `Retry-After`. 1–255 visible ASCII characters; a UUID is a good key."
-}
-
-/** The error schemas only a `POST` with `Idempotency-Key` is answered with. */
+/** The error schemas only an operation that declares `Idempotency-Key` is answered with. */
 const idempotencyErrors: ReadonlySet<string> = new Set([
   "#/components/schemas/IdempotencyKeyInUseError",
   "#/components/schemas/IdempotencyKeyReusedError"
 ])
 
+const IDEMPOTENCY_KEY = "Idempotency-Key"
 const PRECONDITION_FAILED = "#/components/schemas/PreconditionFailedError"
 const VALIDATION_FAILED = "#/components/schemas/ValidationFailedError"
 
@@ -240,17 +231,18 @@ const bearerChallenges: Record<number, Record<string, ResponseHeader>> = {
 }
 
 /**
- * An operation's responses with the `Idempotency-Key` errors kept on a `POST` and taken out of any other (a
- * status left with nothing goes). A status several errors share is described by each of them.
+ * An operation's responses with the `Idempotency-Key` errors kept where the operation declares the header and
+ * taken out of any other (a status left with nothing goes). A status several errors share is described by each
+ * of them.
  */
 const responsesFor = (
-  method: OpenApi.OpenAPISpecMethodName,
+  keyed: boolean,
   responses: OpenApi.OpenAPISpecResponses,
   schemas: Readonly<Record<string, JsonSchema.JsonSchema>>,
   preconditions: boolean
 ): OpenApi.OpenAPISpecResponses => {
   const dropped = (ref: string) =>
-    (method !== "post" && idempotencyErrors.has(ref)) || (!preconditions && ref === PRECONDITION_FAILED)
+    (!keyed && idempotencyErrors.has(ref)) || (!preconditions && ref === PRECONDITION_FAILED)
   const describe = (ref: string) => {
     const schema = schemas[ref.slice("#/components/schemas/".length)]
     return schema !== undefined && "description" in schema && schema.description !== undefined
@@ -295,6 +287,7 @@ const completePaths = (
         const operation = item[method]
         if (operation === undefined) continue
         const parameters = operation.parameters.map((parameter): OpenApi.OpenAPISpecParameter => {
+          if (parameter.in === "header") return { ...parameter, name: headerName(parameter.name) }
           const integer = parameter.in === "query" ? integerQuery[parameter.name] : undefined
           const examples = parameter.in === "query" ? filterExamples[parameter.name] : undefined
           if (examples !== undefined) return { ...parameter, schema: { ...parameter.schema, examples: [...examples] } }
@@ -314,7 +307,12 @@ const completePaths = (
         const responses = Object.fromEntries(
           Object.entries(
             withConditionalResponses(
-              responsesFor(method, operation.responses, schemas, conditional.preconditions),
+              responsesFor(
+                parameters.some((parameter) => parameter.in === "header" && parameter.name === IDEMPOTENCY_KEY),
+                operation.responses,
+                schemas,
+                conditional.preconditions
+              ),
               conditional
             )
           ).map(([status, response]: [string, ResponseWithHeaders]) => [
@@ -326,11 +324,7 @@ const completePaths = (
           ...operation,
           description: operation.description ?? describeAccess(method, path),
           security: securityFor(method, path),
-          parameters: [
-            ...parameters,
-            ...(method === "post" ? [idempotencyKeyParameter] : []),
-            ...conditional.parameters
-          ],
+          parameters: [...parameters, ...conditional.parameters],
           responses
         }
       }
@@ -366,7 +360,7 @@ const responseHeaders = {
 const headerRef = (name: keyof typeof responseHeaders) => ({ $ref: `#/components/headers/${name}` })
 
 /**
- * The headers a `/v1` response carries (src/Http/RequestState.ts, src/Http/RateLimit.ts, src/Contract/Links.ts,
+ * The headers a `/v1` response carries (src/Http/RequestWrapper.ts, src/Http/Authentication.ts, src/Contract/Links.ts,
  * src/Idempotency/Http.ts): the request id and the rate limit on all, `Link` on a list page, `Idempotent-Replayed`
  * on a `POST`'s success, `Retry-After` on 429, 503 and (a `POST`'s) 409.
  */

@@ -1,9 +1,13 @@
 /**
- * The per-request wrapper: what the server does around every request it answers — the request state (id, path,
- * contract route, response headers; src/Http/RequestState.ts), the request id for the envelopes and the logs, the
- * in-flight count for graceful shutdown, the duration metric, one access-log line, and the server span when the
- * request is traced. The response is sent inside `app`; its headers come from the state through the one
- * pre-response handler installed with the server (`withStateHeaders`).
+ * The per-request wrapper: what the server does around every request it answers — what the server knows of the
+ * request (`ServedRequest`: id, path, contract route, worked out once; src/Http/Routes.ts), the request id for the
+ * envelopes and the logs, the in-flight count for graceful shutdown, the duration metric, one access-log line, and
+ * the server span when the request is traced. The response is sent inside `app`: its `X-Request-Id` comes through
+ * the one pre-response handler installed with the server (`withRequestId`).
+ *
+ * The in-flight count is the `Lifecycle` service below, with whether the process is draining: on shutdown the
+ * server stops taking new `/v1` work (503 `unavailable`: health answers for itself, OAuth in its own RFC form) and
+ * waits for what is in flight to finish before anything else is torn down.
  *
  * Two implementations with the same behaviour, chosen by `FAST_PATHS` (`request-wrapper`; docs/fast-paths.md):
  * `idiomatic`, written as the Effect docs write a middleware, and `fast`, the same steps as plain JS inside one
@@ -13,35 +17,126 @@
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import {
   Cause,
   Context,
+  Duration,
   Effect,
   type Fiber,
   FiberRef,
   FiberRefs,
   HashMap,
   HashSet,
+  Layer,
   Logger,
   LogLevel,
   Metric,
   MetricLabel,
   Option,
+  Schedule,
   Tracer
 } from "effect"
-import type { FastPath } from "../Config.js"
-import { requestIdFrom } from "../Domain/RequestId.js"
+import { type FastPath, ServerConfig } from "../Config.js"
+import { Unavailable } from "../Domain/Errors.js"
+import { CurrentRequestIdentity, requestIdFrom } from "../Domain/RequestId.js"
 import { jsonLogger, writeJsonLine } from "../Observability/Logging.js"
 import { requestDuration, updateInPlace } from "../Observability/Metrics.js"
 import type { TraceSampler } from "../Observability/Sampling.js"
-import type { Lifecycle } from "./Lifecycle.js"
-import { CurrentRequest, makeRequestState, type RequestState } from "./RequestState.js"
-import { routeOf } from "./Routes.js"
+import { routeOf, type ServedRequest, servedRequest } from "./Routes.js"
+
+export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
+  effect: Effect.gen(function* () {
+    // Plain counters: every request touches them, and a `Ref` plus `acquireUseRelease` cost several fiber steps
+    // each; one thread updates them, and the mask keeps the count exact under interruption.
+    let inFlight = 0
+    let drainingNow = false
+    const currentInFlight = Effect.sync(() => inFlight)
+    const draining = {
+      get: Effect.sync(() => drainingNow),
+      set: Effect.sync(() => {
+        drainingNow = true
+      })
+    }
+    const leave = Effect.sync(() => {
+      inFlight--
+    })
+
+    /** Runs one request's work, counted, so shutdown can wait for it. */
+    const track = <A, E, R>(work: Effect.Effect<A, E, R>) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => {
+          inFlight++
+          return Effect.ensuring(restore(work), leave)
+        })
+      )
+
+    /**
+     * The same count as plain calls, for the server's per-request wrapper, which runs uninterruptibly (the
+     * platform serves each request in an uninterruptible region) and calls `exit` once its work has ended.
+     */
+    const unsafe = {
+      enter: (): void => {
+        inFlight++
+      },
+      exit: (): void => {
+        inFlight--
+      },
+      isDraining: (): boolean => drainingNow
+    } as const
+
+    const drain = (timeout: Duration.Duration) =>
+      Effect.gen(function* () {
+        yield* draining.set
+        const waiting = yield* currentInFlight
+        yield* Effect.logInfo("draining", { in_flight: waiting })
+        const idle = Effect.repeat(currentInFlight, {
+          until: (n) => n === 0,
+          schedule: Schedule.spaced(Duration.millis(20))
+        })
+        // Finalizers run uninterruptibly: the wait must be interruptible for the time-out to end it.
+        const finished = yield* Effect.timeout(Effect.interruptible(idle), timeout).pipe(Effect.option)
+        if (finished._tag === "None") yield* Effect.logWarning("shutdown timeout reached with requests in flight")
+      })
+
+    return { track, unsafe, drain, isDraining: draining.get } as const
+  })
+}) {}
+
+/** Built after the server, so its finalizer (the drain) runs before the server's own. */
+export const GracefulShutdown = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const lifecycle = yield* Lifecycle
+    const { shutdownTimeout } = yield* Effect.orDie(ServerConfig)
+    yield* Effect.addFinalizer(() => lifecycle.drain(shutdownTimeout))
+  })
+)
+
+/** Whether this request is refused because the process is draining. */
+export const isDrainRefused = (lifecycle: Lifecycle, request: HttpServerRequest.HttpServerRequest): boolean =>
+  lifecycle.unsafe.isDraining() && request.url.startsWith("/v1/")
+
+/** A fresh error per refusal (an error carries the span it failed in). */
+export const refusedWhileDraining = Effect.failSync(
+  () => new Unavailable({ message: "The server is shutting down; retry shortly" })
+)
 
 /** Wraps the whole app the server serves. */
 export type RequestWrapper = (app: HttpApp.Default) => HttpApp.Default
+
+/**
+ * The one pre-response handler installed with the server: `X-Request-Id` on whatever response the request gets
+ * (the response is sent inside the app, where this wrapper cannot reach it). Others a step adds for a failure's
+ * response (`onFailureResponse`, src/Http/Routes.ts) run after it.
+ */
+export const withRequestId = (
+  _request: HttpServerRequest.HttpServerRequest,
+  response: HttpServerResponse.HttpServerResponse
+): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  Effect.map(FiberRef.get(CurrentRequestIdentity), (identity) =>
+    identity === undefined ? response : HttpServerResponse.setHeader(response, "x-request-id", identity.id)
+  )
 
 const isHealth = (path: string) => path.startsWith("/health/")
 
@@ -76,7 +171,7 @@ const accessFields = (request: HttpServerRequest.HttpServerRequest, path: string
 /** The server span's name and attributes: named by route (`GET /v1/projects/:id`), continuing `traceparent`. */
 const spanOptions = (
   request: HttpServerRequest.HttpServerRequest,
-  state: RequestState,
+  state: ServedRequest,
   route: string | undefined,
   parent: Option.Option<Tracer.ExternalSpan>
 ) => ({
@@ -107,7 +202,7 @@ export const idiomaticRequestWrapper =
     /** The app's answer, then its duration in the metric and its access line. */
     const serve = Effect.fnUntraced(function* (
       request: HttpServerRequest.HttpServerRequest,
-      state: RequestState,
+      state: ServedRequest,
       route: string | undefined
     ) {
       const started = performance.now()
@@ -124,7 +219,7 @@ export const idiomaticRequestWrapper =
     /** `served` in the request's server span when tracing is on and the sampler keeps it. */
     const traceOf = Effect.fnUntraced(function* (
       request: HttpServerRequest.HttpServerRequest,
-      state: RequestState,
+      state: ServedRequest,
       route: string | undefined,
       served: HttpApp.Default
     ) {
@@ -140,13 +235,13 @@ export const idiomaticRequestWrapper =
     })
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const state = makeRequestState(request, requestIdFrom(request.headers["x-request-id"]))
-      if (isHealth(state.path)) return yield* lifecycle.track(Effect.locally(app, CurrentRequest, state))
+      const state = servedRequest(request, requestIdFrom(request.headers["x-request-id"]))
+      if (isHealth(state.path)) return yield* lifecycle.track(Effect.locally(app, CurrentRequestIdentity, state))
       const route = routeOf(state.match, state.path)
       const traced = yield* traceOf(request, state, route, serve(request, state, route))
       return yield* traced.pipe(
         Effect.annotateLogs({ request_id: state.id }),
-        Effect.locally(CurrentRequest, state),
+        Effect.locally(CurrentRequestIdentity, state),
         lifecycle.track
       )
     })
@@ -212,12 +307,12 @@ export const fastRequestWrapper =
     Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>(
       (fiber) => {
         const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
-        const state = makeRequestState(request, requestIdFrom(request.headers["x-request-id"]))
+        const state = servedRequest(request, requestIdFrom(request.headers["x-request-id"]))
         const { path } = state
         lifecycle.unsafe.enter()
         if (isHealth(path)) {
           return Effect.zipRight(
-            FiberRef.set(CurrentRequest, state),
+            FiberRef.set(CurrentRequestIdentity, state),
             Effect.onExit(app, () => Effect.sync(lifecycle.unsafe.exit))
           )
         }
@@ -247,7 +342,7 @@ export const fastRequestWrapper =
           Effect.updateFiberRefs((id, refs) => {
             const set = FiberRefs.updateManyAs(refs, {
               entries: [
-                [CurrentRequest, [[id, state]]],
+                [CurrentRequestIdentity, [[id, state]]],
                 [
                   FiberRef.currentLogAnnotations,
                   [

@@ -1,14 +1,19 @@
 /**
- * The contract's route table, built once, and the one path form the server serves. The router is made strict
- * (case-sensitive, no trailing-slash or duplicate-slash folding) and a path that spells an unreserved character
- * as a percent escape (`/%761/projects`) is refused before routing, so `/V1/projects`, `/v1//projects`,
+ * The contract's route table, built once; the one path form the server serves; what the server knows of a request
+ * (`ServedRequest`, matched once) and how a step puts what it learns on the response (`withHeaders`). The router
+ * is made strict (case-sensitive, no trailing-slash or duplicate-slash folding) and a path that spells an
+ * unreserved character as a percent escape (`/%761/projects`) is refused before routing, so `/V1/projects`, `/v1//projects`,
  * `/v1/projects/` and `/%761/projects` are unknown paths (404) like any other: nothing is served past the checks
  * that apply to `/v1`.
  */
+import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
-import { Option } from "effect"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Effect, type Fiber, Option } from "effect"
 import * as AST from "effect/SchemaAST"
 import { Api } from "../Api.js"
+import { CurrentRequestIdentity, type RequestIdentity } from "../Domain/RequestId.js"
 
 export interface RouteShape {
   readonly method: string
@@ -21,7 +26,6 @@ export interface RouteShape {
   /** The endpoint's schemas, to decode a refused request again for the structure of its failure. */
   readonly schemas: {
     readonly path: Option.Option<AST.AST>
-    readonly payload: Option.Option<AST.AST>
     readonly headers: Option.Option<AST.AST>
     readonly urlParams: Option.Option<AST.AST>
   }
@@ -47,7 +51,6 @@ export const routes: ReadonlyArray<RouteShape> = Object.values(Api.groups).flatM
     params: paramsOf(astOf(endpoint.urlParamsSchema)),
     schemas: {
       path: astOf(endpoint.pathSchema),
-      payload: astOf(endpoint.payloadSchema),
       headers: astOf(endpoint.headersSchema),
       urlParams: astOf(endpoint.urlParamsSchema)
     }
@@ -137,3 +140,60 @@ export const StrictRouting = HttpRouter.setRouterConfig({
   ignoreTrailingSlash: false,
   ignoreDuplicateSlashes: false
 })
+
+/**
+ * What the server knows of a request as it arrives, worked out once (src/Http/RequestWrapper.ts) and never changed:
+ * its id, its path and the contract route it matches. It is the value of the request fiber's `CurrentRequestIdentity`
+ * (the envelopes read the id there), so it costs no FiberRef of its own. Nothing is written to it: what a layer
+ * learns of the answer it puts on the response (or, for a failure, on the response the platform makes of it:
+ * `withHeaders`, below).
+ */
+export interface ServedRequest extends RequestIdentity {
+  /** `req_<uuid>` (see src/Domain/RequestId.ts). */
+  readonly id: string
+  /** The path part of the URL, as the router matches it. */
+  readonly path: string
+  /** The contract routes of a `/v1` path (none for any other path). */
+  readonly match: RouteMatch
+}
+
+class Served implements ServedRequest {
+  constructor(
+    readonly id: string,
+    readonly path: string,
+    readonly match: RouteMatch
+  ) {}
+}
+
+export const servedRequest = (request: HttpServerRequest.HttpServerRequest, id: string): ServedRequest => {
+  const path = pathOf(request.url)
+  return new Served(id, path, path.startsWith("/v1/") ? lookup(request.method, path) : NO_ROUTE)
+}
+
+/** The request a fiber serves, as the server's per-request wrapper set it; outside the server none. */
+export const servedRequestOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): ServedRequest | undefined => {
+  const identity = fiber.getFiberRef(CurrentRequestIdentity)
+  return identity instanceof Served ? identity : undefined
+}
+
+/**
+ * `headers` on the response the platform makes of this request's failure: the failure leaves the API as it is and
+ * is encoded outside it, so they go through the platform's pre-response handler of the request's fiber.
+ */
+export const onFailureResponse = (headers: Readonly<Record<string, string>>): Effect.Effect<void> =>
+  HttpApp.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+  )
+
+/**
+ * `headers` on whatever response the request gets: on the answer itself, or (`onFailureResponse`) on the one the
+ * platform makes of its failure. What a layer learns of the response, it puts there so, not in a shared object.
+ */
+export const withHeaders = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  headers: Readonly<Record<string, string>>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
+  Effect.matchCauseEffect(app, {
+    onSuccess: (response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)),
+    onFailure: (cause) => Effect.zipRight(onFailureResponse(headers), Effect.failCause(cause))
+  })

@@ -19,23 +19,14 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import type * as AST from "effect/SchemaAST"
 import { Api } from "../Api.js"
-import { validationFailed } from "../Contract/DecodeFailure.js"
 import { Idempotent, type Idempotently } from "../Contract/Idempotency.js"
-import { RequestBody } from "../Contract/Request.js"
+import { decodeJson, requestBody } from "../Contract/Request.js"
 import { IdempotencyKeyInUse } from "../Domain/Errors.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
-import {
-  type Answer,
-  Idempotency,
-  isRecorded,
-  KEY_HEADER,
-  keyProblem,
-  requestHash,
-  requestHashOfJson
-} from "./Idempotency.js"
+import { type Answer, Idempotency, isRecorded, KEY_HEADER, requestHash, requestHashOfJson } from "./Idempotency.js"
 
 const isSqlError = (error: unknown): error is SqlError => error instanceof SqlError
 const isInUse = (error: unknown): error is IdempotencyKeyInUse => error instanceof IdempotencyKeyInUse
@@ -99,15 +90,6 @@ const successEncoders: ReadonlyMap<string, Encoder> = new Map(
 /** The path part of the request's URL: what the key is compared by, with the method and the body. */
 const pathOf = (url: string): string => url.split("?", 1)[0] ?? url
 
-/** The body the server parsed before routing (it always does for an endpoint that takes a payload). */
-const bodyOf: Effect.Effect<{ readonly json: unknown }> = Effect.flatMap(
-  Effect.serviceOption(RequestBody),
-  Option.match({
-    onSome: Effect.succeed,
-    onNone: () => Effect.dieMessage("no RequestBody: the server's checks before routing did not run")
-  })
-)
-
 export const IdempotentLive = Layer.effect(
   Idempotent,
   Effect.gen(function* () {
@@ -125,10 +107,9 @@ export const IdempotentLive = Layer.effect(
       hash: () => Effect.Effect<string>,
       handled: Effect.Effect<A, E, R>
     ): Idempotently<A, E, R> => {
+      // Decoded by the platform already (the endpoint declares it: `IdempotencyKeyHeader`), so a key here is one.
       const key = request.headers[KEY_HEADER]
       if (key === undefined) return handled
-      const problem = keyProblem(key)
-      if (problem !== undefined) return Effect.fail(problem)
       return Effect.gen(function* () {
         const principal = yield* CurrentPrincipal
         const { route } = yield* HttpRouter.RouteContext
@@ -158,11 +139,11 @@ export const IdempotentLive = Layer.effect(
 
     return Idempotent.of({
       withPayload: (request, schema, handler) =>
-        Effect.flatMap(bodyOf, ({ json }) =>
+        Effect.flatMap(requestBody, ({ json }) =>
           serve(
             request,
             () => Effect.succeed(requestHashOfJson(request.method, pathOf(request.url), json)),
-            Effect.flatMap(Effect.mapError(Schema.decodeUnknown(schema)(json), validationFailed), handler)
+            Effect.flatMap(decodeJson(schema, json), handler)
           )
         ),
       action: (request, handled) =>

@@ -12,22 +12,16 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Data, Duration, Effect, Either, Option } from "effect"
 import { IdempotencyConfig } from "../Config.js"
-import { IdempotencyKeyInUse, IdempotencyKeyReused, ValidationFailed } from "../Domain/Errors.js"
+import { IdempotencyKeyInUse, IdempotencyKeyReused } from "../Domain/Errors.js"
 import { sha256Hex } from "../Domain/Secrets.js"
 import { Events } from "../Events/Events.js"
 import { IdempotencyRepo } from "./Repo.js"
 
-/** The header, as the server's request headers name it (lower case). */
+/**
+ * The header, as the server's request headers name it (lower case). What a key may be (1–255 visible ASCII
+ * characters) is the contract's (`IdempotencyKeyHeader`, src/Contract/Idempotency.ts), checked before the handler.
+ */
 export const KEY_HEADER = "idempotency-key"
-
-/** 1–255 visible ASCII characters (`%x21-7E`): no space, no control character, nothing outside ASCII. */
-const VALID_KEY = /^[\x21-\x7e]{1,255}$/
-
-/** The failure for a key that is not one, or undefined for a valid key. */
-export const keyProblem = (value: string): ValidationFailed | undefined =>
-  VALID_KEY.test(value)
-    ? undefined
-    : ValidationFailed.field("Idempotency-Key", "must be 1 to 255 visible ASCII characters (no space or control)")
 
 /** A JSON value written one way whatever its member order and whitespace: members sorted by name, no spaces. */
 export const canonicalJson = (value: unknown): string => {

@@ -9,6 +9,7 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { List, Success } from "../Contract/Envelope.js"
 import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
+import { IdempotencyKeyHeader } from "../Contract/Idempotency.js"
 import { listParamsNoStatus } from "../Contract/ListParams.js"
 import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
@@ -46,6 +47,7 @@ export class OAuthClientsApi extends HttpApiGroup.make("oauthClients")
   )
   .add(
     HttpApiEndpoint.post("create", "/oauth-clients")
+      .setHeaders(IdempotencyKeyHeader)
       .setPayload(CreateOAuthClient)
       .addSuccess(Success(OAuthClientWithSecret), { status: 201 })
       .pipe(withBodyErrors)
@@ -76,6 +78,7 @@ export class OAuthClientsApi extends HttpApiGroup.make("oauthClients")
   )
   .add(
     HttpApiEndpoint.post("rotateSecret")`/oauth-clients/${id}/rotate-secret`
+      .setHeaders(IdempotencyKeyHeader)
       .addSuccess(Success(OAuthClientWithSecret))
       .pipe(withParamErrors)
       .annotate(RequiredScopes, ["write"])

@@ -4,6 +4,7 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { List, Success } from "../Contract/Envelope.js"
 import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
+import { IdempotencyKeyHeader } from "../Contract/Idempotency.js"
 import { listParams } from "../Contract/ListParams.js"
 import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
@@ -37,6 +38,7 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
   )
   .add(
     HttpApiEndpoint.post("create", "/projects")
+      .setHeaders(IdempotencyKeyHeader)
       .setPayload(CreateProject)
       .addSuccess(Success(Project), { status: 201 })
       .pipe(withBodyErrors)

@@ -3,8 +3,9 @@ import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { Idempotent } from "../Contract/Idempotency.js"
 import { makeWithLinks } from "../Contract/Links.js"
+import { decodePayload } from "../Contract/Request.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
-import { CreateProject } from "./Api.js"
+import { CreateProject, UpdateProject } from "./Api.js"
 import { Projects } from "./Projects.js"
 
 export const ProjectsHttp = HttpApiBuilder.group(Api, "projects", (handlers) =>
@@ -25,8 +26,10 @@ export const ProjectsHttp = HttpApiBuilder.group(Api, "projects", (handlers) =>
         )
       )
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => projects.get(me, path.id)))
-      .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => projects.update(me, path.id, payload))
+      .handleRaw("update", ({ path }) =>
+        Effect.flatMap(decodePayload(UpdateProject), (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => projects.update(me, path.id, payload))
+        )
       )
       .handle("delete", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => projects.remove(me, path.id)))
   })

@@ -5,6 +5,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { List, Success } from "../Contract/Envelope.js"
 import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
+import { IdempotencyKeyHeader } from "../Contract/Idempotency.js"
 import { listParams, listParamsNoStatus } from "../Contract/ListParams.js"
 import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
@@ -62,6 +63,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
   )
   .add(
     HttpApiEndpoint.post("create", "/teams")
+      .setHeaders(IdempotencyKeyHeader)
       .setPayload(CreateTeam)
       .addSuccess(Success(Team), { status: 201 })
       .pipe(withBodyErrors)
@@ -124,6 +126,7 @@ export class TeamsApi extends HttpApiGroup.make("teams")
   )
   .add(
     HttpApiEndpoint.post("invite")`/teams/${teamId}/invitations`
+      .setHeaders(IdempotencyKeyHeader)
       .setPayload(CreateInvitation)
       .addSuccess(Success(Invitation), { status: 201 })
       .pipe(withBodyErrors)
@@ -168,6 +171,7 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
   )
   .add(
     HttpApiEndpoint.post("accept")`/invitations/${invitationId}/accept`
+      .setHeaders(IdempotencyKeyHeader)
       .addSuccess(Success(TeamMember))
       .pipe(withParamErrors)
       .addError(ApiErrors.Conflict)
@@ -176,6 +180,7 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
   )
   .add(
     HttpApiEndpoint.post("decline")`/invitations/${invitationId}/decline`
+      .setHeaders(IdempotencyKeyHeader)
       .addSuccess(Success(Invitation))
       .pipe(withParamErrors)
       .addError(ApiErrors.Conflict)

@@ -3,8 +3,9 @@ import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { Idempotent } from "../Contract/Idempotency.js"
 import { makeWithLinks } from "../Contract/Links.js"
+import { decodePayload } from "../Contract/Request.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
-import { CreateInvitation, CreateTeam } from "./Api.js"
+import { CreateInvitation, CreateTeam, UpdateMember, UpdateTeam } from "./Api.js"
 import { Invitations } from "./Invitations.js"
 import { Teams } from "./Teams.js"
 
@@ -27,8 +28,10 @@ export const TeamsHttp = HttpApiBuilder.group(Api, "teams", (handlers) =>
         )
       )
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => teams.get(me, path.team_id)))
-      .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => teams.rename(me, path.team_id, payload.name))
+      .handleRaw("update", ({ path }) =>
+        Effect.flatMap(decodePayload(UpdateTeam), (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => teams.rename(me, path.team_id, payload.name))
+        )
       )
       .handle("delete", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => teams.remove(me, path.team_id)))
       .handle("members", ({ path, urlParams }) =>
@@ -37,8 +40,10 @@ export const TeamsHttp = HttpApiBuilder.group(Api, "teams", (handlers) =>
           Effect.flatMap(withLinks)
         )
       )
-      .handle("updateMember", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => teams.setRole(me, path.team_id, path.user_id, payload.role))
+      .handleRaw("updateMember", ({ path }) =>
+        Effect.flatMap(decodePayload(UpdateMember), (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => teams.setRole(me, path.team_id, path.user_id, payload.role))
+        )
       )
       .handle("removeMember", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (me) => teams.removeMember(me, path.team_id, path.user_id))

@@ -5,6 +5,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { List, Success } from "../Contract/Envelope.js"
 import { withBodyErrors, withParamErrors } from "../Contract/Errors.js"
+import { IdempotencyKeyHeader } from "../Contract/Idempotency.js"
 import { listParams } from "../Contract/ListParams.js"
 import { strictBody } from "../Contract/Payload.js"
 import { Authentication, RequiredScopes } from "../Contract/Security.js"
@@ -82,6 +83,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.post("create", "/webhooks")
+      .setHeaders(IdempotencyKeyHeader)
       .setPayload(CreateWebhook)
       .addSuccess(Success(CreatedWebhook), { status: 201 })
       .pipe(withBodyErrors)
@@ -140,6 +142,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.post("retry")`/webhooks/${id}/deliveries/${deliveryId}/retry`
+      .setHeaders(IdempotencyKeyHeader)
       .addSuccess(Success(Delivery), { status: 202 })
       .pipe(withParamErrors)
       .annotate(RequiredScopes, ["write"])
@@ -150,6 +153,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.post("rotateSecret")`/webhooks/${id}/rotate-secret`
+      .setHeaders(IdempotencyKeyHeader)
       .setPayload(RotateSecret)
       .addSuccess(Success(RotatedWebhook))
       .pipe(withBodyErrors)
@@ -161,6 +165,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.post("test")`/webhooks/${id}/test`
+      .setHeaders(IdempotencyKeyHeader)
       .setPayload(TestWebhook)
       .addSuccess(Success(Delivery), { status: 202 })
       .pipe(withBodyErrors)
@@ -169,6 +174,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.post("recover")`/webhooks/${id}/recover`
+      .setHeaders(IdempotencyKeyHeader)
       .setPayload(RecoverDeliveries)
       .addSuccess(Success(Recovered), { status: 202 })
       .pipe(withBodyErrors)

@@ -3,8 +3,9 @@ import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { Idempotent } from "../Contract/Idempotency.js"
 import { makeWithLinks } from "../Contract/Links.js"
+import { decodePayload } from "../Contract/Request.js"
 import { CurrentPrincipal } from "../Domain/Principal.js"
-import { CreateWebhook, RecoverDeliveries, RotateSecret, TestWebhook } from "./Api.js"
+import { CreateWebhook, RecoverDeliveries, RotateSecret, TestWebhook, UpdateWebhook } from "./Api.js"
 import { Webhooks } from "./Webhooks.js"
 
 export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
@@ -25,8 +26,10 @@ export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
         )
       )
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => webhooks.get(me, path.id)))
-      .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => webhooks.update(me, path.id, payload))
+      .handleRaw("update", ({ path }) =>
+        Effect.flatMap(decodePayload(UpdateWebhook), (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => webhooks.update(me, path.id, payload))
+        )
       )
       .handle("delete", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => webhooks.remove(me, path.id)))
       .handle("deliveries", ({ path, urlParams }) =>

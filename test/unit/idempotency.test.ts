@@ -3,23 +3,20 @@
  * whatever the member order and whitespace), and which answers are recorded.
  */
 import { describe, expect, test } from "bun:test"
-import {
-  canonicalJson,
-  isRecorded,
-  keyProblem,
-  requestHash,
-  requestHashOfJson
-} from "../../src/Idempotency/Idempotency.ts"
+import { Either, Schema } from "effect"
+import { IdempotencyKeyHeader } from "../../src/Contract/Idempotency.ts"
+import { canonicalJson, isRecorded, requestHash, requestHashOfJson } from "../../src/Idempotency/Idempotency.ts"
 
 describe("a key", () => {
-  test("is 1 to 255 characters of %x21-7E", () => {
+  test("is 1 to 255 characters of %x21-7E, as the endpoints declare the header", () => {
+    const decode = Schema.decodeUnknownEither(IdempotencyKeyHeader)
     for (const good of ["a", "~", "!", "k".repeat(255), "0d3c7a52-7f5e-4a5e-9d86-2b1b2f7a8c11", "a:b/c?d=e&f"]) {
-      expect(keyProblem(good)).toBeUndefined()
+      expect({ good, valid: Either.isRight(decode({ "idempotency-key": good })) }).toEqual({ good, valid: true })
     }
     for (const bad of ["", "k".repeat(256), "a b", "a\tb", "\u007f", "caf\u00e9", "\u0000", "a\nb"]) {
-      const problem = keyProblem(bad)
-      expect(problem?.details[0]?.field).toBe("Idempotency-Key")
+      expect({ bad, valid: Either.isRight(decode({ "idempotency-key": bad })) }).toEqual({ bad, valid: false })
     }
+    expect(Either.isRight(decode({}))).toBe(true)
   })
 })
 

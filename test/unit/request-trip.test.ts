@@ -1,7 +1,7 @@
 /**
- * The trip of a keyed create as docs/request-pipeline.md writes it: every file it names exists, and none is called
+ * The trip of a keyed create as docs/request-pipeline.md writes it: every file it names exists, none is called
  * by a file of a lower rank (the ranks `bun run check:imports` checks the imports against), so the trip never
- * climbs back up a layer.
+ * climbs back up a layer, and the count the page states is the number of files it lists.
  */
 import { describe, expect, test } from "bun:test"
 import { existsSync, readFileSync } from "node:fs"
@@ -15,9 +15,11 @@ interface Step {
   readonly depth: number
 }
 
+const page = () => readFileSync(join(root, "docs", "request-pipeline.md"), "utf8")
+
 /** The list between `<!-- trip -->` and `<!-- /trip -->`: one file a line, nested by two spaces under its caller. */
 const trip = (): ReadonlyArray<Step> => {
-  const text = readFileSync(join(root, "docs", "request-pipeline.md"), "utf8")
+  const text = page()
   const start = text.indexOf("<!-- trip -->")
   const end = text.indexOf("<!-- /trip -->")
   expect(start).toBeGreaterThan(-1)
@@ -60,5 +62,10 @@ describe("the keyed create's trip (docs/request-pipeline.md)", () => {
       }
       callers.push(step)
     }
+  })
+
+  test("states its own count: the files it enters, each once", () => {
+    const stated = /That is (\d+) files of rank 1 and above/.exec(page())?.[1]
+    expect(Number(stated)).toBe(new Set(trip().map(({ file }) => file)).size)
   })
 })

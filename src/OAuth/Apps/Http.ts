@@ -4,8 +4,9 @@ import { Effect } from "effect"
 import { Api } from "../../Api.js"
 import { Idempotent } from "../../Contract/Idempotency.js"
 import { makeWithLinks } from "../../Contract/Links.js"
+import { decodePayload } from "../../Contract/Request.js"
 import { CurrentPrincipal } from "../../Domain/Principal.js"
-import { CreateOAuthClient } from "../Api.js"
+import { CreateOAuthClient, UpdateOAuthClient } from "../Api.js"
 import { OAuthClients } from "../Clients.js"
 import { OAuthGrants } from "../Grants.js"
 
@@ -27,8 +28,10 @@ export const OAuthClientsHttp = HttpApiBuilder.group(Api, "oauthClients", (handl
         )
       )
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => clients.get(me, path.id)))
-      .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (me) => clients.update(me, path.id, payload))
+      .handleRaw("update", ({ path }) =>
+        Effect.flatMap(decodePayload(UpdateOAuthClient), (payload) =>
+          Effect.flatMap(CurrentPrincipal, (me) => clients.update(me, path.id, payload))
+        )
       )
       .handle("delete", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => clients.delete(me, path.id)))
       .handleRaw("rotateSecret", ({ path, request }) =>
