@@ -11,8 +11,8 @@ const made: Array<{ readonly base: string; readonly name: string }> = []
 
 /**
  * How a copy of a template is made: `FILE_COPY` (PostgreSQL 15 and later) copies the template's files, where the
- * default (`WAL_LOG`) reads and logs each of its pages, which costs about twice as long for a template as small as
- * the migrated one. Asked once per test process; servers before 15 have only the file copy, and no clause.
+ * default (`WAL_LOG`) reads and logs each of its pages, which takes longer for a template as small as the migrated
+ * one. Asked once per test process; servers before 15 have only the file copy, and no clause.
  */
 let copyClause: Promise<string> | undefined
 const strategyOf = async (admin: SQL): Promise<string> => {
