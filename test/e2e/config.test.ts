@@ -13,7 +13,7 @@ import { join } from "node:path"
 import { Cause, Effect, Exit, Fiber } from "effect"
 import { programWith } from "../../src/main.ts"
 import { loggingTo, providerOf } from "../support/in-process.ts"
-import { freshDatabaseUrl } from "../support/server.ts"
+import { migratedDatabaseUrl } from "../support/server.ts"
 import { tempDir } from "../support/temp.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -33,6 +33,12 @@ const freePort = (): number => {
   return port
 }
 
+/**
+ * The database a start is given: the one its settings name, else a migrated one of its own (no test here is about
+ * migrating, and on PostgreSQL a copy of the migrated template is quicker to make than a migration is to run).
+ */
+const databaseOf = async (env: Record<string, string>): Promise<string> => env.DATABASE_URL ?? migratedDatabaseUrl()
+
 interface Outcome {
   readonly started: boolean
   readonly output: string
@@ -46,7 +52,7 @@ const tryStart = async (env: Record<string, string>): Promise<Outcome> => {
   const port = freePort()
   const proc = Bun.spawn(["bun", "src/main.ts"], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: await freshDatabaseUrl(), HOST: "127.0.0.1", PORT: String(port), ...env },
+    env: { ...process.env, DATABASE_URL: await databaseOf(env), HOST: "127.0.0.1", PORT: String(port), ...env },
     stdout: "pipe",
     stderr: "pipe"
   })
@@ -75,7 +81,7 @@ const tryStart = async (env: Record<string, string>): Promise<Outcome> => {
  */
 const tryInProcess = async (env: Record<string, string>): Promise<Outcome> => {
   const port = freePort()
-  const settings = { DATABASE_URL: await freshDatabaseUrl(), HOST: "127.0.0.1", PORT: String(port), ...env }
+  const settings = { DATABASE_URL: await databaseOf(env), HOST: "127.0.0.1", PORT: String(port), ...env }
   const logs: Array<string> = []
   const fiber = Effect.runFork(
     programWith(loggingTo((line) => logs.push(line))).pipe(Effect.withConfigProvider(providerOf(settings)))

@@ -14,8 +14,8 @@ import {
   usersOn
 } from "../support/api.ts"
 import { TIMESTAMP } from "../support/helpers.ts"
-import { startInProcess } from "../support/in-process.ts"
-import { type Server, startupFailure, type TestUser } from "../support/server.ts"
+import { startInProcess, startupFailureInProcess } from "../support/in-process.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 let server: Server
 let short: Server // INVITATION_TTL=1s
@@ -432,7 +432,8 @@ describe("expiry (INVITATION_TTL=1s on a second server)", () => {
   }, 30_000)
 
   test("an INVITATION_TTL that is not a duration stops the server at start-up", async () => {
-    const error = await startupFailure({ INVITATION_TTL: "a week" })
+    // On the server in this process: the same start-up code (a process's refusal: test/e2e/config.test.ts).
+    const error = await startupFailureInProcess({ INVITATION_TTL: "a week" })
     expect(String(error)).toContain("INVITATION_TTL")
   }, 60_000)
 })

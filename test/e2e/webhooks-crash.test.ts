@@ -2,7 +2,9 @@
  * Crash safety of webhook delivery: nothing is lost when a process dies with attempts in flight (its claims
  * lapse and the next process takes them), a SIGTERM lets attempts in flight finish, and — on PostgreSQL — two
  * processes on one database never attempt the same delivery at the same time. Each of these on both delivery
- * recorders (the fast one and its idiomatic twin).
+ * recorders (the fast one and its idiomatic twin). What is killed or signalled is a process (`startServer`); the
+ * server that takes over after a SIGKILL or from a SIGTERM's inbox only needs to be another server on the same
+ * database, and runs in this process.
  */
 import { afterEach, describe, expect, test } from "bun:test"
 import { DELIVERY_RECORDERS, deliveryRecorderOf, eventually, stopWithin } from "../support/helpers.ts"
@@ -36,9 +38,12 @@ const start = async (options: { readonly databaseUrl?: string; readonly env?: Re
   return server
 }
 
-/** A server for a rule of the worker (nothing killed or signalled): in this process. */
-const startInside = async (options: { readonly env?: Record<string, string> } = {}) => {
-  const server = await startInProcess({ env: { ...ENV, ...options.env } })
+/** A server nothing kills or signals (a rule of the worker, or the one taking over): in this process. */
+const startInside = async (options: { readonly databaseUrl?: string; readonly env?: Record<string, string> } = {}) => {
+  const server = await startInProcess({
+    env: { ...ENV, ...options.env },
+    ...(options.databaseUrl !== undefined ? { databaseUrl: options.databaseUrl } : {})
+  })
   servers.push(server)
   return server
 }
@@ -127,7 +132,7 @@ describe.each(DELIVERY_RECORDERS)("with the %s delivery recorder", (kind, record
 
       // The receiver recovers; a new process starts on the same database.
       receiver.setDefault({ status: 200, body: "ok" })
-      const second = await start({ databaseUrl, env: recorderEnv })
+      const second = await startInside({ databaseUrl, env: recorderEnv })
       const delivered = await allDelivered(second, user, hook.id, 20)
 
       // Every event arrived at least once; redeliveries carry the same delivery id, event id and signed bytes.
@@ -302,7 +307,7 @@ describe("the worker's inbox (deliveries handed over by the committing transacti
     expect(sentByFirst).toBeLessThan(20)
 
     receiver.setDefault({ status: 200 })
-    const second = await start({ databaseUrl, env })
+    const second = await startInside({ databaseUrl, env })
     const delivered = await allDelivered(second, user, hook.id, 20, 15_000)
     // Each once: those the first process attempted were recorded, the rest were sent by the second.
     expect(receiver.requests()).toHaveLength(20)

@@ -13,9 +13,9 @@ import { SQL } from "bun"
 import { makeId } from "../../src/Domain/Ids.ts"
 import { storedSecret } from "../support/fixtures.ts"
 import { DELIVERY_RECORDERS, deliveryRecorderOf, eventually, stopWithin } from "../support/helpers.ts"
-import { startInProcess } from "../support/in-process.ts"
+import { startInProcess, startupFailureInProcess } from "../support/in-process.ts"
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts"
-import { type Server, startupFailure, type TestUser } from "../support/server.ts"
+import type { Server, TestUser } from "../support/server.ts"
 
 const DELAY_MS = 300
 const ENV = {
@@ -1155,6 +1155,8 @@ describe("SSRF guard (private targets refused)", () => {
   }, 20_000)
 })
 
+// Each on the server in this process, the start-up code `main` runs; a process refusing one of them (it exits, the
+// message on its output) is test/e2e/config.test.ts's.
 describe("settings", () => {
   test.each([
     [{ WEBHOOK_TIMEOUT: "2s", WEBHOOK_CLAIM_TIMEOUT: "1s" }, "WEBHOOK_CLAIM_TIMEOUT must exceed WEBHOOK_TIMEOUT"],
@@ -1167,9 +1169,9 @@ describe("settings", () => {
   ])(
     "%o stops start-up with a message naming the setting",
     async (env, message) => {
-      const error = await startupFailure(env)
+      const error = await startupFailureInProcess(env)
       expect(error).toBeInstanceOf(Error)
-      expect(String(error)).toContain("exited")
+      expect(String(error)).toContain("stopped before listening")
       expect(String(error)).toContain(message)
     },
     60_000

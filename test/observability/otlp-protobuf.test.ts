@@ -133,10 +133,11 @@ describe("the OTLP trace encoders", () => {
     }
   })
 
+  // Encodes several MiB twice: seconds of CPU on a loaded machine, so a time-out of its own.
   test("lengths past one varint byte and buffers past their first size are handled", () => {
     const spans = Array.from({ length: 1500 }, (_, i) => collect(varied(i * 3))).flat() // several MiB
     expect(Buffer.from(encodeTraces(resource, scope, spans)).equals(Buffer.from(libraryBytes(spans)))).toBe(true)
-  })
+  }, 60_000)
 
   test("an attribute set twice keeps its last value, once", () => {
     const [span] = collect(

@@ -14,6 +14,7 @@ import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
 import type { TeamRole } from "../../src/Teams/Api.ts"
 import { Teams } from "../../src/Teams/Teams.ts"
 import { Users } from "../../src/Users/Users.ts"
+import { secretsSettings } from "./secrets.ts"
 
 /** Settings given to the service's own configuration as the environment would give them, and nothing else. */
 export const withSettings = (settings: Readonly<Record<string, string>>) =>
@@ -22,15 +23,7 @@ export const withSettings = (settings: Readonly<Record<string, string>>) =>
     ConfigProvider.fromMap(new Map(Object.entries({ ...secretsSettings(settings.DATABASE_URL ?? ""), ...settings })))
   )
 
-/**
- * The key ring of the test servers on PostgreSQL, where `SECRETS_KEY` is required (this process's own when it has
- * one): a fixed key, for tests only. On SQLite they keep `secrets.key` beside the database file, as a server does.
- */
-export const TEST_SECRETS_KEY = "3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I="
-
-/** `SECRETS_KEY` for a server on `databaseUrl`: the test key on PostgreSQL, nothing on SQLite. */
-export const secretsSettings = (databaseUrl: string): Record<string, string> =>
-  /^postgres(ql)?:\/\//.test(databaseUrl) ? { SECRETS_KEY: process.env.SECRETS_KEY || TEST_SECRETS_KEY } : {}
+export { secretsSettings, TEST_SECRETS_KEY } from "./secrets.ts"
 
 /** The key ring text a server on `databaseUrl` uses unless given another: the test key, or `secrets.key` beside the file. */
 export const secretsKeyOf = (databaseUrl: string): string =>

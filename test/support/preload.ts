@@ -1,10 +1,10 @@
 /** Preloaded by every test run (bunfig.toml): what the suite does once its tests have run. */
 import { afterAll } from "bun:test"
-import { TEST_SECRETS_KEY } from "./fixtures.ts"
 import { removeLeftovers } from "./leftovers.ts"
+import { TEST_SECRETS_KEY } from "./secrets.ts"
 
 // PostgreSQL needs SECRETS_KEY: what a test starts with this process's environment (config.test.ts, the image's
-// and the deployment's tests) gets the test key (test/support/fixtures.ts), as the support's own servers do.
+// and the deployment's tests) gets the test key (test/support/secrets.ts), as the support's own servers do.
 if (/^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? "") && !process.env.SECRETS_KEY) {
   process.env.SECRETS_KEY = TEST_SECRETS_KEY
 }
