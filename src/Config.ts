@@ -164,8 +164,8 @@ export const ServerConfig = Config.all({
     )
   ),
   /**
-   * How many requests are worked on at once (0: no limit); the others wait their turn, with the `admission` fast
-   * path. Unset: it depends on the engine (src/Http/Admission.ts `concurrencyFor`).
+   * How many requests are worked on at once (0: no limit); the others wait their turn. Unset: it depends on the
+   * engine (src/Http/NodeServer.ts `concurrencyFor`).
    */
   concurrency: Config.option(
     Config.integer("HTTP_CONCURRENCY").pipe(
@@ -405,8 +405,7 @@ export const FAST_PATH_NAMES = [
   "delivery-recorder",
   "prepared-statements",
   "credential-cache",
-  "group-commit",
-  "admission"
+  "sqlite-statements"
 ] as const
 export type FastPath = (typeof FAST_PATH_NAMES)[number]
 

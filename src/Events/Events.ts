@@ -42,7 +42,6 @@ import { nowIso } from "../Domain/Time.js"
 import { type ClaimedDelivery, TEST_EVENT, WebhookSignature, WebhookStatus } from "../Domain/Webhook.js"
 import { currentTraceparent } from "../Observability/TraceContext.js"
 import { traced } from "../Observability/Traced.js"
-import { Transactions } from "../Sql/Transactions.js"
 import { DeliveryInbox } from "./Inbox.js"
 
 /** What an event can be: one of the subscribable types, or a webhook's test event (delivered to that webhook only). */
@@ -144,12 +143,10 @@ class Claims {
 class CurrentClaims extends Context.Tag("Events/CurrentClaims")<CurrentClaims, Claims>() {}
 
 export class Events extends Effect.Service<Events>()("Events", {
-  dependencies: [DeliveryInbox.Default, Transactions.Default],
+  dependencies: [DeliveryInbox.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const inbox = yield* DeliveryInbox
-    /** The transaction of each change: on SQLite, by default, the group-commit writer (src/Sql/Transactions.ts). */
-    const transactions = yield* Transactions
     /** What a delivery's attempt needs of its webhook (the `Subscriber` fields). */
     const subscriberColumns = sql.literal(
       "id, url, signature, secret, previous_secret, previous_secret_expires_at, status, rate_limit"
@@ -406,7 +403,7 @@ export class Events extends Effect.Service<Events>()("Events", {
     })
 
     /**
-     * Runs a change and the events it emits in one transaction (`Transactions`). Once it has committed, the deliveries it claimed go
+     * Runs a change and the events it emits in one transaction. Once it has committed, the deliveries it claimed go
      * to the inbox and the worker is rung if some were left unclaimed; if it fails, their room is given back (the
      * rows were rolled back with it). Nested in another `transaction`, its claims join the outer one's when it
      * succeeds; nested in a transaction not made here, it claims nothing and rings the worker.
@@ -426,7 +423,7 @@ export class Events extends Effect.Service<Events>()("Events", {
               ? Effect.dieMessage("A change emitted an event without its audit record (Events.record)")
               : Effect.void
           )
-      return yield* transactions.transaction(Effect.provideService(checked, CurrentClaims, claims)).pipe(
+      return yield* sql.withTransaction(Effect.provideService(checked, CurrentClaims, claims)).pipe(
         Effect.onExit((exit) => {
           if (Exit.isFailure(exit)) return inbox.release(claims.reserved)
           if (Option.isSome(outer)) return Effect.sync(() => claims.mergeInto(outer.value))

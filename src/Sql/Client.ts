@@ -13,13 +13,24 @@ import { type DatabaseConfig, DatabaseUrl, FastPathsConfig } from "../Config.js"
 import { KeyRingLive } from "../Secrets/KeyRing.js"
 import { checkStored } from "../Secrets/Stored.js"
 import { runMigrations } from "./Migrations.js"
+import { makeDirectStatements } from "./SqliteStatements.js"
 
 /**
- * Embedded SQLite through `@effect/sql-sqlite-bun`, as the library makes it: one connection, set up below, lent to one
- * statement or transaction at a time. The changes the outbox runs are committed together by the `group-commit` writer
- * (src/Sql/Transactions.ts), which reserves that connection for each batch.
+ * Embedded SQLite through `@effect/sql-sqlite-bun`: one connection, set up below. With the `sqlite-statements` fast
+ * path (src/Sql/SqliteStatements.ts) the client runs its statements straight on that connection where nothing else
+ * could hold it; its twin is the client as the library makes it.
  */
 const sqlite = (filename: string) =>
+  Layer.scoped(
+    SqlClient.SqlClient,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      if (!(yield* Effect.orDie(FastPathsConfig)).has("sqlite-statements")) return sql
+      return yield* makeDirectStatements
+    })
+  ).pipe(Layer.provideMerge(sqliteConnection(filename)))
+
+const sqliteConnection = (filename: string) =>
   Layer.effectDiscard(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient

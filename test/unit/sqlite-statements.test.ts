@@ -1,0 +1,477 @@
+/**
+ * The SQLite client (src/Sql/Client.ts): the `sqlite-statements` fast path (src/Sql/SqliteStatements.ts, statements run
+ * straight on the connection where nothing else could hold it) and its twin, the client as `@effect/sql-sqlite-bun`
+ * makes it. Both run the same statements and must answer alike: rows, helpers, errors, transactions; a statement
+ * outside a transaction waits while another fiber's transaction is open, and so never sees its uncommitted writes; a
+ * transaction answers only once its writes are committed (the fast one commits those run together at once); with
+ * tracing on, each statement has its `sql.execute` span; a client of an unknown shape is left as it is. Every other
+ * SQLite test runs on the fast one (the default).
+ */
+
+import { Database } from "bun:sqlite"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import { Cause, Deferred, Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
+import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
+import { makeTracer } from "../../src/Observability/Tracer.ts"
+import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
+import { directStatements } from "../../src/Sql/SqliteStatements.ts"
+import { withDatabaseUrl, withSettings } from "../support/fixtures.ts"
+import { twinsOf } from "../support/helpers.ts"
+import { tempDir } from "../support/temp.ts"
+
+type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
+
+const dir = tempDir("pcs-sqlite-statements-")
+
+/** Whether the row `id` of `things` in `file` is committed, as another connection sees it. */
+const committedIn = (file: string) => (id: number) => {
+  const other = new Database(file, { readonly: true })
+  try {
+    return other.query("SELECT 1 FROM things WHERE id = ?").get(id) !== null
+  } finally {
+    other.close()
+  }
+}
+
+for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
+  describe(`SQLite statements: ${name}`, () => {
+    let runtime: Runtime
+    const file = join(dir, `${name}.sqlite`)
+    const run = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
+      runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.withTracerEnabled(false)))
+
+    beforeAll(async () => {
+      runtime = ManagedRuntime.make(
+        SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: `sqlite:${file}`, FAST_PATHS: fastPaths })))
+      )
+      await run((sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT)`)
+    }, 60_000)
+    afterAll(() => runtime.dispose(), 20_000)
+
+    test(`the client is the ${name} one`, async () => {
+      const statementClass = await run((sql) =>
+        Effect.sync(() => Object.getPrototypeOf(sql`SELECT 1`).constructor.name)
+      )
+      // The fast one extends @effect/sql's statement class; if a release changed that class's shape, the client
+      // would be the library's as it is, and this says so.
+      expect(statementClass).toBe(name === "fast" ? "DirectStatement" : "StatementPrimitive")
+    })
+
+    test("answers rows from templates with fragments and helpers, unsafe text, identifiers, values", async () => {
+      await run(
+        (sql) =>
+          sql`INSERT INTO things ${sql.insert([
+            { id: 1, name: "one", note: null },
+            { id: 2, name: "two", note: "even" },
+            { id: 3, name: "three", note: null }
+          ])}`
+      )
+      const columns = await run((sql) => Effect.succeed(sql`t.id, t.name, t.note`))
+      const rows = await run(
+        (sql) =>
+          sql`SELECT ${columns} FROM ${sql("things")} t WHERE ${sql.and([sql`t.id IN ${sql.in([1, 2, 9])}`, sql`t.id > ${0}`])} ORDER BY t.id`
+      )
+      expect(rows).toEqual([
+        { id: 1, name: "one", note: null },
+        { id: 2, name: "two", note: "even" }
+      ])
+      expect(await run((sql) => sql.unsafe("SELECT name FROM things WHERE id = ?", [3]))).toEqual([{ name: "three" }])
+      expect(await run((sql) => sql`SELECT id, name FROM things WHERE id = ${2}`.values)).toEqual([[2, "two"]])
+      expect(await run((sql) => sql`UPDATE things SET note = ${"odd"} WHERE id = ${3} RETURNING id, note`)).toEqual([
+        { id: 3, note: "odd" }
+      ])
+    })
+
+    test("a failing statement is a SqlError, and the client goes on", async () => {
+      const error = await run((sql) => Effect.flip(sql`INSERT INTO things (id, name) VALUES (${10}, ${"one"})`))
+      expect(error).toBeInstanceOf(SqlError)
+      expect(String((error.cause as Error).message)).toContain("UNIQUE")
+      expect(await run((sql) => sql`SELECT count(*) AS n FROM things`)).toEqual([{ n: 3 }])
+    })
+
+    test("a transaction sees its own writes, and a failure rolls them all back", async () => {
+      const inside = await run((sql) =>
+        sql.withTransaction(
+          Effect.zipRight(
+            sql`INSERT INTO things (id, name) VALUES (${20}, ${"twenty"})`,
+            sql`SELECT name FROM things WHERE id = ${20}`
+          )
+        )
+      )
+      expect(inside).toEqual([{ name: "twenty" }])
+      const failed = await run((sql) =>
+        Effect.flip(
+          sql.withTransaction(
+            Effect.zipRight(
+              sql`INSERT INTO things (id, name) VALUES (${21}, ${"twenty-one"})`,
+              sql`INSERT INTO things (id, name) VALUES (${22}, ${"twenty"})`
+            )
+          )
+        )
+      )
+      expect(failed).toBeInstanceOf(SqlError)
+      expect(await run((sql) => sql`SELECT id FROM things WHERE id IN (20, 21, 22) ORDER BY id`)).toEqual([{ id: 20 }])
+    })
+
+    /** A transaction on another fiber that writes `id` and stays open until `go`; `written` once it has written. */
+    const holdOpen = (sql: SqlClient.SqlClient, id: number, outcome: "commits" | "rolls back" = "commits") =>
+      Effect.gen(function* () {
+        const written = yield* Deferred.make<void>()
+        const go = yield* Deferred.make<void>()
+        const writer = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              yield* sql`INSERT INTO things (id, name) VALUES (${id}, ${`held ${id}`})`
+              yield* Deferred.succeed(written, undefined)
+              yield* Deferred.await(go)
+              if (outcome === "rolls back") return yield* Effect.fail("rolled back")
+            })
+          )
+          .pipe(Effect.either, Effect.fork)
+        yield* Deferred.await(written)
+        return { go, writer }
+      })
+
+    /**
+     * `waiter`, started while another fiber's transaction holds `id` written and open: whether it had ended before that
+     * transaction did (it must not have: run on the connection at once, it would read the uncommitted row), and its
+     * rows once it has.
+     */
+    const whileHeldOpen = (
+      sql: SqlClient.SqlClient,
+      id: number,
+      outcome: "commits" | "rolls back",
+      waiter: Effect.Effect<ReadonlyArray<unknown>, unknown>
+    ) =>
+      Effect.gen(function* () {
+        const { go, writer } = yield* holdOpen(sql, id, outcome)
+        const waiting = yield* Effect.fork(waiter)
+        yield* Effect.sleep("30 millis")
+        const early = yield* Fiber.poll(waiting)
+        yield* Deferred.succeed(go, undefined)
+        yield* Fiber.join(writer)
+        return { early: Option.isSome(early), rows: yield* Fiber.join(waiting) }
+      })
+
+    for (const outcome of ["commits", "rolls back"] as const) {
+      test(`a read outside a transaction waits for another fiber's open transaction, which ${outcome}`, async () => {
+        const id = outcome === "commits" ? 30 : 31
+        const result = await run((sql) =>
+          whileHeldOpen(sql, id, outcome, sql`SELECT name FROM things WHERE id = ${id}`)
+        )
+        expect(result.early).toBe(false)
+        expect(result.rows).toEqual(outcome === "commits" ? [{ name: "held 30" }] : [])
+      })
+    }
+
+    test("a transaction waits for another fiber's open one, then sees what it committed", async () => {
+      const result = await run((sql) =>
+        whileHeldOpen(sql, 40, "commits", sql.withTransaction(sql`SELECT name FROM things WHERE id = ${40}`))
+      )
+      expect(result.early).toBe(false)
+      expect(result.rows).toEqual([{ name: "held 40" }])
+    })
+
+    test("with tracing on, a read outside a transaction waits for another fiber's open one too", async () => {
+      const result = await run((sql) =>
+        whileHeldOpen(
+          sql,
+          41,
+          "commits",
+          sql`SELECT name FROM things WHERE id = ${41}`.pipe(
+            Effect.withTracerEnabled(true),
+            Effect.withTracer(makeTracer(() => {}))
+          )
+        )
+      )
+      expect(result.early).toBe(false)
+      expect(result.rows).toEqual([{ name: "held 41" }])
+    })
+
+    test("a savepoint that fails rolls back its own writes only", async () => {
+      await run((sql) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`INSERT INTO things (id, name) VALUES (${42}, ${"outer"})`
+            yield* Effect.either(
+              sql.withTransaction(
+                Effect.zipRight(sql`INSERT INTO things (id, name) VALUES (${43}, ${"inner"})`, Effect.fail("no"))
+              )
+            )
+          })
+        )
+      )
+      expect(await run((sql) => sql`SELECT id FROM things WHERE id IN (42, 43) ORDER BY id`)).toEqual([{ id: 42 }])
+    })
+
+    test("a transaction interrupted while open, or while it waits, is rolled back and holds nothing", async () => {
+      const rows = await run((sql) =>
+        Effect.gen(function* () {
+          const open = yield* holdOpen(sql, 44)
+          const waiting = yield* Effect.fork(sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (45, 'w')`))
+          yield* Effect.sleep("10 millis")
+          // The library's transaction takes its connection uninterruptibly: its interruption ends once it has one.
+          const stopping = yield* Effect.fork(Fiber.interrupt(waiting))
+          yield* Fiber.interrupt(open.writer)
+          yield* Fiber.join(stopping)
+          // Both gone: a transaction and a read run at once, and neither row was written.
+          yield* sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${46}, ${"after"})`)
+          return yield* sql`SELECT id FROM things WHERE id IN (44, 45, 46) ORDER BY id`
+        }).pipe(Effect.timeout("2 seconds"))
+      )
+      expect(rows).toEqual([{ id: 46 }])
+    })
+
+    /** Whether a connection of its own (as another process's would be) sees the row `id` committed. */
+    const committed = committedIn(file)
+
+    test("transactions run at once each answer once their writes are committed, and a failed one's are not", async () => {
+      const ids = Array.from({ length: 150 }, (_, i) => 100 + i)
+      const outcomes = await run((sql) =>
+        Effect.forEach(
+          ids,
+          (id) => {
+            const write = sql`INSERT INTO things (id, name) VALUES (${id}, ${`many ${id}`})`
+            const transaction = sql.withTransaction(id % 10 === 3 ? Effect.zipRight(write, Effect.fail("no")) : write)
+            // Some with tracing on: those are the library's own transactions, which need the connection to themselves.
+            const traced = id % 7 === 0 ? transaction.pipe(Effect.withTracerEnabled(true)) : transaction
+            return Effect.map(Effect.either(traced), (result) => ({
+              id,
+              ok: result._tag === "Right",
+              seen: committed(id)
+            }))
+          },
+          { concurrency: "unbounded" }
+        )
+      )
+      expect(outcomes.filter((outcome) => outcome.ok !== (outcome.id % 10 !== 3))).toEqual([])
+      // Each one that answered had its row committed by then; a failed one's was never written.
+      expect(outcomes.filter((outcome) => outcome.seen !== outcome.ok)).toEqual([])
+      const rows = await run((sql) => sql`SELECT count(*) AS n FROM things WHERE id BETWEEN 100 AND 249`)
+      expect(rows).toEqual([{ n: 135 }])
+    })
+
+    test("transactions that run after one that failed, as it began, still commit", async () => {
+      const [failed, after] = await run((sql) =>
+        Effect.all(
+          [
+            sql.withTransaction(
+              Effect.zipRight(sql`INSERT INTO things (id, name) VALUES (90, 'fails first')`, Effect.fail("no"))
+            ),
+            sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (91, 'after the failed one')`)
+          ].map((transaction) => Effect.exit(transaction)),
+          { concurrency: "unbounded" }
+        )
+      )
+      expect([failed?._tag, after?._tag]).toEqual(["Failure", "Success"])
+      expect([committed(90), committed(91)]).toEqual([false, true])
+    })
+
+    test("a read that sees what another fiber's transaction wrote sees it committed", async () => {
+      const result = await run((sql) =>
+        Effect.gen(function* () {
+          const written = yield* Deferred.make<void>()
+          const writer = yield* Effect.fork(
+            sql.withTransaction(
+              Effect.zipRight(
+                sql`INSERT INTO things (id, name) VALUES (${60}, ${"sixty"})`,
+                Deferred.succeed(written, undefined)
+              )
+            )
+          )
+          yield* Deferred.await(written)
+          const rows = yield* sql`SELECT name FROM things WHERE id = ${60}`
+          const seen = committed(60)
+          yield* Fiber.join(writer)
+          return { rows, seen }
+        })
+      )
+      expect(result).toEqual({ rows: [{ name: "sixty" }], seen: true })
+    })
+
+    test("a transaction interrupted while it runs after another's is rolled back alone", async () => {
+      const rows = await run((sql) =>
+        Effect.gen(function* () {
+          const first = yield* Effect.fork(sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (70, 'first')`))
+          yield* Effect.yieldNow()
+          const open = yield* holdOpen(sql, 71)
+          yield* Fiber.interrupt(open.writer)
+          yield* Fiber.join(first)
+          return yield* sql`SELECT id FROM things WHERE id IN (70, 71) ORDER BY id`
+        }).pipe(Effect.timeout("2 seconds"))
+      )
+      expect(rows).toEqual([{ id: 70 }])
+    })
+
+    // The library's own transaction leaves its transaction open when its COMMIT fails (it rolls back only when the
+    // effect failed), and every later statement runs inside it: this is the fast one's alone.
+    test.if(name === "fast")(
+      "a transaction whose COMMIT fails dies and leaves nothing; so do those committed with it",
+      async () => {
+        await run(
+          (sql) =>
+            sql`CREATE TABLE notes (id INTEGER PRIMARY KEY, thing_id INTEGER REFERENCES things (id) DEFERRABLE INITIALLY DEFERRED)`
+        )
+        const [fine, broken] = await run((sql) =>
+          Effect.all(
+            [
+              sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${80}, ${"fine"})`),
+              // A deferred foreign key: checked at COMMIT, which fails.
+              sql.withTransaction(sql`INSERT INTO notes (id, thing_id) VALUES (${1}, ${999})`)
+            ].map((transaction) => Effect.exit(transaction)),
+            { concurrency: "unbounded" }
+          )
+        )
+        // Committed together, they fail together (the service's schema has no deferred constraint: below).
+        for (const exit of [fine, broken]) expect(exit?._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
+        expect(await run((sql) => sql`SELECT id FROM notes`)).toEqual([])
+        expect(committed(80)).toBe(false)
+        // The connection is out of that transaction: a new one commits.
+        await run((sql) =>
+          sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${81}, ${"after a failed commit"})`)
+        )
+        expect(committed(81)).toBe(true)
+      }
+    )
+
+    test("with tracing on, each statement has its sql.execute span; with it off, none", async () => {
+      const spans: Array<EndedSpan> = []
+      const traced = (sql: SqlClient.SqlClient, on: boolean) =>
+        Effect.zipRight(sql`SELECT ${on ? 1 : 2} AS n`, sql.withTransaction(sql`SELECT ${on ? 3 : 4} AS n`)).pipe(
+          Effect.withTracerEnabled(on),
+          Effect.withTracer(makeTracer((span) => spans.push(span)))
+        )
+      await run((sql) => Effect.zipRight(traced(sql, true), traced(sql, false)))
+      const texts = spans
+        .filter((span) => span.name === "sql.execute")
+        .map((span) => String(span.attributes.get("db.query.text")))
+      expect(texts).toEqual(["SELECT ? AS n", "SELECT ? AS n"])
+      expect(spans.map((span) => span.name)).toContain("sql.transaction")
+    })
+
+    test("a statement transformer (`Statement.withTransformer`) is applied", async () => {
+      const rows = await run((sql) =>
+        sql`SELECT name FROM things WHERE id = ${1}`.pipe(
+          Statement.withTransformer((statement, sql) =>
+            Effect.succeed(sql`SELECT upper(name) AS name FROM things WHERE id = ${statement.compile()[1][0] ?? 0}`)
+          )
+        )
+      )
+      expect(rows).toEqual([{ name: "ONE" }])
+    })
+  })
+}
+
+test("a client whose statements are not the statement class the fast path extends is used as it is", () => {
+  // What a release that changed `@effect/sql`'s statement class would look like to the fast path.
+  const unknownShape = Object.assign(() => ({ segments: [] }), { unsafe: () => ({}) }) as unknown as SqlClient.SqlClient
+  expect(directStatements(unknownShape, {} as never, Effect.runSync(Effect.makeSemaphore(1)))).toBe(unknownShape)
+})
+
+test("the service's schema has no deferred constraint, which would fail the transactions committed with its own", async () => {
+  const migrated = ManagedRuntime.make(
+    SqlLive.pipe(Layer.provide(withDatabaseUrl(`sqlite:${join(dir, "migrated.sqlite")}`)))
+  )
+  const deferred = await migrated.runPromise(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql`SELECT name FROM sqlite_master WHERE upper(sql) LIKE '%DEFERRABLE%' OR upper(sql) LIKE '%DEFER_FOREIGN_KEYS%'`
+    )
+  )
+  await migrated.dispose()
+  expect(deferred).toEqual([])
+}, 60_000)
+
+/**
+ * Group commit when SQLite itself fails, through a connection that fails the way it can: the first transaction's own
+ * `ROLLBACK` reporting an error (SQLite had already rolled back after a disk error), and a defect where the first
+ * transaction ends. Three transactions at once: the first fails as it runs, the two others join its batch.
+ */
+describe("SQLite statements: a batch when SQLite fails under it", () => {
+  const file = join(dir, "faults.sqlite")
+  let runtime: Runtime
+  /** What the next `ROLLBACK` does instead of what it should, once. */
+  let nextRollback: "reports an error after rolling back" | "dies without rolling back" | undefined
+  /** The statements the batch ran on the connection outside its transactions' own (`BEGIN`, savepoints…). */
+  let unprepared: Array<string> = []
+
+  beforeAll(async () => {
+    // The library's client, for its statement class and a connection of its own (the twin's settings).
+    const fastPaths = twinsOf("sqlite-statements").find(([kind]) => kind === "idiomatic")?.[1] ?? ""
+    runtime = ManagedRuntime.make(
+      SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: `sqlite:${file}`, FAST_PATHS: fastPaths })))
+    )
+    await runtime.runPromise(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`
+      )
+    )
+  }, 60_000)
+  afterAll(() => runtime.dispose(), 20_000)
+
+  /** `directStatements` over the library's client, its connection failing as `nextRollback` says. */
+  const withFaults = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
+    runtime.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          unprepared = []
+          const library = yield* SqlClient.SqlClient
+          const connection = yield* library.reserve
+          const faulty: typeof connection = {
+            ...connection,
+            executeUnprepared: (text, params, transformRows) =>
+              Effect.suspend(() => {
+                unprepared.push(text)
+                const fault = text === "ROLLBACK" ? nextRollback : undefined
+                if (fault !== undefined) nextRollback = undefined
+                if (fault === "dies without rolling back") return Effect.die(new Error("the connection broke"))
+                const done = connection.executeUnprepared(text, params, transformRows)
+                if (fault === undefined) return done
+                return Effect.zipRight(done, Effect.fail(new SqlError({ cause: new Error("disk I/O error") })))
+              })
+          }
+          return yield* f(directStatements(library, faulty, yield* Effect.makeSemaphore(1)))
+        })
+      ).pipe(Effect.withTracerEnabled(false))
+    )
+
+  const committed = committedIn(file)
+
+  /** The first of three transactions writes `first` and fails; the two after it write `first + 1` and `first + 2`. */
+  const threeAtOnce = (sql: SqlClient.SqlClient, first: number) =>
+    Effect.all(
+      [
+        Effect.zipRight(sql`INSERT INTO things (id, name) VALUES (${first}, 'fails')`, Effect.fail("no")),
+        sql`INSERT INTO things (id, name) VALUES (${first + 1}, 'joins')`,
+        sql`INSERT INTO things (id, name) VALUES (${first + 2}, 'joins too')`
+      ].map((effect) => Effect.exit(sql.withTransaction(effect))),
+      { concurrency: "unbounded" }
+    )
+
+  test("if the first one's ROLLBACK fails, the others still run, in a transaction begun anew, and commit", async () => {
+    nextRollback = "reports an error after rolling back"
+    const exits = await withFaults((sql) => threeAtOnce(sql, 1))
+    expect(exits.map((exit) => exit._tag)).toEqual(["Failure", "Success", "Success"])
+    expect([committed(1), committed(2), committed(3)]).toEqual([false, true, true])
+    // One batch: the two others joined the first's, and ran once it had begun anew.
+    const member = ["SAVEPOINT batch_member", "RELEASE batch_member"]
+    expect(unprepared).toEqual(["BEGIN", "ROLLBACK", "BEGIN", ...member, ...member, "COMMIT"])
+  })
+
+  test("a defect in the first one leaves no one waiting and nothing written, and the connection goes on", async () => {
+    nextRollback = "dies without rolling back"
+    const exits = await withFaults((sql) => threeAtOnce(sql, 11))
+    for (const exit of exits) expect(exit._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
+    expect([committed(11), committed(12), committed(13)]).toEqual([false, false, false])
+    // The second ROLLBACK is the one after the defect: the others never ran.
+    expect(unprepared).toEqual(["BEGIN", "ROLLBACK", "ROLLBACK"])
+    await withFaults((sql) => sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${14}, 'after')`))
+    expect(committed(14)).toBe(true)
+  })
+})
