@@ -180,23 +180,23 @@ export class SigningKeys extends Effect.Service<SigningKeys>()("SigningKeys", {
     }).pipe(Effect.withSpan("SigningKeys.rotate"))
 
     /**
-     * A session JWT for a user who signed in: `sid` names its row in `sessions` (src/Sessions/Sessions.ts), and it
-     * expires with it (`expiresAt`, seconds).
+     * A session JWT for a user who signed in: `sid` names its row in `sessions` (src/Sessions/Sessions.ts); it is
+     * issued when the session started and expires with it (`issuedAt`, `expiresAt`, seconds), so it lasts exactly
+     * the session's time even when signed in the next second.
      */
     const signSession = traced("SigningKeys.signSession")(function* (
       user: { readonly id: string; readonly org_id: string },
       issuer: Issuer,
-      session: { readonly id: string; readonly expiresAt: number }
+      session: { readonly id: string; readonly issuedAt: number; readonly expiresAt: number }
     ) {
       const { kid, key } = yield* signingKey
-      const now = Math.floor(Date.now() / 1000)
       return yield* Effect.promise(() =>
         new jose.SignJWT({ org: user.org_id, scope: SESSION_SCOPES.join(" "), sid: session.id })
           .setProtectedHeader({ alg: ALG, kid, typ: "JWT" })
           .setSubject(user.id)
           .setIssuer(issuer.authUrl)
           .setAudience(issuer.audience)
-          .setIssuedAt(now)
+          .setIssuedAt(session.issuedAt)
           .setExpirationTime(session.expiresAt)
           .setJti(randomBase62(24))
           .sign(key)

@@ -139,8 +139,7 @@ export const limitUnauthenticated =
       outcome: Exit.Exit<HttpServerResponse.HttpServerResponse, E>,
       refusedAlready: boolean
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | RateLimited> =>
-      Effect.withFiberRuntime((fiber) => {
-        const counted = fiber.getFiberRef(CountedToCredential)
+      Effect.flatMap(FiberRef.get(CountedToCredential), (counted) => {
         if (counted !== undefined) return withHeaders(outcome, rateLimitHeaders(counted, !counted.allowed))
         return consume(
           limits,

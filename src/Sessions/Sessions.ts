@@ -29,9 +29,10 @@ export interface SessionOrigin {
   readonly userAgent: string | null
 }
 
-/** A session just started: its id (the JWT's `sid`) and when it expires (the JWT's `exp`, seconds). */
+/** A session just started: its id (the JWT's `sid`), when it started and when it expires (`iat`, `exp`, seconds). */
 export interface StartedSession {
   readonly id: string
+  readonly issuedAt: number
   readonly expiresAt: number
 }
 
@@ -58,7 +59,8 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
     /** A new session for a user who signed in; it lives as long as its JWT. */
     const start = traced("Sessions.start")(function* (userId: string, origin: SessionOrigin) {
       const now = new Date()
-      const expiresAt = Math.floor(now.getTime() / 1000) + JWT_TTL_SECONDS
+      const issuedAt = Math.floor(now.getTime() / 1000)
+      const expiresAt = issuedAt + JWT_TTL_SECONDS
       const id = SessionId.make(makeId("session"))
       yield* repo.insert({
         id,
@@ -70,7 +72,7 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
         revoked_at: null,
         expires_at: new Date(expiresAt * 1000).toISOString()
       })
-      const started: StartedSession = { id, expiresAt }
+      const started: StartedSession = { id, issuedAt, expiresAt }
       return started
     })
 
