@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * What the dashboard offers by role and session, in Chromium: a team `member` on a team project sees no Archive,
  * Delete or visibility control (the owner does); Settings → Sessions lists the sessions, this one marked, and "Sign out

@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * The audit logs in Chromium (issue 41): changes made through the API appear, newest first and by name, in the
  * team's Audit log tab (owners and admins) and in the owner's Settings → Security log, with the action filter; a

@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * Two people editing one project in the dashboard (issue 42): the dashboard sends `If-Match` with the `ETag` the page
  * was drawn from, so a save after someone else's change is refused (412) instead of silently overwriting it; the

@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * A single-page application on another origin (another loopback port), in Chromium: it discovers the
  * authorization server, sends the person through a PKCE sign-in as a public client, redeems the code at

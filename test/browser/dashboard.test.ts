@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * The dashboard in a real browser (Chromium, headless): how it is served, signing in (a wrong password first, then
  * by keyboard), projects, and Settings → API keys — a key created, used, not shown again after a reload, revoked.

@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * The Events page in Chromium: the caller's feed newest first, each event's JSON (pretty-printed, the same value
  * as delivered) and the project it is about by name, the type filter (several types at once, kept in the address),

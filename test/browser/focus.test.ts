@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * The dashboard by keyboard (issue 44): focus comes back where it came from after each confirmation dialog
  * (Escape, Cancel, confirm), stays on an action button while it works (busy, not disabled), lands on a record

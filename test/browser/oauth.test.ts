@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * OAuth for people, in Chromium, the whole loop: Olga registers an application in the dashboard (its secret shown
  * once, with Copy), edits it and rotates its secret; Bea runs the application's PKCE flow through the sign-in and

@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * The dashboard's pages as issue 44 found them, in Chromium: a project's page names its team (linked) and its owner;
  * ids have a Copy button that keeps focus and says "Copied"; a refused role change puts the current role back and

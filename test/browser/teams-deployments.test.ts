@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * Teams (members, roles, invitations, your own pending invitations) and a project's deployments, in Chromium.
  */

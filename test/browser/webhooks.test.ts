@@ -1,3 +1,4 @@
+// engine-independent: what a person sees in the dashboard; the API beneath it runs on both engines in test/e2e
 /**
  * Webhooks in the dashboard, in Chromium: registered with event checkboxes (the generated secret shown once), a
  * receiver that fails five times, the delivery log filtered by status (with each delivery's last status code),

@@ -1,3 +1,4 @@
+// engine-independent: the dashboard's types against the contract; no database
 /**
  * The dashboard's types are generated from the service's OpenAPI document (scripts/generate-dashboard-types.ts)
  * into dashboard/generated/api.ts, which is checked in: it must be what the contract generates now, so a change of

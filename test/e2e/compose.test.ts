@@ -1,3 +1,4 @@
+// engine-independent: the Compose file as text; no database
 /**
  * docker-compose.yml as docs/operations.md describes it (no Docker daemon is needed: the file is read): three
  * replicas of the service behind nginx on one address, sharing PostgreSQL, Redis and the public BASE_URL, nginx

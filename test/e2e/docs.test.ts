@@ -1,3 +1,4 @@
+// engine-independent: the published documents and assets, the same whatever the engine
 /**
  * `/docs` works offline and is light: in headless Chromium (Debian's, never a downloaded one) the page is rendered
  * HTML from the service alone, with no script, no request after the page, no CSP violation, readable section names

@@ -1,3 +1,4 @@
+// engine-independent: the Docker image, always on SQLite
 /**
  * The Docker image's file set: the `Dockerfile`'s own `COPY` lines (read from the file, stage by stage, honouring
  * `.dockerignore`) are carried out into a temporary folder, a `--from` stage's `RUN bun install …` is run there as the

@@ -1,3 +1,4 @@
+// engine-independent: the published documents and assets, the same whatever the engine
 /**
  * The OpenAPI document's OAuth part (src/Http/OpenApi.ts) is derived from the schemas the authorization server's
  * handlers decode and answer with (src/OAuth/Wire.ts): what the server answers fits what the document says, and the

@@ -1,3 +1,4 @@
+// engine-independent: the published documents and assets, the same whatever the engine
 /**
  * The OpenAPI document is usable by client generators: an independent validator finds no error in it, and a client
  * generated from it (`openapi-typescript` types + `openapi-fetch`) type-checks under `tsc --strict` and works

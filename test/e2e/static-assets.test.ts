@@ -1,3 +1,4 @@
+// engine-independent: the published documents and assets, the same whatever the engine
 /**
  * What the server sends from memory — the `/docs` page, the OpenAPI document, the dashboard's shell and its
  * assets — is sent one way (src/Http/StaticAsset.ts): a strong `ETag` of the bytes, the same in every encoding;

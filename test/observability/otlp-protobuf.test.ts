@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * Our OTLP encoders, fed spans made by our tracer: the protobuf bytes must be exactly the ones
  * @effect/opentelemetry's own encoder writes for the OTLP/JSON objects of the same spans.

@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * Telemetry settings that cannot work stop start-up with a message naming the setting: each on the server in this
  * process (the same start-up code `main` runs), and the first as a process too (it exits, saying why).

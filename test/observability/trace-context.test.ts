@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * The `traceparent` a delivery attempt sends when tracing is off (no span is made): it continues the event's trace
  * with a fresh span id and the parent's sampled flag, or starts a trace when the event has none. And the one an

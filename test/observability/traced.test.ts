@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * `traced("Area.method")`: a span of that name, the child of the caller's, with the tracer on; no span at all (not
  * even a no-op one) with it off; the method's result and typed failure unchanged either way. Functions after the

@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * The trace exporter against a collector on loopback (OTLP/JSON so the test can read it): batches, the flush at
  * shutdown, retries, a collector that is down, and a queue that overflows.

@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * Admission (`HTTP_CONCURRENCY`, src/Http/NodeServer.ts `admit`): at most that many requests are worked on at once,
  * the others wait in arrival order for a place, or for their longest wait, then start anyway. On a `node:http` server

@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * The import graph check (scripts/check-imports.ts) on small trees written for each test: a circle of modules is
  * refused whether its modules share a folder or not, and whether an import is of values or of types only; imports

@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * src/Sql/Defects.ts: a service takes its repository once through `orDie`, after which each method's failure is a
  * defect (as `Effect.orDie` at each call was) and its answer unchanged; `dieOnSqlError` makes a transaction's

@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * The rules of `Idempotency-Key` that need no server: what a key may be, how a request is compared (parsed JSON,
  * whatever the member order and whitespace), and which answers are recorded.

@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * Ids (src/Domain/Ids.ts): the base32 text of a UUIDv7 is the 128-bit number written five bits a character, as
  * TypeID does. Checked against a `BigInt` reading of the same bytes, so the encoder's bit arithmetic cannot drift

@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * The trip of a keyed create as docs/request-pipeline.md writes it: every file it names exists, none is called
  * by a file of a lower rank (the ranks `bun run check:imports` checks the imports against), so the trip never

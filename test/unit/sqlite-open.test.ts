@@ -1,3 +1,4 @@
+// engine-independent: SQLite files whatever the run's engine
 /**
  * Opening the SQLite database while another process holds a lock on it (src/Sql/Client.ts): the connection's busy
  * timeout is set before its first statement, so the open waits for the lock instead of failing with "database is

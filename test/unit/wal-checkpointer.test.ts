@@ -1,3 +1,4 @@
+// engine-independent: SQLite files whatever the run's engine
 /**
  * The WAL checkpointer thread (src/Sql/Checkpointer.ts): what a commit leaves in the WAL reaches the database
  * file without the writer checkpointing (its automatic checkpoint waits for 10,000 pages, far more than written

@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * One delivery attempt (`attempt()` from Delivery/Attempt.ts) against a real receiver on loopback: what it sends,
  * and how it judges 2xx, 3xx, 4xx/5xx, time-outs, slow and endless bodies, connection errors and refused targets.

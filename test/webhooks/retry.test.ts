@@ -1,3 +1,4 @@
+// engine-independent: no database
 import { describe, expect, test } from "bun:test"
 import { Duration, Effect, Fiber, Option, Ref, TestClock, TestContext } from "effect"
 import { MAX_ATTEMPTS, retryPolicy, waitAfterFailure } from "../../src/Webhooks/Delivery/Retry.ts"

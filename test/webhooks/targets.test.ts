@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * The SSRF guard and the signature, as pure functions: IP literals and "localhost" only, no network.
  */
