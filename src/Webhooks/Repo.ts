@@ -358,7 +358,9 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           AND webhook_id NOT IN (SELECT id FROM webhooks WHERE disabled_at IS NOT NULL OR rate_limit IS NOT NULL)`
         // A limited webhook gives at most a second's worth (its `rate_limit`) of deliveries at a time, manual ones
         // first, and none while this process is still pacing the last ones it took (`pacing`): the rest wait in the
-        // table, for whichever process has room when their turn comes (src/Webhooks/Delivery/Pacer.ts).
+        // table, for whichever process has room when their turn comes (src/Webhooks/Delivery/Pacer.ts). The limited
+        // webhooks come first (`CROSS JOIN` keeps that order on SQLite, whose planner has no statistics and would
+        // otherwise walk every delivery ever made): with none, no delivery is read (test/webhooks/claim-plan.test.ts).
         const notPacing = pacing.length === 0 ? sql`` : sql`AND w.id NOT IN ${sql.in(pacing)}`
         return sql`
           WITH manual AS (
@@ -373,8 +375,8 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
             SELECT id FROM (
               SELECT d.id, d.manual, d.next_attempt_at, w.rate_limit,
                 ROW_NUMBER() OVER (PARTITION BY d.webhook_id ORDER BY d.manual DESC, d.next_attempt_at, d.id) AS turn
-              FROM webhooks w JOIN deliveries d ON d.webhook_id = w.id
-              WHERE w.rate_limit IS NOT NULL AND w.disabled_at IS NULL ${notPacing}
+              FROM webhooks w CROSS JOIN deliveries d
+              WHERE d.webhook_id = w.id AND w.rate_limit IS NOT NULL AND w.disabled_at IS NULL ${notPacing}
                 AND (d.claimed_until IS NULL OR d.claimed_until < ${now})
                 AND (d.manual = 1 OR (d.status = 'pending' AND d.next_attempt_at <= ${now}))
             ) ranked

@@ -1,0 +1,167 @@
+/**
+ * The worker's claim (src/Webhooks/Repo.ts `claim`) runs every time its runners have room. With no webhook
+ * rate-limited, its `paced` part must read no delivery: it starts from the webhooks with a `rate_limit` (an index of
+ * them, `webhooks_rate_limited`) and reads only their deliveries. The database is as the service leaves it: on
+ * SQLite no `ANALYZE` (the service never runs one, so the planner has no statistics), on PostgreSQL analysed (as
+ * autovacuum does). SQLite once planned it the other way round: every delivery ever made, on every claim.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import * as Statement from "@effect/sql/Statement"
+import { Effect } from "effect"
+import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
+import { insertAll } from "../support/seed.ts"
+import { usingPostgres } from "../support/server.ts"
+import { onSelectedEngine, type ServiceHarness } from "../support/services.ts"
+
+/** Delivered deliveries, the history a claim must not read. */
+const N = 5_000
+const iso = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 1000).toISOString()
+const id = (prefix: string, n: number) => `${prefix}_${String(n).padStart(26, "0")}`
+const range = (count: number) => Array.from({ length: count }, (_, i) => i)
+
+let harness: ServiceHarness<WebhooksRepo>
+
+const seed = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`INSERT INTO orgs ${sql.insert({ id: "org_claim", name: "Claim", created_at: iso(0) })}`
+  yield* insertAll(sql, "users", [
+    {
+      id: id("usr", 1),
+      org_id: "org_claim",
+      email: "claim@example.com",
+      name: "Claim",
+      avatar_url: null,
+      password_hash: null,
+      created_at: iso(0),
+      updated_at: iso(0)
+    }
+  ])
+  yield* insertAll(
+    sql,
+    "webhooks",
+    range(10).map((i) => ({
+      id: id("whk", i),
+      user_id: id("usr", 1),
+      url: `https://example.com/${i}`,
+      events: `["project.created"]`,
+      secret: "s",
+      status: "active",
+      created_at: iso(i),
+      updated_at: iso(i),
+      failed_at: null
+    }))
+  )
+  yield* insertAll(
+    sql,
+    "events",
+    range(N / 10).map((i) => ({
+      id: id("evt", i),
+      type: "project.created",
+      payload: "{}",
+      trace_context: null,
+      created_at: iso(i)
+    }))
+  )
+  yield* insertAll(
+    sql,
+    "deliveries",
+    range(N).map((i) => ({
+      id: id("dlv", i),
+      webhook_id: id("whk", i % 10),
+      event_id: id("evt", Math.floor(i / 10)),
+      event_type: "project.created",
+      status: i < N - 20 ? "delivered" : "pending",
+      attempt_count: i < N - 20 ? 1 : 0,
+      manual: 0,
+      next_attempt_at: i < N - 20 ? null : iso(N),
+      last_attempt_at: i < N - 20 ? iso(i) : null,
+      claimed_until: null,
+      claim_token: null,
+      created_at: iso(Math.floor(i / 10))
+    }))
+  )
+  if (usingPostgres()) yield* sql`VACUUM ANALYZE`
+})
+
+beforeAll(async () => {
+  harness = await onSelectedEngine(WebhooksRepo.Default)
+  await harness.run(seed)
+}, 60_000)
+
+afterAll(() => harness.dispose(), 20_000)
+
+/** The statements `effect` sends, as they go to the database. */
+const captured = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const statements: Array<readonly [string, ReadonlyArray<unknown>]> = []
+    yield* Statement.withTransformer(effect, (statement) =>
+      Effect.sync(() => {
+        statements.push(statement.compile())
+        return statement
+      })
+    )
+    return statements
+  })
+
+/** How many rows of `deliveries` the statement reads: SQLite's VM counts them, PostgreSQL's EXPLAIN ANALYZE too. */
+const planOf = ([text, params]: readonly [string, ReadonlyArray<unknown>]) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    if (usingPostgres()) {
+      const rows = yield* sql.unsafe<{ readonly "QUERY PLAN": string }>(`EXPLAIN ${text}`, params)
+      return rows.map((row) => row["QUERY PLAN"])
+    }
+    const rows = yield* sql.unsafe<{ readonly detail: string }>(`EXPLAIN QUERY PLAN ${text}`, params)
+    return rows.map((row) => row.detail)
+  })
+
+test("with no webhook rate-limited, a claim takes the due deliveries and reads no delivery table whole", async () => {
+  const now = iso(N + 1)
+  const claim = Effect.flatMap(WebhooksRepo, (repo) => repo.claim(10, now, iso(N + 60), "token", []))
+  const statements = await harness.run(captured(claim))
+  const update = statements.find(([text]) => /^\s*WITH\b/.test(text))
+  expect(update).toBeDefined()
+  const plan = await harness.run(planOf(update!))
+  // SQLite: `SCAN d` (or `SCAN deliveries`) reads the table whole, whichever index it walks, unless the index is
+  // one of those that hold only what a claim is for (the pending ones, the manual ones); PostgreSQL: a Seq Scan.
+  const partial = /USING (COVERING )?INDEX (deliveries_due|deliveries_manual|deliveries_webhook_pending)\b/
+  const whole = plan.filter(
+    (line) => (/\bSCAN (d|deliveries)\b/.test(line) && !partial.test(line)) || /Seq Scan on deliveries/.test(line)
+  )
+  expect({ whole, plan }).toEqual({ whole: [], plan })
+  // And it claimed: ten of the twenty due.
+  const claimed = await harness.run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql<{ readonly n: number }>`SELECT CAST(count(*) AS INTEGER) AS n FROM deliveries WHERE claim_token = 'token'`
+    )
+  )
+  expect(Number(claimed[0]?.n)).toBe(10)
+}, 30_000)
+
+test("with a webhook rate-limited, a claim reads that webhook's deliveries by its index, not every delivery", async () => {
+  await harness.run(
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE webhooks SET rate_limit = 1 WHERE id = ${id("whk", 0)}`)
+  )
+  const claim = Effect.flatMap(WebhooksRepo, (repo) => repo.claim(10, iso(N + 61), iso(N + 120), "paced", []))
+  const statements = await harness.run(captured(claim))
+  const update = statements.find(([text]) => /^\s*WITH\b/.test(text))
+  const plan = await harness.run(planOf(update!))
+  const whole = plan.filter(
+    (line) =>
+      (/\bSCAN (d|deliveries)\b/.test(line) &&
+        !/USING (COVERING )?INDEX (deliveries_due|deliveries_manual|deliveries_webhook_pending)\b/.test(line)) ||
+      /Seq Scan on deliveries/.test(line)
+  )
+  expect({ whole, plan }).toEqual({ whole: [], plan })
+  // Its one a second: one of its two due deliveries (the first test's claims have lapsed by then).
+  const claimed = await harness.run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) => sql<{ readonly webhook_id: string }>`SELECT webhook_id FROM deliveries WHERE claim_token = 'paced'`
+    )
+  )
+  expect(claimed.filter((row) => row.webhook_id === id("whk", 0))).toHaveLength(1)
+}, 30_000)
