@@ -78,7 +78,7 @@ describe("POST /oauth/login", () => {
       body: { name: "from a session", scopes: ["read"] }
     })
     expect(key.status).toBe(201)
-  })
+  }, 20_000)
 
   test("a wrong password and an unknown email get the same 401", async () => {
     const wrong = await login(server, ann.email, "wrong password")
@@ -94,7 +94,7 @@ describe("POST /oauth/login", () => {
     await server.cli("users", "set-password", "--user", bob.id, "--password", "another password")
     expect((await login(server, bob.email, password)).status).toBe(401)
     expect((await login(server, bob.email, "another password")).status).toBe(200)
-  }, 15_000)
+  }, 30_000)
 
   test("tampered tokens and alg none are 401", async () => {
     const token: string = (await login(server, ann.email, password)).body.access_token
@@ -117,7 +117,7 @@ describe("POST /oauth/login", () => {
       expect(res.body.error.code).toBe("unauthorized")
       expect(res.headers.get("www-authenticate")).toContain(`error="invalid_token"`)
     }
-  })
+  }, 20_000)
 
   test("jwt-keys rotate: the retired key stays in the JWKS and its tokens keep working", async () => {
     const before: string = (await login(server, ann.email, password)).body.access_token
@@ -135,7 +135,7 @@ describe("POST /oauth/login", () => {
       await verifyRemote(server, token)
       expect((await server.request("/v1/users/me", { key: token })).status).toBe(200)
     }
-  }, 15_000)
+  }, 30_000)
 })
 
 describe("JWT_PRIVATE_KEY: tokens signed with the right key but wrong claims", () => {
@@ -177,7 +177,7 @@ describe("JWT_PRIVATE_KEY: tokens signed with the right key but wrong claims", (
     expect((await keyed.request("/v1/users/me", { key: await forge({ sid: null }) })).status).toBe(401)
     const made = await forge({ sid: "ses_01jd3xkq8w0000000000000000" })
     expect((await keyed.request("/v1/users/me", { key: made })).status).toBe(401)
-  })
+  }, 20_000)
 
   test("wrong issuer, wrong audience and expired tokens are 401; 30 s of clock skew is allowed", async () => {
     const now = Math.floor(Date.now() / 1000)
@@ -195,7 +195,7 @@ describe("JWT_PRIVATE_KEY: tokens signed with the right key but wrong claims", (
     // A JWT from the other server (another key) is refused here.
     const foreign = (await login(server, ann.email, password)).body.access_token
     expect((await keyed.request("/v1/users/me", { key: foreign })).status).toBe(401)
-  })
+  }, 20_000)
 
   test("an HS256 token keyed with the public key (algorithm confusion) is 401", async () => {
     const jwks = await keyed.request("/oauth/jwks.json")
@@ -210,7 +210,7 @@ describe("JWT_PRIVATE_KEY: tokens signed with the right key but wrong claims", (
       .setExpirationTime(now + 600)
       .sign(secret)
     expect((await keyed.request("/v1/users/me", { key: hs })).status).toBe(401)
-  })
+  }, 20_000)
 })
 
 describe("sign-in rate limits (defaults)", () => {
@@ -235,7 +235,7 @@ describe("sign-in rate limits (defaults)", () => {
     }
     expect(statuses.slice(0, 20).every((status) => status === 401)).toBe(true)
     expect(statuses[20]).toBe(429)
-  })
+  }, 20_000)
 
   test("and on /oauth/login", async () => {
     let limited: Awaited<ReturnType<typeof login>> | undefined
