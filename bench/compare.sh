@@ -8,6 +8,8 @@
 #   get:    GET /v1/projects/:id, a random id of the reading user's projects each request (bench/ids.lua)
 #   list:   GET /v1/projects?per_page=20&page=N, N random in 1–40 (bench/pages.lua)
 #   create: POST /v1/projects by the second user (bench/create.lua)
+# BENCH_THREADS=1 prints where each contender's CPU went during the rounds, by thread (the JS thread, the GC's
+# helpers, the JIT, a SQLite checkpoint worker…), as shares of its CPU and µs a request.
 # BEFORE_DIR=/path/to/an/older/checkout (with node_modules) adds that version of the service as a third contender
 # on the service's database (e.g. `git worktree add /tmp/before <commit>`), for before/after in one sitting;
 # BEFORE_DB=own gives it a database of its own, made and seeded by that checkout (for a change to the storage: the
@@ -188,6 +190,15 @@ for who in $WHO; do
     echo "  $what warm-up $who: $rps req/s, p99 $p99 ms, CPU $cpu µs/request (not counted)"
   done
 done
+# thread_ticks <pid>: "<thread name> <CPU ticks>" for each of its threads (names without their numbers).
+thread_ticks() {
+  local task
+  for task in /proc/"$1"/task/*; do
+    printf '%s %s\n' "$(tr -d '0-9 ' <"$task/comm")" "$(awk '{print $14 + $15}' "$task/stat" 2>/dev/null || echo 0)"
+  done | awk '{t[$1] += $2} END {for (n in t) print n, t[n]}'
+}
+declare -A THREADS_BEFORE
+if [ -n "${BENCH_THREADS:-}" ]; then for who in $WHO; do THREADS_BEFORE[$who]=$(thread_ticks "$(pid_of "$who")"); done; fi
 for what in $ENDPOINTS; do
   for round in $(seq 1 "$ROUNDS"); do
     order=$WHO
@@ -227,6 +238,16 @@ ratio_row() {
   echo "$row | $(awk -v a="${RSS[$a]}" -v b="${RSS[$b]}" 'BEGIN {printf "%.2f×", a/b}') |"
 }
 ratio_row service baseline
+if [ -n "${BENCH_THREADS:-}" ]; then
+  echo "CPU by thread during the rounds (share of the contender's CPU; µs a request by the median CPU a request of $ENDPOINTS):"
+  for who in $WHO; do
+    cpu_each=$(values "${CPU[$who.$(awk '{print $NF}' <<<"$ENDPOINTS")]}" | median)
+    join -a 2 -e 0 -o 0,1.2,2.2 <(sort <<<"${THREADS_BEFORE[$who]}") <(thread_ticks "$(pid_of "$who")" | sort) |
+      awk -v who="$who" -v each="$cpu_each" '{d[$1] = $3 - $2; total += $3 - $2}
+        END {for (n in d) if (d[n] > 0) printf "  %s %-22s %5.1f %%  %6.0f µs\n", who, n, 100 * d[n] / total, each * d[n] / total}' |
+      sort -k4 -rn
+  done
+fi
 [ -n "${BEFORE_DIR:-}" ] && ratio_row service before
 printf '\nServer CPU per request (µs, median of the rounds):\n'
 for who in $WHO; do
