@@ -239,13 +239,19 @@ ratio_row() {
 }
 ratio_row service baseline
 if [ -n "${BENCH_THREADS:-}" ]; then
-  echo "CPU by thread during the rounds (share of the contender's CPU; µs a request by the median CPU a request of $ENDPOINTS):"
+  # µs a request only with one endpoint: the threads' ticks cover every endpoint's rounds.
+  echo "CPU by thread during the rounds (share of the contender's CPU; with one endpoint, µs a request by its median):"
   for who in $WHO; do
-    cpu_each=$(values "${CPU[$who.$(awk '{print $NF}' <<<"$ENDPOINTS")]}" | median)
+    cpu_each=0
+    if [ "$(wc -w <<<"$ENDPOINTS")" = 1 ]; then cpu_each=$(values "${CPU[$who.${ENDPOINTS// /}]}" | median); fi
     join -a 2 -e 0 -o 0,1.2,2.2 <(sort <<<"${THREADS_BEFORE[$who]}") <(thread_ticks "$(pid_of "$who")" | sort) |
       awk -v who="$who" -v each="$cpu_each" '{d[$1] = $3 - $2; total += $3 - $2}
-        END {for (n in d) if (d[n] > 0) printf "  %s %-22s %5.1f %%  %6.0f µs\n", who, n, 100 * d[n] / total, each * d[n] / total}' |
-      sort -k4 -rn
+        END {for (n in d) if (d[n] > 0) {
+          printf "  %s %-22s %5.1f %%", who, n, 100 * d[n] / total
+          if (each > 0) printf "  %6.0f µs", each * d[n] / total
+          printf "\n"
+        }}' |
+      sort -k3 -rn
   done
 fi
 [ -n "${BEFORE_DIR:-}" ] && ratio_row service before
