@@ -24,7 +24,6 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import * as Statement from "@effect/sql/Statement"
 import { Effect, Layer } from "effect"
 import { ApiKeysRepo } from "../../src/ApiKeys/Repo.ts"
 import { DeploymentsRepo } from "../../src/Deployments/Repo.ts"
@@ -41,6 +40,7 @@ import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { insertAll as insertRows } from "../support/seed.ts"
 import { usingPostgres } from "../support/server.ts"
 import { onSelectedEngine, type ServiceHarness } from "../support/services.ts"
+import { captured } from "../support/statements.ts"
 
 const repos = Layer.mergeAll(
   ProjectsRepo.Default,
@@ -373,19 +373,6 @@ const shapes: ReadonlyArray<Shape> = [
       )
   }
 ]
-
-/** The statements `effect` runs, as compiled for the database (text and parameters), without changing them. */
-const captured = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.gen(function* () {
-    const statements: Array<readonly [string, ReadonlyArray<unknown>]> = []
-    yield* Statement.withTransformer(effect, (statement) =>
-      Effect.sync(() => {
-        statements.push(statement.compile())
-        return statement
-      })
-    )
-    return statements
-  })
 
 interface SqlitePlanRow {
   readonly id: number

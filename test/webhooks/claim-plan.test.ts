@@ -7,12 +7,12 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import * as Statement from "@effect/sql/Statement"
 import { Effect } from "effect"
 import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
 import { insertAll } from "../support/seed.ts"
 import { usingPostgres } from "../support/server.ts"
 import { onSelectedEngine, type ServiceHarness } from "../support/services.ts"
+import { captured } from "../support/statements.ts"
 
 /** Delivered deliveries, the history a claim must not read. */
 const N = 5_000
@@ -90,19 +90,6 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(() => harness.dispose(), 20_000)
-
-/** The statements `effect` sends, as they go to the database. */
-const captured = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.gen(function* () {
-    const statements: Array<readonly [string, ReadonlyArray<unknown>]> = []
-    yield* Statement.withTransformer(effect, (statement) =>
-      Effect.sync(() => {
-        statements.push(statement.compile())
-        return statement
-      })
-    )
-    return statements
-  })
 
 /** How many rows of `deliveries` the statement reads: SQLite's VM counts them, PostgreSQL's EXPLAIN ANALYZE too. */
 const planOf = ([text, params]: readonly [string, ReadonlyArray<unknown>]) =>
