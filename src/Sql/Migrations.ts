@@ -29,6 +29,7 @@ import m0024 from "./migrations/0024_webhook_disabled.js"
 import m0026 from "./migrations/0026_webhook_ed25519.js"
 import m0027 from "./migrations/0027_webhook_health.js"
 import m0028 from "./migrations/0028_webhook_rate_limit.js"
+import m0029 from "./migrations/0029_webhooks_disabled.js"
 
 /** Every migration, bundled (no directory scan), applied in order on both engines. */
 const migrations = {
@@ -57,7 +58,8 @@ const migrations = {
   "0024_webhook_disabled": m0024,
   "0026_webhook_ed25519": m0026,
   "0027_webhook_health": m0027,
-  "0028_webhook_rate_limit": m0028
+  "0028_webhook_rate_limit": m0028,
+  "0029_webhooks_disabled": m0029
 }
 
 const migrate = Migrator.make({})

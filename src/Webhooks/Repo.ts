@@ -354,8 +354,10 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
         // Manual attempts asked for first (someone is waiting to see them), then scheduled ones by due time.
         // A webhook an operator disabled (`bun run cli webhooks disable`) has nothing claimed until it is enabled;
         // a webhook with a `rate_limit` has its deliveries claimed apart (`paced`).
+        // Both read a short partial index (`webhooks_disabled`, `webhooks_rate_limited`), not every webhook.
         const free = sql`${unclaimed}
-          AND webhook_id NOT IN (SELECT id FROM webhooks WHERE disabled_at IS NOT NULL OR rate_limit IS NOT NULL)`
+          AND webhook_id NOT IN (SELECT id FROM webhooks WHERE disabled_at IS NOT NULL
+                                 UNION ALL SELECT id FROM webhooks WHERE rate_limit IS NOT NULL)`
         // A limited webhook gives at most a second's worth (its `rate_limit`) of deliveries at a time, manual ones
         // first, and none while this process is still pacing the last ones it took (`pacing`): the rest wait in the
         // table, for whichever process has room when their turn comes (src/Webhooks/Delivery/Pacer.ts). The limited
