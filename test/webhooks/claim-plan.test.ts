@@ -1,9 +1,11 @@
 /**
- * The worker's claim (src/Webhooks/Repo.ts `claim`) runs every time its runners have room. With no webhook
- * rate-limited, its `paced` part must read no delivery: it starts from the webhooks with a `rate_limit` (an index of
- * them, `webhooks_rate_limited`) and reads only their deliveries. The database is as the service leaves it: on
- * SQLite no `ANALYZE` (the service never runs one, so the planner has no statistics), on PostgreSQL analysed (as
- * autovacuum does). SQLite once planned it the other way round: every delivery ever made, on every claim.
+ * The worker's claim (src/Webhooks/Repo.ts `claim`) runs every time its runners have room, so it reads neither table
+ * whole. With no webhook rate-limited, its `paced` part reads no delivery: it starts from the webhooks with a
+ * `rate_limit` (an index of them, `webhooks_rate_limited`) and reads only their deliveries; the webhooks it leaves
+ * out (disabled or limited) come from two short partial indexes, not from every webhook. The database is as the
+ * service leaves it: on SQLite no `ANALYZE` (the service never runs one, so the planner has no statistics), on
+ * PostgreSQL analysed (as autovacuum does). SQLite once planned `paced` the other way round: every delivery ever
+ * made, on every claim.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
@@ -91,7 +93,7 @@ beforeAll(async () => {
 
 afterAll(() => harness.dispose(), 20_000)
 
-/** How many rows of `deliveries` the statement reads: SQLite's VM counts them, PostgreSQL's EXPLAIN ANALYZE too. */
+/** The statement's plan, a line a step: SQLite's `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` text. */
 const planOf = ([text, params]: readonly [string, ReadonlyArray<unknown>]) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
