@@ -405,7 +405,8 @@ export const FAST_PATH_NAMES = [
   "delivery-recorder",
   "prepared-statements",
   "credential-cache",
-  "sqlite-statements"
+  "sqlite-statements",
+  "group-commit"
 ] as const
 export type FastPath = (typeof FAST_PATH_NAMES)[number]
 
