@@ -7,12 +7,14 @@
  * the app holds each one until the test lets it answer.
  */
 import { describe, expect, test } from "bun:test"
+import { createServer } from "node:http"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Deferred, Effect, Exit, Fiber, Option, Schedule } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Option, Schedule } from "effect"
 import { FAST_PATH_NAMES } from "../../src/Config.ts"
 import { concurrencyFor, makeAdmission } from "../../src/Http/Admission.ts"
+import { makeNodeServer } from "../../src/Http/NodeServer.ts"
 
 /** A server of requests held until released, behind admission with `concurrency` places and `waitMs`. */
 const serve = (concurrency: number, waitMs: number) =>
@@ -176,5 +178,16 @@ describe("no admission (the twin)", () => {
     expect(concurrencyFor(all, Option.some(0), "sqlite")).toBe(0)
     expect(concurrencyFor(twin, Option.none(), "sqlite")).toBe(0)
     expect(concurrencyFor(twin, Option.some(8), "pg")).toBe(0)
+  })
+})
+
+describe("the server (src/Http/NodeServer.ts)", () => {
+  test("is node:http's own: admission replaces none of its methods", () => {
+    const methods = (server: object) =>
+      Object.keys(server).filter((key) => typeof Reflect.get(server, key) === "function")
+    const server = makeNodeServer({ idleTimeout: Duration.seconds(10) })()
+    expect(methods(server)).toEqual(methods(createServer()))
+    expect(Object.hasOwn(server, "emit")).toBe(false)
+    expect(Object.hasOwn(server, "close")).toBe(false)
   })
 })
