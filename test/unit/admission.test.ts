@@ -11,13 +11,19 @@ import { createServer } from "node:http"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Deferred, Duration, Effect, Exit, Fiber, Option, Schedule } from "effect"
-import { FAST_PATH_NAMES } from "../../src/Config.ts"
+import { Deferred, Duration, Effect, Exit, Fiber, Layer, Logger, Option, Schedule } from "effect"
+import { FAST_PATH_NAMES, parseFastPaths } from "../../src/Config.ts"
 import { concurrencyFor, makeAdmission } from "../../src/Http/Admission.ts"
 import { makeNodeServer } from "../../src/Http/NodeServer.ts"
+import { Lifecycle, makeRequestWrapper } from "../../src/Http/RequestWrapper.ts"
+import { TraceSampler } from "../../src/Observability/Sampling.ts"
+import { twinsOf } from "../support/helpers.ts"
 
-/** A server of requests held until released, behind admission with `concurrency` places and `waitMs`. */
-const serve = (concurrency: number, waitMs: number) =>
+/**
+ * A server of requests held until released, behind admission with `concurrency` places and `waitMs`, inside `around`
+ * (the per-request wrapper, as src/Http.ts serves it; none unless given).
+ */
+const serve = (concurrency: number, waitMs: number, around: (app: HttpApp.Default) => HttpApp.Default = (app) => app) =>
   Effect.gen(function* () {
     const admit = yield* makeAdmission(concurrency, waitMs)
     /** The paths the app has started, in the order it started them. */
@@ -33,7 +39,7 @@ const serve = (concurrency: number, waitMs: number) =>
         return HttpServerResponse.text(request.url)
       })
     )
-    const admitted = admit(app)
+    const admitted = around(admit(app))
     /** Sends the requests one after the other, each once the one before has started or is waiting. */
     const send = (...paths: ReadonlyArray<string>) =>
       Effect.forEach(paths, (path) =>
@@ -153,6 +159,43 @@ describe("admission (the fast path)", () => {
       })
     )
   })
+})
+
+/** Inside each per-request wrapper (src/Http/RequestWrapper.ts), as src/Http.ts composes them. */
+describe.each(twinsOf("request-wrapper"))("admission inside the request wrapper: %s", (_wrapper, fastPaths) => {
+  test("a waiting request is in flight: the drain counts it and waits for it", async () => {
+    /** What the drain's `draining` line says is in flight. */
+    const counted: Array<unknown> = []
+    const drainLines = Logger.make(({ message }) => {
+      const [text, fields] = Array.isArray(message) ? message : [message]
+      if (text === "draining" && typeof fields === "object" && fields !== null)
+        counted.push(Reflect.get(fields, "in_flight"))
+    })
+    await runTest(
+      Effect.gen(function* () {
+        const lifecycle = yield* Lifecycle
+        const chosen = parseFastPaths(fastPaths)
+        if (typeof chosen === "string") return yield* Effect.dieMessage(chosen)
+        const wrap = makeRequestWrapper(chosen, lifecycle, yield* TraceSampler)
+        const server = yield* serve(1, 60_000, wrap)
+        const fibers = yield* server.send("/held", "/waits")
+        expect(server.started).toEqual(["/held"])
+        const drain = yield* Effect.fork(lifecycle.drain(Duration.minutes(1)))
+        yield* until(() => counted.length > 0)
+        yield* server.release("/held")
+        yield* until(() => server.started.includes("/waits"))
+        yield* server.release("/waits")
+        expect(yield* answers(fibers)).toEqual(["/held", "/waits"])
+        yield* Fiber.join(drain)
+      }).pipe(
+        Effect.provide(
+          Layer.mergeAll(Lifecycle.Default, TraceSampler.Default, Logger.replace(Logger.defaultLogger, drainLines))
+        )
+      )
+    )
+    // Checked once every request has answered (a failure inside would leave the held requests waiting).
+    expect(counted).toEqual([2])
+  }, 15_000)
 })
 
 describe("no admission (the twin)", () => {
