@@ -164,8 +164,8 @@ export const ServerConfig = Config.all({
     )
   ),
   /**
-   * How many requests are worked on at once (0: no limit); the others wait their turn. Unset: it depends on the
-   * engine (src/Http/NodeServer.ts `concurrencyFor`).
+   * How many requests are worked on at once, with the `admission` fast path (0: no limit); the others wait their
+   * turn. Unset: it depends on the engine (src/Http/Admission.ts `concurrencyFor`).
    */
   concurrency: Config.option(
     Config.integer("HTTP_CONCURRENCY").pipe(
@@ -402,6 +402,7 @@ export const IdempotencyConfig = Config.all({
  */
 export const FAST_PATH_NAMES = [
   "request-wrapper",
+  "admission",
   "delivery-recorder",
   "prepared-statements",
   "credential-cache",

@@ -20,12 +20,13 @@ import { DatabaseUrl, FastPathsConfig, ServerConfig } from "./Config.js"
 import { DeploymentsHttp } from "./Deployments/Http.js"
 import { EventsHttp } from "./Events/Http.js"
 import { EventTypesHttp } from "./EventTypes/Http.js"
+import { concurrencyFor, makeAdmission } from "./Http/Admission.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
 import { AuthenticationLive } from "./Http/Authentication.js"
 import { type TrustedProxies, trustedProxies } from "./Http/ClientAddress.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
 import { DocsRoutes } from "./Http/Docs.js"
-import { concurrencyFor, makeNodeServer } from "./Http/NodeServer.js"
+import { makeNodeServer } from "./Http/NodeServer.js"
 import { GracefulShutdown, Lifecycle, makeRequestWrapper, withRequestId } from "./Http/RequestWrapper.js"
 import { StrictRouting } from "./Http/Routes.js"
 import { IdempotentLive } from "./Idempotency/Http.js"
@@ -65,10 +66,16 @@ const ServeLive = Layer.unwrapEffect(
   Effect.gen(function* () {
     const lifecycle = yield* Lifecycle
     const sampler = yield* TraceSampler
-    const { trustedProxies: proxies } = yield* Effect.orDie(ServerConfig)
-    const wrap = makeRequestWrapper(yield* Effect.orDie(FastPathsConfig), lifecycle, sampler)
+    const { trustedProxies: proxies, concurrency } = yield* Effect.orDie(ServerConfig)
+    const fastPaths = yield* Effect.orDie(FastPathsConfig)
+    const wrap = makeRequestWrapper(fastPaths, lifecycle, sampler)
+    // Admission inside the wrapper: a waiting request is in flight, and its wait part of its duration.
+    const database = yield* Effect.orDie(DatabaseUrl)
+    const admit = yield* makeAdmission(concurrencyFor(fastPaths, concurrency, database._tag))
     const wrapped =
-      proxies.length === 0 ? wrap : (app: HttpApp.Default) => wrap(behindProxies(trustedProxies(proxies))(app))
+      proxies.length === 0
+        ? (app: HttpApp.Default) => wrap(admit(app))
+        : (app: HttpApp.Default) => wrap(admit(behindProxies(trustedProxies(proxies))(app)))
     return HttpApiBuilder.serve(wrapped).pipe(
       Layer.locally(HttpApp.currentPreResponseHandlers, Option.some(withRequestId))
     )
@@ -114,18 +121,10 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([AuthenticationLive, IdempotentLive])
 )
 
-/** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs, headers and admission). */
+/** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs and headers). */
 const HttpServerLive = Layer.unwrapEffect(
-  Effect.map(
-    Effect.orDie(Effect.all([ServerConfig, DatabaseUrl])),
-    ([{ host, port, idleTimeout, concurrency }, database]) =>
-      NodeHttpServer.layer(
-        makeNodeServer({
-          idleTimeout,
-          concurrency: concurrencyFor(concurrency, database._tag)
-        }),
-        { port, host }
-      )
+  Effect.map(Effect.orDie(ServerConfig), ({ host, idleTimeout, port }) =>
+    NodeHttpServer.layer(makeNodeServer({ idleTimeout }), { port, host })
   )
 )
 
