@@ -29,19 +29,24 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Effect, Effectable, FiberRef, Layer, Option, type Stream } from "effect"
+import { Context, Effect, Effectable, FiberRef, Layer, Option, type Stream } from "effect"
 
-/** `bun:sqlite`'s statements for `text`, run with `params` as `@effect/sql-sqlite-bun` runs them. */
+/** `bun:sqlite`'s query for `text`, its integers as `safeIntegers` says (`SqlClient.SafeIntegers`). */
+const queryOf = (db: Database, text: string, safeIntegers: boolean) => db.query(text).safeIntegers(safeIntegers)
+// bun:sqlite's binding takes its parameters as they come; the cast says what the driver accepts.
+type Binding = Parameters<ReturnType<Database["query"]>["all"]>
+const failed = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
+
+/** The connection, as `@effect/sql-sqlite-bun` makes its own: `bun:sqlite`'s cached query for the text, run. */
 const connectionOf = (db: Database): Connection => {
   const run = <A>(text: string, read: (query: ReturnType<Database["query"]>) => A) =>
-    Effect.flatMap(SqlClient.SafeIntegers, (safeIntegers) =>
-      Effect.try({
-        try: () => read(db.query(text).safeIntegers(safeIntegers)),
-        catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
-      })
-    )
-  // bun:sqlite's binding takes its parameters as they come; the casts say what the driver accepts.
-  type Binding = Parameters<ReturnType<Database["query"]>["all"]>
+    Effect.withFiberRuntime<A, SqlError>((fiber) => {
+      try {
+        return Effect.succeed(read(queryOf(db, text, Context.get(fiber.currentContext, SqlClient.SafeIntegers))))
+      } catch (cause) {
+        return Effect.fail(failed(cause))
+      }
+    })
   const rows = (text: string, params: ReadonlyArray<unknown>) =>
     run(text, (query): ReadonlyArray<unknown> => query.all(...(params as Binding)))
   const connection: Connection = {
@@ -58,6 +63,13 @@ const connectionOf = (db: Database): Connection => {
   return connection
 }
 
+/** How a statement outside a transaction runs: at once if the gate is free, otherwise holding it once it is. */
+type Outside = <A>(
+  text: string,
+  params: ReadonlyArray<unknown>,
+  safeIntegers: boolean
+) => Effect.Effect<ReadonlyArray<A>, SqlError>
+
 /**
  * A statement of `@effect/sql`, run straight on the connection when nothing would see the difference (above); every
  * other use of it is the library's statement's.
@@ -65,11 +77,7 @@ const connectionOf = (db: Database): Connection => {
 class DirectStatement<A> extends Effectable.Class<ReadonlyArray<A>, SqlError> implements Statement.Statement<A> {
   constructor(
     private readonly statement: Statement.Statement<A>,
-    /** Runs compiled text on the connection outside a transaction, holding the gate. */
-    private readonly outside: (
-      text: string,
-      params: ReadonlyArray<unknown>
-    ) => Effect.Effect<ReadonlyArray<A>, SqlError>
+    private readonly outside: Outside
   ) {
     super()
   }
@@ -96,18 +104,19 @@ class DirectStatement<A> extends Effectable.Class<ReadonlyArray<A>, SqlError> im
   }
   readonly compile = (withoutTransform?: boolean | undefined) => this.statement.compile(withoutTransform)
 
+  /**
+   * One step reads what decides the way (`withFiberRuntime`, as `@effect/sql-sqlite-bun` reads `SafeIntegers`): a
+   * statement run as often as these is worth not spending an effect on each.
+   */
   commit(): Effect.Effect<ReadonlyArray<A>, SqlError> {
-    return Effect.flatMap(FiberRef.get(FiberRef.currentTracerEnabled), (tracing) =>
-      tracing
-        ? this.statement
-        : Effect.flatMap(FiberRef.get(Statement.currentTransformer), (transformer) => {
-            if (Option.isSome(transformer)) return this.statement
-            const [text, params] = this.statement.compile()
-            return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (held) =>
-              Option.isSome(held) ? held.value[0].execute(text, params, undefined) : this.outside(text, params)
-            )
-          })
-    )
+    return Effect.withFiberRuntime((fiber) => {
+      if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return this.statement
+      if (Option.isSome(fiber.getFiberRef(Statement.currentTransformer))) return this.statement
+      const [text, params] = this.statement.compile()
+      const held = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+      if (Option.isSome(held)) return held.value[0].execute(text, params, undefined)
+      return this.outside(text, params, Context.get(fiber.currentContext, SqlClient.SafeIntegers))
+    })
   }
 }
 
@@ -120,9 +129,25 @@ export const makeSqliteClient = (filename: string) =>
     )
     const connection = connectionOf(db)
     const gate = yield* Effect.makeSemaphore(1)
+    /** Whether the gate is held (by a transaction, or a statement that waited for it). */
+    let held = false
     /** The connection, lent until the scope of whoever asked closes. */
     const lease = Effect.as(
-      Effect.acquireRelease(gate.take(1), () => gate.release(1)),
+      Effect.acquireRelease(
+        Effect.zipRight(
+          gate.take(1),
+          Effect.sync(() => {
+            held = true
+          })
+        ),
+        () =>
+          Effect.zipRight(
+            Effect.sync(() => {
+              held = false
+            }),
+            gate.release(1)
+          )
+      ),
       connection
     )
     const library = yield* SqlClient.make({
@@ -131,8 +156,23 @@ export const makeSqliteClient = (filename: string) =>
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    const outside = <A>(text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<A>, SqlError> =>
-      gate.withPermits(1)(connection.execute(text, params, undefined))
+    // With the gate free, the statement runs now, in this synchronous step: nothing can begin a transaction first.
+    const outside: Outside = <A>(text: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) => {
+      if (held) {
+        return Effect.scoped(
+          Effect.flatMap(
+            lease,
+            (connection): Effect.Effect<ReadonlyArray<A>, SqlError> => connection.execute(text, params, undefined)
+          )
+        )
+      }
+      try {
+        // The rows as the statement's type says, as the library's connection answers them (`any`).
+        return Effect.succeed(queryOf(db, text, safeIntegers).all(...(params as Binding)) as ReadonlyArray<A>)
+      } catch (cause) {
+        return Effect.fail(failed(cause))
+      }
+    }
     const direct = <A>(statement: Statement.Statement<A>) => new DirectStatement(statement, outside)
 
     const client: SqlClient.SqlClient = Object.assign(
