@@ -16,11 +16,10 @@ import { Duration, Effect, Layer, Option } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { AuditHttp } from "./Audit/Http.js"
-import { DatabaseUrl, FastPathsConfig, ServerConfig } from "./Config.js"
+import { FastPathsConfig, ServerConfig } from "./Config.js"
 import { DeploymentsHttp } from "./Deployments/Http.js"
 import { EventsHttp } from "./Events/Http.js"
 import { EventTypesHttp } from "./EventTypes/Http.js"
-import { concurrencyFor, makeAdmission } from "./Http/Admission.js"
 import { ApiMiddlewareLive } from "./Http/ApiMiddleware.js"
 import { AuthenticationLive } from "./Http/Authentication.js"
 import { type TrustedProxies, trustedProxies } from "./Http/ClientAddress.js"
@@ -66,16 +65,10 @@ const ServeLive = Layer.unwrapEffect(
   Effect.gen(function* () {
     const lifecycle = yield* Lifecycle
     const sampler = yield* TraceSampler
-    const { trustedProxies: proxies, concurrency } = yield* Effect.orDie(ServerConfig)
-    const fastPaths = yield* Effect.orDie(FastPathsConfig)
-    const wrap = makeRequestWrapper(fastPaths, lifecycle, sampler)
-    // Admission inside the wrapper: a waiting request is in flight, and its wait part of its duration.
-    const database = yield* Effect.orDie(DatabaseUrl)
-    const admit = yield* makeAdmission(concurrencyFor(fastPaths, concurrency, database._tag))
+    const { trustedProxies: proxies } = yield* Effect.orDie(ServerConfig)
+    const wrap = makeRequestWrapper(yield* Effect.orDie(FastPathsConfig), lifecycle, sampler)
     const wrapped =
-      proxies.length === 0
-        ? (app: HttpApp.Default) => wrap(admit(app))
-        : (app: HttpApp.Default) => wrap(admit(behindProxies(trustedProxies(proxies))(app)))
+      proxies.length === 0 ? wrap : (app: HttpApp.Default) => wrap(behindProxies(trustedProxies(proxies))(app))
     return HttpApiBuilder.serve(wrapped).pipe(
       Layer.locally(HttpApp.currentPreResponseHandlers, Option.some(withRequestId))
     )

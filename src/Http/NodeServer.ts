@@ -12,8 +12,6 @@
  * - Duplicate headers are joined (`a, b`), as Bun.serve did, rather than all but the first dropped: two
  *   `Authorization` headers are no credential, not the first of them.
  * - A response whose connection is gone settles (`SettlingResponse`).
- *
- * Admission (`HTTP_CONCURRENCY`) is not the server's: src/Http/Admission.ts, inside the app it serves.
  */
 import { createServer, type IncomingMessage, type Server, ServerResponse } from "node:http"
 import type { Socket } from "node:net"
