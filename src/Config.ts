@@ -162,18 +162,6 @@ export const ServerConfig = Config.all({
         ? Either.right(idle)
         : Either.left(ConfigError.InvalidData(["HTTP_IDLE_TIMEOUT"], "HTTP_IDLE_TIMEOUT must be more than 0"))
     )
-  ),
-  /**
-   * How many requests are worked on at once (0: no limit); the others wait their turn. Unset: it depends on the
-   * engine (src/Http/NodeServer.ts `concurrencyFor`).
-   */
-  concurrency: Config.option(
-    Config.integer("HTTP_CONCURRENCY").pipe(
-      Config.validate({
-        message: "HTTP_CONCURRENCY must be from 0 to 100000",
-        validation: (n) => n >= 0 && n <= 100_000
-      })
-    )
   )
 })
 
@@ -405,7 +393,8 @@ export const FAST_PATH_NAMES = [
   "delivery-recorder",
   "prepared-statements",
   "credential-cache",
-  "sqlite-statements"
+  "sqlite-statements",
+  "group-commit"
 ] as const
 export type FastPath = (typeof FAST_PATH_NAMES)[number]
 

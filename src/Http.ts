@@ -16,7 +16,7 @@ import { Duration, Effect, Layer, Option } from "effect"
 import { Api } from "./Api.js"
 import { ApiKeysHttp } from "./ApiKeys/Http.js"
 import { AuditHttp } from "./Audit/Http.js"
-import { DatabaseUrl, FastPathsConfig, ServerConfig } from "./Config.js"
+import { FastPathsConfig, ServerConfig } from "./Config.js"
 import { DeploymentsHttp } from "./Deployments/Http.js"
 import { EventsHttp } from "./Events/Http.js"
 import { EventTypesHttp } from "./EventTypes/Http.js"
@@ -25,7 +25,7 @@ import { AuthenticationLive } from "./Http/Authentication.js"
 import { type TrustedProxies, trustedProxies } from "./Http/ClientAddress.js"
 import { DashboardRoutes } from "./Http/Dashboard.js"
 import { DocsRoutes } from "./Http/Docs.js"
-import { concurrencyFor, makeNodeServer } from "./Http/NodeServer.js"
+import { makeNodeServer } from "./Http/NodeServer.js"
 import { GracefulShutdown, Lifecycle, makeRequestWrapper, withRequestId } from "./Http/RequestWrapper.js"
 import { StrictRouting } from "./Http/Routes.js"
 import { IdempotentLive } from "./Idempotency/Http.js"
@@ -114,18 +114,10 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([AuthenticationLive, IdempotentLive])
 )
 
-/** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs, headers and admission). */
+/** The `node:http` server (src/Http/NodeServer.ts: why, its time-outs and headers). */
 const HttpServerLive = Layer.unwrapEffect(
-  Effect.map(
-    Effect.orDie(Effect.all([ServerConfig, DatabaseUrl])),
-    ([{ host, port, idleTimeout, concurrency }, database]) =>
-      NodeHttpServer.layer(
-        makeNodeServer({
-          idleTimeout,
-          concurrency: concurrencyFor(concurrency, database._tag)
-        }),
-        { port, host }
-      )
+  Effect.map(Effect.orDie(ServerConfig), ({ host, idleTimeout, port }) =>
+    NodeHttpServer.layer(makeNodeServer({ idleTimeout }), { port, host })
   )
 )
 

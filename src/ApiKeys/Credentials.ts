@@ -30,12 +30,12 @@
  * On PostgreSQL reading the number would be a round trip, as the lookup is: the twin runs there.
  */
 
-import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option } from "effect"
 import { FastPathsConfig } from "../Config.js"
 import type { KeyCredential } from "../Domain/ApiKey.js"
 import { sameHash } from "../Domain/Secrets.js"
+import { SqliteFile } from "../Sql/Client.js"
 import { ApiKeysRepo } from "./Repo.js"
 
 /** The prefixes the fast implementation keeps at most. */
@@ -78,15 +78,11 @@ interface Kept {
   credentials: ReadonlyArray<KeyCredential>
 }
 
-/** The SQLite file the service's client has open, if it is one (not `:memory:`). */
-const sqliteFile = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  if (!sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })) return Option.none<string>()
-  const { SqliteClient } = yield* Effect.promise(() => import("@effect/sql-sqlite-bun/SqliteClient"))
-  return Option.flatMap(yield* Effect.serviceOption(SqliteClient), (client) =>
-    client.config.filename === ":memory:" ? Option.none() : Option.some(client.config.filename)
-  )
-})
+/** The SQLite file the service's client has open, if it is one (not `:memory:`, not PostgreSQL). */
+const sqliteFile = Effect.map(
+  Effect.serviceOption(SqliteFile),
+  Option.filter((filename) => filename !== ":memory:")
+)
 
 /**
  * The number in `credential_generation` (migrations 0017, 0022), read as one prepared statement on a read-only

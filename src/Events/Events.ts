@@ -42,6 +42,7 @@ import { nowIso } from "../Domain/Time.js"
 import { type ClaimedDelivery, TEST_EVENT, WebhookSignature, WebhookStatus } from "../Domain/Webhook.js"
 import { currentTraceparent } from "../Observability/TraceContext.js"
 import { traced } from "../Observability/Traced.js"
+import { Transactions } from "../Sql/Transactions.js"
 import { DeliveryInbox } from "./Inbox.js"
 
 /** What an event can be: one of the subscribable types, or a webhook's test event (delivered to that webhook only). */
@@ -143,10 +144,12 @@ class Claims {
 class CurrentClaims extends Context.Tag("Events/CurrentClaims")<CurrentClaims, Claims>() {}
 
 export class Events extends Effect.Service<Events>()("Events", {
-  dependencies: [DeliveryInbox.Default],
+  dependencies: [DeliveryInbox.Default, Transactions.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const inbox = yield* DeliveryInbox
+    /** The transaction of each change: on SQLite, by default, the group-commit writer (src/Sql/Transactions.ts). */
+    const transactions = yield* Transactions
     /** What a delivery's attempt needs of its webhook (the `Subscriber` fields). */
     const subscriberColumns = sql.literal(
       "id, url, signature, secret, previous_secret, previous_secret_expires_at, status, rate_limit"
@@ -423,7 +426,7 @@ export class Events extends Effect.Service<Events>()("Events", {
               ? Effect.dieMessage("A change emitted an event without its audit record (Events.record)")
               : Effect.void
           )
-      return yield* sql.withTransaction(Effect.provideService(checked, CurrentClaims, claims)).pipe(
+      return yield* transactions.transaction(Effect.provideService(checked, CurrentClaims, claims)).pipe(
         Effect.onExit((exit) => {
           if (Exit.isFailure(exit)) return inbox.release(claims.reserved)
           if (Option.isSome(outer)) return Effect.sync(() => claims.mergeInto(outer.value))

@@ -8,29 +8,21 @@
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import { type DatabaseConfig, DatabaseUrl, FastPathsConfig } from "../Config.js"
 import { KeyRingLive } from "../Secrets/KeyRing.js"
 import { checkStored } from "../Secrets/Stored.js"
 import { runMigrations } from "./Migrations.js"
-import { makeDirectStatements } from "./SqliteStatements.js"
+
+/** The SQLite file the service's client has open (`:memory:` included), whichever client it is. */
+export class SqliteFile extends Context.Tag("Sql/SqliteFile")<SqliteFile, string>() {}
 
 /**
- * Embedded SQLite through `@effect/sql-sqlite-bun`: one connection, set up below. With the `sqlite-statements` fast
- * path (src/Sql/SqliteStatements.ts) the client runs its statements straight on that connection where nothing else
- * could hold it; its twin is the client as the library makes it.
+ * Embedded SQLite: one connection, set up below. With the `sqlite-statements` fast path it is the client of
+ * src/Sql/SqliteClient.ts, whose statements run straight on that connection where nothing else could hold it; its
+ * twin is the client as `@effect/sql-sqlite-bun` makes it. Either way `SqliteFile` names the file.
  */
 const sqlite = (filename: string) =>
-  Layer.scoped(
-    SqlClient.SqlClient,
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      if (!(yield* Effect.orDie(FastPathsConfig)).has("sqlite-statements")) return sql
-      return yield* makeDirectStatements
-    })
-  ).pipe(Layer.provideMerge(sqliteConnection(filename)))
-
-const sqliteConnection = (filename: string) =>
   Layer.effectDiscard(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
@@ -60,15 +52,17 @@ const sqliteConnection = (filename: string) =>
   ).pipe(
     Layer.provideMerge(
       Layer.unwrapEffect(
-        Effect.map(
-          Effect.promise(() => import("@effect/sql-sqlite-bun/SqliteClient")),
-          (SqliteClient) => {
-            if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-            return SqliteClient.layer({ filename, disableWAL: true })
+        Effect.gen(function* () {
+          if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
+          if ((yield* Effect.orDie(FastPathsConfig)).has("sqlite-statements")) {
+            return (yield* Effect.promise(() => import("./SqliteClient.js"))).layer(filename)
           }
-        )
+          const SqliteClient = yield* Effect.promise(() => import("@effect/sql-sqlite-bun/SqliteClient"))
+          return SqliteClient.layer({ filename, disableWAL: true })
+        })
       )
-    )
+    ),
+    Layer.provideMerge(Layer.succeed(SqliteFile, filename))
   )
 
 /**

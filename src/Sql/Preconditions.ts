@@ -4,7 +4,8 @@
  * engines and across replicas. On PostgreSQL the record's row is locked first (`FOR NO KEY UPDATE`, which leaves
  * the rows referring to it free to be written), so a concurrent write of it waits for this transaction to end and
  * then compares against what it committed; on SQLite the transactions of the one process run one after another
- * already (src/Sql/SqliteStatements.ts). Without `If-Match` nothing of this runs: the last write wins.
+ * already (one connection, lent to one transaction at a time; a batch of the group-commit writer,
+ * src/Sql/GroupCommit.ts, runs its changes one after the other). Without `If-Match` nothing of this runs: the last write wins.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, type Schema } from "effect"

@@ -7,7 +7,7 @@
  * - SQLite: `seq INTEGER PRIMARY KEY AUTOINCREMENT`, the table's rowid (so the table's own key must be declared
  *   `UNIQUE`, and VACUUM cannot renumber it). SQLite has one writer at a time, across processes, and the number is
  *   taken inside the writing transaction: numbers are in commit order, and a reader's snapshot holds every row up
- *   to some number and none after it. Group commit (src/Sql/SqliteStatements.ts) commits several transactions at
+ *   to some number and none after it. Group commit (src/Sql/GroupCommit.ts) commits several changes at
  *   once, one after the other on one connection: still one writer, still in order. Nothing is held back.
  * - PostgreSQL: `xid xid8 DEFAULT pg_current_xact_id()` (the writing transaction's id) and `seq bigint` from an
  *   identity, ordered by `(xid, seq)`. Transactions commit in any order, so a row is shown only once its

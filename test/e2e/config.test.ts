@@ -146,7 +146,6 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   LOG_LEVEL: ["trace", "debug", "info", "warning", "error", "fatal", "none", "warn", "off", "WARNING"],
   SHUTDOWN_TIMEOUT: ["20s", "500ms", "1m"],
   HTTP_IDLE_TIMEOUT: ["10s", "30s"],
-  HTTP_CONCURRENCY: ["32", "0", "4"],
   WEBHOOK_RETRY_DELAYS: ["1m,5m,30m,2h", "1s,2s,3s,4s"],
   WEBHOOK_TIMEOUT: ["10s", "500ms"],
   WEBHOOK_CLAIM_TIMEOUT: ["60s", "2h"],
@@ -280,8 +279,6 @@ describe("settings that cannot work stop start-up, naming the variable", () => {
     [{ DATABASE_URL: "mysql://db/pcs" }, ["DATABASE_URL must be"]],
     [{ SHUTDOWN_TIMEOUT: "soon" }, ["SHUTDOWN_TIMEOUT must be a duration"]],
     [{ HTTP_IDLE_TIMEOUT: "0s" }, ["HTTP_IDLE_TIMEOUT must be more than 0"]],
-    [{ HTTP_CONCURRENCY: "-1" }, ["HTTP_CONCURRENCY must be from 0 to 100000"]],
-    [{ HTTP_CONCURRENCY: "many" }, ["HTTP_CONCURRENCY"]],
     [{ IDEMPOTENCY_TTL: "soon" }, ["IDEMPOTENCY_TTL must be a duration"]],
     [{ IDEMPOTENCY_TTL: "0s" }, ["IDEMPOTENCY_TTL must be more than 0"]],
     [{ FAST_PATHS: "warp" }, ["FAST_PATHS must be all, none or a comma-separated list of request-wrapper"]]

@@ -1,11 +1,11 @@
 /**
- * The SQLite client (src/Sql/Client.ts): the `sqlite-statements` fast path (src/Sql/SqliteStatements.ts, statements run
+ * The SQLite client (src/Sql/Client.ts): the `sqlite-statements` fast path (src/Sql/SqliteClient.ts, statements run
  * straight on the connection where nothing else could hold it) and its twin, the client as `@effect/sql-sqlite-bun`
  * makes it. Both run the same statements and must answer alike: rows, helpers, errors, transactions; a statement
  * outside a transaction waits while another fiber's transaction is open, and so never sees its uncommitted writes; a
- * transaction answers only once its writes are committed (the fast one commits those run together at once); with
- * tracing on, each statement has its `sql.execute` span; a client of an unknown shape is left as it is. Every other
- * SQLite test runs on the fast one (the default).
+ * transaction answers only once its writes are committed; with tracing on, each statement has its `sql.execute` span;
+ * a statement transformer applies. Every other SQLite test runs on the fast one (the default). Group commit, which
+ * only `Events.transaction` uses, is test/unit/group-commit.test.ts's.
  */
 
 import { Database } from "bun:sqlite"
@@ -14,12 +14,11 @@ import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Cause, Deferred, Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
+import { Deferred, Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
 import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
 import { makeTracer } from "../../src/Observability/Tracer.ts"
-import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
-import { directStatements } from "../../src/Sql/SqliteStatements.ts"
-import { withDatabaseUrl, withSettings } from "../support/fixtures.ts"
+import { SqlClientLive } from "../../src/Sql/Client.ts"
+import { withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
 import { tempDir } from "../support/temp.ts"
 
@@ -56,8 +55,6 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
       const statementClass = await run((sql) =>
         Effect.sync(() => Object.getPrototypeOf(sql`SELECT 1`).constructor.name)
       )
-      // The fast one extends @effect/sql's statement class; if a release changed that class's shape, the client
-      // would be the library's as it is, and this says so.
       expect(statementClass).toBe(name === "fast" ? "DirectStatement" : "StatementPrimitive")
     })
 
@@ -307,37 +304,6 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
       expect(rows).toEqual([{ id: 70 }])
     })
 
-    // The library's own transaction leaves its transaction open when its COMMIT fails (it rolls back only when the
-    // effect failed), and every later statement runs inside it: this is the fast one's alone.
-    test.if(name === "fast")(
-      "a transaction whose COMMIT fails dies and leaves nothing; so do those committed with it",
-      async () => {
-        await run(
-          (sql) =>
-            sql`CREATE TABLE notes (id INTEGER PRIMARY KEY, thing_id INTEGER REFERENCES things (id) DEFERRABLE INITIALLY DEFERRED)`
-        )
-        const [fine, broken] = await run((sql) =>
-          Effect.all(
-            [
-              sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${80}, ${"fine"})`),
-              // A deferred foreign key: checked at COMMIT, which fails.
-              sql.withTransaction(sql`INSERT INTO notes (id, thing_id) VALUES (${1}, ${999})`)
-            ].map((transaction) => Effect.exit(transaction)),
-            { concurrency: "unbounded" }
-          )
-        )
-        // Committed together, they fail together (the service's schema has no deferred constraint: below).
-        for (const exit of [fine, broken]) expect(exit?._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
-        expect(await run((sql) => sql`SELECT id FROM notes`)).toEqual([])
-        expect(committed(80)).toBe(false)
-        // The connection is out of that transaction: a new one commits.
-        await run((sql) =>
-          sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${81}, ${"after a failed commit"})`)
-        )
-        expect(committed(81)).toBe(true)
-      }
-    )
-
     test("with tracing on, each statement has its sql.execute span; with it off, none", async () => {
       const spans: Array<EndedSpan> = []
       const traced = (sql: SqlClient.SqlClient, on: boolean) =>
@@ -365,113 +331,3 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
     })
   })
 }
-
-test("a client whose statements are not the statement class the fast path extends is used as it is", () => {
-  // What a release that changed `@effect/sql`'s statement class would look like to the fast path.
-  const unknownShape = Object.assign(() => ({ segments: [] }), { unsafe: () => ({}) }) as unknown as SqlClient.SqlClient
-  expect(directStatements(unknownShape, {} as never, Effect.runSync(Effect.makeSemaphore(1)))).toBe(unknownShape)
-})
-
-test("the service's schema has no deferred constraint, which would fail the transactions committed with its own", async () => {
-  const migrated = ManagedRuntime.make(
-    SqlLive.pipe(Layer.provide(withDatabaseUrl(`sqlite:${join(dir, "migrated.sqlite")}`)))
-  )
-  const deferred = await migrated.runPromise(
-    Effect.flatMap(
-      SqlClient.SqlClient,
-      (sql) =>
-        sql`SELECT name FROM sqlite_master WHERE upper(sql) LIKE '%DEFERRABLE%' OR upper(sql) LIKE '%DEFER_FOREIGN_KEYS%'`
-    )
-  )
-  await migrated.dispose()
-  expect(deferred).toEqual([])
-}, 60_000)
-
-/**
- * Group commit when SQLite itself fails, through a connection that fails the way it can: the first transaction's own
- * `ROLLBACK` reporting an error (SQLite had already rolled back after a disk error), and a defect where the first
- * transaction ends. Three transactions at once: the first fails as it runs, the two others join its batch.
- */
-describe("SQLite statements: a batch when SQLite fails under it", () => {
-  const file = join(dir, "faults.sqlite")
-  let runtime: Runtime
-  /** What the next `ROLLBACK` does instead of what it should, once. */
-  let nextRollback: "reports an error after rolling back" | "dies without rolling back" | undefined
-  /** The statements the batch ran on the connection outside its transactions' own (`BEGIN`, savepoints…). */
-  let unprepared: Array<string> = []
-
-  beforeAll(async () => {
-    // The library's client, for its statement class and a connection of its own (the twin's settings).
-    const fastPaths = twinsOf("sqlite-statements").find(([kind]) => kind === "idiomatic")?.[1] ?? ""
-    runtime = ManagedRuntime.make(
-      SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: `sqlite:${file}`, FAST_PATHS: fastPaths })))
-    )
-    await runtime.runPromise(
-      Effect.flatMap(
-        SqlClient.SqlClient,
-        (sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`
-      )
-    )
-  }, 60_000)
-  afterAll(() => runtime.dispose(), 20_000)
-
-  /** `directStatements` over the library's client, its connection failing as `nextRollback` says. */
-  const withFaults = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
-    runtime.runPromise(
-      Effect.scoped(
-        Effect.gen(function* () {
-          unprepared = []
-          const library = yield* SqlClient.SqlClient
-          const connection = yield* library.reserve
-          const faulty: typeof connection = {
-            ...connection,
-            executeUnprepared: (text, params, transformRows) =>
-              Effect.suspend(() => {
-                unprepared.push(text)
-                const fault = text === "ROLLBACK" ? nextRollback : undefined
-                if (fault !== undefined) nextRollback = undefined
-                if (fault === "dies without rolling back") return Effect.die(new Error("the connection broke"))
-                const done = connection.executeUnprepared(text, params, transformRows)
-                if (fault === undefined) return done
-                return Effect.zipRight(done, Effect.fail(new SqlError({ cause: new Error("disk I/O error") })))
-              })
-          }
-          return yield* f(directStatements(library, faulty, yield* Effect.makeSemaphore(1)))
-        })
-      ).pipe(Effect.withTracerEnabled(false))
-    )
-
-  const committed = committedIn(file)
-
-  /** The first of three transactions writes `first` and fails; the two after it write `first + 1` and `first + 2`. */
-  const threeAtOnce = (sql: SqlClient.SqlClient, first: number) =>
-    Effect.all(
-      [
-        Effect.zipRight(sql`INSERT INTO things (id, name) VALUES (${first}, 'fails')`, Effect.fail("no")),
-        sql`INSERT INTO things (id, name) VALUES (${first + 1}, 'joins')`,
-        sql`INSERT INTO things (id, name) VALUES (${first + 2}, 'joins too')`
-      ].map((effect) => Effect.exit(sql.withTransaction(effect))),
-      { concurrency: "unbounded" }
-    )
-
-  test("if the first one's ROLLBACK fails, the others still run, in a transaction begun anew, and commit", async () => {
-    nextRollback = "reports an error after rolling back"
-    const exits = await withFaults((sql) => threeAtOnce(sql, 1))
-    expect(exits.map((exit) => exit._tag)).toEqual(["Failure", "Success", "Success"])
-    expect([committed(1), committed(2), committed(3)]).toEqual([false, true, true])
-    // One batch: the two others joined the first's, and ran once it had begun anew.
-    const member = ["SAVEPOINT batch_member", "RELEASE batch_member"]
-    expect(unprepared).toEqual(["BEGIN", "ROLLBACK", "BEGIN", ...member, ...member, "COMMIT"])
-  })
-
-  test("a defect in the first one leaves no one waiting and nothing written, and the connection goes on", async () => {
-    nextRollback = "dies without rolling back"
-    const exits = await withFaults((sql) => threeAtOnce(sql, 11))
-    for (const exit of exits) expect(exit._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
-    expect([committed(11), committed(12), committed(13)]).toEqual([false, false, false])
-    // The second ROLLBACK is the one after the defect: the others never ran.
-    expect(unprepared).toEqual(["BEGIN", "ROLLBACK", "ROLLBACK"])
-    await withFaults((sql) => sql.withTransaction(sql`INSERT INTO things (id, name) VALUES (${14}, 'after')`))
-    expect(committed(14)).toBe(true)
-  })
-})

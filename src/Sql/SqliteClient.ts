@@ -1,0 +1,194 @@
+/**
+ * The `sqlite-statements` fast path (docs/fast-paths.md): the SQLite client, made with `@effect/sql`'s public
+ * constructor (`SqlClient.make`) over a `bun:sqlite` connection of its own, whose statements run straight on that
+ * connection when tracing is off and no statement transformer is set. Feature code is unchanged: it still writes
+ * `sql\`…\``, `sql.unsafe` and `sql.withTransaction`, and gets the same rows, the same `SqlError`s and the same
+ * isolation. Its twin is the client as `@effect/sql-sqlite-bun` makes it (`SqliteClient.layer`).
+ *
+ * Through `@effect/sql`, every statement opens a span (a no-op one with tracing off), a `Scope`, and a lease of the
+ * connection. Here:
+ *
+ * - **One connection, one gate.** The connection is this module's (so it is held, not found), and `gate`, a
+ *   one-permit `Semaphore`, lends it: to a transaction from its `BEGIN` to its end (the client's `reserve` and its
+ *   transactions, the group-commit writer's batches included, src/Sql/GroupCommit.ts), and to a statement outside
+ *   one while it runs. So a statement outside a transaction waits while one is open, and never reads its uncommitted
+ *   writes. (`@effect/sql-sqlite-bun` lends its connection to such a statement only until the statement is handed
+ *   it, not while it runs.)
+ * - **Statements straight to the connection.** A statement (`sql\`…\``, `sql.unsafe`) is the library's, wrapped
+ *   (`DirectStatement`, an `Effectable.Class` implementing `Statement`): run with tracing off and no transformer, it
+ *   compiles as the library's does and runs on the transaction's connection (`TransactionConnection`), or, outside
+ *   one, on this connection while it holds `gate`: no span, no `Scope`. Otherwise, and for its `raw`, `values`,
+ *   `stream`, `unprepared` and `withoutTransform`, it is the library's statement, with its span.
+ *
+ * Kept by hand rather than taken from `@effect/sql-sqlite-bun`: the connection (its three `bun:sqlite` calls), which
+ * that client keeps to itself.
+ */
+import { Database } from "bun:sqlite"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import { Context, Effect, Effectable, FiberRef, Layer, Option, type Stream } from "effect"
+
+/** `bun:sqlite`'s query for `text`, its integers as `safeIntegers` says (`SqlClient.SafeIntegers`). */
+const queryOf = (db: Database, text: string, safeIntegers: boolean) => db.query(text).safeIntegers(safeIntegers)
+// bun:sqlite's binding takes its parameters as they come; the cast says what the driver accepts.
+type Binding = Parameters<ReturnType<Database["query"]>["all"]>
+const failed = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
+
+/** The connection, as `@effect/sql-sqlite-bun` makes its own: `bun:sqlite`'s cached query for the text, run. */
+const connectionOf = (db: Database): Connection => {
+  const run = <A>(text: string, read: (query: ReturnType<Database["query"]>) => A) =>
+    Effect.withFiberRuntime<A, SqlError>((fiber) => {
+      try {
+        return Effect.succeed(read(queryOf(db, text, Context.get(fiber.currentContext, SqlClient.SafeIntegers))))
+      } catch (cause) {
+        return Effect.fail(failed(cause))
+      }
+    })
+  const rows = (text: string, params: ReadonlyArray<unknown>) =>
+    run(text, (query): ReadonlyArray<unknown> => query.all(...(params as Binding)))
+  const connection: Connection = {
+    execute: (text, params, transformRows) =>
+      transformRows
+        ? Effect.map(rows(text, params), (found) => transformRows(found as Array<object>))
+        : rows(text, params),
+    executeRaw: rows,
+    executeValues: (text, params) =>
+      run(text, (query): ReadonlyArray<ReadonlyArray<unknown>> => query.values(...(params as Binding))),
+    executeUnprepared: (text, params, transformRows) => connection.execute(text, params, transformRows),
+    executeStream: (): Stream.Stream<never, SqlError> => Effect.dieMessage("executeStream not implemented")
+  }
+  return connection
+}
+
+/** How a statement outside a transaction runs: at once if the gate is free, otherwise holding it once it is. */
+type Outside = <A>(
+  text: string,
+  params: ReadonlyArray<unknown>,
+  safeIntegers: boolean
+) => Effect.Effect<ReadonlyArray<A>, SqlError>
+
+/**
+ * A statement of `@effect/sql`, run straight on the connection when nothing would see the difference (above); every
+ * other use of it is the library's statement's.
+ */
+class DirectStatement<A> extends Effectable.Class<ReadonlyArray<A>, SqlError> implements Statement.Statement<A> {
+  constructor(
+    private readonly statement: Statement.Statement<A>,
+    private readonly outside: Outside
+  ) {
+    super()
+  }
+  get [Statement.FragmentId]() {
+    return this.statement[Statement.FragmentId]
+  }
+  get segments() {
+    return this.statement.segments
+  }
+  get raw() {
+    return this.statement.raw
+  }
+  get withoutTransform() {
+    return this.statement.withoutTransform
+  }
+  get stream() {
+    return this.statement.stream
+  }
+  get values() {
+    return this.statement.values
+  }
+  get unprepared() {
+    return this.statement.unprepared
+  }
+  readonly compile = (withoutTransform?: boolean | undefined) => this.statement.compile(withoutTransform)
+
+  /**
+   * One step reads what decides the way (`withFiberRuntime`, as `@effect/sql-sqlite-bun` reads `SafeIntegers`): a
+   * statement run as often as these is worth not spending an effect on each.
+   */
+  commit(): Effect.Effect<ReadonlyArray<A>, SqlError> {
+    return Effect.withFiberRuntime((fiber) => {
+      if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return this.statement
+      if (Option.isSome(fiber.getFiberRef(Statement.currentTransformer))) return this.statement
+      const [text, params] = this.statement.compile()
+      const held = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+      if (Option.isSome(held)) return held.value[0].execute(text, params, undefined)
+      return this.outside(text, params, Context.get(fiber.currentContext, SqlClient.SafeIntegers))
+    })
+  }
+}
+
+/** The client over the SQLite file `filename` (`:memory:` for none), closed with its scope. */
+export const makeSqliteClient = (filename: string) =>
+  Effect.gen(function* () {
+    const db = yield* Effect.acquireRelease(
+      Effect.sync(() => new Database(filename, { readwrite: true, create: true })),
+      (db) => Effect.sync(() => db.close())
+    )
+    const connection = connectionOf(db)
+    const gate = yield* Effect.makeSemaphore(1)
+    /** Whether the gate is held (by a transaction, or a statement that waited for it). */
+    let held = false
+    /** The connection, lent until the scope of whoever asked closes. */
+    const lease = Effect.as(
+      Effect.acquireRelease(
+        Effect.zipRight(
+          gate.take(1),
+          Effect.sync(() => {
+            held = true
+          })
+        ),
+        () =>
+          Effect.zipRight(
+            Effect.sync(() => {
+              held = false
+            }),
+            gate.release(1)
+          )
+      ),
+      connection
+    )
+    const library = yield* SqlClient.make({
+      acquirer: lease,
+      transactionAcquirer: lease,
+      compiler: Statement.makeCompilerSqlite(),
+      spanAttributes: [["db.system.name", "sqlite"]]
+    })
+    // With the gate free, the statement runs now, in this synchronous step: nothing can begin a transaction first.
+    const outside: Outside = <A>(text: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) => {
+      if (held) {
+        return Effect.scoped(
+          Effect.flatMap(
+            lease,
+            (connection): Effect.Effect<ReadonlyArray<A>, SqlError> => connection.execute(text, params, undefined)
+          )
+        )
+      }
+      try {
+        // The rows as the statement's type says, as the library's connection answers them (`any`).
+        return Effect.succeed(queryOf(db, text, safeIntegers).all(...(params as Binding)) as ReadonlyArray<A>)
+      } catch (cause) {
+        return Effect.fail(failed(cause))
+      }
+    }
+    const direct = <A>(statement: Statement.Statement<A>) => new DirectStatement(statement, outside)
+
+    const client: SqlClient.SqlClient = Object.assign(
+      // A template gives a statement; a string, an identifier (left as it is).
+      ((strings: TemplateStringsArray & string, ...args: Array<unknown>) =>
+        Array.isArray(strings) ? direct(library(strings, ...args)) : library(strings)) as typeof library,
+      library,
+      {
+        unsafe: (<A extends object>(text: string, params?: ReadonlyArray<unknown>) =>
+          direct(library.unsafe<A>(text, params))) as typeof library.unsafe
+      }
+    )
+    ;(client as { safe: unknown }).safe = client
+    return client
+  })
+
+/** The client of `makeSqliteClient` as a layer. */
+export const layer = (filename: string) =>
+  Layer.scoped(SqlClient.SqlClient, makeSqliteClient(filename)).pipe(Layer.provide(Reactivity.layer))
