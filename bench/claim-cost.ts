@@ -19,7 +19,9 @@ import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { SqlLive } from "../src/Sql/Client.js"
-import { insertAll } from "../test/support/seed.ts"
+import { WebhooksRepo } from "../src/Webhooks/Repo.js"
+import { seedClaimable } from "../test/support/seed.ts"
+import { captured } from "../test/support/statements.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -35,72 +37,8 @@ const dir = mkdtempSync(join(tmpdir(), "claim-cost-"))
 const file = join(dir, "claim.sqlite")
 process.env.DATABASE_URL = `sqlite:${file}`
 const iso = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 1000).toISOString()
-const id = (prefix: string, n: number) => `${prefix}_${String(n).padStart(26, "0")}`
-const range = (count: number) => Array.from({ length: count }, (_, i) => i)
-
-/** The service's schema (its migrations), with `HISTORY` delivered deliveries and `DUE` due ones over 10 webhooks. */
-const seed = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO orgs ${sql.insert({ id: "org_claim", name: "Claim", created_at: iso(0) })}`
-  yield* insertAll(sql, "users", [
-    {
-      id: id("usr", 1),
-      org_id: "org_claim",
-      email: "claim@example.com",
-      name: "Claim",
-      avatar_url: null,
-      password_hash: null,
-      created_at: iso(0),
-      updated_at: iso(0)
-    }
-  ])
-  yield* insertAll(
-    sql,
-    "webhooks",
-    range(WEBHOOKS).map((i) => ({
-      id: id("whk", i),
-      user_id: id("usr", 1),
-      url: `https://example.com/${i}`,
-      events: `["project.created"]`,
-      secret: "s",
-      status: "active",
-      created_at: iso(i),
-      updated_at: iso(i),
-      failed_at: null
-    }))
-  )
-  const total = HISTORY + DUE
-  yield* insertAll(
-    sql,
-    "events",
-    range(Math.ceil(total / WEBHOOKS)).map((i) => ({
-      id: id("evt", i),
-      type: "project.created",
-      payload: "{}",
-      trace_context: null,
-      created_at: iso(i)
-    }))
-  )
-  yield* insertAll(
-    sql,
-    "deliveries",
-    range(total).map((i) => {
-      const delivered = i < HISTORY
-      return {
-        id: id("dlv", i),
-        webhook_id: id("whk", i % WEBHOOKS),
-        event_id: id("evt", Math.floor(i / WEBHOOKS)),
-        event_type: "project.created",
-        status: delivered ? "delivered" : "pending",
-        attempt_count: delivered ? 1 : 0,
-        manual: 0,
-        next_attempt_at: delivered ? null : iso(total),
-        last_attempt_at: delivered ? iso(i) : null,
-        created_at: iso(i)
-      }
-    })
-  )
-})
+// bun:sqlite's binding takes the parameters as they come.
+type Binding = Parameters<ReturnType<Database["query"]>["all"]>
 
 /** The claim before `rate_limit` (4968236's `claimIds`), with `?` for its parameters. */
 const BEFORE = `
@@ -121,52 +59,46 @@ const BEFORE = `
   )
   RETURNING id`
 
-/** The claim as it is (src/Webhooks/Repo.ts `claimIds`, no process pacing), with `?` for its parameters. */
-const NOW = `
-  WITH manual AS (
-    SELECT id FROM deliveries WHERE manual = 1 AND (claimed_until IS NULL OR claimed_until < ?1)
-      AND webhook_id NOT IN (SELECT id FROM webhooks WHERE disabled_at IS NOT NULL
-                             UNION ALL SELECT id FROM webhooks WHERE rate_limit IS NOT NULL) LIMIT ?2
-  ),
-  due AS (
-    SELECT id FROM deliveries
-    WHERE status = 'pending' AND next_attempt_at <= ?1 AND (claimed_until IS NULL OR claimed_until < ?1)
-      AND webhook_id NOT IN (SELECT id FROM webhooks WHERE disabled_at IS NOT NULL
-                             UNION ALL SELECT id FROM webhooks WHERE rate_limit IS NOT NULL)
-    ORDER BY next_attempt_at LIMIT ?2
-  ),
-  paced AS (
-    SELECT id FROM (
-      SELECT d.id, d.manual, d.next_attempt_at, w.rate_limit,
-        ROW_NUMBER() OVER (PARTITION BY d.webhook_id ORDER BY d.manual DESC, d.next_attempt_at, d.id) AS turn
-      FROM webhooks w CROSS JOIN deliveries d
-      WHERE d.webhook_id = w.id AND w.rate_limit IS NOT NULL AND w.disabled_at IS NULL
-        AND (d.claimed_until IS NULL OR d.claimed_until < ?1)
-        AND (d.manual = 1 OR (d.status = 'pending' AND d.next_attempt_at <= ?1))
-    ) ranked
-    WHERE turn <= rate_limit
-    ORDER BY manual DESC, next_attempt_at
-    LIMIT ?2
-  )
-  UPDATE deliveries SET claimed_until = ?3, claim_token = ?4
-  WHERE id IN (
-    SELECT id FROM (
-      SELECT id FROM paced
-      UNION ALL SELECT id FROM manual
-      UNION ALL SELECT id FROM due WHERE id NOT IN (SELECT id FROM manual)
-    ) picked
-    LIMIT ?2
-  )
-    AND (claimed_until IS NULL OR claimed_until < ?1)
-  RETURNING id`
+const now = iso(HISTORY + DUE + 10)
+const claimedUntil = iso(HISTORY + DUE + 100)
 
-await Effect.runPromise(Effect.provide(seed, SqlLive))
+/**
+ * The seed (test/support/seed.ts), and the claim as the service sends it (src/Webhooks/Repo.ts `claimIds`, no
+ * process pacing), captured from the repository: its text, and its parameters for `limit` deliveries.
+ */
+const claimNow = await Effect.runPromise(
+  Effect.gen(function* () {
+    yield* seedClaimable({ webhooks: WEBHOOKS, delivered: HISTORY, due: DUE })
+    const repo = yield* WebhooksRepo
+    // The text is the same for both limits; the parameters differ. Each claim is rolled back.
+    const sent = (limit: number) =>
+      Effect.map(
+        captured(
+          Effect.flatMap(SqlClient.SqlClient, (sql) =>
+            sql
+              .withTransaction(
+                Effect.zipRight(repo.claim(limit, now, claimedUntil, "token", []), Effect.fail("rolled back"))
+              )
+              .pipe(Effect.ignore)
+          )
+        ),
+        (statements) => {
+          const claim = statements.find(([text]) => /^\s*WITH\b/.test(text))
+          if (claim === undefined) throw new Error("no claim statement was sent")
+          return claim
+        }
+      )
+    return { 1: yield* sent(1), [DUE]: yield* sent(DUE) }
+  }).pipe(Effect.provide(WebhooksRepo.Default), Effect.provide(SqlLive))
+)
 
 const db = new Database(file)
 db.run("PRAGMA busy_timeout = 5000")
-const now = iso(HISTORY + DUE + 10)
-const statements = { before: db.query(BEFORE), now: db.query(NOW) }
+const statements = { before: db.query(BEFORE), now: db.query(claimNow[DUE][0]) }
 type Which = keyof typeof statements
+/** Each statement's parameters for a claim of `limit`. */
+const paramsOf = (which: Which, limit: number): Binding =>
+  which === "before" ? [now, limit, claimedUntil, "token"] : (claimNow[limit === 1 ? 1 : DUE][1] as Binding)
 
 /** `PER_BLOCK` claims of `limit` with `which`, each rolled back; µs a claim. */
 const block = (which: Which, limit: number) => {
@@ -174,7 +106,7 @@ const block = (which: Which, limit: number) => {
   const start = Bun.nanoseconds()
   for (let i = 0; i < PER_BLOCK; i++) {
     db.run("BEGIN")
-    const rows = statement.all(now, limit, iso(HISTORY + DUE + 100), "token")
+    const rows = statement.all(...paramsOf(which, limit))
     db.run("ROLLBACK")
     if (rows.length !== Math.min(limit, DUE)) throw new Error(`${which} claimed ${rows.length}, not ${limit}`)
   }

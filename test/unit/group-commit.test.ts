@@ -9,7 +9,6 @@
  * as it can) leaves no one waiting and nothing half-written. Every other SQLite test runs on the writer (the default).
  */
 
-import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -25,18 +24,9 @@ import { Transactions } from "../../src/Sql/Transactions.ts"
 import { withDatabaseUrl, withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
 import { tempDir } from "../support/temp.ts"
+import { committedIn, expectedOfMany, manyAtOnce } from "../support/things.ts"
 
 const dir = tempDir("pcs-group-commit-")
-
-/** Whether the row `id` of `things` in `file` is committed, as another connection (another process's) sees it. */
-const committedIn = (file: string) => (id: number) => {
-  const other = new Database(file, { readonly: true })
-  try {
-    return other.query("SELECT 1 FROM things WHERE id = ?").get(id) !== null
-  } finally {
-    other.close()
-  }
-}
 
 /** A change's transaction, as `Transactions` gives it. */
 type Transact = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
@@ -129,26 +119,9 @@ for (const [name, fastPaths] of twinsOf("group-commit")) {
     })
 
     test("150 changes at once each answer once committed; a failed one's writes never are", async () => {
-      const ids = Array.from({ length: 150 }, (_, i) => 100 + i)
-      const outcomes = await run((sql, transaction) =>
-        Effect.forEach(
-          ids,
-          (id) => {
-            const change = transaction(
-              id % 10 === 3 ? Effect.zipRight(insert(sql, id), Effect.fail("no")) : insert(sql, id)
-            )
-            const traced = id % 7 === 0 ? change.pipe(Effect.withTracerEnabled(true)) : change
-            return Effect.map(Effect.either(traced), (result) => ({
-              id,
-              ok: result._tag === "Right",
-              seen: committed(id)
-            }))
-          },
-          { concurrency: "unbounded" }
-        )
-      )
-      expect(outcomes.filter((outcome) => outcome.ok !== (outcome.id % 10 !== 3))).toEqual([])
-      expect(outcomes.filter((outcome) => outcome.seen !== outcome.ok)).toEqual([])
+      const outcomes = await run((sql, transaction) => manyAtOnce(sql, transaction, committed))
+      // Each one that answered had its row committed by then; a failed one's was never written.
+      expect(expectedOfMany(outcomes)).toEqual({ wrongOutcome: [], seenOtherwise: [] })
       expect(await run((sql) => sql`SELECT count(*) AS n FROM things WHERE id BETWEEN 100 AND 249`)).toEqual([
         { n: 135 }
       ])

@@ -8,7 +8,6 @@
  * only `Events.transaction` uses, is test/unit/group-commit.test.ts's.
  */
 
-import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -21,20 +20,11 @@ import { SqlClientLive } from "../../src/Sql/Client.ts"
 import { withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
 import { tempDir } from "../support/temp.ts"
+import { committedIn, expectedOfMany, manyAtOnce } from "../support/things.ts"
 
 type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
 
 const dir = tempDir("pcs-sqlite-statements-")
-
-/** Whether the row `id` of `things` in `file` is committed, as another connection sees it. */
-const committedIn = (file: string) => (id: number) => {
-  const other = new Database(file, { readonly: true })
-  try {
-    return other.query("SELECT 1 FROM things WHERE id = ?").get(id) !== null
-  } finally {
-    other.close()
-  }
-}
 
 for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
   describe(`SQLite statements: ${name}`, () => {
@@ -227,27 +217,9 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
     const committed = committedIn(file)
 
     test("transactions run at once each answer once their writes are committed, and a failed one's are not", async () => {
-      const ids = Array.from({ length: 150 }, (_, i) => 100 + i)
-      const outcomes = await run((sql) =>
-        Effect.forEach(
-          ids,
-          (id) => {
-            const write = sql`INSERT INTO things (id, name) VALUES (${id}, ${`many ${id}`})`
-            const transaction = sql.withTransaction(id % 10 === 3 ? Effect.zipRight(write, Effect.fail("no")) : write)
-            // Some with tracing on: those are the library's own transactions, which need the connection to themselves.
-            const traced = id % 7 === 0 ? transaction.pipe(Effect.withTracerEnabled(true)) : transaction
-            return Effect.map(Effect.either(traced), (result) => ({
-              id,
-              ok: result._tag === "Right",
-              seen: committed(id)
-            }))
-          },
-          { concurrency: "unbounded" }
-        )
-      )
-      expect(outcomes.filter((outcome) => outcome.ok !== (outcome.id % 10 !== 3))).toEqual([])
+      const outcomes = await run((sql) => manyAtOnce(sql, sql.withTransaction, committed))
       // Each one that answered had its row committed by then; a failed one's was never written.
-      expect(outcomes.filter((outcome) => outcome.seen !== outcome.ok)).toEqual([])
+      expect(expectedOfMany(outcomes)).toEqual({ wrongOutcome: [], seenOtherwise: [] })
       const rows = await run((sql) => sql`SELECT count(*) AS n FROM things WHERE id BETWEEN 100 AND 249`)
       expect(rows).toEqual([{ n: 135 }])
     })

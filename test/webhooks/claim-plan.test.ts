@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { WebhooksRepo } from "../../src/Webhooks/Repo.ts"
-import { insertAll } from "../support/seed.ts"
+import { seedClaimable } from "../support/seed.ts"
 import { usingPostgres } from "../support/server.ts"
 import { onSelectedEngine, type ServiceHarness } from "../support/services.ts"
 import { captured } from "../support/statements.ts"
@@ -20,70 +20,12 @@ import { captured } from "../support/statements.ts"
 const N = 5_000
 const iso = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 1000).toISOString()
 const id = (prefix: string, n: number) => `${prefix}_${String(n).padStart(26, "0")}`
-const range = (count: number) => Array.from({ length: count }, (_, i) => i)
 
 let harness: ServiceHarness<WebhooksRepo>
 
 const seed = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO orgs ${sql.insert({ id: "org_claim", name: "Claim", created_at: iso(0) })}`
-  yield* insertAll(sql, "users", [
-    {
-      id: id("usr", 1),
-      org_id: "org_claim",
-      email: "claim@example.com",
-      name: "Claim",
-      avatar_url: null,
-      password_hash: null,
-      created_at: iso(0),
-      updated_at: iso(0)
-    }
-  ])
-  yield* insertAll(
-    sql,
-    "webhooks",
-    range(10).map((i) => ({
-      id: id("whk", i),
-      user_id: id("usr", 1),
-      url: `https://example.com/${i}`,
-      events: `["project.created"]`,
-      secret: "s",
-      status: "active",
-      created_at: iso(i),
-      updated_at: iso(i),
-      failed_at: null
-    }))
-  )
-  yield* insertAll(
-    sql,
-    "events",
-    range(N / 10).map((i) => ({
-      id: id("evt", i),
-      type: "project.created",
-      payload: "{}",
-      trace_context: null,
-      created_at: iso(i)
-    }))
-  )
-  yield* insertAll(
-    sql,
-    "deliveries",
-    range(N).map((i) => ({
-      id: id("dlv", i),
-      webhook_id: id("whk", i % 10),
-      event_id: id("evt", Math.floor(i / 10)),
-      event_type: "project.created",
-      status: i < N - 20 ? "delivered" : "pending",
-      attempt_count: i < N - 20 ? 1 : 0,
-      manual: 0,
-      next_attempt_at: i < N - 20 ? null : iso(N),
-      last_attempt_at: i < N - 20 ? iso(i) : null,
-      claimed_until: null,
-      claim_token: null,
-      created_at: iso(Math.floor(i / 10))
-    }))
-  )
-  if (usingPostgres()) yield* sql`VACUUM ANALYZE`
+  yield* seedClaimable({ webhooks: 10, delivered: N - 20, due: 20 })
+  if (usingPostgres()) yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql`VACUUM ANALYZE`)
 })
 
 beforeAll(async () => {
