@@ -10,14 +10,15 @@
  *
  * - **One connection, one gate.** The connection is this module's (so it is held, not found), and `gate`, a
  *   one-permit `Semaphore`, lends it: to a transaction from its `BEGIN` to its end (the client's `reserve` and its
- *   transactions, the group-commit writer's batches included, src/Sql/GroupCommit.ts), and to a statement outside
- *   one while it runs. So a statement outside a transaction waits while one is open, and never reads its uncommitted
- *   writes. (`@effect/sql-sqlite-bun` lends its connection to such a statement only until the statement is handed
- *   it, not while it runs.)
+ *   transactions, the group-commit writer's batches included, src/Sql/GroupCommit.ts). A statement outside a
+ *   transaction runs at once when the gate is free (the check and bun:sqlite's synchronous run are one step, so no
+ *   transaction can begin in between), and otherwise waits for the gate and holds it while it runs. So it never reads
+ *   another's uncommitted writes. (`@effect/sql-sqlite-bun` lends its connection to such a statement only until the
+ *   statement is handed it, not while it runs.)
  * - **Statements straight to the connection.** A statement (`sql\`…\``, `sql.unsafe`) is the library's, wrapped
  *   (`DirectStatement`, an `Effectable.Class` implementing `Statement`): run with tracing off and no transformer, it
  *   compiles as the library's does and runs on the transaction's connection (`TransactionConnection`), or, outside
- *   one, on this connection while it holds `gate`: no span, no `Scope`. Otherwise, and for its `raw`, `values`,
+ *   one, as above: no span, no `Scope`. Otherwise, and for its `raw`, `values`,
  *   `stream`, `unprepared` and `withoutTransform`, it is the library's statement, with its span.
  *
  * Kept by hand rather than taken from `@effect/sql-sqlite-bun`: the connection (its three `bun:sqlite` calls), which
