@@ -1,13 +1,16 @@
 /**
  * Secrets at rest (decisions "Secrets at rest"): after every kind of secret the service issues or is given has been
  * made, replayed and rotated, none of them is in the database's files (SQLite: the database and its WAL, read as
- * bytes) or in a `pg_dump` of it (PostgreSQL); nor is any JWT signing key's private part (`d`).
+ * bytes) or in a `pg_dump` of it (PostgreSQL); nor is any JWT signing key's private part (`d`). The OAuth ones come
+ * from a code flow through the sign-in and consent pages with `oauth4webapi`: the pages' form tokens, the PKCE
+ * verifier, the code, the access and refresh tokens, and those the refresh rotates in.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { existsSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import * as oauth from "oauth4webapi"
 import { Webhook } from "standardwebhooks"
 import { keyIdOf, keyRingOf } from "../../src/Secrets/KeyRing.ts"
 import { secretsSettings } from "../support/fixtures.ts"
@@ -46,6 +49,58 @@ const leaked = (copy: Buffer, found: Record<string, string>) =>
   Object.entries(found)
     .filter(([, value]) => copy.includes(Buffer.from(value, "utf8")))
     .map(([name]) => name)
+
+/** A form field's value on one of the sign-in and consent pages. */
+const field = (html: string, name: string) => {
+  const match = new RegExp(`name="${name}" value="([^"]*)"`).exec(html)
+  if (match === null) throw new Error(`no ${name} in:\n${html}`)
+  return match[1]!
+}
+/** Where a browser posts a page's form. */
+const actionOf = (html: string, pageUrl: string) =>
+  new URL(/<form method="post" action="([^"]+)"/.exec(html)![1]!, pageUrl)
+const insecure = { [oauth.allowInsecureRequests]: true } as const
+
+/**
+ * A person's way through the sign-in and consent pages for `clientId` with PKCE, as a browser goes: the redirect's
+ * URL, and the form tokens the pages handed out on the way.
+ */
+const authorize = async (
+  as: oauth.AuthorizationServer,
+  options: { clientId: string; redirectUri: string; challenge: string; email: string; password: string }
+) => {
+  const url = new URL(as.authorization_endpoint!)
+  url.search = new URLSearchParams({
+    client_id: options.clientId,
+    redirect_uri: options.redirectUri,
+    response_type: "code",
+    scope: "read write",
+    code_challenge: options.challenge,
+    code_challenge_method: "S256"
+  }).toString()
+  const page = await fetch(url)
+  expect(page.status).toBe(200)
+  const signIn = await page.text()
+  const pending = field(signIn, "pending")
+  const signInToken = field(signIn, "csrf_token")
+  const signedIn = await fetch(actionOf(signIn, page.url), {
+    method: "POST",
+    redirect: "manual",
+    body: new URLSearchParams({ pending, csrf_token: signInToken, email: options.email, password: options.password })
+  })
+  expect(signedIn.status).toBe(303)
+  const consentUrl = new URL(signedIn.headers.get("location")!, page.url)
+  const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!
+  const consent = await (await fetch(consentUrl, { headers: { cookie } })).text()
+  const consentToken = field(consent, "csrf_token")
+  const answered = await fetch(actionOf(consent, consentUrl.href), {
+    method: "POST",
+    redirect: "manual",
+    body: new URLSearchParams({ pending, csrf_token: consentToken, decision: "approve" })
+  })
+  expect(answered.status).toBe(302)
+  return { callback: new URL(answered.headers.get("location")!), signInToken, consentToken }
+}
 
 /** Rows read on `s`'s database. */
 const rowsOf = <T extends object>(s: Server, query: string) =>
@@ -107,7 +162,59 @@ test("no secret issued, given, replayed or rotated is in the database files or a
   secrets.apiKey = (await keyed("/api-keys", { name: "Kept", scopes: ["projects:read"] })).key
   const client = await keyed("/oauth-clients", { name: "App", redirect_uris: ["http://127.0.0.1:9/cb"] })
   secrets.clientSecret = client.client_secret
-  secrets.clientSecretRotated = (await keyed(`/oauth-clients/${client.id}/rotate-secret`, {})).client_secret
+  const clientSecret: string = (await keyed(`/oauth-clients/${client.id}/rotate-secret`, {})).client_secret
+  secrets.clientSecretRotated = clientSecret
+
+  // The OAuth client's code flow (PKCE), its tokens, and a refresh that rotates them.
+  const issuer = new URL(`${s.url}/oauth`)
+  const as = await oauth.processDiscoveryResponse(
+    issuer,
+    await oauth.discoveryRequest(issuer, { algorithm: "oauth2", ...insecure })
+  )
+  const clientId: string = client.id
+  const oauthClient = { client_id: clientId }
+  const clientAuth = oauth.ClientSecretBasic(clientSecret)
+  const verifier = oauth.generateRandomCodeVerifier()
+  secrets.pkceVerifier = verifier
+  const flow = await authorize(as, {
+    clientId,
+    redirectUri: "http://127.0.0.1:9/cb",
+    challenge: await oauth.calculatePKCECodeChallenge(verifier),
+    email,
+    password
+  })
+  secrets.signInFormToken = flow.signInToken
+  secrets.consentFormToken = flow.consentToken
+  const params = oauth.validateAuthResponse(as, oauthClient, flow.callback, oauth.skipStateCheck)
+  const code = params.get("code")
+  expect(code).toBeString()
+  secrets.authorizationCode = code ?? ""
+  const tokens = await oauth.processAuthorizationCodeResponse(
+    as,
+    oauthClient,
+    await oauth.authorizationCodeGrantRequest(
+      as,
+      oauthClient,
+      clientAuth,
+      params,
+      "http://127.0.0.1:9/cb",
+      verifier,
+      insecure
+    )
+  )
+  expect(tokens.refresh_token).toBeString()
+  secrets.accessToken = tokens.access_token
+  secrets.refreshToken = tokens.refresh_token ?? ""
+  const refreshed = await oauth.processRefreshTokenResponse(
+    as,
+    oauthClient,
+    await oauth.refreshTokenGrantRequest(as, oauthClient, clientAuth, secrets.refreshToken, insecure)
+  )
+  expect(refreshed.refresh_token).toBeString()
+  expect(refreshed.refresh_token).not.toBe(secrets.refreshToken)
+  secrets.accessTokenRefreshed = refreshed.access_token
+  secrets.refreshTokenRotated = refreshed.refresh_token ?? ""
+  expect((await s.request("/v1/users/me", { key: refreshed.access_token })).status).toBe(200)
 
   const given = `given-${crypto.randomUUID()}`
   secrets.webhookGiven = given
