@@ -366,6 +366,104 @@ describe("audit records", () => {
     expect(operator).toHaveLength(2)
   }, 60_000)
 
+  test("OAuth grants (consent, revocation) and a delivery's manual retry are recorded", async () => {
+    const redirect = "https://grants.example.com/cb"
+    const client = await call(ann, "POST", "/v1/oauth-clients", { name: "Grants app", redirect_uris: [redirect] })
+    expect(client.status).toBe(201)
+    const account = await server.fixtures.account({ name: "Gail", password: "correct-horse-battery" })
+
+    // The consent, as a browser gives it: the authorize page, its sign-in form, the consent form.
+    const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? ""
+    const actionOf = (html: string, pageUrl: string) =>
+      new URL(/<form method="post" action="([^"]+)"/.exec(html)?.[1] ?? "", pageUrl)
+    const authorize = new URL("/oauth/authorize", server.url)
+    for (const [name, value] of [
+      ["client_id", client.body.data.id],
+      ["redirect_uri", redirect],
+      ["response_type", "code"],
+      ["scope", "read"],
+      ["state", "st"]
+    ]) {
+      authorize.searchParams.set(name, value)
+    }
+    const page = await fetch(authorize, { redirect: "manual", headers: { "user-agent": "grant-test" } })
+    expect(page.status).toBe(200)
+    const signInHtml = await page.text()
+    const pending = field(signInHtml, "pending")
+    const signedIn = await fetch(actionOf(signInHtml, page.url), {
+      method: "POST",
+      redirect: "manual",
+      headers: { "user-agent": "grant-test" },
+      body: new URLSearchParams({
+        pending,
+        csrf_token: field(signInHtml, "csrf_token"),
+        email: account.email,
+        password: "correct-horse-battery"
+      })
+    })
+    expect(signedIn.status).toBe(303)
+    const consentUrl = new URL(signedIn.headers.get("location") ?? "", signedIn.url)
+    const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
+    const consent = await fetch(consentUrl, { redirect: "manual", headers: { cookie, "user-agent": "grant-test" } })
+    expect(consent.status).toBe(200)
+    const consentHtml = await consent.text()
+    const approved = await fetch(actionOf(consentHtml, consent.url), {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, "user-agent": "grant-test" },
+      body: new URLSearchParams({ pending, csrf_token: field(consentHtml, "csrf_token"), decision: "approve" })
+    })
+    expect(approved.status).toBe(302)
+    expect(new URL(approved.headers.get("location") ?? "").searchParams.get("code")).toBeTruthy()
+
+    // The account revokes the grant with its session.
+    const login = await server.request("/oauth/login", {
+      method: "POST",
+      body: { email: account.email, password: "correct-horse-battery" }
+    })
+    const session = String(login.body.access_token)
+    const grants = await server.request("/v1/authorizations", { key: session })
+    expect(grants.status).toBe(200)
+    const grantId: string = grants.body.data[0].id
+    expect((await server.request(`/v1/authorizations/${grantId}`, { method: "DELETE", key: session })).status).toBe(204)
+
+    const log = await server.request("/v1/users/me/audit-log?action=authorization.granted,authorization.revoked", {
+      key: session
+    })
+    expect(log.status).toBe(200)
+    const records: Array<Rec> = log.body.data
+    expect(records.map((r) => r.action)).toEqual(["authorization.revoked", "authorization.granted"])
+    expect(records[1]).toMatchObject({
+      actor: { type: "user", id: account.id, name: "Gail" },
+      target: { type: "authorization", id: grantId },
+      target_name: "Grants app",
+      user_agent: "grant-test"
+    })
+    expect(records[1]!.ip).toMatch(/127\.0\.0\.1/)
+    expect(records[0]).toMatchObject({
+      actor: { type: "user", id: account.id, name: "Gail" },
+      credential: { type: "session" },
+      target: { type: "authorization", id: grantId }
+    })
+
+    // A delivery's manual retry (the dashboard's Redeliver).
+    const hook = await call(ann, "POST", "/v1/webhooks", { url: receiver.url("/retried"), events: ["project.created"] })
+    expect(hook.status).toBe(201)
+    const tested = await call(ann, "POST", `/v1/webhooks/${hook.body.data.id}/test`, {})
+    expect(tested.status).toBe(202)
+    const deliveryId: string = tested.body.data.id
+    const retried = await call(ann, "POST", `/v1/webhooks/${hook.body.data.id}/deliveries/${deliveryId}/retry`, {})
+    expect(retried.status).toBe(202)
+    const retries = (await myLog(ann, "?action=delivery.retried")).filter((r) => r.target.id === deliveryId)
+    expect(retries).toHaveLength(1)
+    expect(retries[0]).toMatchObject({
+      actor: { type: "user", id: ann.id, name: "Ann" },
+      credential: { type: "api_key", id: ann.keyId },
+      target: { type: "delivery", id: deliveryId },
+      target_name: receiver.url("/retried")
+    })
+  }, 60_000)
+
   test("no secret in any record (keys, webhook secrets, OAuth client secrets)", async () => {
     const secrets: Array<string> = []
     const key = await call(eve, "POST", "/v1/api-keys", { name: "secretive", scopes: ["read"] })

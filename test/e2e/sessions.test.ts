@@ -95,7 +95,11 @@ const oauthToken = (userId: string) =>
     })
   )
 
-const expectUnauthorized = (res: { status: number; body: any }) => expectError(res, 401, "unauthorized")
+/** 401 `unauthorized`, with the RFC 6750 challenge `error="invalid_token"` (decisions.md). */
+const expectUnauthorized = (res: { status: number; body: any; headers: Headers }) => {
+  expectError(res, 401, "unauthorized")
+  expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"')
+}
 
 describe("session JWTs and their sessions", () => {
   test("every session JWT carries sid; the caller's live sessions are listed with the current one marked", async () => {
@@ -269,12 +273,20 @@ describe("a credential whose user was deleted", () => {
           key: credential,
           ...(method === "POST" || method === "PUT" ? { body: { name: "x" } } : {})
         })
-        expect({ kind, method, path, status: res.status, code: res.body?.error?.code }).toEqual({
+        expect({
+          kind,
+          method,
+          path,
+          status: res.status,
+          code: res.body?.error?.code,
+          challenge: res.headers.get("www-authenticate")?.includes('error="invalid_token"')
+        }).toEqual({
           kind,
           method,
           path,
           status: 401,
-          code: "unauthorized"
+          code: "unauthorized",
+          challenge: true
         })
       }
     }
