@@ -464,8 +464,24 @@ describe("audit records", () => {
     })
   }, 60_000)
 
-  test("no secret in any record (keys, webhook secrets, OAuth client secrets)", async () => {
+  test("no secret in any record, log line or event (keys, webhook and OAuth client secrets, passwords, session JWTs)", async () => {
     const secrets: Array<string> = []
+    // A password (a sign-in and a failed one), and a session JWT used and ended.
+    const password = "secret-password-of-pat"
+    const pat = await server.fixtures.account({ name: "Pat", password })
+    const signedIn = await server.request("/oauth/login", { method: "POST", body: { email: pat.email, password } })
+    expect(signedIn.status).toBe(200)
+    const jwt = String(signedIn.body.access_token)
+    const wrong = "wrong-password-of-pat"
+    expect(
+      (await server.request("/oauth/login", { method: "POST", body: { email: pat.email, password: wrong } })).status
+    ).toBe(401)
+    expect((await server.request("/v1/projects", { method: "POST", key: jwt, body: { name: "Pat's" } })).status).toBe(
+      201
+    )
+    expect((await server.request("/oauth/logout", { method: "POST", key: jwt })).status).toBe(204)
+    expect((await server.request("/v1/users/me", { key: jwt })).status).toBe(401)
+    secrets.push(password, wrong, jwt)
     const key = await call(eve, "POST", "/v1/api-keys", { name: "secretive", scopes: ["read"] })
     secrets.push(key.body.data.key)
     const hook = await call(eve, "POST", "/v1/webhooks", { url: receiver.url("/eve"), events: ["project.created"] })
@@ -485,6 +501,20 @@ describe("audit records", () => {
     const everything = JSON.stringify(await rawRecords())
     for (const secret of secrets) expect(everything).not.toContain(secret)
     expect(everything).not.toContain(eve.key)
+    // Nor in the service's log lines (every request of this file's server so far) or in any event.
+    const logs = server.logs.join("\n")
+    expect(logs).toContain('"request"')
+    const events = JSON.stringify(
+      await server.fixtures.run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT payload FROM events`))
+    )
+    expect(events).toContain("Pat's")
+    for (const secret of [...secrets, eve.key]) {
+      expect({ secret, inLogs: logs.includes(secret), inEvents: events.includes(secret) }).toEqual({
+        secret,
+        inLogs: false,
+        inEvents: false
+      })
+    }
     // The records exist.
     const actions = new Set((await myLog(eve)).map((r) => r.action))
     expect(actions).toContain("oauth_client.secret_rotated")
