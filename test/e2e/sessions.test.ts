@@ -68,8 +68,8 @@ const signIn = async (email: string, userAgent?: string): Promise<string> => {
 
 const me = (token: string) => server.request("/v1/users/me", { key: token })
 
-/** An OAuth access token of `userId`'s for the test's client, through the services' own flow. */
-const oauthToken = (userId: string) =>
+/** OAuth tokens of `userId`'s for the test's client, through the services' own flow. */
+const oauthTokens = (userId: string) =>
   oauth.run(
     Effect.gen(function* () {
       const authorizations = yield* OAuthAuthorizations
@@ -91,9 +91,11 @@ const oauthToken = (userId: string) =>
         redirectUri: REDIRECT,
         codeVerifier: Option.none()
       })
-      return issued.accessToken
+      return issued
     })
   )
+/** An OAuth access token of `userId`'s for the test's client. */
+const oauthToken = async (userId: string) => (await oauthTokens(userId)).accessToken
 
 /** 401 `unauthorized`, with the RFC 6750 challenge `error="invalid_token"` (decisions.md). */
 const expectUnauthorized = (res: { status: number; body: any; headers: Headers }) => {
@@ -256,7 +258,7 @@ describe("a credential whose user was deleted", () => {
   test("is 401 unauthorized, never 500, on every endpoint that takes one (API key, session JWT, OAuth token)", async () => {
     const gus = await person()
     const session = await signIn(gus.email)
-    const token = await oauthToken(gus.id)
+    const { accessToken: token, refreshToken } = await oauthTokens(gus.id)
     for (const credential of [gus.key, session, token]) expect((await me(credential)).status).toBe(200)
     const deleted = await server.cli("users", "delete", "--email", gus.email)
     expect(deleted).toMatchObject({ id: gus.id, deleted: true })
@@ -290,5 +292,19 @@ describe("a credential whose user was deleted", () => {
         })
       }
     }
+    // The authorization server's endpoints that take one: logout (the session is gone: nothing to end, and no
+    // record of a user who no longer exists), and a refresh (the grant went with the user).
+    const logout = await server.request("/oauth/logout", { method: "POST", key: session })
+    expect(logout.status).toBe(204)
+    const refreshed = await server.request("/oauth/token", {
+      method: "POST",
+      body: {
+        grant_type: "refresh_token",
+        refresh_token: refreshToken,
+        client_id: clientId,
+        client_secret: clientSecret
+      }
+    })
+    expect({ status: refreshed.status, error: refreshed.body.error }).toEqual({ status: 400, error: "invalid_grant" })
   }, 60_000)
 })
