@@ -283,6 +283,23 @@ describe("audit records", () => {
     )
   }, 60_000)
 
+  test("a user agent is kept to its first 512 characters, in the record and in the session", async () => {
+    const long = `ua-${"x".repeat(1000)}`
+    const made = await call(eve, "POST", "/v1/projects", { name: "Long agent" }, { "user-agent": long })
+    expect(made.status).toBe(201)
+    const [record] = (await myLog(eve, "?action=project.created")).filter((r) => r.target.id === made.body.data.id)
+    expect(record!.user_agent).toBe(long.slice(0, 512))
+    const account = await server.fixtures.account({ name: "Lou", password: "correct-horse-battery" })
+    const login = await server.request("/oauth/login", {
+      method: "POST",
+      body: { email: account.email, password: "correct-horse-battery" },
+      headers: { "user-agent": long }
+    })
+    expect(login.status).toBe(200)
+    const sessions = await server.request("/v1/users/me/sessions", { key: login.body.access_token })
+    expect(sessions.body.data.map((row: { user_agent: string }) => row.user_agent)).toEqual([long.slice(0, 512)])
+  }, 30_000)
+
   test("a refused or failed request records nothing", async () => {
     const before = (await rawRecords()).length
     expect((await call(eve, "POST", "/v1/projects", { name: "" })).status).toBe(400)
