@@ -394,15 +394,14 @@ describe("audit records", () => {
     const actionOf = (html: string, pageUrl: string) =>
       new URL(/<form method="post" action="([^"]+)"/.exec(html)?.[1] ?? "", pageUrl)
     const authorize = new URL("/oauth/authorize", server.url)
-    for (const [name, value] of [
-      ["client_id", client.body.data.id],
-      ["redirect_uri", redirect],
-      ["response_type", "code"],
-      ["scope", "read"],
-      ["state", "st"]
-    ]) {
-      authorize.searchParams.set(name, value)
+    const query = {
+      client_id: String(client.body.data.id),
+      redirect_uri: redirect,
+      response_type: "code",
+      scope: "read",
+      state: "st"
     }
+    for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value)
     const page = await fetch(authorize, { redirect: "manual", headers: { "user-agent": "grant-test" } })
     expect(page.status).toBe(200)
     const signInHtml = await page.text()

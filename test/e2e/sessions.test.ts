@@ -209,6 +209,28 @@ describe("users suspend and reactivate", () => {
       error: "invalid_grant",
       error_description: expect.stringContaining("suspended")
     })
+    // Nor through the authorization page's sign-in form (403, no consent page; the form shows again).
+    const authorize = new URL("/oauth/authorize", server.url)
+    const query = { client_id: clientId, redirect_uri: REDIRECT, response_type: "code", scope: "read", state: "st" }
+    for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value)
+    const page = await fetch(authorize, { redirect: "manual" })
+    expect(page.status).toBe(200)
+    const form = await page.text()
+    const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(form)?.[1] ?? ""
+    const action = new URL(/<form method="post" action="([^"]+)"/.exec(form)?.[1] ?? "", page.url)
+    const pageSignIn = await fetch(action, {
+      method: "POST",
+      redirect: "manual",
+      body: new URLSearchParams({
+        pending: field("pending"),
+        csrf_token: field("csrf_token"),
+        email: fay.email,
+        password
+      })
+    })
+    expect(pageSignIn.status).toBe(403)
+    expect(pageSignIn.headers.get("location")).toBeNull()
+    expect(await pageSignIn.text()).toContain("suspended")
     // A wrong password is told nothing about the suspension.
     const wrong = await server.request("/oauth/login", {
       method: "POST",
