@@ -7,8 +7,8 @@
  * - Beside `bearer`, an OAuth 2.0 authorization-code scheme with its URLs and scopes; each endpoint accepts either,
  *   the OAuth one with the scopes it needs (any one of them; `/v1/api-keys` takes no OAuth token).
  * - The authorization server's routes (`/oauth/token`, `/oauth/revoke`, `/oauth/introspect`, `/oauth/login`,
- *   `/oauth/authorize`, `/oauth/jwks.json`, the RFC 8414 metadata) and the RFC 9728 protected-resource metadata
- *   are described here; they are served by `src/OAuth/Http.ts`, outside
+ *   `/oauth/logout`, `/oauth/authorize`, `/oauth/jwks.json`, the RFC 8414 metadata) and the RFC 9728
+ *   protected-resource metadata are described here; they are served by `src/OAuth/Http.ts`, outside
  *   the `HttpApi`, because they answer in RFC 6749 forms, not in the `/v1` envelope. Their bodies' schemas are
  *   derived from the ones those handlers decode and answer with (src/OAuth/Wire.ts). The browser-only form posts
  *   behind the sign-in and consent pages are left out.
@@ -624,6 +624,31 @@ const oauthPaths = {
         400: oauthErrorResponse("`invalid_request`"),
         401: oauthErrorResponse("`invalid_grant`: the email or password is wrong"),
         429: rateLimitedResponse
+      }
+    }
+  },
+  "/oauth/logout": {
+    post: {
+      operationId: "oauth.logout",
+      tags,
+      summary: "End the session whose JWT is the bearer token",
+      description:
+        "The session JWT from `/oauth/login` as `Authorization: Bearer`: its session ends, and the JWT answers " +
+        "`401` on every `/v1` endpoint from then on, on every replica. `204` also when the session had ended " +
+        "already. No body.",
+      security: [{ bearer: [] }],
+      responses: {
+        204: { description: "The session has ended" },
+        401: {
+          description: "`invalid_token`: the bearer is no session JWT of this service",
+          headers: {
+            "WWW-Authenticate": {
+              description: '`Bearer realm="oauth", error="invalid_token"`',
+              schema: { type: "string" }
+            }
+          },
+          content: json(ref("OAuthError"))
+        }
       }
     }
   },

@@ -283,6 +283,23 @@ describe("audit records", () => {
     )
   }, 60_000)
 
+  test("a user agent is kept to its first 512 characters, in the record and in the session", async () => {
+    const long = `ua-${"x".repeat(1000)}`
+    const made = await call(eve, "POST", "/v1/projects", { name: "Long agent" }, { "user-agent": long })
+    expect(made.status).toBe(201)
+    const [record] = (await myLog(eve, "?action=project.created")).filter((r) => r.target.id === made.body.data.id)
+    expect(record!.user_agent).toBe(long.slice(0, 512))
+    const account = await server.fixtures.account({ name: "Lou", password: "correct-horse-battery" })
+    const login = await server.request("/oauth/login", {
+      method: "POST",
+      body: { email: account.email, password: "correct-horse-battery" },
+      headers: { "user-agent": long }
+    })
+    expect(login.status).toBe(200)
+    const sessions = await server.request("/v1/users/me/sessions", { key: login.body.access_token })
+    expect(sessions.body.data.map((row: { user_agent: string }) => row.user_agent)).toEqual([long.slice(0, 512)])
+  }, 30_000)
+
   test("a refused or failed request records nothing", async () => {
     const before = (await rawRecords()).length
     expect((await call(eve, "POST", "/v1/projects", { name: "" })).status).toBe(400)
@@ -366,8 +383,121 @@ describe("audit records", () => {
     expect(operator).toHaveLength(2)
   }, 60_000)
 
-  test("no secret in any record (keys, webhook secrets, OAuth client secrets)", async () => {
+  test("OAuth grants (consent, revocation) and a delivery's manual retry are recorded", async () => {
+    const redirect = "https://grants.example.com/cb"
+    const client = await call(ann, "POST", "/v1/oauth-clients", { name: "Grants app", redirect_uris: [redirect] })
+    expect(client.status).toBe(201)
+    const account = await server.fixtures.account({ name: "Gail", password: "correct-horse-battery" })
+
+    // The consent, as a browser gives it: the authorize page, its sign-in form, the consent form.
+    const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? ""
+    const actionOf = (html: string, pageUrl: string) =>
+      new URL(/<form method="post" action="([^"]+)"/.exec(html)?.[1] ?? "", pageUrl)
+    const authorize = new URL("/oauth/authorize", server.url)
+    const query = {
+      client_id: String(client.body.data.id),
+      redirect_uri: redirect,
+      response_type: "code",
+      scope: "read",
+      state: "st"
+    }
+    for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value)
+    const page = await fetch(authorize, { redirect: "manual", headers: { "user-agent": "grant-test" } })
+    expect(page.status).toBe(200)
+    const signInHtml = await page.text()
+    const pending = field(signInHtml, "pending")
+    const signedIn = await fetch(actionOf(signInHtml, page.url), {
+      method: "POST",
+      redirect: "manual",
+      headers: { "user-agent": "grant-test" },
+      body: new URLSearchParams({
+        pending,
+        csrf_token: field(signInHtml, "csrf_token"),
+        email: account.email,
+        password: "correct-horse-battery"
+      })
+    })
+    expect(signedIn.status).toBe(303)
+    const consentUrl = new URL(signedIn.headers.get("location") ?? "", signedIn.url)
+    const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
+    const consent = await fetch(consentUrl, { redirect: "manual", headers: { cookie, "user-agent": "grant-test" } })
+    expect(consent.status).toBe(200)
+    const consentHtml = await consent.text()
+    const approved = await fetch(actionOf(consentHtml, consent.url), {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, "user-agent": "grant-test" },
+      body: new URLSearchParams({ pending, csrf_token: field(consentHtml, "csrf_token"), decision: "approve" })
+    })
+    expect(approved.status).toBe(302)
+    expect(new URL(approved.headers.get("location") ?? "").searchParams.get("code")).toBeTruthy()
+
+    // The account revokes the grant with its session.
+    const login = await server.request("/oauth/login", {
+      method: "POST",
+      body: { email: account.email, password: "correct-horse-battery" }
+    })
+    const session = String(login.body.access_token)
+    const grants = await server.request("/v1/authorizations", { key: session })
+    expect(grants.status).toBe(200)
+    const grantId: string = grants.body.data[0].id
+    expect((await server.request(`/v1/authorizations/${grantId}`, { method: "DELETE", key: session })).status).toBe(204)
+
+    const log = await server.request("/v1/users/me/audit-log?action=authorization.granted,authorization.revoked", {
+      key: session
+    })
+    expect(log.status).toBe(200)
+    const records: Array<Rec> = log.body.data
+    expect(records.map((r) => r.action)).toEqual(["authorization.revoked", "authorization.granted"])
+    expect(records[1]).toMatchObject({
+      actor: { type: "user", id: account.id, name: "Gail" },
+      target: { type: "authorization", id: grantId },
+      target_name: "Grants app",
+      user_agent: "grant-test"
+    })
+    expect(records[1]!.ip).toMatch(/127\.0\.0\.1/)
+    expect(records[0]).toMatchObject({
+      actor: { type: "user", id: account.id, name: "Gail" },
+      credential: { type: "session" },
+      target: { type: "authorization", id: grantId }
+    })
+
+    // A delivery's manual retry (the dashboard's Redeliver).
+    const hook = await call(ann, "POST", "/v1/webhooks", { url: receiver.url("/retried"), events: ["project.created"] })
+    expect(hook.status).toBe(201)
+    const tested = await call(ann, "POST", `/v1/webhooks/${hook.body.data.id}/test`, {})
+    expect(tested.status).toBe(202)
+    const deliveryId: string = tested.body.data.id
+    const retried = await call(ann, "POST", `/v1/webhooks/${hook.body.data.id}/deliveries/${deliveryId}/retry`, {})
+    expect(retried.status).toBe(202)
+    const retries = (await myLog(ann, "?action=delivery.retried")).filter((r) => r.target.id === deliveryId)
+    expect(retries).toHaveLength(1)
+    expect(retries[0]).toMatchObject({
+      actor: { type: "user", id: ann.id, name: "Ann" },
+      credential: { type: "api_key", id: ann.keyId },
+      target: { type: "delivery", id: deliveryId },
+      target_name: receiver.url("/retried")
+    })
+  }, 60_000)
+
+  test("no secret in any record, log line or event (keys, webhook and OAuth client secrets, passwords, session JWTs)", async () => {
     const secrets: Array<string> = []
+    // A password (a sign-in and a failed one), and a session JWT used and ended.
+    const password = "secret-password-of-pat"
+    const pat = await server.fixtures.account({ name: "Pat", password })
+    const signedIn = await server.request("/oauth/login", { method: "POST", body: { email: pat.email, password } })
+    expect(signedIn.status).toBe(200)
+    const jwt = String(signedIn.body.access_token)
+    const wrong = "wrong-password-of-pat"
+    expect(
+      (await server.request("/oauth/login", { method: "POST", body: { email: pat.email, password: wrong } })).status
+    ).toBe(401)
+    expect((await server.request("/v1/projects", { method: "POST", key: jwt, body: { name: "Pat's" } })).status).toBe(
+      201
+    )
+    expect((await server.request("/oauth/logout", { method: "POST", key: jwt })).status).toBe(204)
+    expect((await server.request("/v1/users/me", { key: jwt })).status).toBe(401)
+    secrets.push(password, wrong, jwt)
     const key = await call(eve, "POST", "/v1/api-keys", { name: "secretive", scopes: ["read"] })
     secrets.push(key.body.data.key)
     const hook = await call(eve, "POST", "/v1/webhooks", { url: receiver.url("/eve"), events: ["project.created"] })
@@ -387,6 +517,20 @@ describe("audit records", () => {
     const everything = JSON.stringify(await rawRecords())
     for (const secret of secrets) expect(everything).not.toContain(secret)
     expect(everything).not.toContain(eve.key)
+    // Nor in the service's log lines (every request of this file's server so far) or in any event.
+    const logs = server.logs.join("\n")
+    expect(logs).toContain('"request"')
+    const events = JSON.stringify(
+      await server.fixtures.run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT payload FROM events`))
+    )
+    expect(events).toContain("Pat's")
+    for (const secret of [...secrets, eve.key]) {
+      expect({ secret, inLogs: logs.includes(secret), inEvents: events.includes(secret) }).toEqual({
+        secret,
+        inLogs: false,
+        inEvents: false
+      })
+    }
     // The records exist.
     const actions = new Set((await myLog(eve)).map((r) => r.action))
     expect(actions).toContain("oauth_client.secret_rotated")

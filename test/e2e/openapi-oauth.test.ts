@@ -65,6 +65,13 @@ describe("the OAuth part of the document", () => {
     expect(wrong.status).toBe(401)
     fits("/oauth/login", "post", 401, wrong.body)
 
+    // Logout: 204 for the session JWT, 401 invalid_token for anything else as bearer.
+    expect(document.paths["/oauth/logout"]?.post?.responses?.[204]).toBeDefined()
+    const notASession = await server.request("/oauth/logout", { method: "POST", key: "not-a-jwt" })
+    expect(notASession.status).toBe(401)
+    fits("/oauth/logout", "post", 401, notASession.body)
+    expect((await server.request("/oauth/logout", { method: "POST", key: login.body.access_token })).status).toBe(204)
+
     const jwks = await server.request("/oauth/jwks.json")
     fits("/oauth/jwks.json", "get", 200, jwks.body)
     for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/v1"]) {

@@ -99,6 +99,7 @@ describe("the document", () => {
       ["/oauth/token", "post"],
       ["/oauth/revoke", "post"],
       ["/oauth/login", "post"],
+      ["/oauth/logout", "post"],
       ["/oauth/authorize", "get"],
       ["/oauth/jwks.json", "get"],
       ["/.well-known/oauth-authorization-server", "get"],

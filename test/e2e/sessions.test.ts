@@ -68,8 +68,8 @@ const signIn = async (email: string, userAgent?: string): Promise<string> => {
 
 const me = (token: string) => server.request("/v1/users/me", { key: token })
 
-/** An OAuth access token of `userId`'s for the test's client, through the services' own flow. */
-const oauthToken = (userId: string) =>
+/** OAuth tokens of `userId`'s for the test's client, through the services' own flow. */
+const oauthTokens = (userId: string) =>
   oauth.run(
     Effect.gen(function* () {
       const authorizations = yield* OAuthAuthorizations
@@ -91,11 +91,17 @@ const oauthToken = (userId: string) =>
         redirectUri: REDIRECT,
         codeVerifier: Option.none()
       })
-      return issued.accessToken
+      return issued
     })
   )
+/** An OAuth access token of `userId`'s for the test's client. */
+const oauthToken = async (userId: string) => (await oauthTokens(userId)).accessToken
 
-const expectUnauthorized = (res: { status: number; body: any }) => expectError(res, 401, "unauthorized")
+/** 401 `unauthorized`, with the RFC 6750 challenge `error="invalid_token"` (decisions.md). */
+const expectUnauthorized = (res: { status: number; body: any; headers: Headers }) => {
+  expectError(res, 401, "unauthorized")
+  expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"')
+}
 
 describe("session JWTs and their sessions", () => {
   test("every session JWT carries sid; the caller's live sessions are listed with the current one marked", async () => {
@@ -203,6 +209,28 @@ describe("users suspend and reactivate", () => {
       error: "invalid_grant",
       error_description: expect.stringContaining("suspended")
     })
+    // Nor through the authorization page's sign-in form (403, no consent page; the form shows again).
+    const authorize = new URL("/oauth/authorize", server.url)
+    const query = { client_id: clientId, redirect_uri: REDIRECT, response_type: "code", scope: "read", state: "st" }
+    for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value)
+    const page = await fetch(authorize, { redirect: "manual" })
+    expect(page.status).toBe(200)
+    const form = await page.text()
+    const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(form)?.[1] ?? ""
+    const action = new URL(/<form method="post" action="([^"]+)"/.exec(form)?.[1] ?? "", page.url)
+    const pageSignIn = await fetch(action, {
+      method: "POST",
+      redirect: "manual",
+      body: new URLSearchParams({
+        pending: field("pending"),
+        csrf_token: field("csrf_token"),
+        email: fay.email,
+        password
+      })
+    })
+    expect(pageSignIn.status).toBe(403)
+    expect(pageSignIn.headers.get("location")).toBeNull()
+    expect(await pageSignIn.text()).toContain("suspended")
     // A wrong password is told nothing about the suspension.
     const wrong = await server.request("/oauth/login", {
       method: "POST",
@@ -252,7 +280,7 @@ describe("a credential whose user was deleted", () => {
   test("is 401 unauthorized, never 500, on every endpoint that takes one (API key, session JWT, OAuth token)", async () => {
     const gus = await person()
     const session = await signIn(gus.email)
-    const token = await oauthToken(gus.id)
+    const { accessToken: token, refreshToken } = await oauthTokens(gus.id)
     for (const credential of [gus.key, session, token]) expect((await me(credential)).status).toBe(200)
     const deleted = await server.cli("users", "delete", "--email", gus.email)
     expect(deleted).toMatchObject({ id: gus.id, deleted: true })
@@ -269,14 +297,36 @@ describe("a credential whose user was deleted", () => {
           key: credential,
           ...(method === "POST" || method === "PUT" ? { body: { name: "x" } } : {})
         })
-        expect({ kind, method, path, status: res.status, code: res.body?.error?.code }).toEqual({
+        expect({
+          kind,
+          method,
+          path,
+          status: res.status,
+          code: res.body?.error?.code,
+          challenge: res.headers.get("www-authenticate")?.includes('error="invalid_token"')
+        }).toEqual({
           kind,
           method,
           path,
           status: 401,
-          code: "unauthorized"
+          code: "unauthorized",
+          challenge: true
         })
       }
     }
+    // The authorization server's endpoints that take one: logout (the session is gone: nothing to end, and no
+    // record of a user who no longer exists), and a refresh (the grant went with the user).
+    const logout = await server.request("/oauth/logout", { method: "POST", key: session })
+    expect(logout.status).toBe(204)
+    const refreshed = await server.request("/oauth/token", {
+      method: "POST",
+      body: {
+        grant_type: "refresh_token",
+        refresh_token: refreshToken,
+        client_id: clientId,
+        client_secret: clientSecret
+      }
+    })
+    expect({ status: refreshed.status, error: refreshed.body.error }).toEqual({ status: 400, error: "invalid_grant" })
   }, 60_000)
 })
