@@ -3,8 +3,8 @@
  * Two people editing one project in the dashboard (issue 42): the dashboard sends `If-Match` with the `ETag` the page
  * was drawn from, so a save after someone else's change is refused (412) instead of silently overwriting it; the
  * form then says so and shows the current version, and saving again replaces it. A button (Archive) refused the same
- * way reloads the page with the current version and says why. The webhook edit and the team's rename and delete are
- * guarded the same way. Photographed at 1280 and 375 px.
+ * way reloads the page with the current version and says why. The webhook edit, the team's rename and delete and the
+ * OAuth application's edit and delete are guarded the same way. Photographed at 1280 and 375 px.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { type ServerProcess, startServer } from "../support/server.ts"
@@ -184,6 +184,67 @@ test("a team rename after someone else's, and a delete of a team changed meanwhi
   await page.getByRole("dialog").getByRole("button", { name: "Delete team" }).click()
   await page.getByText("Team “Crew (renamed again)” deleted.").waitFor()
   expect((await server.request(`/v1/teams/${id}`, { key: manager })).status).toBe(404)
+  expectOnlyLoopback(session)
+  expectNoProblems(session)
+}, 120_000)
+
+test("an OAuth application's edit after someone else's, and its delete after a change, are refused the same way", async () => {
+  const { page } = session
+  const created = await server.request("/v1/oauth-clients", {
+    method: "POST",
+    key: colleague,
+    body: { name: "Reader", redirect_uris: ["https://reader.example/cb"] }
+  })
+  expect(created.status).toBe(201)
+  const id: string = created.body.data.id
+  const app = async () => await server.request(`/v1/oauth-clients/${id}`, { key: colleague })
+  await page.goto(`${server.url}/dashboard/settings/oauth-apps/${id}`)
+  await page.getByRole("heading", { level: 1, name: "Reader" }).waitFor()
+  await page.getByText("Edit application").click()
+  await page.getByLabel("Application name").fill("Reader (mine)")
+  const theirs = await server.request(`/v1/oauth-clients/${id}`, {
+    method: "PUT",
+    key: colleague,
+    body: { name: "Reader (theirs)", redirect_uris: ["https://theirs.example/cb"] }
+  })
+  expect(theirs.status).toBe(200)
+  await page.getByRole("button", { name: "Save changes" }).click()
+  const alert = page.locator(".changed-meanwhile")
+  await alert.waitFor()
+  const text = (await alert.textContent()) ?? ""
+  expect(text).toContain("Someone else changed this application while you were editing it")
+  expect(text).toContain("Reader (theirs)")
+  expect(text).toContain("https://theirs.example/cb")
+  expect((await app()).body.data.name).toBe("Reader (theirs)")
+  expect(await page.getByLabel("Application name").inputValue()).toBe("Reader (mine)")
+  expect(await violations(page)).toEqual([])
+  await session.shots("42-oauth-app-changed-meanwhile")
+  // Having seen the current version, saving again replaces it.
+  await page.getByRole("button", { name: "Save changes" }).click()
+  await page.getByText("Application saved.").waitFor()
+  await page.getByRole("heading", { level: 1, name: "Reader (mine)" }).waitFor()
+  expect((await app()).body.data).toMatchObject({
+    name: "Reader (mine)",
+    redirect_uris: ["https://reader.example/cb"]
+  })
+
+  // Delete after the colleague changed it again: not deleted; the page again with the current name and the reason.
+  await server.request(`/v1/oauth-clients/${id}`, { method: "PUT", key: colleague, body: { name: "Reader (again)" } })
+  await page.getByRole("button", { name: "Delete application" }).click()
+  await page.getByRole("dialog").getByRole("button", { name: "Delete application" }).click()
+  await page.getByText("Someone else changed this application meanwhile, so it was not deleted.").waitFor()
+  await page.getByRole("heading", { level: 1, name: "Reader (again)" }).waitFor()
+  expect((await app()).status).toBe(200)
+  // A rotation on this page changes the record too; the page edits the rotated version afterwards, so Delete applies.
+  const beforeRotation = (await app()).headers.get("etag")
+  await page.getByRole("button", { name: "Rotate secret" }).click()
+  await page.getByRole("dialog").getByRole("button", { name: "Rotate secret" }).click()
+  await page.getByText("Secret rotated").waitFor()
+  expect((await app()).headers.get("etag")).not.toBe(beforeRotation)
+  await page.getByRole("button", { name: "Delete application" }).click()
+  await page.getByRole("dialog").getByRole("button", { name: "Delete application" }).click()
+  await page.getByText("“Reader (again)” deleted.").waitFor()
+  expect((await app()).status).toBe(404)
   expectOnlyLoopback(session)
   expectNoProblems(session)
 }, 120_000)
