@@ -4,7 +4,7 @@
  * confirmation) and Settings → Authorized applications (the apps you allowed to act for you, each revoked with a
  * confirmation: its tokens stop working at once).
  */
-import { api, bodyOf, dataOf, pageParam } from "../api.ts"
+import { api, bodyOf, dataOf, isChangedMeanwhile, pageParam, taggedOf } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import type { Authorization, OAuthClient } from "../types.ts"
@@ -12,6 +12,7 @@ import {
   actionButton,
   announce,
   badge,
+  changedMeanwhileBox,
   confirmAction,
   copyableId,
   field,
@@ -19,7 +20,7 @@ import {
   input,
   listRegion,
   onSubmit,
-  readRecord,
+  readTaggedRecord,
   secretOnce,
   select,
   when
@@ -159,12 +160,17 @@ export const oauthAppsPage = async (context: PageContext): Promise<void> => {
 export const oauthAppPage = async (context: PageContext): Promise<void> => {
   const id = context.params[0] ?? ""
   const byId = { params: { path: { id } } }
-  const app = await readRecord(context, {
-    read: () => api.GET("/v1/oauth-clients/{id}", byId).then(dataOf),
+  const tagged = await readTaggedRecord(context, {
+    read: () => api.GET("/v1/oauth-clients/{id}", byId).then(taggedOf),
     back: [appsHref, "← OAuth applications"],
     label: "OAuth application"
   })
-  if (app === undefined) return
+  if (tagged === undefined) return
+  const app = tagged.data
+  // Edits and Delete send the ETag the page was drawn from, so they never overwrite someone else's change.
+  let etag = tagged.etag
+  /** `byId` with the `If-Match` of the version the page was drawn from. */
+  const ifUnchanged = () => ({ params: { path: { id }, header: { "If-Match": etag } } })
   context.title(app.name, kind(app))
   const secretSlot = h("div", { class: "created-slot" })
   const facts = h(
@@ -200,6 +206,8 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
           )
             return
           const rotated = await api.POST("/v1/oauth-clients/{id}/rotate-secret", byId).then(dataOf)
+          // The rotation changed the record (its updated_at): the form edits that version now.
+          etag = (await api.GET("/v1/oauth-clients/{id}", byId).then(taggedOf)).etag
           if (rotated.client_secret === undefined) return
           const panel = secretOnce({
             title: "Secret rotated",
@@ -220,7 +228,18 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
           ))
         )
           return
-        await api.DELETE("/v1/oauth-clients/{id}", byId)
+        const deleted = await api.DELETE("/v1/oauth-clients/{id}", ifUnchanged()).then(
+          () => true,
+          (error: unknown) => {
+            if (!isChangedMeanwhile(error)) throw error
+            flashNext(
+              "Someone else changed this application meanwhile, so it was not deleted. This is the current version."
+            )
+            context.refresh()
+            return false
+          }
+        )
+        if (!deleted) return
         flashNext(`“${app.name}” deleted.`)
         navigate(appsHref)
       },
@@ -245,10 +264,29 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
         h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Save changes"))
       ),
       async (form) => {
-        await api.PUT("/v1/oauth-clients/{id}", {
-          ...byId,
-          body: { name: formValue(form, "name"), redirect_uris: redirectUrisOf(form) }
-        })
+        const saved = await api
+          .PUT("/v1/oauth-clients/{id}", {
+            ...ifUnchanged(),
+            body: { name: formValue(form, "name"), redirect_uris: redirectUrisOf(form) }
+          })
+          .then(
+            () => true,
+            async (error: unknown) => {
+              if (!isChangedMeanwhile(error)) throw error
+              // Someone else saved first: show what they saved; saving again (with its tag) replaces it.
+              const current = await api.GET("/v1/oauth-clients/{id}", byId).then(taggedOf)
+              etag = current.etag
+              form.prepend(
+                changedMeanwhileBox("application", [
+                  ["Name", current.data.name],
+                  ["Redirect URIs", current.data.redirect_uris.join(", ")],
+                  ["Updated", when(current.data.updated_at)]
+                ])
+              )
+              return false
+            }
+          )
+        if (!saved) return
         flashNext("Application saved.")
         context.refresh()
       }

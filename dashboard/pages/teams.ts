@@ -3,7 +3,7 @@
  * members (change role, remove), its invitations (status filter, invite, revoke), renaming and deleting it.
  * Endpoints as decisions.md ("Teams, members and invitations") gives them.
  */
-import { api, bodyOf, dataOf, oneOf, pageParam } from "../api.ts"
+import { api, bodyOf, dataOf, isChangedMeanwhile, oneOf, pageParam, taggedOf } from "../api.ts"
 import { add, h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import type { Invitation, Member, Role, Team } from "../types.ts"
@@ -11,6 +11,7 @@ import {
   actionButton,
   announce,
   badge,
+  changedMeanwhileBox,
   closeForm,
   confirmAction,
   copyableId,
@@ -19,7 +20,7 @@ import {
   input,
   listRegion,
   onSubmit,
-  readRecord,
+  readTaggedRecord,
   select,
   when
 } from "../ui.ts"
@@ -141,12 +142,17 @@ export const teamPage = async (context: PageContext): Promise<void> => {
   const { q } = context
   const id = context.params[0] ?? ""
   const byId = { params: { path: { team_id: id } } }
-  const team = await readRecord(context, {
-    read: () => api.GET("/v1/teams/{team_id}", byId).then(dataOf),
+  const tagged = await readTaggedRecord(context, {
+    read: () => api.GET("/v1/teams/{team_id}", byId).then(taggedOf),
     back: [`${BASE}/teams`, "← Teams"],
     label: "Team"
   })
-  if (team === undefined) return
+  if (tagged === undefined) return
+  const team = tagged.data
+  // Renaming and deleting send the ETag the page was drawn from, so they never overwrite someone else's change.
+  let etag = tagged.etag
+  /** `byId` with the `If-Match` of the version the page was drawn from. */
+  const ifUnchanged = () => ({ params: { path: { team_id: id }, header: { "If-Match": etag } } })
   context.title(team.name, team.role === undefined ? null : h("span", { class: "badge" }, `you: ${team.role}`))
   add(context.root, teamTabs(team, "overview"))
   const manages = team.role === "owner" || team.role === "admin"
@@ -339,7 +345,20 @@ export const teamPage = async (context: PageContext): Promise<void> => {
       h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Rename"))
     ),
     async (form) => {
-      await api.PUT("/v1/teams/{team_id}", { ...byId, body: { name: formValue(form, "name") } })
+      const saved = await api
+        .PUT("/v1/teams/{team_id}", { ...ifUnchanged(), body: { name: formValue(form, "name") } })
+        .then(
+          () => true,
+          async (error: unknown) => {
+            if (!isChangedMeanwhile(error)) throw error
+            // Someone else renamed it first: show their version; renaming again (with its tag) replaces it.
+            const current = await api.GET("/v1/teams/{team_id}", byId).then(taggedOf)
+            etag = current.etag
+            form.prepend(changedMeanwhileBox("team", [["Name", current.data.name]]))
+            return false
+          }
+        )
+      if (!saved) return
       flashNext("Team renamed.")
       context.refresh()
     }
@@ -394,7 +413,18 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                     ))
                   )
                     return
-                  await api.DELETE("/v1/teams/{team_id}", byId)
+                  const deleted = await api.DELETE("/v1/teams/{team_id}", ifUnchanged()).then(
+                    () => true,
+                    (error: unknown) => {
+                      if (!isChangedMeanwhile(error)) throw error
+                      flashNext(
+                        "Someone else changed this team meanwhile, so it was not deleted. This is the current version."
+                      )
+                      context.refresh()
+                      return false
+                    }
+                  )
+                  if (!deleted) return
                   flashNext(`Team “${team.name}” deleted.`)
                   navigate(`${BASE}/teams`)
                 },

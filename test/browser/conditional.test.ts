@@ -3,7 +3,8 @@
  * Two people editing one project in the dashboard (issue 42): the dashboard sends `If-Match` with the `ETag` the page
  * was drawn from, so a save after someone else's change is refused (412) instead of silently overwriting it; the
  * form then says so and shows the current version, and saving again replaces it. A button (Archive) refused the same
- * way reloads the page with the current version and says why. Photographed at 1280 and 375 px.
+ * way reloads the page with the current version and says why. The webhook edit, the team's rename and delete and the
+ * OAuth application's edit and delete are guarded the same way. Photographed at 1280 and 375 px.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { type ServerProcess, startServer } from "../support/server.ts"
@@ -13,7 +14,8 @@ import {
   expectOnlyLoopback,
   openBrowser,
   signIn,
-  userWithPassword
+  userWithPassword,
+  violations
 } from "./browser.ts"
 
 let server: ServerProcess
@@ -129,6 +131,120 @@ test("a webhook edit after someone else's change is refused the same way", async
   await page.getByRole("button", { name: "Save changes" }).click()
   await page.getByText("Webhook saved.").waitFor()
   expect((await server.request(`/v1/webhooks/${id}`, { key: colleague })).body.data.url).toBe("http://127.0.0.1:9/mine")
+  expectOnlyLoopback(session)
+  expectNoProblems(session)
+}, 120_000)
+
+test("a team rename after someone else's, and a delete of a team changed meanwhile, are refused the same way", async () => {
+  const { page } = session
+  // Managing a team takes the team:manage scope.
+  const manager = (await server.fixtures.apiKey(ann.id, { name: "team colleague", scopes: "read,write,team:manage" }))
+    .key
+  const created = await server.request("/v1/teams", { method: "POST", key: manager, body: { name: "Crew" } })
+  expect(created.status).toBe(201)
+  const id: string = created.body.data.id
+  const team = async () => (await server.request(`/v1/teams/${id}`, { key: manager })).body.data
+  await page.goto(`${server.url}/dashboard/teams/${id}`)
+  await page.getByRole("heading", { level: 1, name: "Crew" }).waitFor()
+  await page.getByText("Rename team").click()
+  const renameForm = page.getByRole("form", { name: "Rename team" })
+  await renameForm.getByLabel("Name").fill("Crew (mine)")
+  const theirs = await server.request(`/v1/teams/${id}`, {
+    method: "PUT",
+    key: manager,
+    body: { name: "Crew (theirs)" }
+  })
+  expect(theirs.status).toBe(200)
+  await renameForm.getByRole("button", { name: "Rename" }).click()
+  const alert = page.locator(".changed-meanwhile")
+  await alert.waitFor()
+  const text = (await alert.textContent()) ?? ""
+  expect(text).toContain("Someone else changed this team while you were editing it")
+  expect(text).toContain("Crew (theirs)")
+  expect((await team()).name).toBe("Crew (theirs)")
+  expect(await renameForm.getByLabel("Name").inputValue()).toBe("Crew (mine)")
+  expect(await violations(page)).toEqual([])
+  await session.shots("42-team-changed-meanwhile")
+  // Having seen the current name, renaming again replaces it.
+  await renameForm.getByRole("button", { name: "Rename" }).click()
+  await page.getByText("Team renamed.").waitFor()
+  await page.getByRole("heading", { level: 1, name: "Crew (mine)" }).waitFor()
+  expect((await team()).name).toBe("Crew (mine)")
+
+  // Delete after the colleague renamed it again: not deleted; the page again with the current name and the reason.
+  await server.request(`/v1/teams/${id}`, { method: "PUT", key: manager, body: { name: "Crew (renamed again)" } })
+  await page.getByRole("button", { name: "Delete team" }).click()
+  await page.getByRole("dialog").getByRole("button", { name: "Delete team" }).click()
+  await page.getByText("Someone else changed this team meanwhile, so it was not deleted.").waitFor()
+  await page.getByRole("heading", { level: 1, name: "Crew (renamed again)" }).waitFor()
+  expect((await server.request(`/v1/teams/${id}`, { key: manager })).status).toBe(200)
+  await session.shots("42-team-delete-changed-meanwhile")
+  // With the current version on the page, Delete applies.
+  await page.getByRole("button", { name: "Delete team" }).click()
+  await page.getByRole("dialog").getByRole("button", { name: "Delete team" }).click()
+  await page.getByText("Team “Crew (renamed again)” deleted.").waitFor()
+  expect((await server.request(`/v1/teams/${id}`, { key: manager })).status).toBe(404)
+  expectOnlyLoopback(session)
+  expectNoProblems(session)
+}, 120_000)
+
+test("an OAuth application's edit after someone else's, and its delete after a change, are refused the same way", async () => {
+  const { page } = session
+  const created = await server.request("/v1/oauth-clients", {
+    method: "POST",
+    key: colleague,
+    body: { name: "Reader", redirect_uris: ["https://reader.example/cb"] }
+  })
+  expect(created.status).toBe(201)
+  const id: string = created.body.data.id
+  const app = async () => await server.request(`/v1/oauth-clients/${id}`, { key: colleague })
+  await page.goto(`${server.url}/dashboard/settings/oauth-apps/${id}`)
+  await page.getByRole("heading", { level: 1, name: "Reader" }).waitFor()
+  await page.getByText("Edit application").click()
+  await page.getByLabel("Application name").fill("Reader (mine)")
+  const theirs = await server.request(`/v1/oauth-clients/${id}`, {
+    method: "PUT",
+    key: colleague,
+    body: { name: "Reader (theirs)", redirect_uris: ["https://theirs.example/cb"] }
+  })
+  expect(theirs.status).toBe(200)
+  await page.getByRole("button", { name: "Save changes" }).click()
+  const alert = page.locator(".changed-meanwhile")
+  await alert.waitFor()
+  const text = (await alert.textContent()) ?? ""
+  expect(text).toContain("Someone else changed this application while you were editing it")
+  expect(text).toContain("Reader (theirs)")
+  expect(text).toContain("https://theirs.example/cb")
+  expect((await app()).body.data.name).toBe("Reader (theirs)")
+  expect(await page.getByLabel("Application name").inputValue()).toBe("Reader (mine)")
+  expect(await violations(page)).toEqual([])
+  await session.shots("42-oauth-app-changed-meanwhile")
+  // Having seen the current version, saving again replaces it.
+  await page.getByRole("button", { name: "Save changes" }).click()
+  await page.getByText("Application saved.").waitFor()
+  await page.getByRole("heading", { level: 1, name: "Reader (mine)" }).waitFor()
+  expect((await app()).body.data).toMatchObject({
+    name: "Reader (mine)",
+    redirect_uris: ["https://reader.example/cb"]
+  })
+
+  // Delete after the colleague changed it again: not deleted; the page again with the current name and the reason.
+  await server.request(`/v1/oauth-clients/${id}`, { method: "PUT", key: colleague, body: { name: "Reader (again)" } })
+  await page.getByRole("button", { name: "Delete application" }).click()
+  await page.getByRole("dialog").getByRole("button", { name: "Delete application" }).click()
+  await page.getByText("Someone else changed this application meanwhile, so it was not deleted.").waitFor()
+  await page.getByRole("heading", { level: 1, name: "Reader (again)" }).waitFor()
+  expect((await app()).status).toBe(200)
+  // A rotation on this page changes the record too; the page edits the rotated version afterwards, so Delete applies.
+  const beforeRotation = (await app()).headers.get("etag")
+  await page.getByRole("button", { name: "Rotate secret" }).click()
+  await page.getByRole("dialog").getByRole("button", { name: "Rotate secret" }).click()
+  await page.getByText("Secret rotated").waitFor()
+  expect((await app()).headers.get("etag")).not.toBe(beforeRotation)
+  await page.getByRole("button", { name: "Delete application" }).click()
+  await page.getByRole("dialog").getByRole("button", { name: "Delete application" }).click()
+  await page.getByText("“Reader (again)” deleted.").waitFor()
+  expect((await app()).status).toBe(404)
   expectOnlyLoopback(session)
   expectNoProblems(session)
 }, 120_000)

@@ -5,8 +5,8 @@
  * concurrent `PUT`s carrying the same `If-Match`: exactly one wins. Runs on the engine `DATABASE_URL` names.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import * as AST from "effect/SchemaAST"
 import { Api } from "../../src/Api.ts"
+import { singleResourceGets } from "../support/contract.ts"
 import { eventually } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
 import type { Server, TestUser } from "../support/server.ts"
@@ -14,19 +14,6 @@ import type { Server, TestUser } from "../support/server.ts"
 let server: Server
 let ann: TestUser
 let bob: TestUser
-
-/** Whether a success schema's `data` is one record (`Success(…)`), not an array of them (`List(…)`). */
-const isOneRecord = (success: { readonly ast: AST.AST }): boolean => {
-  const data = AST.getPropertySignatures(AST.encodedAST(success.ast)).find(({ name }) => name === "data")
-  return data !== undefined && AST.encodedAST(data.type)._tag === "TypeLiteral"
-}
-
-/** The contract's `GET` endpoints whose success is one record, by path. */
-const singleResourceGets = Object.values(Api.groups).flatMap((group) =>
-  Object.values(group.endpoints).flatMap((endpoint) =>
-    endpoint.method === "GET" && isOneRecord(endpoint.successSchema) ? [endpoint.path] : []
-  )
-)
 
 /** Each single-resource `GET` path of the contract with the ids of records made in `beforeAll`. */
 const concrete = new Map<string, string>()
