@@ -3,7 +3,8 @@
  * feedReaders.ts): with the cursor (`after`) it sees every event exactly once, on both engines, and across two
  * replicas on one PostgreSQL. The same load read with the old `created_after` procedure misses events (issue 42):
  * that reproduction runs with `FEED_LOSS_REPRO=1` (it counts, and fails if it missed none; how many it misses
- * depends on timing, so it is not part of the suite).
+ * depends on timing, so it is not part of the suite). The suite reproduces the skip without timing, on PostgreSQL:
+ * test/events/feed-sequence.service.test.ts holds a writer's transaction open while a later one commits.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import {
