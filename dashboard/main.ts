@@ -47,17 +47,32 @@ route(new RegExp(`^/webhooks/${ID}/deliveries/${ID}$`), deliveryPage)
 route(/^\/events$/, eventsPage)
 route(new RegExp(`^/events/${ID}$`), eventPage)
 
+const SETTINGS = `${BASE}/settings`
+
 const nav = [
   ["Projects", `${BASE}/projects`],
   ["Teams", `${BASE}/teams`],
   ["Webhooks", `${BASE}/webhooks`],
   ["Events", `${BASE}/events`],
-  ["API keys", `${BASE}/settings/api-keys`],
-  ["OAuth apps", `${BASE}/settings/oauth-apps`],
-  ["Authorized apps", `${BASE}/settings/authorized-apps`],
-  ["Sessions", `${BASE}/settings/sessions`],
-  ["Security log", `${BASE}/settings/security-log`]
+  ["Settings", SETTINGS]
 ] as const
+
+/** Settings' own pages, as tabs above each of them (Settings → Security log, as GitHub keeps its settings). */
+const settingsNav = [
+  ["API keys", `${SETTINGS}/api-keys`],
+  ["OAuth apps", `${SETTINGS}/oauth-apps`],
+  ["Authorized apps", `${SETTINGS}/authorized-apps`],
+  ["Sessions", `${SETTINGS}/sessions`],
+  ["Security log", `${SETTINGS}/security-log`]
+] as const
+
+/** A list of section links; the one of the current page is marked when the page is drawn (`render`). */
+const sectionLinks = (links: ReadonlyArray<readonly [string, string]>): HTMLElement =>
+  h(
+    "ul",
+    null,
+    links.map(([label, href]) => h("li", null, h("a", { href, "data-section": href }, label)))
+  )
 
 let me: Promise<User> | undefined
 
@@ -72,15 +87,7 @@ const header = (): HTMLElement => {
     "header",
     { class: "top" },
     h("a", { class: "brand", href: `${BASE}/projects` }, "Project Collaboration"),
-    h(
-      "nav",
-      { class: "main-nav", "aria-label": "Main" },
-      h(
-        "ul",
-        null,
-        nav.map(([label, href]) => h("li", null, h("a", { href, "data-section": href }, label)))
-      )
-    ),
+    h("nav", { class: "main-nav", "aria-label": "Main" }, sectionLinks(nav)),
     h(
       "div",
       { class: "who" },
@@ -123,6 +130,9 @@ const render = (focus: boolean): void => {
   }
   const withNav = found === undefined ? signedIn() : found.route.public !== true
   const main = h("main", { id: "main", tabindex: -1 })
+  if (withNav && path.startsWith(`${SETTINGS}/`)) {
+    main.append(h("nav", { class: "tabs settings-nav", "aria-label": "Settings" }, sectionLinks(settingsNav)))
+  }
   let top = app.querySelector("header.top")
   if (withNav && top === null) top = header()
   replace(app, withNav ? top : null, main)

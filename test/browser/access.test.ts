@@ -11,6 +11,7 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
+  openSettings,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -72,8 +73,16 @@ describe("roles and sessions in the dashboard", () => {
     // Two more sessions of Ann's, elsewhere.
     const [elsewhere, phone] = [await login(ann.email, ann.password), await login(ann.email, ann.password)]
     for (const res of [elsewhere, phone]) expect(res.status).toBe(200)
-    await page.getByRole("link", { name: "Sessions", exact: true }).click()
+    await openSettings(page, "Sessions")
     await page.getByRole("heading", { level: 1, name: "Sessions" }).waitFor()
+    // Settings is the main navigation's current section, and Sessions the current one of its tabs.
+    const current = (navigation: string, link: string) =>
+      page
+        .getByRole("navigation", { name: navigation })
+        .getByRole("link", { name: link, exact: true })
+        .getAttribute("aria-current")
+    expect([await current("Main", "Settings"), await current("Settings", "Sessions")]).toEqual(["page", "page"])
+    expect(await current("Settings", "API keys")).toBeNull()
     await page.locator("tbody tr", { hasText: "this session" }).waitFor()
     expect(await page.locator("tbody tr", { hasText: "curl/8.5.0" }).count()).toBe(2)
     await session.shots("61-sessions")

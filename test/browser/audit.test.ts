@@ -11,6 +11,7 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
+  openSettings,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -83,7 +84,7 @@ describe("audit logs in the dashboard", () => {
   test("Settings → Security log: the owner's sign-in, a change made in the dashboard, and the API's", async () => {
     const { page } = session
     // A change made with the dashboard's own session: sign out everywhere else.
-    await page.getByRole("link", { name: "Sessions", exact: true }).click()
+    await openSettings(page, "Sessions")
     await page.getByRole("button", { name: "Sign out everywhere else" }).click()
     // The log is read once the sessions have ended (the page says nothing of it but its list).
     const ended = page.waitForResponse(

@@ -208,6 +208,14 @@ export const userWithPassword = async (
 }
 
 /** Signs in to the dashboard through its sign-in page, by keyboard. */
+/** Settings → `tab`: the main navigation's Settings, then that tab of Settings' own, as a person goes there. */
+export const openSettings = async (page: Page, tab: string): Promise<void> => {
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Settings", exact: true }).click()
+  const link = page.getByRole("navigation", { name: "Settings" }).getByRole("link", { name: tab, exact: true })
+  await link.waitFor()
+  await link.click()
+}
+
 export const signIn = async (page: Page, base: string, user: { readonly email: string; readonly password: string }) => {
   await page.goto(`${base}/dashboard/sign-in`)
   await page.getByLabel("Email").fill(user.email)

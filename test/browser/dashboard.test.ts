@@ -8,7 +8,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { brotliDecompressSync, gunzipSync } from "node:zlib"
 import { type Server, startServer } from "../support/server.ts"
-import { type BrowserSession, expectNoProblems, expectOnlyLoopback, openBrowser, userWithPassword } from "./browser.ts"
+import {
+  type BrowserSession,
+  expectNoProblems,
+  expectOnlyLoopback,
+  openBrowser,
+  openSettings,
+  userWithPassword
+} from "./browser.ts"
 
 let server: Server
 let session: BrowserSession
@@ -218,7 +225,7 @@ describe("in the browser", () => {
 
   test("API keys: created with name, scopes and expiry, used, not shown again after a reload, revoked", async () => {
     const { page } = session
-    await page.getByRole("link", { name: "API keys" }).click()
+    await openSettings(page, "API keys")
     await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor()
     await page.getByText("New API key").click()
     await page.getByLabel("Name").fill("Deploy bot")

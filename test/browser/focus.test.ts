@@ -13,6 +13,7 @@ import {
   expectAccessible,
   expectNoProblems,
   openBrowser,
+  openSettings,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -96,7 +97,7 @@ test("record pages focus their heading; dialogs give focus back; busy buttons ke
 test("revoking a key: focus stays on the page, never on <body>; the focus ring has 3:1 contrast", async () => {
   const { page } = session
   await server.fixtures.apiKey(ann.id, { name: "Revoke me", scopes: "read" })
-  await page.getByRole("link", { name: "API keys" }).first().click()
+  await openSettings(page, "API keys")
   await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor()
   const row = page.locator("tr", { hasText: "Revoke me" })
   await row.getByRole("button", { name: /Revoke/ }).focus()

@@ -17,6 +17,7 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
+  openSettings,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -71,7 +72,7 @@ const signOutOfDashboard = async () => {
 test("Olga registers an application in the dashboard: the secret is shown once with Copy; edit; rotate", async () => {
   const { page } = session
   await signIn(page, server.url, olga)
-  await page.getByRole("link", { name: "OAuth apps" }).click()
+  await openSettings(page, "OAuth apps")
   await page.getByRole("heading", { level: 1, name: "OAuth applications" }).waitFor()
   await page.getByText("You have not registered an application yet.").waitFor()
   await page.getByText("Register an application").click()
@@ -234,7 +235,7 @@ test("Not you? starts again at the sign-in page; Deny sends the browser back wit
 test("Bea sees the application under Authorized apps and revokes it: its token answers 401 at once", async () => {
   const { page } = session
   await signIn(page, server.url, bea)
-  await page.getByRole("link", { name: "Authorized apps" }).click()
+  await openSettings(page, "Authorized apps")
   await page.getByRole("heading", { level: 1, name: "Authorized applications" }).waitFor()
   const row = page.getByRole("row", { name: /Receiver App/ })
   await row.waitFor()

@@ -15,6 +15,7 @@ import {
   expectNoProblems,
   expectOnlyLoopback,
   openBrowser,
+  openSettings,
   signIn,
   userWithPassword
 } from "./browser.ts"
@@ -193,7 +194,7 @@ describe("pages", () => {
 
   test("the new-key form says what each scope means", async () => {
     const { page } = session
-    await page.getByRole("link", { name: "API keys" }).first().click()
+    await openSettings(page, "API keys")
     await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor()
     await page.getByText("New API key").click()
     const described = (label: string) =>
