@@ -156,6 +156,18 @@ export const isChangedMeanwhile = (error: unknown): boolean =>
   error instanceof ApiError && error.code === "precondition_failed"
 
 /**
+ * The `If-Match` for a change of `shown`, a record the page drew from a list (a list's rows carry no `ETag`): the tag
+ * of its single read, as long as that read is still the record shown (the tag stands for exactly that
+ * representation). When it is not, someone else changed it since the page showed it: the change is not sent, and
+ * fails as the API would have failed it (`precondition_failed`).
+ */
+export const tagOfShown = async <T>(shown: T, read: () => Promise<Tagged<T>>): Promise<string | undefined> => {
+  const current = await read()
+  if (JSON.stringify(current.data) === JSON.stringify(shown)) return current.etag
+  throw new ApiError(412, "precondition_failed", "Someone else changed it since the page showed it")
+}
+
+/**
  * Sends one `/v1` request with the session (its `Authorization`): resolves with a success, throws an `ApiError` for
  * anything else (a 401 also ends the session here).
  */

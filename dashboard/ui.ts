@@ -4,8 +4,9 @@
  * cards on a phone, pagers, list regions (table + pager, or the error box), status badges, and the shown-once
  * secret panel.
  */
-import { ApiError, messageOf, type Tagged } from "./api.ts"
+import { ApiError, isChangedMeanwhile, messageOf, type Tagged } from "./api.ts"
 import { type Child, h, uid } from "./dom.ts"
+import { flashNext } from "./router.ts"
 import type { ListMeta, Page } from "./types.ts"
 
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
@@ -528,6 +529,20 @@ export const changedMeanwhileBox = (
     ),
     h("p", null, "Your edits are still in the form: save again to replace the current version with them.")
   )
+
+/**
+ * For a button's change sent with `If-Match` (`.then(() => true, reloadWhenChangedMeanwhile(…))`): when it was
+ * refused because someone else changed the `record` meanwhile (412), the page again, with the current version and
+ * the reason (`outcome`: what was not done); false. Any other failure goes on to the button's error.
+ */
+export const reloadWhenChangedMeanwhile =
+  (context: { refresh(): void }, record: string, outcome: string) =>
+  (error: unknown): false => {
+    if (!isChangedMeanwhile(error)) throw error
+    flashNext(`Someone else changed this ${record} meanwhile, so ${outcome}. This is the current version.`)
+    context.refresh()
+    return false
+  }
 
 export const readRecord = async <T>(
   context: { readonly root: HTMLElement; title(text: string, ...after: Array<Child>): HTMLHeadingElement },

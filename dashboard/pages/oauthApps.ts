@@ -21,6 +21,7 @@ import {
   listRegion,
   onSubmit,
   readTaggedRecord,
+  reloadWhenChangedMeanwhile,
   secretOnce,
   select,
   when
@@ -228,17 +229,9 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
           ))
         )
           return
-        const deleted = await api.DELETE("/v1/oauth-clients/{id}", ifUnchanged()).then(
-          () => true,
-          (error: unknown) => {
-            if (!isChangedMeanwhile(error)) throw error
-            flashNext(
-              "Someone else changed this application meanwhile, so it was not deleted. This is the current version."
-            )
-            context.refresh()
-            return false
-          }
-        )
+        const deleted = await api
+          .DELETE("/v1/oauth-clients/{id}", ifUnchanged())
+          .then(() => true, reloadWhenChangedMeanwhile(context, "application", "it was not deleted"))
         if (!deleted) return
         flashNext(`“${app.name}” deleted.`)
         navigate(appsHref)

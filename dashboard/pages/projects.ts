@@ -1,5 +1,5 @@
 /** Projects: the list (search, status, sort, paging), creating one, and a project's page with its deployments. */
-import { api, bodyOf, dataOf, isChangedMeanwhile, oneOf, pageParam, taggedOf } from "../api.ts"
+import { api, bodyOf, dataOf, isChangedMeanwhile, oneOf, pageParam, taggedOf, tagOfShown } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import type { Deployment, Project, Team, User } from "../types.ts"
@@ -17,6 +17,7 @@ import {
   listRegion,
   onSubmit,
   readTaggedRecord,
+  reloadWhenChangedMeanwhile,
   select,
   when
 } from "../ui.ts"
@@ -254,11 +255,7 @@ export const projectPage = async (context: PageContext): Promise<void> => {
   // Every change is sent with the ETag the page was drawn from, so it never overwrites someone else's change.
   let etag = tagged.etag
   /** A button's change was refused because the project changed meanwhile: the page again, with the current version. */
-  const changedMeanwhile = (error: unknown) => {
-    if (!isChangedMeanwhile(error)) throw error
-    flashNext("Someone else changed this project meanwhile, so nothing was changed. This is the current version.")
-    context.refresh()
-  }
+  const changedMeanwhile = reloadWhenChangedMeanwhile(context, "project", "nothing was changed")
   context.title(project.name, badge(project.status))
   const people = await projectPeople(project)
   const manages = managesProject(project, people)
@@ -270,9 +267,8 @@ export const projectPage = async (context: PageContext): Promise<void> => {
         const status = project.status === "active" ? "archived" : "active"
         const changed = await api
           .PUT("/v1/projects/{id}", { ...ifUnchanged(), body: { status } })
-          .then(dataOf)
-          .catch(changedMeanwhile)
-        if (changed === undefined) return
+          .then(() => true, changedMeanwhile)
+        if (!changed) return
         flashNext(status === "archived" ? "Project archived." : "Project restored to active.")
         context.refresh()
       }),
@@ -286,13 +282,7 @@ export const projectPage = async (context: PageContext): Promise<void> => {
             ))
           )
             return
-          const deleted = await api.DELETE("/v1/projects/{id}", ifUnchanged()).then(
-            () => true,
-            (error: unknown) => {
-              changedMeanwhile(error)
-              return false
-            }
-          )
+          const deleted = await api.DELETE("/v1/projects/{id}", ifUnchanged()).then(() => true, changedMeanwhile)
           if (!deleted) return
           flashNext(`Project “${project.name}” deleted.`)
           navigate(`${BASE}/projects`)
@@ -414,13 +404,35 @@ const deploymentsSection = (context: PageContext, project: Project): HTMLElement
         className: "danger"
       })
     )
+  /**
+   * Finishes `deployment` as the row shows it (`If-Match`): when someone else changed it meanwhile (finished it),
+   * nothing is changed, and the list shows its current version with the reason.
+   */
   const finishAs = async (deployment: Deployment, status: "succeeded" | "failed") => {
-    await api.PUT("/v1/projects/{id}/deployments/{deployment_id}", {
-      params: { path: { id: project.id, deployment_id: deployment.id } },
-      body: { status }
-    })
+    const path = { id: project.id, deployment_id: deployment.id }
+    const read = () => api.GET("/v1/projects/{id}/deployments/{deployment_id}", { params: { path } }).then(taggedOf)
+    const what = `${deployment.ref} to ${deployment.environment}`
+    const refused = await tagOfShown(deployment, read)
+      .then((etag) =>
+        api.PUT("/v1/projects/{id}/deployments/{deployment_id}", {
+          params: { path, header: { "If-Match": etag } },
+          body: { status }
+        })
+      )
+      .then(
+        () => undefined,
+        async (error: unknown) => {
+          if (!isChangedMeanwhile(error)) throw error
+          // Someone else finished it first: its current version, in the list below and in the reason.
+          return (await read()).data
+        }
+      )
     await deployments.load()
-    announce(`Deployment of ${deployment.ref} to ${deployment.environment} marked ${status}.`)
+    announce(
+      refused === undefined
+        ? `Deployment of ${what} marked ${status}.`
+        : `Someone else changed the deployment of ${what} meanwhile, so it was not marked ${status}. Its status now: ${refused.status}.`
+    )
   }
 
   const deployments = listRegion<Deployment>({

@@ -21,6 +21,7 @@ import {
   listRegion,
   onSubmit,
   readTaggedRecord,
+  reloadWhenChangedMeanwhile,
   select,
   when
 } from "../ui.ts"
@@ -413,17 +414,9 @@ export const teamPage = async (context: PageContext): Promise<void> => {
                     ))
                   )
                     return
-                  const deleted = await api.DELETE("/v1/teams/{team_id}", ifUnchanged()).then(
-                    () => true,
-                    (error: unknown) => {
-                      if (!isChangedMeanwhile(error)) throw error
-                      flashNext(
-                        "Someone else changed this team meanwhile, so it was not deleted. This is the current version."
-                      )
-                      context.refresh()
-                      return false
-                    }
-                  )
+                  const deleted = await api
+                    .DELETE("/v1/teams/{team_id}", ifUnchanged())
+                    .then(() => true, reloadWhenChangedMeanwhile(context, "team", "it was not deleted"))
                   if (!deleted) return
                   flashNext(`Team “${team.name}” deleted.`)
                   navigate(`${BASE}/teams`)

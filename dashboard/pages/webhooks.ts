@@ -31,6 +31,7 @@ import {
   onSubmit,
   readRecord,
   readTaggedRecord,
+  reloadWhenChangedMeanwhile,
   secretOnce,
   select,
   table,
@@ -354,8 +355,11 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
   })
   if (tagged === undefined) return
   const hook = tagged.data
-  // The edit form sends the ETag the page was drawn from, so it never overwrites someone else's change.
+  // The edit form, Set active again and Delete send the ETag the page was drawn from, so they never overwrite
+  // someone else's change.
   let etag = tagged.etag
+  /** `byId` with the `If-Match` of the version the page was drawn from. */
+  const ifUnchanged = () => ({ params: { path: { id }, header: { "If-Match": etag } } })
   const heading = context.title("Webhook", badge(hook.status))
   const secretSlot = h("div", { class: "created-slot" })
   // An Ed25519 webhook is signed with a key pair: it has a public key to show and no secret to set or rotate.
@@ -477,7 +481,10 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
   /** "Set active again", shown while the webhook is failed. */
   const setActive = () =>
     actionButton("Set active again", async () => {
-      await api.PUT("/v1/webhooks/{id}", { ...byId, body: { status: "active" } })
+      const changed = await api
+        .PUT("/v1/webhooks/{id}", { ...ifUnchanged(), body: { status: "active" } })
+        .then(() => true, reloadWhenChangedMeanwhile(context, "webhook", "it was not set active"))
+      if (!changed) return
       flashNext("Webhook set active.")
       context.refresh()
     })
@@ -565,7 +572,10 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       "Delete webhook",
       async () => {
         if (!(await confirmAction(`Delete the webhook for ${hook.url} and its delivery log?`, "Delete webhook"))) return
-        await api.DELETE("/v1/webhooks/{id}", byId)
+        const deleted = await api
+          .DELETE("/v1/webhooks/{id}", ifUnchanged())
+          .then(() => true, reloadWhenChangedMeanwhile(context, "webhook", "it was not deleted"))
+        if (!deleted) return
         flashNext("Webhook deleted.")
         navigate(`${BASE}/webhooks`)
       },
@@ -589,7 +599,7 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
       async (form) => {
         const saved = await api
           .PUT("/v1/webhooks/{id}", {
-            params: { path: { id }, header: { "If-Match": etag } },
+            ...ifUnchanged(),
             body: {
               url: formValue(form, "url"),
               events: someOf(eventTypes, checkedValues(form, "events")),
