@@ -493,9 +493,16 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
   let shownStatus = hook.status
   /** Shows the webhook's status as it is now (a manual attempt that succeeds makes a failed webhook active). */
   const refreshHook = async () => {
-    const now = await api.GET("/v1/webhooks/{id}", byId).then(dataOf)
+    const tagged = await api.GET("/v1/webhooks/{id}", byId).then(taggedOf)
+    const now = tagged.data
     if (now.status === shownStatus) return
     shownStatus = now.status
+    // The page now shows this status: an edit compares this version's ETag, as long as what the edit form shows
+    // (the URL, the events, the rate limit) is still what the page was drawn with; otherwise it keeps the old one,
+    // so the edit is refused and the page shows the current version.
+    const formUnchanged =
+      now.url === hook.url && now.events.join() === hook.events.join() && now.rate_limit === hook.rate_limit
+    if (formUnchanged) etag = tagged.etag
     heading.parentElement?.querySelector(".badge")?.replaceWith(badge(now.status))
     replace(failedAt, when(now.failed_at))
     setActiveSlot.replaceChildren(...(now.status === "failed" ? [setActive()] : []))

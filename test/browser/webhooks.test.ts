@@ -276,6 +276,11 @@ test("recover failed deliveries since a time: the count, and the log refreshing 
   expect(await page.getByRole("button", { name: "Set active again" }).count()).toBe(0)
   expect(await page.evaluate(() => document.body.getAttribute("data-not-reloaded"))).toBe("yes")
   await session.shots("17-webhook-recovered")
+  // The page edits the version it now shows: saving is not refused as someone else's change.
+  await page.getByText("Edit webhook").click()
+  await page.getByRole("button", { name: "Save changes" }).click()
+  await page.getByText("Webhook saved.").waitFor()
+  expect(await page.getByText("changed this webhook meanwhile").count()).toBe(0)
 }, 120_000)
 
 test("send a test event: the log filtered by event type, and the delivery's request with its pretty payload", async () => {
