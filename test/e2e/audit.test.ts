@@ -9,6 +9,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { Webhook } from "standardwebhooks"
 import { startInProcess } from "../support/in-process.ts"
+import { formAction, formField } from "../support/oauthPages.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, type TestUser, usingPostgres } from "../support/server.ts"
 
@@ -390,9 +391,6 @@ describe("audit records", () => {
     const account = await server.fixtures.account({ name: "Gail", password: "correct-horse-battery" })
 
     // The consent, as a browser gives it: the authorize page, its sign-in form, the consent form.
-    const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? ""
-    const actionOf = (html: string, pageUrl: string) =>
-      new URL(/<form method="post" action="([^"]+)"/.exec(html)?.[1] ?? "", pageUrl)
     const authorize = new URL("/oauth/authorize", server.url)
     const query = {
       client_id: String(client.body.data.id),
@@ -405,14 +403,14 @@ describe("audit records", () => {
     const page = await fetch(authorize, { redirect: "manual", headers: { "user-agent": "grant-test" } })
     expect(page.status).toBe(200)
     const signInHtml = await page.text()
-    const pending = field(signInHtml, "pending")
-    const signedIn = await fetch(actionOf(signInHtml, page.url), {
+    const pending = formField(signInHtml, "pending")
+    const signedIn = await fetch(formAction(signInHtml, page.url), {
       method: "POST",
       redirect: "manual",
       headers: { "user-agent": "grant-test" },
       body: new URLSearchParams({
         pending,
-        csrf_token: field(signInHtml, "csrf_token"),
+        csrf_token: formField(signInHtml, "csrf_token"),
         email: account.email,
         password: "correct-horse-battery"
       })
@@ -423,11 +421,11 @@ describe("audit records", () => {
     const consent = await fetch(consentUrl, { redirect: "manual", headers: { cookie, "user-agent": "grant-test" } })
     expect(consent.status).toBe(200)
     const consentHtml = await consent.text()
-    const approved = await fetch(actionOf(consentHtml, consent.url), {
+    const approved = await fetch(formAction(consentHtml, consent.url), {
       method: "POST",
       redirect: "manual",
       headers: { cookie, "user-agent": "grant-test" },
-      body: new URLSearchParams({ pending, csrf_token: field(consentHtml, "csrf_token"), decision: "approve" })
+      body: new URLSearchParams({ pending, csrf_token: formField(consentHtml, "csrf_token"), decision: "approve" })
     })
     expect(approved.status).toBe(302)
     expect(new URL(approved.headers.get("location") ?? "").searchParams.get("code")).toBeTruthy()

@@ -12,6 +12,7 @@ import { createHash } from "node:crypto"
 import { SQL } from "bun"
 import * as oauth from "oauth4webapi"
 import { startInProcess } from "../support/in-process.ts"
+import { formAction, formField } from "../support/oauthPages.ts"
 import { REDIS_SERVER, type RedisProcess, startRedis } from "../support/redis.ts"
 import type { Server } from "../support/server.ts"
 
@@ -70,10 +71,6 @@ afterAll(async () => {
   await server?.stop()
 }, 20_000)
 
-const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)![1]!
-const actionOf = (html: string, pageUrl: string) =>
-  new URL(/<form method="post" action="([^"]+)"/.exec(html)![1]!, pageUrl)
-
 /** A person's way through the sign-in and consent pages: answers the redirect back to the client. */
 const codeFor = async (on: Server, clientId: string, scope: string, email: string, challenge?: string) => {
   const url = new URL(`${on.url}/oauth/authorize`)
@@ -90,19 +87,19 @@ const codeFor = async (on: Server, clientId: string, scope: string, email: strin
   }
   const page = await fetch(url)
   const signIn = await page.text()
-  const pending = field(signIn, "pending")
-  const signedIn = await fetch(actionOf(signIn, page.url), {
+  const pending = formField(signIn, "pending")
+  const signedIn = await fetch(formAction(signIn, page.url), {
     method: "POST",
     redirect: "manual",
-    body: new URLSearchParams({ pending, csrf_token: field(signIn, "csrf_token"), email, password })
+    body: new URLSearchParams({ pending, csrf_token: formField(signIn, "csrf_token"), email, password })
   })
   const consentUrl = new URL(signedIn.headers.get("location")!, page.url)
   const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!
   const consent = await (await fetch(consentUrl, { headers: { cookie } })).text()
-  const answered = await fetch(actionOf(consent, consentUrl.href), {
+  const answered = await fetch(formAction(consent, consentUrl.href), {
     method: "POST",
     redirect: "manual",
-    body: new URLSearchParams({ pending, csrf_token: field(consent, "csrf_token"), decision: "approve" })
+    body: new URLSearchParams({ pending, csrf_token: formField(consent, "csrf_token"), decision: "approve" })
   })
   return new URL(answered.headers.get("location")!)
 }

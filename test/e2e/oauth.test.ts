@@ -10,6 +10,7 @@ import { createHash } from "node:crypto"
 import { SQL } from "bun"
 import * as oauth from "oauth4webapi"
 import { startInProcess } from "../support/in-process.ts"
+import { formAction, formField } from "../support/oauthPages.ts"
 import type { Server } from "../support/server.ts"
 
 const REDIRECT = "http://127.0.0.1:9/callback"
@@ -66,15 +67,6 @@ afterAll(async () => {
   await server?.stop()
 }, 20_000)
 
-const field = (html: string, name: string) => {
-  const match = new RegExp(`name="${name}" value="([^"]*)"`).exec(html)
-  if (match === null) throw new Error(`no ${name} in:\n${html}`)
-  return match[1]!
-}
-/** Where a browser posts a page's form: its `action` resolved against the URL the page was served from. */
-const actionOf = (html: string, pageUrl: string) =>
-  new URL(/<form method="post" action="([^"]+)"/.exec(html)![1]!, pageUrl)
-
 interface AuthorizeOptions {
   readonly clientId: string
   readonly scope?: string
@@ -119,13 +111,13 @@ const browse = async (options: AuthorizeOptions) => {
   expect(page.status).toBe(200)
   expect(page.headers.get("content-type")).toContain("text/html")
   const signIn = await page.text()
-  const pending = field(signIn, "pending")
-  const signedIn = await fetch(actionOf(signIn, page.url), {
+  const pending = formField(signIn, "pending")
+  const signedIn = await fetch(formAction(signIn, page.url), {
     method: "POST",
     redirect: "manual",
     body: new URLSearchParams({
       pending,
-      csrf_token: field(signIn, "csrf_token"),
+      csrf_token: formField(signIn, "csrf_token"),
       email: user.email,
       password: user.password
     })
@@ -133,12 +125,12 @@ const browse = async (options: AuthorizeOptions) => {
   const { consent, html: consentHtml } = await followToConsent(signedIn)
   expect(consent.status).toBe(200)
   expect(consentHtml).toContain("Allow access?")
-  const answered = await fetch(actionOf(consentHtml, consent.url), {
+  const answered = await fetch(formAction(consentHtml, consent.url), {
     method: "POST",
     redirect: "manual",
     body: new URLSearchParams({
       pending,
-      csrf_token: field(consentHtml, "csrf_token"),
+      csrf_token: formField(consentHtml, "csrf_token"),
       decision: options.decision ?? "approve"
     })
   })
@@ -378,8 +370,8 @@ describe("authorize errors", () => {
     const url = authorizeUrl({ clientId: confidential.client_id, state: "csrf" })
     const page = await fetch(url)
     const html = await page.text()
-    const pending = field(html, "pending")
-    const action = actionOf(html, page.url)
+    const pending = formField(html, "pending")
+    const action = formAction(html, page.url)
     const forged = await fetch(action, {
       method: "POST",
       body: new URLSearchParams({ pending, csrf_token: "x".repeat(32), email: user.email, password: user.password })
@@ -391,7 +383,7 @@ describe("authorize errors", () => {
       method: "POST",
       body: new URLSearchParams({
         pending,
-        csrf_token: field(html, "csrf_token"),
+        csrf_token: formField(html, "csrf_token"),
         email: user.email,
         password: "wrong password"
       })
@@ -401,12 +393,12 @@ describe("authorize errors", () => {
     expect(wrongHtml).toContain("The email or password is wrong")
 
     // The form shown again after a wrong password is posted from /oauth/authorize/sign-in, as a browser would.
-    const ok = await fetch(actionOf(wrongHtml, wrong.url), {
+    const ok = await fetch(formAction(wrongHtml, wrong.url), {
       method: "POST",
       redirect: "manual",
       body: new URLSearchParams({
         pending,
-        csrf_token: field(wrongHtml, "csrf_token"),
+        csrf_token: formField(wrongHtml, "csrf_token"),
         email: user.email,
         password: user.password
       })
@@ -428,18 +420,18 @@ describe("authorize errors", () => {
     expect(consentHtml).toContain(user.email)
     expect(consentHtml).toContain("Not you?")
     expect(consentHtml).toContain(REDIRECT)
-    const consentAction = actionOf(consentHtml, followed.url)
+    const consentAction = formAction(consentHtml, followed.url)
     expect(consentAction.pathname).toBe("/oauth/authorize/consent")
     // The sign-in token does not work on the consent form.
     const early = await fetch(consentAction, {
       method: "POST",
       redirect: "manual",
-      body: new URLSearchParams({ pending, csrf_token: field(html, "csrf_token"), decision: "approve" })
+      body: new URLSearchParams({ pending, csrf_token: formField(html, "csrf_token"), decision: "approve" })
     })
     expect(early.status).toBe(400)
     const consentBody = new URLSearchParams({
       pending,
-      csrf_token: field(consentHtml, "csrf_token"),
+      csrf_token: formField(consentHtml, "csrf_token"),
       decision: "approve"
     })
     const first = await fetch(consentAction, { method: "POST", redirect: "manual", body: consentBody })

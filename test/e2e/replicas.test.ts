@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SQL } from "bun"
 import * as jose from "jose"
 import { eventually, stopWithin } from "../support/helpers.ts"
+import { formField } from "../support/oauthPages.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { REDIS_SERVER, type RedisProcess, startRedis } from "../support/redis.ts"
 import {
@@ -127,7 +128,6 @@ describe.skipIf(!POSTGRES)("three replicas on one PostgreSQL", () => {
       "--redirect-uri",
       redirect
     )
-    const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)![1]!
     /** A form's target, on replica `i` (the action's path, whatever origin it names). */
     const action = (html: string, i: number) => {
       const target = new URL(/<form method="post" action="([^"]+)"/.exec(html)![1]!, BASE_URL)
@@ -145,11 +145,11 @@ describe.skipIf(!POSTGRES)("three replicas on one PostgreSQL", () => {
     const page = await fetch(authorize, { redirect: "manual" })
     expect(page.status).toBe(200)
     const signIn = await page.text()
-    const pending = field(signIn, "pending")
+    const pending = formField(signIn, "pending")
     const signedIn = await fetch(action(signIn, 1), {
       method: "POST",
       redirect: "manual",
-      body: new URLSearchParams({ pending, csrf_token: field(signIn, "csrf_token"), email, password })
+      body: new URLSearchParams({ pending, csrf_token: formField(signIn, "csrf_token"), email, password })
     })
     // Post/Redirect/Get: the consent page, followed with the cookie the sign-in set, is asked of replica 0.
     expect(signedIn.status).toBe(303)
@@ -164,7 +164,7 @@ describe.skipIf(!POSTGRES)("three replicas on one PostgreSQL", () => {
     const answered = await fetch(action(consentHtml, 2), {
       method: "POST",
       redirect: "manual",
-      body: new URLSearchParams({ pending, csrf_token: field(consentHtml, "csrf_token"), decision: "approve" })
+      body: new URLSearchParams({ pending, csrf_token: formField(consentHtml, "csrf_token"), decision: "approve" })
     })
     expect(answered.status).toBe(302)
     const location = new URL(answered.headers.get("location")!)

@@ -15,6 +15,7 @@ import { Webhook } from "standardwebhooks"
 import { keyIdOf, keyRingOf } from "../../src/Secrets/KeyRing.ts"
 import { secretsSettings } from "../support/fixtures.ts"
 import { startInProcess } from "../support/in-process.ts"
+import { formAction, formField } from "../support/oauthPages.ts"
 import { startReceiver } from "../support/receiver.ts"
 import { freshDatabaseUrl, type Server, usingPostgres } from "../support/server.ts"
 
@@ -50,15 +51,6 @@ const leaked = (copy: Buffer, found: Record<string, string>) =>
     .filter(([, value]) => copy.includes(Buffer.from(value, "utf8")))
     .map(([name]) => name)
 
-/** A form field's value on one of the sign-in and consent pages. */
-const field = (html: string, name: string) => {
-  const match = new RegExp(`name="${name}" value="([^"]*)"`).exec(html)
-  if (match === null) throw new Error(`no ${name} in:\n${html}`)
-  return match[1]!
-}
-/** Where a browser posts a page's form. */
-const actionOf = (html: string, pageUrl: string) =>
-  new URL(/<form method="post" action="([^"]+)"/.exec(html)![1]!, pageUrl)
 const insecure = { [oauth.allowInsecureRequests]: true } as const
 
 /**
@@ -81,9 +73,9 @@ const authorize = async (
   const page = await fetch(url)
   expect(page.status).toBe(200)
   const signIn = await page.text()
-  const pending = field(signIn, "pending")
-  const signInToken = field(signIn, "csrf_token")
-  const signedIn = await fetch(actionOf(signIn, page.url), {
+  const pending = formField(signIn, "pending")
+  const signInToken = formField(signIn, "csrf_token")
+  const signedIn = await fetch(formAction(signIn, page.url), {
     method: "POST",
     redirect: "manual",
     body: new URLSearchParams({ pending, csrf_token: signInToken, email: options.email, password: options.password })
@@ -92,8 +84,8 @@ const authorize = async (
   const consentUrl = new URL(signedIn.headers.get("location")!, page.url)
   const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!
   const consent = await (await fetch(consentUrl, { headers: { cookie } })).text()
-  const consentToken = field(consent, "csrf_token")
-  const answered = await fetch(actionOf(consent, consentUrl.href), {
+  const consentToken = formField(consent, "csrf_token")
+  const answered = await fetch(formAction(consent, consentUrl.href), {
     method: "POST",
     redirect: "manual",
     body: new URLSearchParams({ pending, csrf_token: consentToken, decision: "approve" })
