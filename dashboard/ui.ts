@@ -531,6 +531,28 @@ export const changedMeanwhileBox = (
   )
 
 /**
+ * For a form's change sent with `If-Match` (`.then(() => true, showWhenChangedMeanwhile(…))`): when it was refused
+ * because someone else changed the `record` first (412), its current version is read, its tag handed to `retag` (so
+ * saving again, on purpose, replaces it), and its `facts` shown above the form, which keeps the user's edits; false.
+ * Any other failure goes on to the form's error.
+ */
+export const showWhenChangedMeanwhile =
+  <T>(
+    form: HTMLElement,
+    record: string,
+    read: () => Promise<Tagged<T>>,
+    facts: (current: T) => ReadonlyArray<readonly [label: string, value: Child]>,
+    retag: (etag: string | undefined) => void
+  ) =>
+  async (error: unknown): Promise<false> => {
+    if (!isChangedMeanwhile(error)) throw error
+    const current = await read()
+    retag(current.etag)
+    form.prepend(changedMeanwhileBox(record, facts(current.data)))
+    return false
+  }
+
+/**
  * For a button's change sent with `If-Match` (`.then(() => true, reloadWhenChangedMeanwhile(…))`): when it was
  * refused because someone else changed the `record` meanwhile (412), the page again, with the current version and
  * the reason (`outcome`: what was not done); false. Any other failure goes on to the button's error.

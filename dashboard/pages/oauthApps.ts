@@ -4,7 +4,7 @@
  * confirmation) and Settings → Authorized applications (the apps you allowed to act for you, each revoked with a
  * confirmation: its tokens stop working at once).
  */
-import { api, bodyOf, dataOf, isChangedMeanwhile, pageParam, taggedOf } from "../api.ts"
+import { api, bodyOf, dataOf, pageParam, taggedOf } from "../api.ts"
 import { h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import type { Authorization, OAuthClient } from "../types.ts"
@@ -12,7 +12,6 @@ import {
   actionButton,
   announce,
   badge,
-  changedMeanwhileBox,
   confirmAction,
   copyableId,
   field,
@@ -24,6 +23,7 @@ import {
   reloadWhenChangedMeanwhile,
   secretOnce,
   select,
+  showWhenChangedMeanwhile,
   when
 } from "../ui.ts"
 
@@ -264,20 +264,19 @@ export const oauthAppPage = async (context: PageContext): Promise<void> => {
           })
           .then(
             () => true,
-            async (error: unknown) => {
-              if (!isChangedMeanwhile(error)) throw error
-              // Someone else saved first: show what they saved; saving again (with its tag) replaces it.
-              const current = await api.GET("/v1/oauth-clients/{id}", byId).then(taggedOf)
-              etag = current.etag
-              form.prepend(
-                changedMeanwhileBox("application", [
-                  ["Name", current.data.name],
-                  ["Redirect URIs", current.data.redirect_uris.join(", ")],
-                  ["Updated", when(current.data.updated_at)]
-                ])
-              )
-              return false
-            }
+            showWhenChangedMeanwhile(
+              form,
+              "application",
+              () => api.GET("/v1/oauth-clients/{id}", byId).then(taggedOf),
+              (current) => [
+                ["Name", current.name],
+                ["Redirect URIs", current.redirect_uris.join(", ")],
+                ["Updated", when(current.updated_at)]
+              ],
+              (tag) => {
+                etag = tag
+              }
+            )
           )
         if (!saved) return
         flashNext("Application saved.")

@@ -7,7 +7,6 @@ import {
   actionButton,
   announce,
   badge,
-  changedMeanwhileBox,
   closeForm,
   confirmAction,
   copyableId,
@@ -19,6 +18,7 @@ import {
   readTaggedRecord,
   reloadWhenChangedMeanwhile,
   select,
+  showWhenChangedMeanwhile,
   when
 } from "../ui.ts"
 
@@ -354,22 +354,21 @@ export const projectPage = async (context: PageContext): Promise<void> => {
           })
           .then(
             () => true,
-            async (error: unknown) => {
-              if (!isChangedMeanwhile(error)) throw error
-              // Someone else saved first: show what they saved; saving again (with its tag) replaces it.
-              const current = await api.GET("/v1/projects/{id}", byId).then(taggedOf)
-              etag = current.etag
-              form.prepend(
-                changedMeanwhileBox("project", [
-                  ["Name", current.data.name],
-                  ["Description", current.data.description === "" ? "—" : current.data.description],
-                  ["Visibility", current.data.visibility],
-                  ["Status", current.data.status],
-                  ["Updated", when(current.data.updated_at)]
-                ])
-              )
-              return false
-            }
+            showWhenChangedMeanwhile(
+              form,
+              "project",
+              () => api.GET("/v1/projects/{id}", byId).then(taggedOf),
+              (current) => [
+                ["Name", current.name],
+                ["Description", current.description === "" ? "—" : current.description],
+                ["Visibility", current.visibility],
+                ["Status", current.status],
+                ["Updated", when(current.updated_at)]
+              ],
+              (tag) => {
+                etag = tag
+              }
+            )
           )
         if (!saved) return
         flashNext("Project saved.")

@@ -3,7 +3,7 @@
  * members (change role, remove), its invitations (status filter, invite, revoke), renaming and deleting it.
  * Endpoints as decisions.md ("Teams, members and invitations") gives them.
  */
-import { api, bodyOf, dataOf, isChangedMeanwhile, oneOf, pageParam, taggedOf } from "../api.ts"
+import { api, bodyOf, dataOf, oneOf, pageParam, taggedOf } from "../api.ts"
 import { add, h } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import type { Invitation, Member, Role, Team } from "../types.ts"
@@ -11,7 +11,6 @@ import {
   actionButton,
   announce,
   badge,
-  changedMeanwhileBox,
   closeForm,
   confirmAction,
   copyableId,
@@ -23,6 +22,7 @@ import {
   readTaggedRecord,
   reloadWhenChangedMeanwhile,
   select,
+  showWhenChangedMeanwhile,
   when
 } from "../ui.ts"
 import { teamTabs } from "./audit.ts"
@@ -350,14 +350,15 @@ export const teamPage = async (context: PageContext): Promise<void> => {
         .PUT("/v1/teams/{team_id}", { ...ifUnchanged(), body: { name: formValue(form, "name") } })
         .then(
           () => true,
-          async (error: unknown) => {
-            if (!isChangedMeanwhile(error)) throw error
-            // Someone else renamed it first: show their version; renaming again (with its tag) replaces it.
-            const current = await api.GET("/v1/teams/{team_id}", byId).then(taggedOf)
-            etag = current.etag
-            form.prepend(changedMeanwhileBox("team", [["Name", current.data.name]]))
-            return false
-          }
+          showWhenChangedMeanwhile(
+            form,
+            "team",
+            () => api.GET("/v1/teams/{team_id}", byId).then(taggedOf),
+            (current) => [["Name", current.name]],
+            (tag) => {
+              etag = tag
+            }
+          )
         )
       if (!saved) return
       flashNext("Team renamed.")

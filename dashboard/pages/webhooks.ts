@@ -4,7 +4,7 @@
  * filtered by status, event type and date, refreshed while a delivery is in flight) and a delivery's page (each
  * attempt's request beside its response, Redeliver, refreshed while in flight).
  */
-import { api, bodyOf, dataOf, isChangedMeanwhile, oneOf, pageParam, someOf, taggedOf } from "../api.ts"
+import { api, bodyOf, dataOf, oneOf, pageParam, someOf, taggedOf } from "../api.ts"
 import { h, replace, uid } from "../dom.ts"
 import { BASE, flashNext, navigate, type PageContext } from "../router.ts"
 import {
@@ -20,7 +20,6 @@ import {
   actionButton,
   badge,
   breakableUrl,
-  changedMeanwhileBox,
   checkboxes,
   checkedValues,
   confirmAction,
@@ -34,6 +33,7 @@ import {
   reloadWhenChangedMeanwhile,
   secretOnce,
   select,
+  showWhenChangedMeanwhile,
   table,
   when
 } from "../ui.ts"
@@ -615,21 +615,21 @@ export const webhookPage = async (context: PageContext): Promise<void> => {
           })
           .then(
             () => true,
-            async (error: unknown) => {
-              if (!isChangedMeanwhile(error)) throw error
-              // Someone else saved first (or a delivery changed its status): show the current version.
-              const current = await api.GET("/v1/webhooks/{id}", byId).then(taggedOf)
-              etag = current.etag
-              form.prepend(
-                changedMeanwhileBox("webhook", [
-                  ["Payload URL", current.data.url],
-                  ["Events", current.data.events.join(", ")],
-                  ["Status", current.data.status],
-                  ["Updated", when(current.data.updated_at)]
-                ])
-              )
-              return false
-            }
+            // Someone else saved first (or a delivery changed its status and more): the current version.
+            showWhenChangedMeanwhile(
+              form,
+              "webhook",
+              () => api.GET("/v1/webhooks/{id}", byId).then(taggedOf),
+              (current) => [
+                ["Payload URL", current.url],
+                ["Events", current.events.join(", ")],
+                ["Status", current.status],
+                ["Updated", when(current.updated_at)]
+              ],
+              (tag) => {
+                etag = tag
+              }
+            )
           )
         if (!saved) return
         flashNext("Webhook saved.")
