@@ -25,7 +25,7 @@ import { ProjectsRepo } from "../src/Projects/Repo.js"
 import { SqlLive } from "../src/Sql/Client.js"
 import { InvitationsRepo, TeamsRepo } from "../src/Teams/Repo.js"
 import { WebhooksRepo } from "../src/Webhooks/Repo.js"
-import { insertAll as insertRows } from "../test/support/seed.ts"
+import { numbered as id, insertAll as insertRows, iso, webhookRow } from "../test/support/seed.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -36,9 +36,6 @@ const dir = mkdtempSync(join(tmpdir(), "lists-"))
 process.env.DATABASE_URL ??= `sqlite:${join(dir, "lists.sqlite")}`
 const engine = process.env.DATABASE_URL.startsWith("postgres") ? "PostgreSQL" : "SQLite"
 
-const iso = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 1000).toISOString()
-/** A well-formed id (`<prefix>_` and 26 base32 digits) numbered `n`. */
-const id = (prefix: string, n: number) => `${prefix}_${String(n).padStart(26, "0")}`
 const who: Record<string, number> = {
   small: 1,
   large: 2,
@@ -143,17 +140,9 @@ const program = Effect.gen(function* () {
     }))
   yield* insertAll("api_keys", [...keys("small", 1_000), ...keys("large", 100_000)])
   const hooks = (u: string, count: number) =>
-    Array.from({ length: count }, (_, i) => ({
-      id: id("whk", who[u]! * 1_000_000 + i),
-      user_id: user(u),
-      url: `https://example.com/${u}/${i}`,
-      events: `["project.created"]`,
-      secret: "s",
-      status: "active",
-      created_at: iso(i),
-      updated_at: iso(i),
-      failed_at: null
-    }))
+    Array.from({ length: count }, (_, i) =>
+      webhookRow(id("whk", who[u]! * 1_000_000 + i), user(u), `https://example.com/${u}/${i}`, i)
+    )
   yield* insertAll("webhooks", [...hooks("small", 1_000), ...hooks("large", 100_000)])
   yield* insertAll("events", [
     { id: id("evt", 1), type: "project.created", payload: "{}", trace_context: null, created_at: iso(0) }

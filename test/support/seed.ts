@@ -14,8 +14,24 @@ export const insertAll = (
     { discard: true }
   )
 
-const iso = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 1000).toISOString()
-const numbered = (prefix: string, n: number) => `${prefix}_${String(n).padStart(26, "0")}`
+/** The instant `n` seconds after 2025-01-01, as the tables store it. */
+export const iso = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 1000).toISOString()
+/** A well-formed id (`<prefix>_` and 26 base32 digits) numbered `n`. */
+export const numbered = (prefix: string, n: number) => `${prefix}_${String(n).padStart(26, "0")}`
+
+/** An active webhook's row for `user_id` (subscribed to `project.created`, not limited or disabled), made at `iso(n)`. */
+export const webhookRow = (id: string, userId: string, url: string, n: number) => ({
+  id,
+  user_id: userId,
+  url,
+  events: `["project.created"]`,
+  secret: "s",
+  status: "active",
+  created_at: iso(n),
+  updated_at: iso(n),
+  failed_at: null
+})
+
 const range = (count: number) => Array.from({ length: count }, (_, i) => i)
 
 /**
@@ -47,17 +63,9 @@ export const seedClaimable = (counts: {
     yield* insertAll(
       sql,
       "webhooks",
-      range(counts.webhooks).map((i) => ({
-        id: numbered("whk", i),
-        user_id: numbered("usr", 1),
-        url: `https://example.com/${i}`,
-        events: `["project.created"]`,
-        secret: "s",
-        status: "active",
-        created_at: iso(i),
-        updated_at: iso(i),
-        failed_at: null
-      }))
+      range(counts.webhooks).map((i) =>
+        webhookRow(numbered("whk", i), numbered("usr", 1), `https://example.com/${i}`, i)
+      )
     )
     yield* insertAll(
       sql,
