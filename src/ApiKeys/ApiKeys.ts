@@ -118,6 +118,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       }
       const principal: Principal = {
         userId: match.user_id,
+        name: match.user_name,
         orgId: match.org_id,
         scopes: match.scopes,
         credential: { kind: "api_key", id: match.id }

@@ -101,18 +101,17 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     /**
      * Keys are looked up by their non-secret prefix; the hash is then compared in constant time by the caller.
      * Authentication runs this for a request with a key (unless src/ApiKeys/Credentials.ts kept what it found), so
-     * its two strings go in as they are (no request schema to encode), and the owner's organisation is read by a
-     * subquery on the user's primary key rather than a join (the same row: `user_id` is a cascading foreign key;
-     * SQLite plans the subquery as one primary-key probe). A suspended user's keys are not found (`users suspend`).
+     * its two strings go in as they are (no request schema to encode), with the owner's organisation and name from
+     * their row (one primary-key probe: `user_id` is a cascading foreign key). A suspended user's keys are not found
+     * (`users suspend`).
      */
     const findByPrefix = (prefix: string, now: string) =>
       Effect.flatMap(
         sql`
-          SELECT k.id, k.user_id, (SELECT u.org_id FROM users u WHERE u.id = k.user_id) AS org_id, k.key_hash,
-            k.scopes, ${status(now)} AS status, k.expires_at, k.last_used_at
-          FROM api_keys k
-          WHERE k.prefix = ${prefix}
-            AND NOT EXISTS (SELECT 1 FROM users s WHERE s.id = k.user_id AND s.suspended_at IS NOT NULL)`,
+          SELECT k.id, k.user_id, u.name AS user_name, u.org_id, k.key_hash, k.scopes, ${status(now)} AS status,
+            k.expires_at, k.last_used_at
+          FROM api_keys k JOIN users u ON u.id = k.user_id
+          WHERE k.prefix = ${prefix} AND u.suspended_at IS NULL`,
         decodeCredentialRows
       )
 

@@ -49,6 +49,8 @@ export type CreatedApiKey = typeof CreatedApiKey.Type
 export const KeyCredential = Schema.Struct({
   id: Stored.ApiKeyId,
   user_id: Stored.UserId,
+  /** The owner's name, which a write made with the key names them by. */
+  user_name: Schema.String,
   org_id: Stored.OrgId,
   key_hash: Schema.String,
   scopes: Schema.Array(Scope),

@@ -75,11 +75,13 @@ export class OAuthToken extends Schema.Class<OAuthToken>("OAuthToken")({
   grantId: Schema.NullOr(Schema.String)
 }) {}
 
-/** A live access token with its user's organisation: what a `pco_…` bearer stands for. */
+/** A live access token with its user's name and organisation and its client: what a `pco_…` bearer stands for. */
 export class AccessCredential extends Schema.Class<AccessCredential>("AccessCredential")({
   id: Schema.String,
   tokenHash: Schema.String,
+  clientId: Schema.String,
   userId: Schema.String,
+  userName: Schema.String,
   orgId: Schema.String,
   scope: Schema.String,
   grantId: Schema.NullOr(Schema.String),

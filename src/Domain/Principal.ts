@@ -9,9 +9,16 @@ export type CredentialKind = "api_key" | "oauth" | "jwt"
 
 export interface Principal {
   readonly userId: string
+  /**
+   * The user's name as the credential's check read it with their row, which every write's event and audit record
+   * names them by (src/Events/Events.ts). Absent only before that check (a session JWT verified, its session not yet
+   * read): the write then reads it.
+   */
+  readonly name?: string
   readonly orgId: string
   readonly scopes: ReadonlyArray<Scope>
-  readonly credential: { readonly kind: CredentialKind; readonly id: string }
+  /** The credential; an OAuth access token's carries its client (`cli_…`), which its audit records name. */
+  readonly credential: { readonly kind: CredentialKind; readonly id: string; readonly clientId?: string }
 }
 
 export class CurrentPrincipal extends Context.Tag("CurrentPrincipal")<CurrentPrincipal, Principal>() {}

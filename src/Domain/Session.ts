@@ -18,6 +18,8 @@ export type Session = typeof Session.Type
 export const SessionCredential = Schema.Struct({
   id: Stored.SessionId,
   user_id: Stored.UserId,
+  /** The user's name, which a write made in the session names them by. */
+  user_name: Schema.String,
   org_id: Stored.OrgId,
   expires_at: Schema.String,
   revoked_at: Schema.NullOr(Schema.String),

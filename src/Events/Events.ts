@@ -16,7 +16,8 @@
  *     })
  *
  * The actor is read from the context, never passed: the request's `CurrentPrincipal` (a user, through any
- * credential; their name is read once per transaction), else `CurrentActor` (the CLI provides the operator, a
+ * credential; their name and an OAuth token's client as the credential's check read them, with the user's row),
+ * else `CurrentActor` (the CLI provides the operator, a
  * sign-in the user signing in, background fibers the system), else the system. The credential (its kind and id),
  * the client's address, its user agent and the request id come from the request being served, if any. A
  * `transaction` that emitted an event but recorded nothing fails as a defect, so a feature cannot forget its record;
@@ -73,6 +74,12 @@ interface Acting {
   readonly actor: Actor
   readonly credential: AuditCredential | null
 }
+
+/** A credential as its audit records name it: an OAuth access token by its client (`clientId`, when known). */
+const recorded = (credential: Principal["credential"], clientId: string | null | undefined): AuditCredential =>
+  credential.kind === "oauth"
+    ? { type: "oauth", id: clientId ?? credential.id }
+    : { type: credential.kind === "jwt" ? "session" : "api_key", id: credential.id }
 
 /** The longest user agent a record keeps. */
 export const USER_AGENT_MAX = 512
@@ -173,8 +180,9 @@ export class Events extends Effect.Service<Events>()("Events", {
           )
 
     /**
-     * The acting user's name and, for an OAuth access token, its client: one statement, once per transaction. A
-     * user who is gone keeps their id as their name.
+     * The acting user's name and, for an OAuth access token, its client, where no credential's check read them (a
+     * sign-in's `CurrentActor`, a JWT whose session was not read): one statement, once per transaction. A user who is
+     * gone keeps their id as their name.
      */
     const lookUpActing = (userId: string, credential: Principal["credential"] | undefined) =>
       Effect.map(
@@ -189,16 +197,21 @@ export class Events extends Effect.Service<Events>()("Events", {
         (rows): Acting => {
           const row = rows[0]
           const actor: Actor = { type: "user", id: userId, name: row?.name ?? userId }
-          if (credential === undefined) return { actor, credential: null }
-          return {
-            actor,
-            credential:
-              credential.kind === "oauth"
-                ? { type: "oauth", id: row?.client_id ?? credential.id }
-                : { type: credential.kind === "jwt" ? "session" : "api_key", id: credential.id }
-          }
+          return { actor, credential: credential === undefined ? null : recorded(credential, row?.client_id) }
         }
       )
+
+    /** Who acts with `principal`'s credential, from what its check read: no statement when it read the user's name. */
+    const actingAs = (principal: Principal): Effect.Effect<Acting, unknown> => {
+      const { name, credential } = principal
+      if (name === undefined || (credential.kind === "oauth" && credential.clientId === undefined)) {
+        return lookUpActing(principal.userId, credential)
+      }
+      return Effect.succeed({
+        actor: { type: "user", id: principal.userId, name },
+        credential: recorded(credential, credential.clientId)
+      })
+    }
 
     /** Who acts now (see the module's summary): an explicit `CurrentActor`, else the principal, else the system. */
     const resolveActing = Effect.gen(function* () {
@@ -211,7 +224,7 @@ export class Events extends Effect.Service<Events>()("Events", {
       }
       const principal = yield* Effect.serviceOption(CurrentPrincipal)
       if (Option.isNone(principal)) return { actor: SYSTEM, credential: null } satisfies Acting
-      return yield* lookUpActing(principal.value.userId, principal.value.credential)
+      return yield* actingAs(principal.value)
     }).pipe(Effect.catchAll(Effect.die))
 
     /** Who acts, worked out once per transaction. */

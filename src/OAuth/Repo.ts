@@ -224,7 +224,9 @@ const AccessCredentialRow = Schema.transform(
   Schema.Struct({
     id: Schema.String,
     token_hash: Schema.String,
+    client_id: Schema.String,
     user_id: Schema.String,
+    user_name: Schema.String,
     org_id: Schema.String,
     scope: Schema.String,
     grant_id: Schema.NullOr(Schema.String),
@@ -237,7 +239,9 @@ const AccessCredentialRow = Schema.transform(
       new AccessCredential({
         id: row.id,
         tokenHash: row.token_hash,
+        clientId: row.client_id,
         userId: row.user_id,
+        userName: row.user_name,
         orgId: row.org_id,
         scope: row.scope,
         grantId: row.grant_id,
@@ -246,7 +250,9 @@ const AccessCredentialRow = Schema.transform(
     encode: (credential) => ({
       id: credential.id,
       token_hash: credential.tokenHash,
+      client_id: credential.clientId,
       user_id: credential.userId,
+      user_name: credential.userName,
       org_id: credential.orgId,
       scope: credential.scope,
       grant_id: credential.grantId,
@@ -383,7 +389,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       Request: Schema.Struct({ hash: Schema.String, now: Schema.String }),
       Result: AccessCredentialRow,
       execute: ({ hash, now }) =>
-        sql`SELECT t.id, t.token_hash, t.user_id, t.scope, u.org_id, t.grant_id, g.last_used_at AS grant_last_used_at
+        sql`SELECT t.id, t.token_hash, t.client_id, t.user_id, u.name AS user_name, t.scope, u.org_id, t.grant_id, g.last_used_at AS grant_last_used_at
           FROM oauth_tokens t JOIN users u ON u.id = t.user_id LEFT JOIN oauth_grants g ON g.id = t.grant_id
           WHERE t.token_hash = ${hash} AND t.kind = 'access' AND t.revoked_at IS NULL AND t.expires_at > ${now}
             AND u.suspended_at IS NULL`

@@ -276,9 +276,10 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       }
       const principal: Principal = {
         userId: found.value.userId,
+        name: found.value.userName,
         orgId: found.value.orgId,
         scopes: storedScopes(found.value.scope),
-        credential: { kind: "oauth", id: found.value.id }
+        credential: { kind: "oauth", id: found.value.id, clientId: found.value.clientId }
       }
       return principal
     })

@@ -46,7 +46,7 @@ export class SessionsRepo extends Effect.Service<SessionsRepo>()("SessionsRepo",
       Request: Schema.String,
       Result: SessionCredential,
       execute: (id) =>
-        sql`SELECT s.id, s.user_id, u.org_id, s.expires_at, s.revoked_at, s.last_used_at, u.suspended_at
+        sql`SELECT s.id, s.user_id, u.name AS user_name, u.org_id, s.expires_at, s.revoked_at, s.last_used_at, u.suspended_at
           FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ${id}`
     })
 

@@ -98,7 +98,7 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
       if (session.last_used_at === null || session.last_used_at < notBefore) {
         yield* store.touch(session.id, now.toISOString(), notBefore)
       }
-      const authenticated: Principal = { ...principal, orgId: session.org_id }
+      const authenticated: Principal = { ...principal, name: session.user_name, orgId: session.org_id }
       return authenticated
     })
 

@@ -114,11 +114,12 @@ describe("scopes a credential may hand on", () => {
 })
 
 describe("authenticate", () => {
-  test("a live key gives its user, organisation, scopes and credential", async () => {
+  test("a live key gives its user (with their name), organisation, scopes and credential", async () => {
     const created = await run(keys((k) => k.issue(bob.userId, { name: "ci", scopes: ["projects:read"] })))
     const principal = await run(keys((k) => k.authenticate(created.key)))
     expect(principal).toEqual({
       userId: bob.userId,
+      name: "Bob",
       orgId: bob.orgId,
       scopes: ["projects:read"],
       credential: { kind: "api_key", id: created.id }

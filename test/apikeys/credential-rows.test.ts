@@ -12,6 +12,7 @@ import { Scope } from "../../src/Domain/Scopes.ts"
 const good = {
   id: "key_01m84sn7pyepjvcf4s44dkjc6x",
   user_id: "usr_01m84sn6yketqtxa83nm1xwvt4",
+  user_name: "Ann",
   org_id: "org_01m84sn6yketqbxvz7n0jm2cq5",
   key_hash: "e419a80b5819c5b9b6d1430302c7198dad8e9a2bfc3829147b30ae3b48c0ce17",
   scopes: '["read","projects:write"]',
@@ -48,6 +49,7 @@ describe("the key lookup's rows", () => {
       { ...good, id: 42 },
       { ...good, user_id: null },
       { ...good, org_id: null }, // a key whose user is gone
+      { ...good, user_name: null },
       { ...good, key_hash: 42 },
       { ...good, scopes: '["read","admin"]' },
       { ...good, scopes: "read" },

@@ -171,7 +171,12 @@ describe("OAuthTokens", () => {
     )
     expect(issued).toMatchObject({ expiresIn: 3600, scope: "read write" })
     const principal = await run(tokens.authenticate(issued.accessToken))
-    expect(principal).toMatchObject({ userId, scopes: ["read", "write"], credential: { kind: "oauth" } })
+    expect(principal).toMatchObject({
+      userId,
+      name: "Svc",
+      scopes: ["read", "write"],
+      credential: { kind: "oauth", clientId: confidential.client_id }
+    })
     const again = await fails(
       tokens.exchangeCode(client, { code, redirectUri: REDIRECT, codeVerifier: Option.some(verifier) })
     )

@@ -83,11 +83,16 @@ for (const [name, fastPaths] of twinsOf("credential-cache")) {
       expect(store.implementation).toBe(name === "fast" && !usingPostgres() ? "fast" : "idiomatic")
     })
 
-    test("a live session is accepted request after request, with its user's stored organisation", async () => {
+    test("a live session is accepted request after request, with its user's stored organisation and name", async () => {
       const { principal, user } = await signedIn()
       for (let i = 0; i < 3; i++) {
         const accepted = await run(authenticate(principal))
-        expect(accepted).toMatchObject({ userId: user.id, orgId: user.org_id, credential: principal.credential })
+        expect(accepted).toMatchObject({
+          userId: user.id,
+          name: "Ses",
+          orgId: user.org_id,
+          credential: principal.credential
+        })
       }
       // Another user's principal naming this session is refused.
       const { principal: stranger } = await signedIn()
