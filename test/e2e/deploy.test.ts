@@ -1,3 +1,4 @@
+// engine-independent: the production install, always on SQLite (it sets DATABASE_URL empty, as a bare `docker run`)
 /**
  * The container set-up, read against what the service needs (there is no Docker engine here): the Dockerfile's
  * production install really runs the service and the CLI (no runtime import of a dev dependency), it runs as a
