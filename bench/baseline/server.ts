@@ -20,6 +20,11 @@
  * query the issue names: `SELECT count(*)` plus `ORDER BY created_at DESC, id DESC LIMIT … OFFSET …`. A create does
  * the service's outbox work: the project, its event, the event's audience row (what the events feed reads) and the
  * owner's subscriptions read, in one transaction.
+ *
+ * `BASELINE_AUDIT=1` adds what the contract has asked of every change since (decisions.md "Who did it"): the
+ * event names its actor (the key's user, whose name the key's lookup reads with it), and the create writes an audit
+ * record in the same transaction, into a table with the indexes an expert would give the team's and the user's
+ * audit logs by time (team, actor, user); not the service's walks by sequence for the cursor.
  */
 
 import { createServer } from "node:http"
@@ -31,12 +36,13 @@ import {
   HttpApiGroup,
   HttpApiMiddleware,
   HttpApiSchema,
-  HttpApiSecurity
+  HttpApiSecurity,
+  HttpServerRequest
 } from "@effect/platform"
 import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 
 // --- Domain -------------------------------------------------------------------------------------------------
 
@@ -65,7 +71,13 @@ const ListEnvelope = Schema.Struct({
   meta: Schema.Struct({ total: Schema.Int, page: Schema.Int, per_page: Schema.Int, request_id: Schema.String })
 })
 
-class User extends Context.Tag("User")<User, { readonly id: string }>() {}
+class User extends Context.Tag("User")<
+  User,
+  { readonly id: string; readonly name: string; readonly keyId: string }
+>() {}
+
+/** Whether a create writes its audit record and its event names the actor (`BASELINE_AUDIT=1`, above). */
+const audited = process.env.BASELINE_AUDIT === "1"
 
 class NotFound extends Schema.TaggedError<NotFound>()(
   "NotFound",
@@ -104,7 +116,7 @@ class BaselineApi extends HttpApi.make("baseline").add(ProjectsGroup) {}
 // --- Schema -------------------------------------------------------------------------------------------------
 
 const statements = [
-  `CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, created_at TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS api_keys (
     key_hash TEXT PRIMARY KEY,
     user_id TEXT NOT NULL REFERENCES users (id),
@@ -146,7 +158,31 @@ const statements = [
     user_id TEXT NOT NULL REFERENCES users (id),
     events TEXT NOT NULL
   )`,
-  `CREATE INDEX IF NOT EXISTS webhooks_user ON webhooks (user_id)`
+  `CREATE INDEX IF NOT EXISTS webhooks_user ON webhooks (user_id)`,
+  ...(audited
+    ? [
+        `CREATE TABLE IF NOT EXISTS audit_log (
+          id TEXT PRIMARY KEY,
+          action TEXT NOT NULL,
+          actor_id TEXT NOT NULL,
+          actor_name TEXT NOT NULL,
+          credential_type TEXT NOT NULL,
+          credential_id TEXT NOT NULL,
+          target_type TEXT NOT NULL,
+          target_id TEXT NOT NULL,
+          target_name TEXT,
+          team_id TEXT,
+          user_id TEXT,
+          ip TEXT,
+          user_agent TEXT,
+          request_id TEXT NOT NULL,
+          created_at TEXT NOT NULL
+        )`,
+        `CREATE INDEX IF NOT EXISTS audit_log_team ON audit_log (team_id, created_at, id)`,
+        `CREATE INDEX IF NOT EXISTS audit_log_actor ON audit_log (actor_id, created_at, id)`,
+        `CREATE INDEX IF NOT EXISTS audit_log_user ON audit_log (user_id, created_at, id)`
+      ]
+    : [])
 ]
 
 const sha256 = (text: string) => new Bun.CryptoHasher("sha256").update(text).digest("hex")
@@ -155,6 +191,7 @@ const sha256 = (text: string) => new Bun.CryptoHasher("sha256").update(text).dig
 
 const KeyRow = Schema.Struct({
   user_id: Schema.String,
+  name: Schema.String,
   revoked_at: Schema.NullOr(Schema.String),
   expires_at: Schema.NullOr(Schema.String)
 })
@@ -166,19 +203,22 @@ const AuthorizationLive = Layer.effect(
     const findKey = SqlSchema.findOne({
       Request: Schema.String,
       Result: KeyRow,
-      execute: (hash) => sql`SELECT user_id, revoked_at, expires_at FROM api_keys WHERE key_hash = ${hash}`
+      execute: (hash) =>
+        sql`SELECT k.user_id, u.name, k.revoked_at, k.expires_at FROM api_keys k JOIN users u ON u.id = k.user_id
+          WHERE k.key_hash = ${hash}`
     })
     return {
       bearer: (token) =>
         Effect.gen(function* () {
-          const row = yield* findKey(sha256(Redacted.value(token))).pipe(Effect.orDie)
+          const hash = sha256(Redacted.value(token))
+          const row = yield* findKey(hash).pipe(Effect.orDie)
           if (row._tag === "None") return yield* new HttpApiError.Unauthorized()
           const key = row.value
           const now = new Date().toISOString()
           if (key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= now)) {
             return yield* new HttpApiError.Unauthorized()
           }
-          return { id: key.user_id }
+          return { id: key.user_id, name: key.name, keyId: hash.slice(0, 16) }
         })
     }
   })
@@ -238,6 +278,27 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
       Result: Schema.Struct({ id: Schema.String, events: Schema.parseJson(Schema.Array(Schema.String)) }),
       execute: (userId) => sql`SELECT id, events FROM webhooks WHERE user_id = ${userId}`
     })
+    const AuditRow = Schema.Struct({
+      id: Schema.String,
+      action: Schema.String,
+      actor_id: Schema.String,
+      actor_name: Schema.String,
+      credential_type: Schema.String,
+      credential_id: Schema.String,
+      target_type: Schema.String,
+      target_id: Schema.String,
+      target_name: Schema.NullOr(Schema.String),
+      team_id: Schema.NullOr(Schema.String),
+      user_id: Schema.NullOr(Schema.String),
+      ip: Schema.NullOr(Schema.String),
+      user_agent: Schema.NullOr(Schema.String),
+      request_id: Schema.String,
+      created_at: Schema.String
+    })
+    const insertAudit = SqlSchema.void({
+      Request: AuditRow,
+      execute: (row) => sql`INSERT INTO audit_log ${sql.insert(row)}`
+    })
     const requestId = () => crypto.randomUUID()
 
     return handlers
@@ -265,7 +326,9 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
           const user = yield* User
+          const request = yield* HttpServerRequest.HttpServerRequest
           const now = new Date().toISOString()
+          const requestIdOf = requestId()
           const project: Project = {
             id: newId("proj"),
             name: payload.name,
@@ -283,16 +346,40 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
             yield* insert(project)
             const id = newId("evt")
             const type = "project.created"
+            const actor = { type: "user", id: user.id, name: user.name }
             yield* insertEvent({
               id,
               type,
-              payload: JSON.stringify({ id, type, created_at: now, data: project }),
+              payload: JSON.stringify(
+                audited
+                  ? { id, type, created_at: now, actor, data: project }
+                  : { id, type, created_at: now, data: project }
+              ),
               created_at: now
             })
             yield* insertAudience({ user_id: user.id, event_id: id, type, created_at: now })
             yield* subscriptions(user.id)
+            if (audited) {
+              yield* insertAudit({
+                id: newId("aud"),
+                action: "project.created",
+                actor_id: user.id,
+                actor_name: user.name,
+                credential_type: "api_key",
+                credential_id: user.keyId,
+                target_type: "project",
+                target_id: project.id,
+                target_name: project.name,
+                team_id: null,
+                user_id: user.id,
+                ip: Option.getOrNull(request.remoteAddress),
+                user_agent: request.headers["user-agent"] ?? null,
+                request_id: requestIdOf,
+                created_at: now
+              })
+            }
           }).pipe(sql.withTransaction, Effect.orDie)
-          return { data: project, meta: { request_id: requestId() } }
+          return { data: project, meta: { request_id: requestIdOf } }
         })
       )
   })
@@ -337,7 +424,7 @@ const SqlLive = Layer.effectDiscard(
     const now = new Date().toISOString()
     for (const pair of (process.env.BASELINE_KEYS ?? "").split(",").filter((p) => p !== "")) {
       const [userId = "", token = ""] = pair.split(":")
-      yield* sql`INSERT INTO users ${sql.insert({ id: userId, created_at: now })} ON CONFLICT DO NOTHING`
+      yield* sql`INSERT INTO users ${sql.insert({ id: userId, name: "Bench", created_at: now })} ON CONFLICT DO NOTHING`
       yield* sql`INSERT INTO api_keys ${sql.insert({ key_hash: sha256(token), user_id: userId, revoked_at: null, expires_at: null })} ON CONFLICT DO NOTHING`
     }
   })
