@@ -22,9 +22,9 @@
  * owner's subscriptions read, in one transaction.
  *
  * `BASELINE_AUDIT=1` adds what the contract has asked of every change since (decisions.md "Who did it"): the
- * event names its actor (the key's user, whose name the key's lookup reads with it), and the create writes an audit
- * record in the same transaction, into a table with the indexes an expert would give the team's and the user's
- * audit logs by time (team, actor, user); not the service's walks by sequence for the cursor.
+ * event names its actor (the key's user, whose name the key's lookup then reads with it, as the service's does), and
+ * the create writes an audit record in the same transaction, into a table with the indexes an expert would give the
+ * team's and the user's audit logs by time (team, actor, user); not the service's walks by sequence for the cursor.
  */
 
 import { createServer } from "node:http"
@@ -203,9 +203,12 @@ const AuthorizationLive = Layer.effect(
     const findKey = SqlSchema.findOne({
       Request: Schema.String,
       Result: KeyRow,
+      // Without the audit record nothing needs the user's name: the lookup is the one key read it always was.
       execute: (hash) =>
-        sql`SELECT k.user_id, u.name, k.revoked_at, k.expires_at FROM api_keys k JOIN users u ON u.id = k.user_id
-          WHERE k.key_hash = ${hash}`
+        audited
+          ? sql`SELECT k.user_id, u.name, k.revoked_at, k.expires_at FROM api_keys k JOIN users u ON u.id = k.user_id
+              WHERE k.key_hash = ${hash}`
+          : sql`SELECT user_id, '' AS name, revoked_at, expires_at FROM api_keys WHERE key_hash = ${hash}`
     })
     return {
       bearer: (token) =>
