@@ -1,3 +1,4 @@
+// engine-independent: the access line of the HTTP layer, the same whatever the engine
 /**
  * The access line (src/Http/RequestWrapper.ts), at the defaults (tracing off, logs to stdout only): one JSON line
  * per request with the request's id and its method, path, status and duration, and no trace ids.

@@ -1,3 +1,4 @@
+// engine-independent: how log lines become OTLP records, the same whatever the engine
 /**
  * OTLP log records carry a log line's fields as attributes a backend can query (`method`, `status`, …), with the
  * message alone as the body, not the fields as a JSON string in it.
