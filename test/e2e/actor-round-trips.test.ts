@@ -8,39 +8,27 @@
  * cache forgets what it kept when a user's row changes).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import * as Statement from "@effect/sql/Statement"
-import { Effect, FiberRefs, Layer, Option } from "effect"
-import { CurrentRequestIdentity } from "../../src/Domain/RequestId.ts"
-import { OAuthAuthorizations } from "../../src/OAuth/Authorizations.ts"
-import { OAuthClients } from "../../src/OAuth/Clients.ts"
-import { OAuthTokens } from "../../src/OAuth/Tokens.ts"
 import { startInProcess } from "../support/in-process.ts"
+import { confidentialClient, type OAuthHarness, oauthLayers, oauthTokensOf } from "../support/oauthTokens.ts"
 import type { Server } from "../support/server.ts"
-import { onDatabase, type ServiceHarness } from "../support/services.ts"
+import { onDatabase } from "../support/services.ts"
+import { countedByRequest } from "../support/statements.ts"
 
 /** The statements sent while serving each request, by its request id. */
-const sent = new Map<string, Array<string>>()
-const counting = Statement.setTransformer((statement, _sql, fiberRefs) =>
-  Effect.sync(() => {
-    const request = FiberRefs.getOrDefault(fiberRefs, CurrentRequestIdentity)
-    if (request !== undefined) sent.set(request.id, [...(sent.get(request.id) ?? []), statement.compile()[0]])
-    return statement
-  })
-)
+const { sent, around } = countedByRequest()
 
 const password = "correct horse battery"
 const REDIRECT = "https://app.example.com/callback"
-const oauthLayers = Layer.mergeAll(OAuthClients.Default, OAuthAuthorizations.Default, OAuthTokens.Default)
 
 let server: Server
-let oauth: ServiceHarness<Layer.Layer.Success<typeof oauthLayers>>
+let oauth: OAuthHarness
 let userId = ""
 let clientId = ""
 /** The user's three credentials, and the id each is recorded by in an audit record. */
 const credentials: Array<{ kind: "api_key" | "session" | "oauth"; bearer: string; recordedAs: string }> = []
 
 beforeAll(async () => {
-  server = await startInProcess({ around: counting })
+  server = await startInProcess({ around })
   oauth = onDatabase(oauthLayers, server.databaseUrl)
   const email = `actor.${Math.random().toString(36).slice(2, 10)}@example.com`
   const account = await server.fixtures.account({ email, name: "Rita", password })
@@ -53,34 +41,10 @@ beforeAll(async () => {
   const sid = JSON.parse(atob(String(login.body.access_token).split(".")[1] ?? "")).sid
   credentials.push({ kind: "session", bearer: login.body.access_token, recordedAs: sid })
 
-  const issued = await oauth.run(
-    Effect.gen(function* () {
-      const clients = yield* OAuthClients
-      const made = yield* clients.create({ name: "Actor app", redirectUris: [REDIRECT], isPublic: false })
-      const authorizations = yield* OAuthAuthorizations
-      const started = yield* authorizations.start({
-        clientId: Option.some(made.client_id),
-        redirectUri: Option.some(REDIRECT),
-        responseType: Option.some("code"),
-        scope: ["read", "write"],
-        state: Option.some("st"),
-        codeChallenge: Option.none(),
-        codeChallengeMethod: Option.none()
-      })
-      const csrf = yield* authorizations.signedIn(started.pending.id, account.id)
-      const decided = Option.getOrThrow(yield* authorizations.decide({ pending: started.pending.id, csrf }, true))
-      if (decided.outcome._tag !== "Approved") throw new Error("not approved")
-      const client = yield* clients.authenticate({ id: made.client_id, secret: Option.some(made.client_secret ?? "") })
-      const tokens = yield* (yield* OAuthTokens).exchangeCode(client, {
-        code: decided.outcome.code,
-        redirectUri: REDIRECT,
-        codeVerifier: Option.none()
-      })
-      return { clientId: made.client_id, accessToken: tokens.accessToken }
-    })
-  )
-  clientId = issued.clientId
-  credentials.push({ kind: "oauth", bearer: issued.accessToken, recordedAs: issued.clientId })
+  const client = await confidentialClient(oauth, "Actor app", REDIRECT)
+  const tokens = await oauthTokensOf(oauth, client, REDIRECT, account.id)
+  clientId = client.id
+  credentials.push({ kind: "oauth", bearer: tokens.accessToken, recordedAs: client.id })
 }, 60_000)
 afterAll(async () => {
   await oauth?.dispose()

@@ -7,21 +7,12 @@
  * answers both). The once-a-minute touch of `last_used_at` is left out of the count: it is not on every request.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import * as Statement from "@effect/sql/Statement"
-import { Effect, FiberRefs } from "effect"
-import { CurrentRequestIdentity } from "../../src/Domain/RequestId.ts"
 import { startInProcess } from "../support/in-process.ts"
 import type { Server } from "../support/server.ts"
+import { countedByRequest } from "../support/statements.ts"
 
 /** The statements sent while serving each request, by its request id. */
-const sent = new Map<string, Array<string>>()
-const counting = Statement.setTransformer((statement, _sql, fiberRefs) =>
-  Effect.sync(() => {
-    const request = FiberRefs.getOrDefault(fiberRefs, CurrentRequestIdentity)
-    if (request !== undefined) sent.set(request.id, [...(sent.get(request.id) ?? []), statement.compile()[0]])
-    return statement
-  })
-)
+const { sent, around } = countedByRequest()
 
 const password = "correct horse battery"
 let server: Server
@@ -30,7 +21,7 @@ let session = ""
 let projectId = ""
 
 beforeAll(async () => {
-  server = await startInProcess({ around: counting })
+  server = await startInProcess({ around })
   const email = `round.trips.${Math.random().toString(36).slice(2, 10)}@example.com`
   const account = await server.fixtures.account({ email, name: "Rita", password })
   key = (await server.fixtures.apiKey(account.id, { scopes: "read,write" })).key

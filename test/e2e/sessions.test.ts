@@ -6,25 +6,20 @@
  * Across replicas: test/e2e/replicas-sessions.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, Layer, Option } from "effect"
 import * as jose from "jose"
 import { Api } from "../../src/Api.ts"
-import { OAuthAuthorizations } from "../../src/OAuth/Authorizations.ts"
-import { OAuthClients } from "../../src/OAuth/Clients.ts"
-import { OAuthTokens } from "../../src/OAuth/Tokens.ts"
 import { expectError } from "../support/api.ts"
 import { startInProcess } from "../support/in-process.ts"
+import { confidentialClient, type OAuthHarness, oauthLayers, oauthTokensOf } from "../support/oauthTokens.ts"
 import type { Server } from "../support/server.ts"
-import { onDatabase, type ServiceHarness } from "../support/services.ts"
+import { onDatabase } from "../support/services.ts"
 
 const password = "correct horse battery"
 const REDIRECT = "https://app.example.com/callback"
 
 let server: Server
-const oauthLayers = Layer.mergeAll(OAuthClients.Default, OAuthAuthorizations.Default, OAuthTokens.Default)
-let oauth: ServiceHarness<Layer.Layer.Success<typeof oauthLayers>>
-let clientId = ""
-let clientSecret = ""
+let oauth: OAuthHarness
+let client = { id: "", secret: "" }
 
 beforeAll(async () => {
   server = await startInProcess({
@@ -35,13 +30,7 @@ beforeAll(async () => {
     }
   })
   oauth = onDatabase(oauthLayers, server.databaseUrl)
-  const client = await oauth.run(
-    Effect.flatMap(OAuthClients, (clients) =>
-      clients.create({ name: "Sessions app", redirectUris: [REDIRECT], isPublic: false })
-    )
-  )
-  clientId = client.client_id
-  clientSecret = client.client_secret ?? ""
+  client = await confidentialClient(oauth, "Sessions app", REDIRECT)
 }, 60_000)
 afterAll(async () => {
   await oauth?.dispose()
@@ -69,31 +58,7 @@ const signIn = async (email: string, userAgent?: string): Promise<string> => {
 const me = (token: string) => server.request("/v1/users/me", { key: token })
 
 /** OAuth tokens of `userId`'s for the test's client, through the services' own flow. */
-const oauthTokens = (userId: string) =>
-  oauth.run(
-    Effect.gen(function* () {
-      const authorizations = yield* OAuthAuthorizations
-      const started = yield* authorizations.start({
-        clientId: Option.some(clientId),
-        redirectUri: Option.some(REDIRECT),
-        responseType: Option.some("code"),
-        scope: ["read", "write"],
-        state: Option.some("st"),
-        codeChallenge: Option.none(),
-        codeChallengeMethod: Option.none()
-      })
-      const csrf = yield* authorizations.signedIn(started.pending.id, userId)
-      const decided = Option.getOrThrow(yield* authorizations.decide({ pending: started.pending.id, csrf }, true))
-      if (decided.outcome._tag !== "Approved") throw new Error("not approved")
-      const client = yield* (yield* OAuthClients).authenticate({ id: clientId, secret: Option.some(clientSecret) })
-      const issued = yield* (yield* OAuthTokens).exchangeCode(client, {
-        code: decided.outcome.code,
-        redirectUri: REDIRECT,
-        codeVerifier: Option.none()
-      })
-      return issued
-    })
-  )
+const oauthTokens = (userId: string) => oauthTokensOf(oauth, client, REDIRECT, userId)
 /** An OAuth access token of `userId`'s for the test's client. */
 const oauthToken = async (userId: string) => (await oauthTokens(userId)).accessToken
 
@@ -211,7 +176,7 @@ describe("users suspend and reactivate", () => {
     })
     // Nor through the authorization page's sign-in form (403, no consent page; the form shows again).
     const authorize = new URL("/oauth/authorize", server.url)
-    const query = { client_id: clientId, redirect_uri: REDIRECT, response_type: "code", scope: "read", state: "st" }
+    const query = { client_id: client.id, redirect_uri: REDIRECT, response_type: "code", scope: "read", state: "st" }
     for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value)
     const page = await fetch(authorize, { redirect: "manual" })
     expect(page.status).toBe(200)
@@ -323,8 +288,8 @@ describe("a credential whose user was deleted", () => {
       body: {
         grant_type: "refresh_token",
         refresh_token: refreshToken,
-        client_id: clientId,
-        client_secret: clientSecret
+        client_id: client.id,
+        client_secret: client.secret
       }
     })
     expect({ status: refreshed.status, error: refreshed.body.error }).toEqual({ status: 400, error: "invalid_grant" })
