@@ -389,7 +389,8 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       Request: Schema.Struct({ hash: Schema.String, now: Schema.String }),
       Result: AccessCredentialRow,
       execute: ({ hash, now }) =>
-        sql`SELECT t.id, t.token_hash, t.client_id, t.user_id, u.name AS user_name, t.scope, u.org_id, t.grant_id, g.last_used_at AS grant_last_used_at
+        sql`SELECT t.id, t.token_hash, t.client_id, t.user_id, u.name AS user_name, t.scope, u.org_id, t.grant_id,
+            g.last_used_at AS grant_last_used_at
           FROM oauth_tokens t JOIN users u ON u.id = t.user_id LEFT JOIN oauth_grants g ON g.id = t.grant_id
           WHERE t.token_hash = ${hash} AND t.kind = 'access' AND t.revoked_at IS NULL AND t.expires_at > ${now}
             AND u.suspended_at IS NULL`
