@@ -24,6 +24,7 @@ import { WebhookId } from "../src/Domain/Ids.js"
 import { ProjectsRepo } from "../src/Projects/Repo.js"
 import { SqlLive } from "../src/Sql/Client.js"
 import { InvitationsRepo, TeamsRepo } from "../src/Teams/Repo.js"
+import { UsersRepo } from "../src/Users/Repo.js"
 import { WebhooksRepo } from "../src/Webhooks/Repo.js"
 import { numbered as id, insertAll as insertRows, iso, webhookRow } from "../test/support/seed.ts"
 
@@ -255,6 +256,7 @@ const program = Effect.gen(function* () {
   const apiKeys = yield* ApiKeysRepo
   const webhooks = yield* WebhooksRepo
   const teamsRepo = yield* TeamsRepo
+  const usersRepo = yield* UsersRepo
   const invitationsRepo = yield* InvitationsRepo
   const deploymentsRepo = yield* DeploymentsRepo
   const now = iso(10_000_000)
@@ -399,7 +401,7 @@ const program = Effect.gen(function* () {
     // And of migration 0015's: renaming a user in 1,000 / 100,000 teams (their memberships carry the name).
     [
       "users: rename a user in 1k / 100k teams (write)",
-      (u) => Effect.suspend(() => sql`UPDATE users SET name = ${`joiner ${++renames}`} WHERE id = ${joiner[u]}`)
+      (u) => Effect.suspend(() => usersRepo.update(joiner[u], { name: `joiner ${++renames}` }, iso(renames)))
     ]
   ]
   const only = process.argv.indexOf("--only")
@@ -429,6 +431,7 @@ const layer = Layer.mergeAll(
   ApiKeysRepo.Default,
   WebhooksRepo.Default,
   TeamsRepo.Default,
+  UsersRepo.Default,
   InvitationsRepo.Default,
   DeploymentsRepo.Default
 ).pipe(Layer.provideMerge(SqlLive))

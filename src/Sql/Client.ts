@@ -13,6 +13,7 @@ import { type DatabaseConfig, DatabaseUrl, FastPathsConfig } from "../Config.js"
 import { KeyRingLive } from "../Secrets/KeyRing.js"
 import { checkStored } from "../Secrets/Stored.js"
 import { runMigrations } from "./Migrations.js"
+import * as PageCache from "./PageCache.js"
 
 /** The SQLite file the service's client has open (`:memory:` included), whichever client it is. */
 export class SqliteFile extends Context.Tag("Sql/SqliteFile")<SqliteFile, string>() {}
@@ -44,10 +45,8 @@ const sqlite = (filename: string) =>
       // does the regular ones, this is the backstop.
       yield* sql.unsafe("PRAGMA wal_autocheckpoint = 10000")
       yield* sql.unsafe("PRAGMA foreign_keys = ON")
-      // A page cache of 64 MiB rather than SQLite's 2 MiB (allocated as pages are read, so idle memory is the same):
-      // a write that touches many rows, each in several indexes (renaming a team rewrites every membership's copy
-      // of its name and moves their index entries), otherwise evicts and re-reads the same pages over and over.
-      yield* sql.unsafe("PRAGMA cache_size = -65536")
+      // The page cache: 16 MiB while the service runs, 64 for a change that rewrites many rows (src/Sql/PageCache.ts).
+      yield* PageCache.steady
     })
   ).pipe(
     Layer.provideMerge(

@@ -11,6 +11,7 @@ import { Invitation, type InvitationStatus } from "../Domain/Invitation.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Team, TeamMember, TeamRole } from "../Domain/Team.js"
 import { counterSum, listPage } from "../Sql/Lists.js"
+import * as PageCache from "../Sql/PageCache.js"
 import * as Rows from "../Sql/Rows.js"
 
 export type TeamSort = "created_at" | "updated_at" | "name"
@@ -58,10 +59,13 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
       execute: (team) => sql`INSERT INTO teams ${sql.insert(team)}`
     })
 
-    const rename = SqlSchema.void({
-      Request: Schema.Struct({ teamId: Schema.String, name: Schema.String, at: Schema.String }),
-      execute: ({ at, name, teamId }) => sql`UPDATE teams SET name = ${name}, updated_at = ${at} WHERE id = ${teamId}`
-    })
+    /** The new name is copied onto each membership of the team: the change gets the large page cache. */
+    const rename = (request: { readonly teamId: string; readonly name: string; readonly at: string }) =>
+      PageCache.withLargeCache(
+        Effect.asVoid(
+          sql`UPDATE teams SET name = ${request.name}, updated_at = ${request.at} WHERE id = ${request.teamId}`
+        )
+      )
 
     const remove = SqlSchema.void({
       Request: TeamKey,

@@ -2,6 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { OrgId, UserId } from "../Domain/Ids.js"
 import { User, UserCredentials, UserPatch, UserWithOrg } from "../Domain/User.js"
+import * as PageCache from "../Sql/PageCache.js"
 import * as Rows from "../Sql/Rows.js"
 
 const NewOrg = Schema.Struct({ id: OrgId, name: Schema.String, created_at: Schema.String })
@@ -108,7 +109,9 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
       insertOrg,
       insert,
       findById,
-      update: (id: string, patch: UserPatch, at: string) => update({ id, patch, at }),
+      /** A new name is copied onto each of the user's memberships: that change gets the large page cache. */
+      update: (id: string, patch: UserPatch, at: string) =>
+        patch.name === undefined ? update({ id, patch, at }) : PageCache.withLargeCache(update({ id, patch, at })),
       findCredentials,
       setSuspended: (id: string, at: string | null) => setSuspended({ id, at }),
       setPasswordHash: (id: string, passwordHash: string, at: string) =>
