@@ -1,10 +1,10 @@
 /**
  * SQLite's page cache on the service's one connection: small while the service runs, and large for the length of a
  * change that rewrites many rows, where a small one evicts and re-reads the same pages over and over. A rename is
- * copied onto every membership of the team or the user (their names sort the member and team lists): 100,000 of
- * them took 2.8 times as long with 16 MiB as with 64 (bench/README.md). Kept at 64 MiB all the time, the cache fills
- * with the pages creates touch and holds them: the service's RSS after minutes of creates was 1.8 times the
- * baseline's, against 1.25 at 16 MiB. PostgreSQL keeps its own buffers, in its own processes: nothing to do there.
+ * copied onto every membership of the team or the user (their names sort the member and team lists). Kept large all
+ * the time, the cache fills with the pages creates touch and holds them, and the service's RSS with it. The figures
+ * for both are in bench/README.md ("RSS after creates"). PostgreSQL keeps its own buffers, in its own processes:
+ * nothing to do there.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
