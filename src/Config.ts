@@ -210,6 +210,18 @@ export const RateLimitConfig = Config.all({
   redisUrl: Config.option(Config.redacted("REDIS_URL"))
 })
 
+/**
+ * `PASSWORD_HASH_MEMORY_KIB`: the memory (KiB) argon2id uses for a new password hash, with two passes; a sign-in
+ * verifies a hash at the cost it was made with. At least OWASP's 19 MiB for two passes; at most 4 GiB.
+ */
+export const PasswordHashMemoryConfig = Config.integer("PASSWORD_HASH_MEMORY_KIB").pipe(
+  Config.validate({
+    message: "PASSWORD_HASH_MEMORY_KIB must be an integer from 19456 to 4194304",
+    validation: (n) => n >= 19_456 && n <= 4_194_304
+  }),
+  Config.withDefault(65_536)
+)
+
 /** OAuth 2.0 and JWT sessions. */
 export const AuthConfig = Config.all({
   /** An Ed25519 private key (PKCS#8 PEM or JWK JSON) to sign JWTs with; unset → a key kept in the database. */

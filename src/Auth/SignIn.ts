@@ -32,10 +32,9 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     const events = yield* Events
     const limits = yield* AuthLimits
     const config = yield* Effect.orDie(AuthConfig)
-    // Verified against when the email is unknown, so both cases cost one argon2id verification.
-    const dummyHash = yield* Effect.cached(
-      Effect.promise(() => Bun.password.hash(crypto.randomUUID(), { algorithm: "argon2id" }))
-    )
+    // Verified against when the email is unknown, so both cases cost one argon2id verification at the cost new
+    // hashes are made with.
+    const dummyHash = yield* Effect.cached(users.hashPassword(crypto.randomUUID()))
 
     /**
      * A sign-in's audit record (`session.created`, or `session.failed` for the account a wrong password named), in

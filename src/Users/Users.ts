@@ -1,5 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
+import { PasswordHashMemoryConfig } from "../Config.js"
 import { changesOf } from "../Domain/Audit.js"
 import { Conflict, NotFound, ValidationFailed } from "../Domain/Errors.js"
 import { makeId } from "../Domain/Ids.js"
@@ -29,6 +30,11 @@ export class Users extends Effect.Service<Users>()("Users", {
     const repo = orDie(usersRepo)
     const events = yield* Events
     const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
+    const memoryCost = yield* Effect.orDie(PasswordHashMemoryConfig)
+
+    /** A new argon2id hash of `password`: two passes over `PASSWORD_HASH_MEMORY_KIB` of memory. */
+    const hashPassword = (password: string) =>
+      Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id", memoryCost, timeCost: 2 }))
 
     /** A new user, with an organisation of their own, in one transaction. */
     const create = traced("Users.create")(function* (input: CreateUser) {
@@ -40,10 +46,7 @@ export class Users extends Effect.Service<Users>()("Users", {
       if (input.password !== undefined && input.password.length < 8) {
         return yield* ValidationFailed.field("password", "must be at least 8 characters")
       }
-      const password_hash =
-        input.password === undefined
-          ? null
-          : yield* Effect.promise(() => Bun.password.hash(input.password ?? "", { algorithm: "argon2id" }))
+      const password_hash = input.password === undefined ? null : yield* hashPassword(input.password)
       const now = nowIso()
       const org = { id: makeId("org"), name: `${name}'s organization`, created_at: now }
       const user = { id: makeId("user"), org_id: org.id, email, name, password_hash, created_at: now }
@@ -88,7 +91,7 @@ export class Users extends Effect.Service<Users>()("Users", {
     /** `cli users set-password`: a new argon2id hash replaces the old one. */
     const setPassword = traced("Users.setPassword")(function* (id: string, password: string) {
       if (password.length < 8) return yield* ValidationFailed.field("password", "must be at least 8 characters")
-      const hash = yield* Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id" }))
+      const hash = yield* hashPassword(password)
       const updated = yield* repo.setPasswordHash(id, hash, nowIso()).pipe(
         Effect.tap((done) =>
           done
@@ -183,6 +186,7 @@ export class Users extends Effect.Service<Users>()("Users", {
 
     return {
       create,
+      hashPassword,
       get,
       getByEmail,
       updateMe,

@@ -1,3 +1,4 @@
+// engine-independent: the services over SQLite in memory (inMemory), whichever engine the run is on
 /**
  * The ApiKeys service in-process, over SQLite in memory with the real layers: what a key looks like and what is
  * stored of it, which scopes a credential may hand on, expiry and revocation as `authenticate` sees them, and

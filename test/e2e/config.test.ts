@@ -166,6 +166,7 @@ const documentedValues: Record<string, ReadonlyArray<string>> = {
   AUTH_IP_LIMIT_PER_MINUTE: ["20", "1"],
   OAUTH_CLIENT_LIMIT_PER_MINUTE: ["600", "3"],
   AUTH_FAILED_LOGIN_LIMIT: ["10", "3"],
+  PASSWORD_HASH_MEMORY_KIB: ["65536", "19456"],
   RATE_LIMIT_PER_MINUTE: ["1000", "5"],
   RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: ["100", "7"],
   RATE_LIMIT_WINDOW: ["1m", "2s"],
@@ -281,6 +282,7 @@ describe("settings that cannot work stop start-up, naming the variable", () => {
     [{ HTTP_IDLE_TIMEOUT: "0s" }, ["HTTP_IDLE_TIMEOUT must be more than 0"]],
     [{ IDEMPOTENCY_TTL: "soon" }, ["IDEMPOTENCY_TTL must be a duration"]],
     [{ IDEMPOTENCY_TTL: "0s" }, ["IDEMPOTENCY_TTL must be more than 0"]],
+    [{ PASSWORD_HASH_MEMORY_KIB: "4096" }, ["PASSWORD_HASH_MEMORY_KIB must be an integer from 19456 to 4194304"]],
     [{ FAST_PATHS: "warp" }, ["FAST_PATHS must be all, none or a comma-separated list of request-wrapper"]]
   ]
   const expectRefused = (outcomes: ReadonlyArray<Outcome>, cases: typeof refused) => {

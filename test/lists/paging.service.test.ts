@@ -1,3 +1,4 @@
+// engine-independent: the services over SQLite in memory (inMemory), whichever engine the run is on
 /**
  * List paging in-process (the one list query behind every list endpoint, through `Projects.list`), on rows whose
  * timestamps and names are set exactly, which HTTP cannot do: ties broken by id in both directions so pages never

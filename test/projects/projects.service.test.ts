@@ -1,3 +1,4 @@
+// engine-independent: the services over SQLite in memory (inMemory), whichever engine the run is on
 /**
  * The Projects service in-process, over SQLite in memory with the real layers: who sees and changes which project
  * (decisions.md: "a user sees and changes the projects they own, and those of their teams (`team` visibility)"),

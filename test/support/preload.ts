@@ -9,5 +9,10 @@ if (/^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? "") && !process.env.S
   process.env.SECRETS_KEY = TEST_SECRETS_KEY
 }
 
+// Passwords hashed at OWASP's minimum memory for argon2id (19 MiB, two passes) rather than the default 64 MiB: the
+// suite hashes and verifies a few hundred, a fifth of the CPU each (test/apikeys/password-hash.service.test.ts tests
+// the default). Servers started with this process's environment get it too.
+process.env.PASSWORD_HASH_MEMORY_KIB ??= "19456"
+
 // Dropping a file's PostgreSQL databases takes longer than the default 5 s on a loaded machine.
 afterAll(removeLeftovers, 60_000)

@@ -1,3 +1,4 @@
+// engine-independent: the services over SQLite in memory (inMemory), whichever engine the run is on
 /**
  * The outbox's hand-over to the delivery worker, in-process over SQLite in memory: a committed change hands the
  * deliveries it claimed to the inbox and leaves the rest unclaimed for the worker's claim; a change that fails hands
