@@ -14,13 +14,24 @@ import { SqlClientLive, SqlLive } from "../../src/Sql/Client.ts"
 import type { TeamRole } from "../../src/Teams/Api.ts"
 import { Teams } from "../../src/Teams/Teams.ts"
 import { Users } from "../../src/Users/Users.ts"
-import { secretsSettings } from "./secrets.ts"
+import { secretsSettings, TEST_PASSWORD_HASH_MEMORY_KIB } from "./secrets.ts"
 
-/** Settings given to the service's own configuration as the environment would give them, and nothing else. */
+/**
+ * Settings given to the service's own configuration as the environment would give them, and nothing else but the
+ * suite's password-hash cost (`TEST_PASSWORD_HASH_MEMORY_KIB`) unless they name one.
+ */
 export const withSettings = (settings: Readonly<Record<string, string>>) =>
   Layer.setConfigProvider(
-    // On PostgreSQL the key ring is required: the test key, unless the settings name one.
-    ConfigProvider.fromMap(new Map(Object.entries({ ...secretsSettings(settings.DATABASE_URL ?? ""), ...settings })))
+    ConfigProvider.fromMap(
+      new Map(
+        Object.entries({
+          PASSWORD_HASH_MEMORY_KIB: TEST_PASSWORD_HASH_MEMORY_KIB,
+          // On PostgreSQL the key ring is required: the test key, unless the settings name one.
+          ...secretsSettings(settings.DATABASE_URL ?? ""),
+          ...settings
+        })
+      )
+    )
   )
 
 export { secretsSettings, TEST_SECRETS_KEY } from "./secrets.ts"

@@ -9,3 +9,11 @@ export const TEST_SECRETS_KEY = "3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I="
 /** `SECRETS_KEY` for a server on `databaseUrl`: the test key on PostgreSQL, nothing on SQLite. */
 export const secretsSettings = (databaseUrl: string): Record<string, string> =>
   /^postgres(ql)?:\/\//.test(databaseUrl) ? { SECRETS_KEY: process.env.SECRETS_KEY || TEST_SECRETS_KEY } : {}
+
+/**
+ * argon2id's memory for the passwords the tests set: OWASP's minimum for two passes (19 MiB), a fifth of the CPU of
+ * the default 64 MiB. The preload puts it in the environment (for servers and CLIs started with it), and the
+ * fixtures' and service harnesses' settings carry it (fixtures.ts); test/apikeys/password-hash.service.test.ts tests
+ * the default.
+ */
+export const TEST_PASSWORD_HASH_MEMORY_KIB = "19456"
