@@ -21,18 +21,8 @@ rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 declare -A END PEAK RATE SAMPLES
 for who in service baseline baseline service; do
   WORK=$(mktemp -d)
-  export DATABASE_URL=sqlite:$WORK/service.sqlite
-  user=$(bun src/cli.ts users create --email "rss-$RANDOM$RANDOM@example.com" --name Rss | json_field id)
-  key=$(bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write | json_field key)
-  if [ "$who" = service ]; then
-    RATE_LIMIT_PER_MINUTE=1000000000 PORT=$PORT HOST=127.0.0.1 taskset -c 0 bun src/main.ts >"$WORK/out.log" 2>&1 &
-  else
-    # shellcheck disable=SC2086
-    env ${BASELINE_ENV:-} BASELINE_DB="$WORK/baseline.sqlite" BASELINE_KEYS="$user:$key" PORT=$PORT \
-      taskset -c 0 bun bench/baseline/server.ts >"$WORK/out.log" 2>&1 &
-  fi
-  pid=$!
-  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
+  start_on_fresh_sqlite "$who" "$WORK" "$PORT"
+  pid=$PID key=$KEY
   peak=0 rates=()
   for _ in $(seq 1 $((MINUTES * 2))); do
     read -r rps _ _ _ < <(wrk_figures "$pid" -c64 -d30s -s bench/create.lua -H "Authorization: Bearer $key" \

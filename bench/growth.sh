@@ -14,17 +14,8 @@ source bench/lib.sh
 
 for who in service baseline; do
   WORK=$(mktemp -d)
-  export DATABASE_URL=sqlite:$WORK/service.sqlite
-  user=$(bun src/cli.ts users create --email "growth-$RANDOM$RANDOM@example.com" --name Growth | json_field id)
-  key=$(bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write | json_field key)
-  if [ "$who" = service ]; then
-    RATE_LIMIT_PER_MINUTE=1000000000 PORT=$PORT HOST=127.0.0.1 taskset -c 0 bun src/main.ts >"$WORK/out.log" 2>&1 &
-  else
-    BASELINE_DB=$WORK/baseline.sqlite BASELINE_KEYS="$user:$key" PORT=$PORT \
-      taskset -c 0 bun bench/baseline/server.ts >"$WORK/out.log" 2>&1 &
-  fi
-  pid=$!
-  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
+  start_on_fresh_sqlite "$who" "$WORK" "$PORT"
+  pid=$PID key=$KEY
   load() { # <duration>: "req/s p99_ms non2xx cpu_us" (bench/lib.sh)
     wrk_figures "$pid" -c64 -d"$1" -s bench/create.lua -H "Authorization: Bearer $key" "http://127.0.0.1:$PORT/v1/projects"
   }

@@ -37,3 +37,22 @@ wrk_figures() {
   bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
   echo "${rps:-?} ${p99:-?} ${bad:-0} ${cpu:-?}"
 }
+
+# start_on_fresh_sqlite <service|baseline> <dir> <port>: a user with an API key on a fresh SQLite file in <dir>, then
+# that contender on core 0 on <port> (the service at its defaults but the rate limit; the baseline, its own file in
+# <dir>, with BASELINE_ENV), its output in <dir>/out.log, waited for until it answers. Sets KEY and PID.
+start_on_fresh_sqlite() {
+  local who=$1 dir=$2 port=$3 user
+  export DATABASE_URL=sqlite:$dir/service.sqlite
+  user=$(bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
+  KEY=$(bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write | json_field key)
+  if [ "$who" = service ]; then
+    RATE_LIMIT_PER_MINUTE=1000000000 PORT=$port HOST=127.0.0.1 taskset -c 0 bun src/main.ts >"$dir/out.log" 2>&1 &
+  else
+    # shellcheck disable=SC2086
+    env ${BASELINE_ENV:-} BASELINE_DB="$dir/baseline.sqlite" BASELINE_KEYS="$user:$KEY" PORT=$port \
+      taskset -c 0 bun bench/baseline/server.ts >"$dir/out.log" 2>&1 &
+  fi
+  PID=$!
+  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+}
