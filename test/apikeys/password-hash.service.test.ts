@@ -1,10 +1,10 @@
 // engine-independent: the services over SQLite in memory (inMemory), whichever engine the run is on
 /**
  * Passwords are stored as argon2id hashes of two passes over `PASSWORD_HASH_MEMORY_KIB` of memory (64 MiB unless
- * set; docs/configuration.md): a user's first password and a new one alike, and the stand-in hash an unknown email
- * is checked against, so a sign-in costs the same either way. A hash made at another cost still verifies (it says
- * its own). The suite sets OWASP's minimum, 19 MiB (test/support/preload.ts); these tests give each setting its own
- * provider, over the real `Users` and `SignIn` layers on SQLite in memory.
+ * set; docs/configuration.md): a user's first password and a new one alike (`SignIn`'s stand-in hash for an unknown
+ * email is made by the same `Users.hashPassword`). A hash made at another cost still verifies (it says its own). The
+ * rest of the suite hashes at OWASP's minimum, 19 MiB (test/support/secrets.ts); these tests give each setting a
+ * provider of its own, over the real `Users` and `SignIn` layers on SQLite in memory.
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
