@@ -14,6 +14,7 @@ import { OAuthClients } from "../../src/OAuth/Clients.ts"
 import { OAuthGrants } from "../../src/OAuth/Grants.ts"
 import { OAuthTokens } from "../../src/OAuth/Tokens.ts"
 import { Users } from "../../src/Users/Users.ts"
+import { approvedTokens } from "../support/oauthTokens.ts"
 import { onSelectedEngine, principalOf, type ServiceHarness } from "../support/services.ts"
 
 type Services = OAuthClients | OAuthAuthorizations | OAuthTokens | OAuthGrants | Users
@@ -34,31 +35,9 @@ const clients = <A, E>(f: (clients: OAuthClients) => Effect.Effect<A, E, SqlClie
 const register = (who: Principal, name: string, isPublic = false) =>
   clients((c) => c.register(who, { name, redirect_uris: [REDIRECT], public: isPublic }))
 
-/** `user` signs in and approves `clientId` for `scope`, then the client exchanges the code: its tokens. */
+/** `user` signs in and approves `client` for `scope`, then the client exchanges the code: its tokens. */
 const authorize = (userId: string, client: OAuthClientWithSecret, scope: ReadonlyArray<string>) =>
-  run(
-    Effect.gen(function* () {
-      const authorizations = yield* OAuthAuthorizations
-      const started = yield* authorizations.start({
-        clientId: Option.some(client.id),
-        redirectUri: Option.some(REDIRECT),
-        responseType: Option.some("code"),
-        scope,
-        state: Option.none(),
-        codeChallenge: Option.none(),
-        codeChallengeMethod: Option.none()
-      })
-      const csrf = yield* authorizations.signedIn(started.pending.id, userId)
-      const decided = Option.getOrThrow(yield* authorizations.decide({ pending: started.pending.id, csrf }, true))
-      if (decided.outcome._tag !== "Approved") throw new Error("not approved")
-      const registered = Option.getOrThrow(yield* (yield* OAuthClients).find(client.id))
-      return yield* (yield* OAuthTokens).exchangeCode(registered, {
-        code: decided.outcome.code,
-        redirectUri: REDIRECT,
-        codeVerifier: Option.none()
-      })
-    })
-  )
+  run(approvedTokens({ id: client.id, secret: client.client_secret ?? "" }, REDIRECT, userId, scope))
 
 beforeAll(async () => {
   harness = await onSelectedEngine(

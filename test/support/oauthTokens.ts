@@ -22,36 +22,45 @@ export const confidentialClient = (harness: OAuthHarness, name: string, redirect
     )
   )
 
-/** The tokens `userId` gets by approving `client` for `read write`. */
+/**
+ * `userId` approves `client` for `scope` (`read write` unless given), then the client, authenticated with its
+ * secret, exchanges the code: its tokens. An effect on the OAuth services, for a harness that has them.
+ */
+export const approvedTokens = (
+  client: { readonly id: string; readonly secret: string },
+  redirectUri: string,
+  userId: string,
+  scope: ReadonlyArray<string> = ["read", "write"]
+) =>
+  Effect.gen(function* () {
+    const authorizations = yield* OAuthAuthorizations
+    const started = yield* authorizations.start({
+      clientId: Option.some(client.id),
+      redirectUri: Option.some(redirectUri),
+      responseType: Option.some("code"),
+      scope,
+      state: Option.some("st"),
+      codeChallenge: Option.none(),
+      codeChallengeMethod: Option.none()
+    })
+    const csrf = yield* authorizations.signedIn(started.pending.id, userId)
+    const decided = Option.getOrThrow(yield* authorizations.decide({ pending: started.pending.id, csrf }, true))
+    if (decided.outcome._tag !== "Approved") throw new Error("not approved")
+    const authenticated = yield* (yield* OAuthClients).authenticate({
+      id: client.id,
+      secret: Option.some(client.secret)
+    })
+    return yield* (yield* OAuthTokens).exchangeCode(authenticated, {
+      code: decided.outcome.code,
+      redirectUri,
+      codeVerifier: Option.none()
+    })
+  })
+
+/** The tokens `userId` gets by approving `client` for `read write`, on `harness`. */
 export const oauthTokensOf = (
   harness: OAuthHarness,
   client: { readonly id: string; readonly secret: string },
   redirectUri: string,
   userId: string
-) =>
-  harness.run(
-    Effect.gen(function* () {
-      const authorizations = yield* OAuthAuthorizations
-      const started = yield* authorizations.start({
-        clientId: Option.some(client.id),
-        redirectUri: Option.some(redirectUri),
-        responseType: Option.some("code"),
-        scope: ["read", "write"],
-        state: Option.some("st"),
-        codeChallenge: Option.none(),
-        codeChallengeMethod: Option.none()
-      })
-      const csrf = yield* authorizations.signedIn(started.pending.id, userId)
-      const decided = Option.getOrThrow(yield* authorizations.decide({ pending: started.pending.id, csrf }, true))
-      if (decided.outcome._tag !== "Approved") throw new Error("not approved")
-      const authenticated = yield* (yield* OAuthClients).authenticate({
-        id: client.id,
-        secret: Option.some(client.secret)
-      })
-      return yield* (yield* OAuthTokens).exchangeCode(authenticated, {
-        code: decided.outcome.code,
-        redirectUri,
-        codeVerifier: Option.none()
-      })
-    })
-  )
+) => harness.run(approvedTokens(client, redirectUri, userId))
