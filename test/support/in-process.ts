@@ -9,8 +9,9 @@
  * For rules (visibility, roles, validation, state changes). What needs a process stays on `startServer`: start-up
  * refusals, signals and exit codes, crashes, replicas, stdout itself.
  *
- * `bun test` runs every file in one process, so what a module of src/ keeps at module level (metrics, label
- * tables, id counters) is shared by every in-process server of the run; nothing a rule test asserts depends on it.
+ * A test process keeps one module registry across its files (`bun test` alone, and each worker of `bun run test`:
+ * `--no-isolate`), so what a module of src/ keeps at module level (metrics, label tables, id counters) is shared by
+ * every in-process server it runs; nothing a rule test asserts depends on it.
  */
 import { Cause, ConfigProvider, Deferred, Effect, Exit, Fiber, Layer, Logger } from "effect"
 import { LogLevelConfig } from "../../src/Config.ts"
