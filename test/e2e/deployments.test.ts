@@ -6,8 +6,8 @@
 
 import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { SQL } from "bun"
 import { callOn, expectError, expectValidation, joinTeam, serverWithUsers } from "../support/api.ts"
+import { sqlOn } from "../support/databases.ts"
 import { TIMESTAMP } from "../support/helpers.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
@@ -273,7 +273,7 @@ describe("GET /v1/projects/:id/deployments", () => {
 /** How many deployments of a project the database holds, read straight from it. */
 const storedDeployments = async (projectId: string): Promise<number> => {
   if (/^postgres(ql)?:\/\//.test(server.databaseUrl)) {
-    const sql = new SQL(server.databaseUrl)
+    const sql = sqlOn(server.databaseUrl)
     try {
       const rows = await sql`SELECT CAST(count(*) AS INTEGER) AS n FROM deployments WHERE project_id = ${projectId}`
       return Number(rows[0].n)

@@ -7,7 +7,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { connect } from "node:net"
-import { SQL } from "bun"
+import { sqlOn } from "../support/databases.ts"
 import { eventually, parsedLogs, stopWithin } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
 import { type Server, startServer, type TestUser, usingPostgres } from "../support/server.ts"
@@ -585,7 +585,7 @@ describe("SSRF at registration", () => {
 
 describe.skipIf(!usingPostgres())("PostgreSQL connections terminated mid-traffic", () => {
   test("answers are 200 or 503 unavailable with Retry-After, never 500, and the pool recovers", async () => {
-    const admin = new SQL(process.env.DATABASE_URL!)
+    const admin = sqlOn(process.env.DATABASE_URL!)
     const database = new URL(server.databaseUrl).pathname.slice(1)
     let terminated = 0
     let running = true

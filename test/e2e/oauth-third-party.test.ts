@@ -9,8 +9,8 @@
 import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
-import { SQL } from "bun"
 import * as oauth from "oauth4webapi"
+import { sqlOn } from "../support/databases.ts"
 import { startInProcess } from "../support/in-process.ts"
 import { formAction, formField } from "../support/oauthPages.ts"
 import { REDIS_SERVER, type RedisProcess, startRedis } from "../support/redis.ts"
@@ -642,7 +642,7 @@ async function runSql(databaseUrl: string, query: string) {
     db.close()
     return
   }
-  const sql = new SQL(databaseUrl)
+  const sql = sqlOn(databaseUrl)
   await sql.unsafe(query)
   await sql.close()
 }

@@ -1,8 +1,8 @@
 import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createConnection } from "node:net"
-import { SQL } from "bun"
 import { openApiPath, singleResourceGets } from "../support/contract.ts"
+import { sqlOn } from "../support/databases.ts"
 import { eventually, parsedLogs, stopWithin, twinsOf } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
 import { type Server, startServer, usingPostgres } from "../support/server.ts"
@@ -227,7 +227,7 @@ describe("a crash", () => {
 
       const statement = "ALTER TABLE projects RENAME TO projects_gone"
       if (usingPostgres()) {
-        const sql = new SQL(crashing.databaseUrl)
+        const sql = sqlOn(crashing.databaseUrl)
         await sql.unsafe(statement)
         await sql.close()
       } else {

@@ -4,8 +4,9 @@
  * speaks HTTP to the replicas in turn. Only on PostgreSQL: SQLite is one process's file.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { SQL } from "bun"
+import type { SQL } from "bun"
 import * as jose from "jose"
+import { sqlOn } from "../support/databases.ts"
 import { eventually, stopWithin } from "../support/helpers.ts"
 import { formField } from "../support/oauthPages.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
@@ -64,7 +65,7 @@ describe.skipIf(!POSTGRES)("three replicas on one PostgreSQL", () => {
   beforeAll(async () => {
     if (REDIS !== null) redis = await startRedis()
     databaseUrl = await freshDatabaseUrl()
-    db = new SQL(databaseUrl)
+    db = sqlOn(databaseUrl)
     const env = { ...ENV, ...(redis !== undefined ? { REDIS_URL: redis.url } : {}) }
     // All three at once on an empty database: each runs the migrations on start-up.
     replicas = await Promise.all([0, 1, 2].map(() => startServer({ databaseUrl, env })))

@@ -9,8 +9,8 @@ import { Database } from "bun:sqlite"
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
 import { createHmac } from "node:crypto"
 import { verify } from "@octokit/webhooks-methods"
-import { SQL } from "bun"
 import { makeId } from "../../src/Domain/Ids.ts"
+import { sqlOn } from "../support/databases.ts"
 import { storedSecret } from "../support/fixtures.ts"
 import { DELIVERY_RECORDERS, deliveryRecorderOf, eventually, stopWithin } from "../support/helpers.ts"
 import { startInProcess, startupFailureInProcess } from "../support/in-process.ts"
@@ -1183,7 +1183,7 @@ const insertWebhookRow = async (databaseUrl: string, written: Record<string, str
   // Its secret stored as the server stores one (encrypted), so the worker can sign with it.
   const row = { ...written, secret: await storedSecret(databaseUrl, written.secret ?? "", written.id ?? "") }
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    const sql = new SQL(databaseUrl)
+    const sql = sqlOn(databaseUrl)
     try {
       await sql`INSERT INTO webhooks ${sql(row)}`
     } finally {

@@ -8,12 +8,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { SQL } from "bun"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { invitationStatuses } from "../../src/Domain/Invitation.ts"
 import { Retention, type SweepReport } from "../../src/Retention/Retention.ts"
 import { InvitationsRepo } from "../../src/Teams/Repo.ts"
 import { Users } from "../../src/Users/Users.ts"
+import { sqlOn } from "../support/databases.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
 import { webhookRow } from "../support/helpers.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
@@ -351,7 +351,7 @@ describe("a sweep", () => {
   test.skipIf(!usingPostgres())(
     "while another process sweeps (holds the retention lock), a replica's sweep skips its turn",
     async () => {
-      const other = new SQL(databaseUrl)
+      const other = sqlOn(databaseUrl)
       try {
         // The lock as another replica's sweep holds it: a session-level advisory lock.
         await other.begin(async (session) => {

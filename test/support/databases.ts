@@ -20,6 +20,12 @@ const strategyOf = async (admin: SQL): Promise<string> => {
   return Number(row?.server_version_num ?? 0) >= 150_000 ? " STRATEGY FILE_COPY" : ""
 }
 
+/**
+ * Bun's `SQL` on the PostgreSQL database of `url` with one connection, for the tests' own statements. With its
+ * default pool a first statement opens ten, and each is a backend the server starts.
+ */
+export const sqlOn = (url: string): SQL => new SQL({ url, max: 1 })
+
 /** The database `name` on the PostgreSQL server of `base`. */
 export const databaseOn = (base: string, name: string): string => {
   const url = new URL(base)
@@ -30,7 +36,7 @@ export const databaseOn = (base: string, name: string): string => {
 /** A new database on the server of `base`: empty, or a copy of `template` (`CREATE DATABASE … TEMPLATE`). */
 export const createDatabase = async (base: string, template: string): Promise<string> => {
   const name = `pcs_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
-  const admin = new SQL(base)
+  const admin = sqlOn(base)
   try {
     if (template !== "") copyClause ??= strategyOf(admin)
     const copy = template === "" ? "" : ` TEMPLATE ${template}${await copyClause}`
@@ -52,7 +58,7 @@ export const dropDatabases = async (): Promise<void> => {
     return
   }
   for (const { base, name } of made.splice(0)) {
-    const admin = new SQL(base)
+    const admin = sqlOn(base)
     try {
       await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     } finally {

@@ -7,10 +7,10 @@
 import { createHash } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import { SQL, type Subprocess } from "bun"
+import type { Subprocess } from "bun"
 import { runCliInProcess } from "./cli.ts"
 import type { CrashPoint } from "./crash-main.ts"
-import { createDatabase, databaseOn } from "./databases.ts"
+import { createDatabase, databaseOn, sqlOn } from "./databases.ts"
 import { type Fixtures, fixtures as fixturesOn, secretsSettings } from "./fixtures.ts"
 import { tempDir } from "./temp.ts"
 
@@ -65,7 +65,7 @@ const migratedTemplate = async (base: string): Promise<string> => {
     for (const file of files.sort()) hash.update(file).update(readFileSync(join(ROOT, dir, file)))
   }
   const name = `pcs_template_${hash.digest("hex").slice(0, 16)}`
-  const admin = new SQL(base)
+  const admin = sqlOn(base)
   const session = await admin.reserve()
   try {
     await session.unsafe(`SELECT pg_advisory_lock(${TEMPLATE_LOCK})`)
