@@ -35,9 +35,11 @@ const clients = <A, E>(f: (clients: OAuthClients) => Effect.Effect<A, E, SqlClie
 const register = (who: Principal, name: string, isPublic = false) =>
   clients((c) => c.register(who, { name, redirect_uris: [REDIRECT], public: isPublic }))
 
-/** `user` signs in and approves `client` for `scope`, then the client exchanges the code: its tokens. */
-const authorize = (userId: string, client: OAuthClientWithSecret, scope: ReadonlyArray<string>) =>
-  run(approvedTokens({ id: client.id, secret: client.client_secret ?? "" }, REDIRECT, userId, scope))
+/** `user` signs in and approves the confidential `client` for `scope`, then it exchanges the code: its tokens. */
+const authorize = (userId: string, client: OAuthClientWithSecret, scope: ReadonlyArray<string>) => {
+  if (client.client_secret === undefined) throw new Error(`${client.name} is a public client: it has no secret`)
+  return run(approvedTokens({ id: client.id, secret: client.client_secret }, REDIRECT, userId, scope))
+}
 
 beforeAll(async () => {
   harness = await onSelectedEngine(
