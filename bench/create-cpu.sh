@@ -2,10 +2,10 @@
 # Where a create's CPU goes, the service against the idiomatic baseline: each contender's threads (the JS thread,
 # the JIT's, the rest) over N creates, in µs a create, then the same creates again under `strace -c` for the
 # system calls a create makes (socket writes and reads, madvise as the heap grows and shrinks, futex). The service
-# at its defaults but the rate limit; the baseline (bench/baseline/server.ts) with its audit record
-# (BASELINE_AUDIT=1). On PostgreSQL when DATABASE_URL names a server (each contender a fresh database of its own),
-# else each on a fresh SQLite file. Server on core 0, `hey` on core 1 (CLIENTS at once, 16 unless given), N creates of warm-up first,
-# in the order A B B A.
+# at its defaults but the rate limit; the baseline (bench/baseline/server.ts) with its audit record (BASELINE_ENV,
+# BASELINE_AUDIT=1 unless given). On PostgreSQL when DATABASE_URL names a server (each contender a fresh database of
+# its own), else each on a fresh SQLite file (bench/lib.sh, start_on_fresh_database). Server on core 0, `hey` on
+# core 1 (CLIENTS at once, 16 unless given), N creates of warm-up first, in the order A B B A.
 # Usage: [DATABASE_URL=postgres://…] bash bench/create-cpu.sh [creates=6000] [clients=16]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,34 +25,11 @@ creates() {
     "http://127.0.0.1:$PORT/v1/projects" | awk '/Requests\/sec/ {printf "%.0f", $2} /Status code distribution/ {codes = 1} codes && /^ *\[[0-9]+\]/ && !/\[201\]/ {bad = 1} END {if (bad) printf " (answers other than 201)"}'
 }
 
+export BASELINE_ENV=${BASELINE_ENV:-BASELINE_AUDIT=1}
 for who in service baseline baseline service; do
   WORK=$(mktemp -d)
-  dbs=()
-  if [ -n "$PG_SERVER" ]; then
-    name=bench_cpu_$$_$RANDOM
-    dbs+=("$name")
-    export DATABASE_URL
-    DATABASE_URL=$(pg_database "$PG_SERVER" "$name")
-  else
-    export DATABASE_URL=sqlite:$WORK/service.sqlite
-  fi
-  user=$(bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
-  key=$(bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write | json_field key)
-  if [ "$who" = service ]; then
-    RATE_LIMIT_PER_MINUTE=1000000000 PORT=$PORT HOST=127.0.0.1 taskset -c 0 bun src/main.ts >"$WORK/out.log" 2>&1 &
-  else
-    if [ -n "$PG_SERVER" ]; then
-      name=bench_cpu_base_$$_$RANDOM
-      dbs+=("$name")
-      base_db=$(pg_database "$PG_SERVER" "$name")
-    else
-      base_db=$WORK/baseline.sqlite
-    fi
-    BASELINE_AUDIT=1 BASELINE_DB=$base_db BASELINE_KEYS="$user:$key" PORT=$PORT \
-      taskset -c 0 bun bench/baseline/server.ts >"$WORK/out.log" 2>&1 &
-  fi
-  pid=$!
-  for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
+  start_on_fresh_database "$who" "$WORK" "$PORT"
+  pid=$PID key=$KEY
   creates "$N" "$key" >/dev/null
   threads "$pid" >"$WORK/before"
   rate=$(creates "$N" "$key")
@@ -73,7 +50,6 @@ for who in service baseline baseline service; do
   fi
   kill -INT "$pid"
   wait "$pid" 2>/dev/null || true
-  for db in "${dbs[@]}"; do pg_drop "$PG_SERVER" "$db"; done
-  [ -n "$PG_SERVER" ] && DATABASE_URL=$PG_SERVER
+  drop_fresh_databases
   rm -rf "$WORK"
 done

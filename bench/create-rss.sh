@@ -21,7 +21,7 @@ rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 declare -A END PEAK RATE SAMPLES
 for who in service baseline baseline service; do
   WORK=$(mktemp -d)
-  start_on_fresh_sqlite "$who" "$WORK" "$PORT"
+  start_on_fresh_database "$who" "$WORK" "$PORT"
   pid=$PID key=$KEY
   peak=0 rates=()
   for _ in $(seq 1 $((MINUTES * 2))); do

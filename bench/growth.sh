@@ -14,7 +14,7 @@ source bench/lib.sh
 
 for who in service baseline; do
   WORK=$(mktemp -d)
-  start_on_fresh_sqlite "$who" "$WORK" "$PORT"
+  start_on_fresh_database "$who" "$WORK" "$PORT"
   pid=$PID key=$KEY
   load() { # <duration>: "req/s p99_ms non2xx cpu_us" (bench/lib.sh)
     wrk_figures "$pid" -c64 -d"$1" -s bench/create.lua -H "Authorization: Bearer $key" "http://127.0.0.1:$PORT/v1/projects"

@@ -38,21 +38,42 @@ wrk_figures() {
   echo "${rps:-?} ${p99:-?} ${bad:-0} ${cpu:-?}"
 }
 
-# start_on_fresh_sqlite <service|baseline> <dir> <port>: a user with an API key on a fresh SQLite file in <dir>, then
-# that contender on core 0 on <port> (the service at its defaults but the rate limit; the baseline, its own file in
-# <dir>, with BASELINE_ENV), its output in <dir>/out.log, waited for until it answers. Sets KEY and PID.
-start_on_fresh_sqlite() {
-  local who=$1 dir=$2 port=$3 user
-  export DATABASE_URL=sqlite:$dir/service.sqlite
+# start_on_fresh_database <service|baseline> <dir> <port>: a user with an API key on a fresh database, then that
+# contender on core 0 on <port> (the service at its defaults but the rate limit; the baseline, on a database of its
+# own, with BASELINE_ENV), its output in <dir>/out.log, waited for until it answers. Sets KEY and PID. The databases
+# are SQLite files in <dir>, or fresh databases on the PostgreSQL server PG_SERVER names when it is set (their names
+# kept in FRESH_DATABASES: drop_fresh_databases drops them).
+FRESH_DATABASES=()
+start_on_fresh_database() {
+  local who=$1 dir=$2 port=$3 user service_db baseline_db name
+  if [ -n "${PG_SERVER:-}" ]; then
+    name=bench_${who}_$$_$RANDOM
+    FRESH_DATABASES+=("$name")
+    service_db=$(pg_database "$PG_SERVER" "$name")
+    name=bench_${who}_own_$$_$RANDOM
+    if [ "$who" = baseline ]; then
+      FRESH_DATABASES+=("$name")
+      baseline_db=$(pg_database "$PG_SERVER" "$name")
+    fi
+  else
+    service_db=sqlite:$dir/service.sqlite baseline_db=$dir/baseline.sqlite
+  fi
+  export DATABASE_URL=$service_db
   user=$(bun src/cli.ts users create --email "bench-$RANDOM$RANDOM@example.com" --name Bench | json_field id)
   KEY=$(bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write | json_field key)
   if [ "$who" = service ]; then
     RATE_LIMIT_PER_MINUTE=1000000000 PORT=$port HOST=127.0.0.1 taskset -c 0 bun src/main.ts >"$dir/out.log" 2>&1 &
   else
     # shellcheck disable=SC2086
-    env ${BASELINE_ENV:-} BASELINE_DB="$dir/baseline.sqlite" BASELINE_KEYS="$user:$KEY" PORT=$port \
+    env ${BASELINE_ENV:-} BASELINE_DB="$baseline_db" BASELINE_KEYS="$user:$KEY" PORT=$port \
       taskset -c 0 bun bench/baseline/server.ts >"$dir/out.log" 2>&1 &
   fi
   PID=$!
-  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+  # (Up to 30 s: a first start on a fresh PostgreSQL database runs every migration.)
+  for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+}
+drop_fresh_databases() {
+  local name
+  for name in "${FRESH_DATABASES[@]}"; do pg_drop "$PG_SERVER" "$name"; done
+  FRESH_DATABASES=()
 }
