@@ -50,8 +50,8 @@ start_on_fresh_database() {
     name=bench_${who}_$$_$RANDOM
     FRESH_DATABASES+=("$name")
     service_db=$(pg_database "$PG_SERVER" "$name")
-    name=bench_${who}_own_$$_$RANDOM
     if [ "$who" = baseline ]; then
+      name=bench_${who}_own_$$_$RANDOM
       FRESH_DATABASES+=("$name")
       baseline_db=$(pg_database "$PG_SERVER" "$name")
     fi
