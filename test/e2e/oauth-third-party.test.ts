@@ -6,11 +6,10 @@
  * browser (test/browser/cors.test.ts calls from a page of another origin).
  */
 
-import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
 import * as oauth from "oauth4webapi"
-import { sqlOn } from "../support/databases.ts"
+import { runStatement } from "../support/databases.ts"
 import { startInProcess } from "../support/in-process.ts"
 import { formAction, formField } from "../support/oauthPages.ts"
 import { REDIS_SERVER, type RedisProcess, startRedis } from "../support/redis.ts"
@@ -350,7 +349,7 @@ describe("introspection (RFC 7662) with oauth4webapi", () => {
 
     // Expired.
     const hash = createHash("sha256").update(refreshed.refresh_token!).digest("hex")
-    await runSql(
+    await runStatement(
       server.databaseUrl,
       `UPDATE oauth_tokens SET expires_at = '2000-01-01T00:00:00.000Z' WHERE token_hash = '${hash}'`
     )
@@ -632,17 +631,3 @@ describe.skipIf(REDIS_SERVER === null)("per-client limits shared by two servers 
     expect(await fourth.json()).toMatchObject({ error: "temporarily_unavailable" })
   }, 30_000)
 })
-
-/** Ages a row behind the server's back: SQLite file or PostgreSQL database of this server. */
-async function runSql(databaseUrl: string, query: string) {
-  if (databaseUrl.startsWith("sqlite:")) {
-    const db = new Database(databaseUrl.slice("sqlite:".length))
-    db.exec("PRAGMA busy_timeout = 5000")
-    db.exec(query)
-    db.close()
-    return
-  }
-  const sql = sqlOn(databaseUrl)
-  await sql.unsafe(query)
-  await sql.close()
-}

@@ -4,11 +4,10 @@
  * client_secret_basic and a public client with PKCE; then the error paths.
  */
 
-import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
 import * as oauth from "oauth4webapi"
-import { sqlOn } from "../support/databases.ts"
+import { runStatement } from "../support/databases.ts"
 import { startInProcess } from "../support/in-process.ts"
 import { formAction, formField } from "../support/oauthPages.ts"
 import type { Server } from "../support/server.ts"
@@ -492,7 +491,7 @@ describe("token errors", () => {
   test("an expired code is invalid_grant", async () => {
     const code = await codeFor()
     const hash = createHash("sha256").update(code).digest("hex")
-    await runSql(
+    await runStatement(
       server.databaseUrl,
       `UPDATE oauth_codes SET expires_at = '2000-01-01T00:00:00.000Z' WHERE code_hash = '${hash}'`
     )
@@ -683,27 +682,13 @@ describe("using and revoking OAuth tokens", () => {
     expect((await me("pco_short")).status).toBe(401)
     const tokens = await (await exchange(await codeFor())).json()
     const hash = createHash("sha256").update(tokens.access_token).digest("hex")
-    await runSql(
+    await runStatement(
       server.databaseUrl,
       `UPDATE oauth_tokens SET expires_at = '2000-01-01T00:00:00.000Z' WHERE token_hash = '${hash}'`
     )
     expect((await me(tokens.access_token)).status).toBe(401)
   }, 15_000)
 })
-
-/** Ages a row behind the server's back: SQLite file or PostgreSQL database of this server. */
-async function runSql(databaseUrl: string, query: string) {
-  if (databaseUrl.startsWith("sqlite:")) {
-    const db = new Database(databaseUrl.slice("sqlite:".length))
-    db.exec("PRAGMA busy_timeout = 5000")
-    db.exec(query)
-    db.close()
-    return
-  }
-  const sql = sqlOn(databaseUrl)
-  await sql.unsafe(query)
-  await sql.close()
-}
 
 describe("request decoding at the edge", () => {
   test("each malformed token, revocation and login request gets its RFC 6749 answer and description", async () => {

@@ -1,11 +1,10 @@
-import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createConnection } from "node:net"
 import { openApiPath, singleResourceGets } from "../support/contract.ts"
-import { sqlOn } from "../support/databases.ts"
+import { runStatement } from "../support/databases.ts"
 import { eventually, parsedLogs, stopWithin, twinsOf } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
-import { type Server, startServer, usingPostgres } from "../support/server.ts"
+import { type Server, startServer } from "../support/server.ts"
 
 let server: Server
 
@@ -225,16 +224,7 @@ describe("a crash", () => {
       const user = await crashing.user()
       expect((await crashing.request("/v1/projects", { key: user.key })).status).toBe(200)
 
-      const statement = "ALTER TABLE projects RENAME TO projects_gone"
-      if (usingPostgres()) {
-        const sql = sqlOn(crashing.databaseUrl)
-        await sql.unsafe(statement)
-        await sql.close()
-      } else {
-        const db = new Database(crashing.databaseUrl.replace(/^sqlite:/, ""))
-        db.run(statement)
-        db.close()
-      }
+      await runStatement(crashing.databaseUrl, "ALTER TABLE projects RENAME TO projects_gone")
 
       const res = await crashing.request("/v1/projects", { key: user.key })
       expect(res.status).toBe(500)

@@ -5,6 +5,7 @@
  * `.ci/run` sets `TEST_POSTGRES_THROWAWAY=1`, and the databases are left to it (a drop waits for a checkpoint, and
  * the suite makes a few hundred).
  */
+import { Database } from "bun:sqlite"
 import { SQL } from "bun"
 
 const made: Array<{ readonly base: string; readonly name: string }> = []
@@ -25,6 +26,29 @@ const strategyOf = async (admin: SQL): Promise<string> => {
  * default pool a first statement opens ten, and each is a backend the server starts.
  */
 export const sqlOn = (url: string): SQL => new SQL({ url, max: 1 })
+
+/**
+ * Runs `statement` on a test server's database behind the server's back (to age a row, or to break a table): its
+ * SQLite file, or its PostgreSQL database.
+ */
+export const runStatement = async (databaseUrl: string, statement: string): Promise<void> => {
+  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    const sql = sqlOn(databaseUrl)
+    try {
+      await sql.unsafe(statement)
+    } finally {
+      await sql.close()
+    }
+    return
+  }
+  const db = new Database(databaseUrl.replace(/^sqlite:/, ""))
+  try {
+    db.exec("PRAGMA busy_timeout = 5000")
+    db.exec(statement)
+  } finally {
+    db.close()
+  }
+}
 
 /** The database `name` on the PostgreSQL server of `base`. */
 export const databaseOn = (base: string, name: string): string => {
