@@ -2,7 +2,10 @@
  * Small helpers every test file may need, in one place: waiting for a condition, a free loopback port, stopping a
  * server process without ever leaking it, the server's JSON log lines, and the order every list promises.
  */
+import { Schema } from "effect"
 import { FAST_PATH_NAMES, type FastPath } from "../../src/Config.ts"
+import { makeId } from "../../src/Domain/Ids.ts"
+import { ClaimedDelivery } from "../../src/Domain/Webhook.ts"
 import { type Server, type ServerProcess, usingPostgres } from "./server.ts"
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -133,3 +136,28 @@ export const webhookRow = (row: {
   status: row.failedAt === undefined ? "active" : "failed",
   failed_at: row.failedAt ?? null
 })
+
+/** A delivery as the worker's claim hands it over (to a fake receiver that never answers), `overrides` on top. */
+export const claimedDelivery = (overrides: Partial<typeof ClaimedDelivery.Encoded> = {}): ClaimedDelivery =>
+  Schema.decodeSync(ClaimedDelivery)({
+    id: makeId("delivery"),
+    webhook_id: makeId("webhook"),
+    event_id: makeId("event"),
+    event_type: "project.created",
+    attempt_count: 0,
+    attempts_made: 0,
+    status: "pending",
+    manual: 0,
+    next_attempt_at: new Date().toISOString(),
+    url: "http://127.0.0.1:1/hook",
+    signature: "hmac",
+    secret: "whsec_x",
+    previous_secret: null,
+    previous_secret_expires_at: null,
+    webhook_status: "active",
+    payload: "{}",
+    trace_context: null,
+    claim_token: crypto.randomUUID(),
+    rate_limit: null,
+    ...overrides
+  })

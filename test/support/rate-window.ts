@@ -105,7 +105,7 @@ export const TRANSIT_ALLOWANCE_MS = 150
  * The most receipts any window `[t, t + windowMs)` holds, however it falls: a window holding the most can be moved to
  * start at one of the receipts, so it counts from each one.
  */
-export const mostInWindow = (receipts: ReadonlyArray<Receipt>, windowMs: number): number => {
+export const mostInWindow = (receipts: ReadonlyArray<Pick<Receipt, "at">>, windowMs: number): number => {
   const times = receipts.map((receipt) => receipt.at).sort((a, b) => a - b)
   let most = 0
   let end = 0

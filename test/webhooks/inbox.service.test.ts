@@ -6,15 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Fiber, Layer, Option, Schema } from "effect"
-import { makeId } from "../../src/Domain/Ids.ts"
-import { ClaimedDelivery } from "../../src/Domain/Webhook.ts"
+import { Duration, Effect, Fiber, Layer, Option } from "effect"
 import { Events } from "../../src/Events/Events.ts"
 import { DeliveryInbox } from "../../src/Events/Inbox.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { projectData } from "../support/eventData.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
-import { webhookRow } from "../support/helpers.ts"
+import { claimedDelivery, webhookRow } from "../support/helpers.ts"
 import { inMemory } from "../support/services.ts"
 
 const harness = inMemory(Layer.mergeAll(Events.Default, DeliveryInbox.Default, Users.Default))
@@ -201,29 +199,6 @@ describe("inside another transaction", () => {
 })
 
 describe("shutdown gives back what no attempt started", () => {
-  const claimedDelivery = () =>
-    Schema.decodeSync(ClaimedDelivery)({
-      id: makeId("delivery"),
-      webhook_id: makeId("webhook"),
-      event_id: makeId("event"),
-      event_type: "project.created",
-      attempt_count: 0,
-      attempts_made: 0,
-      status: "pending",
-      manual: 0,
-      next_attempt_at: new Date().toISOString(),
-      url: "http://127.0.0.1:1/hook",
-      signature: "hmac",
-      secret: "whsec_x",
-      previous_secret: null,
-      previous_secret_expires_at: null,
-      webhook_status: "active",
-      payload: "{}",
-      trace_context: null,
-      claim_token: crypto.randomUUID(),
-      rate_limit: null
-    })
-
   test("a delivery handed to a taker interrupted at that moment (the worker stopping) is still given back", async () => {
     const delivery = claimedDelivery()
     const left = await run(

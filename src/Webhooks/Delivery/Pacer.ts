@@ -6,7 +6,14 @@
  * while this process still paces the ones it took (src/Webhooks/Repo.ts); a runner hands each such delivery here and
  * goes back to the inbox at once. One fiber per webhook starts them in turn: for each, a fiber takes a start from
  * the webhook's pace in the database (`DeliveryScheduleRepo.takeStart`, shared by every replica) and, given one,
- * makes the attempt straight away; when the pace says "not yet" the pacer sleeps until then. The attempt itself runs as any other (its outcome recorded by the recorder); what
+ * makes the attempt straight away; when the pace says "not yet" the pacer sleeps until then.
+ *
+ * A start is granted for a time, and the attempt must begin within `START_WITHIN_MS` of it: a busy process that gets
+ * from the answer to the attempt later lets the start lapse (its slot goes unused) and asks again, since a late start
+ * followed by one on time would put two attempts less than a step apart. So that a process whose answers are always
+ * slow still starts some, it asks for its start as far ahead as its last answer took, and waits for that time.
+ *
+ * The attempt itself runs as any other (its outcome recorded by the recorder); what
  * waits is neither attempted nor recorded, and its schedule is untouched. When a webhook's turn is over, the
  * claimer is woken for its next deliveries. A delivery that has waited here too long for its claim's comfort is
  * given back to the table, for the next claim.
@@ -15,7 +22,7 @@
  */
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import type { ClaimedDelivery } from "../../Domain/Webhook.js"
-import type { Pace } from "./Repo.js"
+import { PACE_SPAN_MS, type Pace, START_WITHIN_MS } from "./Repo.js"
 
 export interface PacerOptions {
   /** Takes a start for an attempt to the webhook now, if its pace allows one; a cold one holds its place longer. */
@@ -68,22 +75,40 @@ export const makePacer = (options: PacerOptions) => {
   const startNow = (claimed: ClaimedDelivery) =>
     Effect.suspend(() => Effect.asVoid(forkTracked(attempts, Effect.uninterruptible(options.start(claimed)))))
 
+  /** How long the pace's last answer took to come back: the next start is asked for that far ahead. */
+  let lead = 0
+
   /**
-   * Takes a start and, when it is given, makes the attempt at once in the same fiber (no hop between the two for a
-   * busy process to stretch); the pace's answer goes to `told` either way, for the pacer to go on.
+   * Takes a start for `lead` ms from now and, when it is given, makes the attempt at that time in the same fiber (no
+   * hop between the check and the attempt for a busy process to stretch), unless it is too late by then; the
+   * decision goes to `told` either way, for the pacer to go on (a lapsed start as a wait until now: ask again).
    */
   const takeAndStart = (webhookId: string, claimed: ClaimedDelivery, cold: boolean, told: Deferred.Deferred<Pace>) =>
-    Effect.suspend(() => options.takeStart(webhookId, Date.now(), cold)).pipe(
-      Effect.exit,
-      Effect.flatMap((exit) =>
-        Effect.zipRight(
-          Deferred.done(told, exit),
-          Exit.isSuccess(exit) && exit.value._tag !== "Wait"
-            ? Effect.suspend(() => options.start(claimed))
-            : Effect.void
-        )
+    Effect.suspend(() => {
+      const asked = Date.now()
+      const at = asked + lead
+      return options.takeStart(webhookId, at, cold).pipe(
+        Effect.tap(() => {
+          lead = Math.min(PACE_SPAN_MS, Date.now() - asked)
+        }),
+        Effect.tap((pace) => {
+          const early = at - Date.now()
+          return pace._tag === "Start" && early > 0 ? Effect.sleep(Duration.millis(early)) : Effect.void
+        }),
+        Effect.exit,
+        Effect.flatMap((exit) => {
+          if (Exit.isFailure(exit) || exit.value._tag === "Wait") return Deferred.done(told, exit)
+          const now = Date.now()
+          if (exit.value._tag === "Start" && now - at > START_WITHIN_MS) {
+            return Deferred.succeed(told, { _tag: "Wait", at: now })
+          }
+          return Effect.zipRight(
+            Deferred.done(told, exit),
+            Effect.suspend(() => options.start(claimed))
+          )
+        })
       )
-    )
+    })
 
   /** One webhook's turn: its queued deliveries started one by one as its pace allows, until none is left. */
   const pace = (webhookId: string, queue: Array<Queued>): Effect.Effect<void> =>

@@ -15,6 +15,13 @@ import { Effect, Option, Schema } from "effect"
 export const PACE_SPAN_MS = 1100
 
 /**
+ * How late after the time it was granted for a start may still be made: half of what `PACE_SPAN_MS` keeps over the
+ * second (the other half is the receiver's). A start made later would crowd the next one, granted on time, into
+ * less than a step; the pacer lets it lapse and asks again (./Pacer.ts).
+ */
+export const START_WITHIN_MS = (PACE_SPAN_MS - 1000) / 2
+
+/**
  * What a cold start holds besides its step: the first attempt a process makes to a webhook after a while opens a
  * new connection (TCP, TLS), so it reaches the receiver later than the ones after it, which go over that connection;
  * without this the receiver would see them close up behind it.

@@ -1,0 +1,105 @@
+// engine-independent: the services over SQLite in memory (inMemory), whichever engine the run is on
+/**
+ * The pace of a webhook with a `rate_limit` (src/Webhooks/Delivery/Pacer.ts over the pace's statement in
+ * DeliveryScheduleRepo), in-process: at most `rate_limit` attempts start in any one-second window, even when the
+ * process is slow to get from the pace's answer to the attempt, and a process that is slow every time still starts
+ * them all.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Deferred, Duration, Effect, Layer } from "effect"
+import { makeId } from "../../src/Domain/Ids.ts"
+import { Users } from "../../src/Users/Users.ts"
+import { makePacer, type PacerOptions } from "../../src/Webhooks/Delivery/Pacer.ts"
+import { DeliveryScheduleRepo, type Pace } from "../../src/Webhooks/Delivery/Repo.ts"
+import { uniqueEmail } from "../support/fixtures.ts"
+import { claimedDelivery, webhookRow } from "../support/helpers.ts"
+import { mostInWindow } from "../support/rate-window.ts"
+import { inMemory } from "../support/services.ts"
+
+const harness = inMemory(Layer.mergeAll(DeliveryScheduleRepo.Default, Users.Default))
+const { run } = harness
+
+let userId = ""
+beforeAll(async () => {
+  userId = (await run(Effect.flatMap(Users, (users) => users.create({ email: uniqueEmail("pacer"), name: "Pacer" }))))
+    .id
+})
+afterAll(() => harness.dispose(), 20_000)
+
+/** A webhook with a `rate_limit` of `limit`, fresh for each test (its pace is its own). */
+const limitedWebhook = (limit: number) =>
+  run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const id = makeId("webhook")
+      const row = webhookRow({
+        id,
+        userId,
+        url: `https://hooks.example.com/${id}`,
+        secret: "whsec_x",
+        at: new Date().toISOString()
+      })
+      yield* sql`INSERT INTO webhooks ${sql.insert({ ...row, rate_limit: limit })}`
+      return id
+    })
+  )
+
+/**
+ * Paces `count` deliveries of webhook `id` and answers when each started (`Date.now()` as the attempt began). The
+ * pace's answer reaches the pacer `lateBy(n, pace)` ms after its statement ran (`n` counts the answers from 0): a
+ * busy process getting to it late.
+ */
+const startsOf = (id: string, count: number, lateBy: (n: number, pace: Pace) => number) =>
+  run(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schedule = yield* DeliveryScheduleRepo
+        const starts: Array<{ readonly at: number }> = []
+        const allStarted = yield* Deferred.make<void>()
+        let answers = 0
+        const options: PacerOptions = {
+          takeStart: (webhookId, now, cold) =>
+            Effect.tap(schedule.takeStart(webhookId, now, cold), (pace) =>
+              Effect.sleep(Duration.millis(lateBy(answers++, pace)))
+            ),
+          start: () =>
+            Effect.suspend(() => {
+              starts.push({ at: Date.now() })
+              return starts.length === count ? Deferred.succeed(allStarted, undefined) : Effect.void
+            }),
+          giveBack: () => Effect.die("no delivery should wait this long"),
+          wake: Effect.void,
+          maxWait: Duration.minutes(1),
+          scope: yield* Effect.scope
+        }
+        const pacer = makePacer(options)
+        for (let i = 0; i < count; i++) yield* pacer.add(claimedDelivery({ webhook_id: id, rate_limit: 2 }))
+        yield* Deferred.await(allStarted).pipe(
+          Effect.timeoutFail({
+            duration: Duration.seconds(20),
+            onTimeout: () => new Error(`only ${starts.length} of ${count} deliveries started within 20 s`)
+          })
+        )
+        return starts
+      })
+    )
+  )
+
+describe("the pace of a webhook with rate_limit 2", () => {
+  test("a start the process gets to 400 ms after its grant does not crowd the next: no second holds 3 starts", async () => {
+    const id = await limitedWebhook(2)
+    let starts = 0
+    // The second start granted reaches the pacer 400 ms late; every other answer at once.
+    const at = await startsOf(id, 6, (_, pace) => (pace._tag === "Start" && ++starts === 2 ? 400 : 0))
+    expect(at).toHaveLength(6)
+    expect(mostInWindow(at, 1000)).toBeLessThanOrEqual(2)
+  }, 30_000)
+
+  test("a process whose every answer comes 80 ms late still starts them all, 2 a second at most", async () => {
+    const id = await limitedWebhook(2)
+    const at = await startsOf(id, 6, () => 80)
+    expect(at).toHaveLength(6)
+    expect(mostInWindow(at, 1000)).toBeLessThanOrEqual(2)
+  }, 30_000)
+})
