@@ -90,7 +90,7 @@ write_key() { if [ "$1" = before ] && [ -n "$OWN_BEFORE" ]; then echo "$BEFORE_W
 profiled() { [ -n "${BENCH_PROFILE:-}" ] && [ -n "${SEEDED:-}" ] && echo "--cpu-prof --cpu-prof-dir=$BENCH_PROFILE/$1"; }
 # (Up to a minute: a server's first start on a fresh PostgreSQL database runs every migration.)
 wait_ready() { for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$1/health/ready" >/dev/null && return; sleep 0.1; done; }
-wait_up() { for _ in $(seq 1 600); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return; sleep 0.1; done; }
+wait_up() { for _ in $(seq 1 600); do curl -s -m 2 -o /dev/null "http://127.0.0.1:$1/" && return; sleep 0.1; done; }
 start_service() {
   # shellcheck disable=SC2046
   RATE_LIMIT_PER_MINUTE=1000000000 PORT=$SVC_PORT HOST=127.0.0.1 \

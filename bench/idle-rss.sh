@@ -42,7 +42,7 @@ start() {
       BASELINE_DB=$WORK/baseline.sqlite PORT=$PORT HOST=127.0.0.1 taskset -c 0 bun bench/baseline/server.ts >>"$WORK/baseline.log" 2>&1 &
       PID=$!
       # Its only routes need a key; any answer (401) means it listens.
-      for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$PORT/v1/projects" && break; sleep 0.05; done ;;
+      for _ in $(seq 1 200); do curl -s -m 2 -o /dev/null "http://127.0.0.1:$PORT/v1/projects" && break; sleep 0.05; done ;;
     before)
       (cd "$BEFORE_DIR" && RATE_LIMIT_PER_MINUTE=1000000000 PORT=$PORT HOST=127.0.0.1 \
         exec taskset -c 0 bun src/main.ts) >>"$WORK/before.log" 2>&1 &

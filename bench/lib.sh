@@ -69,8 +69,9 @@ start_on_fresh_database() {
       taskset -c 0 bun bench/baseline/server.ts >"$dir/out.log" 2>&1 &
   fi
   PID=$!
-  # (Up to 30 s: a first start on a fresh PostgreSQL database runs every migration.)
-  for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+  # (Up to 30 s: a first start on a fresh PostgreSQL database runs every migration. Each probe gives up after 2 s: the
+  # baseline on node:http, still starting, has accepted a probe's connection and never answered it.)
+  for _ in $(seq 1 300); do curl -s -m 2 -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 }
 drop_fresh_databases() {
   local name
