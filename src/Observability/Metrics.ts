@@ -26,6 +26,12 @@ export const pendingDeliveries = Metric.gauge("webhook.deliveries.pending", {
   description: "Deliveries waiting for an attempt"
 })
 
+/** Starts a webhook's pace granted that were not made: the process got to them too late (Webhooks/Delivery/Pacer.ts). */
+export const pacedStartsLapsed = Metric.counter("webhook.delivery.pace.lapsed", {
+  description: "Paced webhook starts let go because the process got to them more than 50 ms after their grant",
+  incremental: true
+})
+
 /** Requests refused with 429. */
 export const rateLimitRejections = Metric.counter("http.rate_limit.rejections", {
   description: "Requests refused for being over the rate limit",

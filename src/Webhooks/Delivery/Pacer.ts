@@ -34,6 +34,8 @@ export interface PacerOptions {
   readonly start: (claimed: ClaimedDelivery) => Effect.Effect<void>
   /** Gives a delivery back to the table unattempted, its room in the inbox too (never fails: a claim left lapses). */
   readonly giveBack: (claimed: ClaimedDelivery) => Effect.Effect<void>
+  /** Told of each start let lapse (for the operator's metric). */
+  readonly lapsed: Effect.Effect<void>
   /** Wakes the claimer: a webhook's paced deliveries have all started, its next ones may be claimed. */
   readonly wake: Effect.Effect<void>
   /** How long a delivery may wait here before it is given back. */
@@ -100,7 +102,7 @@ export const makePacer = (options: PacerOptions) => {
           if (Exit.isFailure(exit) || exit.value._tag === "Wait") return Deferred.done(told, exit)
           const now = Date.now()
           if (exit.value._tag === "Start" && now - at > START_WITHIN_MS) {
-            return Deferred.succeed(told, { _tag: "Wait", at: now })
+            return Effect.zipRight(options.lapsed, Deferred.succeed(told, { _tag: "Wait", at: now }))
           }
           return Effect.zipRight(
             Deferred.done(told, exit),

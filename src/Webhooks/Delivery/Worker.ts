@@ -35,7 +35,13 @@ import {
 import { WebhookConfig } from "../../Config.js"
 import type { ClaimedDelivery } from "../../Domain/Webhook.js"
 import { capacityFor, DeliveryInbox } from "../../Events/Inbox.js"
-import { deliveryAttempts, deliveryLag, pendingDeliveries, updateInPlace } from "../../Observability/Metrics.js"
+import {
+  deliveryAttempts,
+  deliveryLag,
+  pacedStartsLapsed,
+  pendingDeliveries,
+  updateInPlace
+} from "../../Observability/Metrics.js"
 import { tracingEnabled } from "../../Observability/Telemetry.js"
 import { currentTraceparent, parentOf, untracedTraceparent } from "../../Observability/TraceContext.js"
 import { KeyRing, type SecretUnreadable } from "../../Secrets/KeyRing.js"
@@ -384,6 +390,7 @@ export const DeliveryWorker = Layer.scopedDiscard(
           ),
           Effect.ensuring(inbox.release(1))
         ),
+      lapsed: Metric.increment(pacedStartsLapsed),
       wake: inbox.ring,
       // Half of what the lease leaves after an attempt's time-out: a delivery given back then is still claimed
       // by no one else, and one started then ends within its lease.
