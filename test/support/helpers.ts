@@ -137,7 +137,7 @@ export const webhookRow = (row: {
   failed_at: row.failedAt ?? null
 })
 
-/** A delivery as the worker's claim hands it over (to a fake receiver that never answers), `overrides` on top. */
+/** A delivery as the worker's claim hands it over (to an address nobody listens on), `overrides` on top. */
 export const claimedDelivery = (overrides: Partial<typeof ClaimedDelivery.Encoded> = {}): ClaimedDelivery =>
   Schema.decodeSync(ClaimedDelivery)({
     id: makeId("delivery"),

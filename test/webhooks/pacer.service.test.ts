@@ -46,12 +46,11 @@ const limitedWebhook = (limit: number) =>
   )
 
 /**
- * Paces `count` deliveries of webhook `id` and answers when each started (`Date.now()` as the attempt began), and
- * how many starts were let lapse. The
- * pace's answer reaches the pacer `lateBy(n, pace)` ms after its statement ran (`n` counts the answers from 0): a
- * busy process getting to it late.
+ * Paces `count` deliveries of webhook `id`; answers when each started (`Date.now()` as the attempt began) and how many
+ * starts were let lapse. Each answer of the pace reaches the pacer `lateBy(pace)` ms after its statement ran: a busy
+ * process getting to it late.
  */
-const startsOf = (id: string, count: number, lateBy: (n: number, pace: Pace) => number) =>
+const startsOf = (id: string, count: number, lateBy: (pace: Pace) => number) =>
   run(
     Effect.scoped(
       Effect.gen(function* () {
@@ -59,12 +58,9 @@ const startsOf = (id: string, count: number, lateBy: (n: number, pace: Pace) => 
         const starts: Array<{ readonly at: number }> = []
         let lapsed = 0
         const allStarted = yield* Deferred.make<void>()
-        let answers = 0
         const options: PacerOptions = {
           takeStart: (webhookId, now, cold) =>
-            Effect.tap(schedule.takeStart(webhookId, now, cold), (pace) =>
-              Effect.sleep(Duration.millis(lateBy(answers++, pace)))
-            ),
+            Effect.tap(schedule.takeStart(webhookId, now, cold), (pace) => Effect.sleep(Duration.millis(lateBy(pace)))),
           start: () =>
             Effect.suspend(() => {
               starts.push({ at: Date.now() })
@@ -96,9 +92,7 @@ describe("the pace of a webhook with rate_limit 2", () => {
     const id = await limitedWebhook(2)
     let starts = 0
     // The second start granted reaches the pacer 400 ms late; every other answer at once.
-    const { lapsed, starts: at } = await startsOf(id, 6, (_, pace) =>
-      pace._tag === "Start" && ++starts === 2 ? 400 : 0
-    )
+    const { lapsed, starts: at } = await startsOf(id, 6, (pace) => (pace._tag === "Start" && ++starts === 2 ? 400 : 0))
     expect(at).toHaveLength(6)
     expect(mostInWindow(at, 1000)).toBeLessThanOrEqual(2)
     // That start was let go (a busy machine may let another go too, never crowding one).

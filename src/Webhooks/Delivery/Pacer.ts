@@ -13,10 +13,10 @@
  * followed by one on time would put two attempts less than a step apart. So that a process whose answers are always
  * slow still starts some, it asks for its start as far ahead as its last answer took, and waits for that time.
  *
- * The attempt itself runs as any other (its outcome recorded by the recorder); what
- * waits is neither attempted nor recorded, and its schedule is untouched. When a webhook's turn is over, the
- * claimer is woken for its next deliveries. A delivery that has waited here too long for its claim's comfort is
- * given back to the table, for the next claim.
+ * The attempt itself runs as any other (its outcome recorded by the recorder); what waits is neither attempted nor
+ * recorded, and its schedule is untouched. When a webhook's turn is over, the claimer is woken for its next
+ * deliveries. A delivery that has waited here too long for its claim's comfort is given back to the table, for the
+ * next claim.
  *
  * A webhook with no limit never comes here: its deliveries cost nothing more than before.
  */
@@ -25,7 +25,10 @@ import type { ClaimedDelivery } from "../../Domain/Webhook.js"
 import { PACE_SPAN_MS, type Pace, START_WITHIN_MS } from "./Repo.js"
 
 export interface PacerOptions {
-  /** Takes a start for an attempt to the webhook now, if its pace allows one; a cold one holds its place longer. */
+  /**
+   * Takes a start for an attempt to the webhook at `now` (milliseconds since the epoch: a moment ahead when the pace's
+   * answers are slow), if its pace allows one; a cold one holds its place longer.
+   */
   readonly takeStart: (webhookId: string, now: number, cold: boolean) => Effect.Effect<Pace>
   /**
    * The attempt, called the moment it starts (the call tells the inbox so, at once); the effect runs in a fiber of
