@@ -5,7 +5,8 @@
  * when the worker has room.
  * `--plain` runs, in place of `Projects.create`, the same statements written plainly (`sql` templates in one
  * `withTransaction` on the same client, no service code): what the statements cost, for the service's create to be
- * measured against (with `--hooks 0` only: it writes no deliveries).
+ * measured against (with `--hooks 0` only: it writes no deliveries; on SQLite a transaction each, where the service's
+ * group commit batches them).
  * Usage: bun bench/outbox.ts [--creates 4000] [--hooks 10] [--concurrency 1] [--rounds 3] [--plain]
  *        FAST_PATHS=… as the server reads it (on PostgreSQL, `prepared-statements` chooses the pool)
  *        (`bun --cpu-prof --cpu-prof-dir=/tmp/prof bench/outbox.ts` for a profile, `bun bench/profile.ts` to read it)
