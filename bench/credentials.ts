@@ -2,10 +2,15 @@
  * `ApiKeys.authenticate` in-process, what every request with an API key runs: the `credential-cache` fast path
  * (src/ApiKeys/Credentials.ts) against its idiomatic twin, each on its own runtime over one SQLite file, in
  * alternating rounds (A B A B). Prints the CPU time per authentication of each round and the medians.
- * Usage: taskset -c 0 bun bench/credentials.ts [--calls 20000] [--rounds 4]
+ * `--plain` adds a third contender: the key lookup's statement written plainly (one `sql` template, the hash compared,
+ * no schema, no service code) on the first runtime's client, what an expert's lookup costs. On PostgreSQL, where the
+ * cache does not run, that is the comparison that says something: `DATABASE_URL=postgres://… … --plain`.
+ * Usage: taskset -c 0 bun bench/credentials.ts [--calls 20000] [--rounds 4] [--plain]
  */
+import { SqlClient } from "@effect/sql"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { ApiKeys } from "../src/ApiKeys/ApiKeys.ts"
+import { sha256Hex } from "../src/Domain/Secrets.ts"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
 import { withSettings } from "../test/support/fixtures.ts"
@@ -49,13 +54,33 @@ const calls = Effect.withTracerEnabled(
   false
 )
 
-const figures = new Map<string, Array<number>>(contenders.map(({ name }) => [name, []]))
-for (const { runtime } of contenders) await runtime.runPromise(calls) // warm-up, unmeasured
+/** `--plain`: the lookup's statement and the hash check, written plainly. */
+const plainCalls = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.gen(function* () {
+    const prefix = key.key.slice(0, 12)
+    for (let i = 0; i < CALLS; i++) {
+      const hash = sha256Hex(key.key)
+      const rows = yield* sql<{ readonly key_hash: string }>`
+        SELECT k.id, k.user_id, u.name AS user_name, u.org_id, k.key_hash, k.scopes, k.revoked_at, k.expires_at,
+          k.last_used_at
+        FROM api_keys k JOIN users u ON u.id = k.user_id
+        WHERE k.prefix = ${prefix} AND u.suspended_at IS NULL`
+      if (!rows.some((row) => row.key_hash === hash)) throw new Error("the plain lookup found no key")
+    }
+  })
+).pipe(Effect.orDie)
+
+const runs: ReadonlyArray<{ readonly name: string; readonly run: () => Promise<void> }> = [
+  ...contenders.map(({ name, runtime }) => ({ name, run: () => runtime.runPromise(calls) })),
+  ...(process.argv.includes("--plain") ? [{ name: "plain", run: () => first.runtime.runPromise(plainCalls) }] : [])
+]
+const figures = new Map<string, Array<number>>(runs.map(({ name }) => [name, []]))
+for (const { run } of runs) await run() // warm-up, unmeasured
 for (let round = 0; round < ROUNDS; round++) {
-  const order = round % 2 === 0 ? contenders : [...contenders].reverse()
-  for (const { name, runtime } of order) {
+  const order = round % 2 === 0 ? runs : [...runs].reverse()
+  for (const { name, run } of order) {
     const started = process.cpuUsage()
-    await runtime.runPromise(calls)
+    await run()
     const used = process.cpuUsage(started)
     const perCall = (used.user + used.system) / CALLS
     figures.get(name)?.push(perCall)
