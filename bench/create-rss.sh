@@ -6,8 +6,10 @@
 # given) in 30 s pieces, VmRSS read from /proc after each piece; prints each piece's creates/s and RSS, then per run
 # the RSS at the end, its highest and the median creates/s of its pieces, and for each contender the median of every
 # RSS sample (SAMPLES: RSS moves by tens of MiB between two pieces, with the garbage not yet collected), of the RSS at
-# the ends, of the highest, and of the creates/s, with the ratio.
-# Usage: bash bench/create-rss.sh [minutes=5]
+# the ends, of the highest, and of the creates/s, with the ratio. BEFORE_DIR=/path/to/another/checkout (with
+# node_modules; BEFORE_ENV its settings) adds that version of the service as a third contender (in the order
+# A B C C B A, on a database this checkout's migrations made).
+# Usage: [BEFORE_DIR=…] bash bench/create-rss.sh [minutes=5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:-5}
@@ -19,7 +21,9 @@ source bench/lib.sh
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 declare -A END PEAK RATE SAMPLES
-for who in service baseline baseline service; do
+WHO="service baseline baseline service"
+[ -n "${BEFORE_DIR:-}" ] && WHO="service before baseline baseline before service"
+for who in $WHO; do
   WORK=$(mktemp -d)
   start_on_fresh_database "$who" "$WORK" "$PORT"
   pid=$PID key=$KEY
@@ -44,7 +48,10 @@ done
 echo
 for figure in SAMPLES END PEAK RATE; do
   declare -n table=$figure
-  s=$(median <<<"${table[service]}") b=$(median <<<"${table[baseline]}")
-  printf '%-4s service %s (%s), baseline %s (%s), service ÷ baseline %.2f×\n' "$figure" "$s" "${table[service]# }" \
-    "$b" "${table[baseline]# }" "$(awk -v s="$s" -v b="$b" 'BEGIN {print s / b}')"
+  b=$(median <<<"${table[baseline]}")
+  for who in service ${BEFORE_DIR:+before}; do
+    s=$(median <<<"${table[$who]}")
+    printf '%-4s %s %s (%s), baseline %s (%s), %s ÷ baseline %.2f×\n' "$figure" "$who" "$s" "${table[$who]# }" \
+      "$b" "${table[baseline]# }" "$who" "$(awk -v s="$s" -v b="$b" 'BEGIN {print s / b}')"
+  done
 done

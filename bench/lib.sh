@@ -38,8 +38,9 @@ wrk_figures() {
   echo "${rps:-?} ${p99:-?} ${bad:-0} ${cpu:-?}"
 }
 
-# start_on_fresh_database <service|baseline> <dir> <port>: a user with an API key on a fresh database, then that
-# contender on core 0 on <port> (the service at its defaults but the rate limit; the baseline, on a database of its
+# start_on_fresh_database <service|before|baseline> <dir> <port>: a user with an API key on a fresh database, then that
+# contender on core 0 on <port> (the service at its defaults but the rate limit; `before`, the same from the checkout
+# BEFORE_DIR names, with BEFORE_ENV, on a database this checkout's migrations made; the baseline, on a database of its
 # own, with BASELINE_ENV), its output in <dir>/out.log, waited for until it answers. Sets KEY and PID. The databases
 # are SQLite files in <dir>, or fresh databases on the PostgreSQL server PG_SERVER names when it is set (their names
 # kept in FRESH_DATABASES: drop_fresh_databases drops them).
@@ -63,6 +64,10 @@ start_on_fresh_database() {
   KEY=$(bun src/cli.ts api-keys create --user "$user" --name bench --scopes read,write | json_field key)
   if [ "$who" = service ]; then
     RATE_LIMIT_PER_MINUTE=1000000000 PORT=$port HOST=127.0.0.1 taskset -c 0 bun src/main.ts >"$dir/out.log" 2>&1 &
+  elif [ "$who" = before ]; then
+    # shellcheck disable=SC2086
+    (cd "$BEFORE_DIR" && RATE_LIMIT_PER_MINUTE=1000000000 PORT=$port HOST=127.0.0.1 \
+      exec env ${BEFORE_ENV:-} taskset -c 0 bun src/main.ts) >"$dir/out.log" 2>&1 &
   else
     # shellcheck disable=SC2086
     env ${BASELINE_ENV:-} BASELINE_DB="$baseline_db" BASELINE_KEYS="$user:$KEY" PORT=$port \
