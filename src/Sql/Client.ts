@@ -45,7 +45,7 @@ const sqlite = (filename: string) =>
       // does the regular ones, this is the backstop.
       yield* sql.unsafe("PRAGMA wal_autocheckpoint = 10000")
       yield* sql.unsafe("PRAGMA foreign_keys = ON")
-      // The page cache: 16 MiB while the service runs, 64 for a change that rewrites many rows (src/Sql/PageCache.ts).
+      // The page cache: 2 MiB while the service runs, 64 for a change that rewrites many rows (src/Sql/PageCache.ts).
       yield* PageCache.steady
     })
   ).pipe(

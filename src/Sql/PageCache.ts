@@ -1,16 +1,17 @@
 /**
- * SQLite's page cache on the service's one connection: small while the service runs, and large for the length of a
- * change that rewrites many rows, where a small one evicts and re-reads the same pages over and over. A rename is
- * copied onto every membership of the team or the user (their names sort the member and team lists). Kept large all
- * the time, the cache fills with the pages creates touch and holds them, and the service's RSS with it. The figures
- * for both are in bench/README.md ("RSS after creates"). PostgreSQL keeps its own buffers, in its own processes:
+ * SQLite's page cache on the service's one connection: SQLite's own default while the service runs, and large for
+ * the length of a change that rewrites many rows, where a small one evicts and re-reads the same pages over and over.
+ * A rename is copied onto every membership of the team or the user (their names sort the member and team lists).
+ * Kept larger all the time, the cache fills with the pages creates touch and holds them, and the service's RSS with
+ * it, for no gain the benchmarks show on reads or creates. The figures for both are in bench/README.md ("RSS after
+ * creates", "the page cache back to SQLite's default"). PostgreSQL keeps its own buffers, in its own processes:
  * nothing to do there.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
-/** The cache while the service runs, in KiB (SQLite's own default is 2 MiB). */
-export const STEADY_KIB = 16 * 1024
+/** The cache while the service runs, in KiB: SQLite's own default. */
+export const STEADY_KIB = 2 * 1024
 /** The cache for a change that rewrites many rows, in KiB. */
 export const LARGE_KIB = 64 * 1024
 
