@@ -38,12 +38,12 @@ wrk_figures() {
   echo "${rps:-?} ${p99:-?} ${bad:-0} ${cpu:-?}"
 }
 
-# start_on_fresh_database <service|before|baseline> <dir> <port>: a user with an API key on a fresh database, then that
-# contender on core 0 on <port> (the service at its defaults but the rate limit; `before`, the same from the checkout
-# BEFORE_DIR names, with BEFORE_ENV, on a database this checkout's migrations made; the baseline, on a database of its
-# own, with BASELINE_ENV), its output in <dir>/out.log, waited for until it answers. Sets KEY and PID. The databases
-# are SQLite files in <dir>, or fresh databases on the PostgreSQL server PG_SERVER names when it is set (their names
-# kept in FRESH_DATABASES: drop_fresh_databases drops them).
+# start_on_fresh_database <service|before|baseline> <dir> <port>: a user with an API key on a fresh database, then
+# that contender on core 0 on <port> (the service at its defaults but the rate limit; `before`, the same from the
+# checkout BEFORE_DIR names, with BEFORE_ENV, on a database this checkout's migrations made; the baseline, on a
+# database of its own, with BASELINE_ENV), its output in <dir>/out.log, waited for until it answers. Sets KEY and
+# PID. The databases are SQLite files in <dir>, or fresh databases on the PostgreSQL server PG_SERVER names when it
+# is set (their names kept in FRESH_DATABASES: drop_fresh_databases drops them).
 FRESH_DATABASES=()
 start_on_fresh_database() {
   local who=$1 dir=$2 port=$3 user service_db baseline_db name

@@ -3,9 +3,9 @@
  * the length of a change that rewrites many rows, where a small one evicts and re-reads the same pages over and over.
  * A rename is copied onto every membership of the team or the user (their names sort the member and team lists).
  * Kept larger all the time, the cache fills with the pages creates touch and holds them, and the service's RSS with
- * it, for no gain the benchmarks show on reads or creates. The figures for both are in bench/README.md ("RSS after
- * creates", "the page cache back to SQLite's default"). PostgreSQL keeps its own buffers, in its own processes:
- * nothing to do there.
+ * it, for no gain the benchmarks show on GETs, list pages or creates; a deep page of a big list is a little slower
+ * without it. The figures are in bench/README.md ("RSS after the creates is the SQLite page cache", "SQLite's page
+ * cache back at its default"). PostgreSQL keeps its own buffers, in its own processes: nothing to do there.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
