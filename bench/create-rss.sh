@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # RSS after minutes of creates (issue 45, goal 6: "RSS after five minutes of creates ≤ 1.25× the baseline's"): the
 # service (`bun src/main.ts`, its defaults but the rate limit) against the idiomatic baseline (bench/baseline/server.ts,
-# BASELINE_ENV passed to it, e.g. BASELINE_ENV="BASELINE_AUDIT=1"), each on a fresh SQLite file of its own, server on
-# core 0 and wrk on core 1 (-c64, bench/create.lua), in the order A B B A. Each: DURATION of creates (5m unless
+# BASELINE_ENV passed to it, e.g. BASELINE_ENV="BASELINE_AUDIT=1"), each on a fresh SQLite file of its own (a fresh
+# PostgreSQL database of its own when DATABASE_URL names a server: bench/lib.sh), server on core 0 and wrk on core 1
+# (-c64, bench/create.lua), in the order A B B A. Each: DURATION of creates (5m unless
 # given) in 30 s pieces, VmRSS read from /proc after each piece; prints each piece's creates/s and RSS, then per run
 # the RSS at the end, its highest and the median creates/s of its pieces, and for each contender the median of every
 # RSS sample (SAMPLES: RSS moves by tens of MiB between two pieces, with the garbage not yet collected), of the RSS at
@@ -17,6 +18,7 @@ PORT=${BENCH_PORT:-3931}
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
+PG_SERVER=$(is_postgres "${DATABASE_URL:-}" && echo "$DATABASE_URL" || true)
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
@@ -42,6 +44,7 @@ for who in $WHO; do
   echo "$who: RSS at the end $rss MiB, highest $peak MiB, creates/s $rate (median of the pieces)"
   kill -INT "$pid"
   wait "$pid" 2>/dev/null || true
+  drop_fresh_databases
   rm -rf "$WORK"
 done
 
