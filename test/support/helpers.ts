@@ -11,19 +11,20 @@ import { type Server, type ServerProcess, usingPostgres } from "./server.ts"
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /**
- * Polls `probe` until it answers something other than `undefined` (a probe that throws counts as not yet);
- * rejects after `timeoutMs` (10 s) with the last error seen. Polls every `intervalMs` (50 ms).
+ * Polls `probe` until it answers something other than `undefined` or `false` (a probe that throws counts as not
+ * yet; so does a condition not yet true, `attempts.length >= 1`); rejects after `timeoutMs` (10 s) with the last
+ * error seen. Polls every `intervalMs` (50 ms).
  */
 export const eventually = async <T>(
   probe: () => Promise<T | undefined> | T | undefined,
   options: { readonly timeoutMs?: number; readonly intervalMs?: number; readonly what?: string } = {}
-): Promise<T> => {
+): Promise<Exclude<T, false>> => {
   const deadline = Date.now() + (options.timeoutMs ?? 10_000)
   let last: unknown
   for (;;) {
     try {
       const value = await probe()
-      if (value !== undefined) return value
+      if (value !== undefined && value !== false) return value as Exclude<T, false>
     } catch (error) {
       last = error
     }
