@@ -1,3 +1,4 @@
+// engine-independent: no database
 /**
  * `eventually` (test/support/helpers.ts), which every test that waits for a condition relies on: a probe that answers
  * `false` has not seen its condition yet. test/e2e/conditional.test.ts waited for a delivery's first attempt with
