@@ -21,11 +21,8 @@ source bench/lib.sh
 PG_SERVER=$(is_postgres "${DATABASE_URL:-}" && echo "$DATABASE_URL" || true)
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 declare -A END PEAK RATE SAMPLES
-WHO="service baseline baseline service"
-[ -n "${BEFORE_DIR:-}" ] && WHO="service before baseline baseline before service"
-for who in $WHO; do
+for who in $(abba_order); do
   WORK=$(mktemp -d)
   start_on_fresh_database "$who" "$WORK" "$PORT"
   pid=$PID key=$KEY

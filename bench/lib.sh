@@ -21,6 +21,16 @@ pg_drop() { psql -q "$1" -c "DROP DATABASE IF EXISTS $2 WITH (FORCE)" >/dev/null
 # ticks <pid>: the CPU time (user + system, in clock ticks) the process has used so far.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# rss_mib <pid>: the process's resident memory (VmRSS), in whole MiB.
+rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
+
+# abba_order: the order the contenders of start_on_fresh_database run in: service baseline baseline service, or with
+# BEFORE_DIR service before baseline baseline before service.
+abba_order() {
+  if [ -n "${BEFORE_DIR:-}" ]; then echo "service before baseline baseline before service"
+  else echo "service baseline baseline service"; fi
+}
+
 # wrk_figures <pid> <wrk arguments…>: runs wrk on core 1 (one thread, --latency) against the server of <pid>, and
 # prints "req/s p99-in-ms non-2xx-answers server-CPU-µs-per-request" (a figure wrk did not print is "?"). The CPU is
 # the server's time over the requests completed: what a request costs it, which the machine's other load moves far

@@ -16,15 +16,13 @@ source bench/lib.sh
 BODY='{"name":"bench","description":"project"}'
 export HEAP_PROBE_DIR
 HEAP_PROBE_DIR=$(mktemp -d)
-WHO="service baseline baseline service"
-[ -n "${BEFORE_DIR:-}" ] && WHO="service before baseline baseline before service"
-for who in $WHO; do
+for who in $(abba_order); do
   WORK=$(mktemp -d)
   BUN_OPTIONS="--preload $PWD/bench/heap-probe.ts" start_on_fresh_database "$who" "$WORK" "$PORT"
   pid=$PID
   rate=$(taskset -c 1 hey -z "${SECONDS_OF_CREATES}s" -c 64 -m POST -H "Authorization: Bearer $KEY" \
     -T application/json -d "$BODY" "http://127.0.0.1:$PORT/v1/projects" | awk '/Requests\/sec/ {printf "%.0f", $2}')
-  rss_before=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
+  rss_before=$(rss_mib "$pid")
   kill -USR2 "$pid"
   for _ in $(seq 1 100); do [ -s "$HEAP_PROBE_DIR/heap-$pid.json" ] && break; sleep 0.1; done
   anon=$(awk '/^RssAnon/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
