@@ -275,7 +275,7 @@ const program = Effect.gen(function* () {
           ORDER BY p.created_at DESC, p.id DESC LIMIT 20 OFFSET ${(page - 1) * 20}`
     ])
 
-  /** The total alone from the counters, as the project list reads it (own + teams' − own shared with them). */
+  /** The total alone from the counters: own + teams' − own shared with them (the list reads these with the teams). */
   const counterOnly = (u: "small" | "large") => {
     const [t1, t2] = (u === "small" ? ["s1", "s2"] : ["l1", "l2"]).map(team)
     const sum = (table: string, where: Fragment) => sql`COALESCE((SELECT sum(n) FROM ${sql(table)} WHERE ${where}), 0)`

@@ -31,9 +31,11 @@ export interface ListSpec<Sort extends string> {
   readonly searchColumns: ReadonlyArray<string>
   /**
    * The true total from counters, as a scalar SQL expression, when they can answer the list's own conditions
-   * (`where`, `branches`); used only when the query has no search or creation bound (counters know neither).
+   * (`where`, `branches`); used only when the query has no search or creation bound (counters know neither). Or
+   * that total already read, by a statement the caller sent anyway (the projects list reads it with the user's
+   * teams): then the list sends no statement for it.
    */
-  readonly total?: Fragment | undefined
+  readonly total?: Fragment | number | undefined
 }
 
 /**
@@ -79,20 +81,26 @@ const filters = <Sort extends string>(sql: SqlClient.SqlClient, spec: ListSpec<S
 }
 
 /** Whether the caller narrowed the list beyond its own conditions (what no counter answers). */
-const hasFilters = (query: ListQuery<string>) =>
+export const hasFilters = (query: ListQuery<string>) =>
   (query.search !== undefined && query.search !== "") ||
   query.created_after !== undefined ||
   query.created_before !== undefined
 
-/** The counters' total, when they answer this query. */
-const counterTotal = <Sort extends string>(
+/**
+ * The total: the counters' when they answer this query (no statement when the caller has read it already), else
+ * `count`, the rows counted.
+ */
+const readTotal = <Sort extends string>(
   sql: SqlClient.SqlClient,
   spec: ListSpec<Sort>,
-  query: ListQuery<Sort>
-): Fragment | undefined =>
+  query: ListQuery<Sort>,
+  count: Fragment
+): Effect.Effect<ReadonlyArray<{ readonly total: unknown }>, SqlError> =>
   spec.total === undefined || hasFilters(query)
-    ? undefined
-    : sql`SELECT CAST(COALESCE(${spec.total}, 0) AS INTEGER) AS total`
+    ? sql<{ readonly total: unknown }>`${count}`
+    : typeof spec.total === "number"
+      ? Effect.succeed([{ total: spec.total }])
+      : sql<{ readonly total: unknown }>`SELECT CAST(COALESCE(${spec.total}, 0) AS INTEGER) AS total`
 
 /**
  * `COALESCE((SELECT sum(n) FROM <counter> WHERE …), 0)`: a counter table's rows matching `where` (see migration
@@ -110,10 +118,12 @@ const runList = Effect.fnUntraced(function* <Sort extends string>(spec: ListSpec
   const where = conditions.length > 0 ? sql`WHERE ${sql.and(conditions)}` : sql``
   const direction = sql.unsafe(query.order === "asc" ? "ASC" : "DESC")
   const [counted, rows] = yield* Effect.all([
-    sql<{ readonly total: unknown }>`${
-      counterTotal(sql, spec, query) ??
+    readTotal(
+      sql,
+      spec,
+      query,
       sql`SELECT CAST(count(*) AS INTEGER) AS total FROM ${spec.countFrom ?? spec.from} ${where}`
-    }`,
+    ),
     sql`
         SELECT ${spec.select} FROM ${spec.from} ${where}
         ORDER BY ${sql(spec.columns[query.sort])} ${direction}, ${sql(spec.idColumn)} ${direction}
@@ -156,9 +166,7 @@ const runUnion = Effect.fnUntraced(function* <Row extends object, Sort extends s
     (branch) => sql`(SELECT count(*) FROM ${spec.countFrom ?? spec.from} WHERE ${whereOf(branch)})`
   )
   const [counted, rows] = yield* Effect.all([
-    sql<{ readonly total: unknown }>`${
-      counterTotal(sql, spec, query) ?? sql`SELECT CAST(${sql.join(" + ", false)(counts)} AS INTEGER) AS total`
-    }`,
+    readTotal(sql, spec, query, sql`SELECT CAST(${sql.join(" + ", false)(counts)} AS INTEGER) AS total`),
     sql<Row>`
         SELECT * FROM (${sql.join(" UNION ALL ", false)(union)}) u
         ORDER BY ${sql(bare(sortColumn))} ${direction}, ${sql(bare(spec.idColumn))} ${direction}
