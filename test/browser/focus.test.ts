@@ -43,6 +43,51 @@ const focused = (page: Page) =>
     return active === null ? "none" : `${active.tagName.toLowerCase()}:${(active.textContent ?? "").trim()}`
   })
 
+/**
+ * From now on, the page logs each key pressed, click and focus move, with the script that moved focus (none when
+ * the browser did); `explained` adds that log to a step's failure. CI once saw an Enter pressed on a focused Archive
+ * button open Delete's confirmation instead: the log is to say what moved focus, if it happens again.
+ */
+const recordFocus = (page: Page) =>
+  page.evaluate(() => {
+    const log: Array<string> = []
+    Object.assign(window, { focusLog: log })
+    const name = (target: EventTarget | null) =>
+      target instanceof Element
+        ? `${target.tagName.toLowerCase()}:${(target.textContent ?? "").trim().slice(0, 40)}`
+        : String(target)
+    const at = () => performance.now().toFixed(0)
+    document.addEventListener(
+      "keydown",
+      (event) => log.push(`${at()} keydown ${event.key} on ${name(event.target)}`),
+      true
+    )
+    document.addEventListener("click", (event) => log.push(`${at()} click on ${name(event.target)}`), true)
+    document.addEventListener(
+      "focusin",
+      (event) => {
+        const by = (new Error().stack ?? "").split("\n").slice(2, 5).join(" < ")
+        log.push(`${at()} focus to ${name(event.target)}${by === "" ? "" : ` by ${by}`}`)
+      },
+      true
+    )
+  })
+
+const explained = async <T>(page: Page, step: Promise<T>): Promise<T> => {
+  try {
+    return await step
+  } catch (error) {
+    const log = await page
+      .evaluate(() => ((window as { focusLog?: Array<string> }).focusLog ?? []).join("\n"))
+      .catch(() => "(not readable)")
+    const dialogs = await page
+      .locator("dialog[open]")
+      .allTextContents()
+      .catch(() => [])
+    throw new Error(`${String(error)}\nopen dialogs: ${JSON.stringify(dialogs)}\nkeys, clicks and focus:\n${log}`)
+  }
+}
+
 const focusSettled = (page: Page) =>
   page.waitForFunction(() => {
     const active = document.activeElement
@@ -61,6 +106,7 @@ test("record pages focus their heading; dialogs give focus back; busy buttons ke
   await page.waitForFunction(() => document.activeElement?.tagName === "H1")
   expect(await focused(page)).toContain("h1:Focus project")
   await session.shots("focus-01-project")
+  await recordFocus(page)
 
   // The confirmation dialog, closed by Escape, then by Cancel: focus is back on the button that opened it.
   const remove = page.getByRole("button", { name: "Delete project" })
@@ -88,7 +134,10 @@ test("record pages focus their heading; dialogs give focus back; busy buttons ke
   const archive = page.getByRole("button", { name: "Archive" })
   await archive.focus()
   await page.keyboard.press("Enter")
-  await page.waitForFunction(() => document.activeElement?.getAttribute("aria-busy") === "true")
+  await explained(
+    page,
+    page.waitForFunction(() => document.activeElement?.getAttribute("aria-busy") === "true")
+  )
   expect(await focused(page)).toBe("button:Archive")
   release()
   await page.getByText("Project archived.").waitFor()
