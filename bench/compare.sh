@@ -180,6 +180,11 @@ values() { tr ' ' '\n' <<<"$1" | grep .; }
 # an even number of rounds each contender takes each place equally often.
 REVERSED=$(tr ' ' '\n' <<<"$WHO" | tac | tr '\n' ' ')
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $PROJECTS projects; $CONNECTIONS connections; $DURATION × $ROUNDS rounds (A B C, C B A)"
+# With an odd number of rounds the first contender is first in a round once more than it is last, and a place moves
+# figures (bench/README.md: the same build in both slots, 2026-11-30).
+if [ $((ROUNDS % 2)) -eq 1 ]; then
+  echo "  (an odd number of rounds: the places in a round are unbalanced, so the slots are too; use an even number)"
+fi
 declare -A RPS P99 CPU
 # Each contender, just restarted, first serves every endpoint unmeasured for $WARMUP (default 20s), so the rounds
 # measure it in its steady state, not while its JIT is still compiling (the service, the larger program, takes
