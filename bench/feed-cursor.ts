@@ -27,7 +27,7 @@ import type { Project } from "../src/Domain/Project.js"
 import { Events } from "../src/Events/Events.js"
 import { EventFeed } from "../src/Events/Feed.js"
 import { SqlLive } from "../src/Sql/Client.js"
-import { insertAll } from "../test/support/seed.ts"
+import { insertAll, insertOrgUsers } from "../test/support/seed.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -74,21 +74,7 @@ const program = Effect.gen(function* () {
   const feed = yield* EventFeed
   const events = yield* Events
 
-  yield* sql`INSERT INTO orgs ${sql.insert({ id: "org_bench", name: "Bench", created_at: iso(0) })}`
-  yield* insertAll(
-    sql,
-    "users",
-    [reader, other].map((user) => ({
-      id: user,
-      org_id: "org_bench",
-      email: `${user}@example.com`,
-      name: user,
-      avatar_url: null,
-      password_hash: null,
-      created_at: iso(0),
-      updated_at: iso(0)
-    }))
-  )
+  yield* insertOrgUsers(sql, "org_bench", [reader, other])
   // The two users' events interleaved, oldest first (each audience row takes the next number of the sequence).
   const seeded = Array.from({ length: EVENTS * 2 }, (_, n) => ({
     id: id("evt", n + 1),

@@ -14,7 +14,7 @@ import { Effect, Layer } from "effect"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { withSettings } from "../test/support/fixtures.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
-import { numbered as id, insertAll, iso } from "../test/support/seed.ts"
+import { numbered as id, insertAll, insertOrgUsers, iso } from "../test/support/seed.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 
 const arg = (name: string, fallback: number) => {
@@ -32,21 +32,7 @@ const teams = [1, 2, 3].map((n) => id("team", n))
 
 const program = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO orgs ${sql.insert({ id: "org_bench", name: "Bench", created_at: iso(0) })}`
-  yield* insertAll(
-    sql,
-    "users",
-    [alone, member].map((user) => ({
-      id: user,
-      org_id: "org_bench",
-      email: `${user}@example.com`,
-      name: user,
-      avatar_url: null,
-      password_hash: null,
-      created_at: iso(0),
-      updated_at: iso(0)
-    }))
-  )
+  yield* insertOrgUsers(sql, "org_bench", [alone, member])
   yield* insertAll(
     sql,
     "teams",

@@ -19,6 +19,25 @@ export const iso = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 1000).toIS
 /** A well-formed id (`<prefix>_` and 26 base32 digits) numbered `n`. */
 export const numbered = (prefix: string, n: number) => `${prefix}_${String(n).padStart(26, "0")}`
 
+/** The org `orgId` and a user for each of `userIds` in it (`<id>@example.com`, named by the id), made at `iso(0)`. */
+export const insertOrgUsers = (sql: SqlClient.SqlClient, orgId: string, userIds: ReadonlyArray<string>) =>
+  Effect.andThen(sql`INSERT INTO orgs ${sql.insert({ id: orgId, name: orgId, created_at: iso(0) })}`, () =>
+    insertAll(
+      sql,
+      "users",
+      userIds.map((user) => ({
+        id: user,
+        org_id: orgId,
+        email: `${user}@example.com`,
+        name: user,
+        avatar_url: null,
+        password_hash: null,
+        created_at: iso(0),
+        updated_at: iso(0)
+      }))
+    )
+  )
+
 /** An active webhook's row for `user_id` (subscribed to `project.created`, not limited or disabled), made at `iso(n)`. */
 export const webhookRow = (id: string, userId: string, url: string, n: number) => ({
   id,
