@@ -1,11 +1,10 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import { ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Project, type ProjectSort, ProjectStatus } from "../Domain/Project.js"
-import { counterSum, hasFilters, makeListPage } from "../Sql/Lists.js"
+import { counterSum, makeListPage } from "../Sql/Lists.js"
 import * as Rows from "../Sql/Rows.js"
 
 /**
@@ -55,17 +54,12 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
 
     const remove = Rows.write({ Request: ProjectId, execute: (id) => sql`DELETE FROM projects WHERE id = ${id}` })
 
-    const teamsOf = Rows.findAll({
-      Request: Schema.String,
-      Result: Schema.Struct({ team_id: Schema.String }),
-      execute: (userId) => sql`SELECT team_id FROM team_members WHERE user_id = ${userId}`
-    })
-
     /**
      * The user's teams with what each adds to the list's total (migration 0006's counters): the team's `team`
      * projects less the user's own among them (counted with the user's own); then a row with no team, the user's
-     * own projects. With the status filter if any. (A `UNION ALL` rather than the teams joined onto one row: on
-     * SQLite that join costs more than the statement it saves, bench/README.md.)
+     * own projects. With the status filter if any. One statement, so a page the counters answer is two: this and
+     * the page. (A `UNION ALL` rather than the teams joined onto one row: on SQLite that join costs more than the
+     * statement it saves, bench/README.md.)
      */
     const teamsWithCounts = Rows.findAll({
       Request: Schema.Struct({ userId: Schema.String, status: Schema.UndefinedOr(ProjectStatus) }),
@@ -82,22 +76,6 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
     })
 
     /**
-     * The user's team ids, and how many projects `visibleTo` gives them when the counters can say (no search or
-     * date bound): their own, plus the `team` projects of their teams, minus their own among those. One statement
-     * either way, so a page the counters answer is two: this one and the page.
-     */
-    const teamsAndTotal = (
-      userId: string,
-      query: ListQuery<ProjectSort, ProjectStatus>
-    ): Effect.Effect<{ readonly teamIds: ReadonlyArray<string>; readonly total: number | undefined }, SqlError> =>
-      hasFilters(query)
-        ? Effect.map(teamsOf(userId), (rows) => ({ teamIds: rows.map((m) => m.team_id), total: undefined }))
-        : Effect.map(teamsWithCounts({ userId, status: query.status }), (rows) => ({
-            teamIds: rows.flatMap((m) => (m.team_id === null ? [] : [m.team_id])),
-            total: rows.reduce((total, m) => total + m.n, 0)
-          }))
-
-    /**
      * The same rows as `visibleTo`, as disjoint branches the list merges (src/Sql/Lists.ts `runUnion`): the
      * user's own projects, then per team the `team` projects of someone else, each walking its own index in sort
      * order and stopping after `page × per_page` rows; past `MAX_TEAM_BRANCHES` teams, one grouped branch does the
@@ -110,7 +88,8 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
      * bound.
      */
     const list = (userId: string, query: ListQuery<ProjectSort, ProjectStatus>) =>
-      Effect.flatMap(teamsAndTotal(userId, query), ({ teamIds, total }) => {
+      Effect.flatMap(teamsWithCounts({ userId, status: query.status }), (memberships) => {
+        const teamIds = memberships.flatMap((m) => (m.team_id === null ? [] : [m.team_id]))
         const byStatus = query.status !== undefined ? [sql`p.status = ${query.status}`] : []
         const own = [sql`p.owner_id = ${userId}`, ...byStatus]
         const teamBranch = (teams: Fragment) => [
@@ -139,7 +118,9 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("ProjectsRepo",
             createdColumn: "p.created_at",
             idColumn: "p.id",
             searchColumns: ["p.name", "p.description"],
-            total
+            // Their own, plus the `team` projects of their teams, less their own among those (the list counts
+            // the rows instead when the query has a search or date bound).
+            total: memberships.reduce((total, m) => total + m.n, 0)
           },
           query
         )

@@ -81,7 +81,7 @@ const filters = <Sort extends string>(sql: SqlClient.SqlClient, spec: ListSpec<S
 }
 
 /** Whether the caller narrowed the list beyond its own conditions (what no counter answers). */
-export const hasFilters = (query: ListQuery<string>) =>
+const hasFilters = (query: ListQuery<string>) =>
   (query.search !== undefined && query.search !== "") ||
   query.created_after !== undefined ||
   query.created_before !== undefined

@@ -15,6 +15,7 @@ import { ProjectsRepo } from "../../src/Projects/Repo.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { uniqueEmail } from "../support/fixtures.ts"
 import { inMemory, principalOf } from "../support/services.ts"
+import { captured } from "../support/statements.ts"
 
 const harness = inMemory(Layer.mergeAll(Projects.Default, ProjectsRepo.Default, Users.Default))
 const { run } = harness
@@ -170,5 +171,26 @@ describe("creation bounds", () => {
     expect(ids(await list(timed, { created_before: T2, order: "asc" }))).toEqual([at0, at1])
     expect(ids(await list(timed, { created_after: T0, created_before: T2 }))).toEqual([at1])
     expect((await list(timed, { created_after: T2 })).total).toBe(0)
+  })
+})
+
+describe("statements", () => {
+  const sent = (who: Principal, query: Partial<ListQuery<ProjectSort, "active" | "archived">>) =>
+    run(
+      captured(
+        Effect.flatMap(Projects, (projects) =>
+          projects.list(who, { page: 1, per_page: 20, sort: "created_at", order: "desc", ...query })
+        )
+      )
+    )
+
+  test("a page the counters answer is two statements: the teams with the total, then the page", async () => {
+    const statements = await sent(tied, {})
+    expect(statements).toHaveLength(2)
+    expect(statements[0]?.[0]).toContain("UNION ALL")
+  })
+
+  test("with a search the rows are counted beside the page: three statements", async () => {
+    expect(await sent(searcher, { search: "rocket" })).toHaveLength(3)
   })
 })
