@@ -1,6 +1,12 @@
 /**
  * Delivery benchmark: a loopback receiver (this process, core 1) and the server (core 0).
- *  1. Throughput: N projects fanned out to H webhooks each, all deliveries counted at the receiver.
+ *  1. Throughput: N projects fanned out to H webhooks each, all deliveries counted at the receiver. Before it, the
+ *     same number of creates by a user with no webhook: the server's CPU for those, taken from the throughput
+ *     phase's (both counted until the server is idle), over the deliveries, is a delivery's own CPU, to set beside
+ *     the baseline's CPU a GET (bench/compare.sh). It still holds what a create does for its deliveries (the
+ *     subscriptions read, their rows written), and, as a difference of two runs, both runs' noise.
+ *     Then the drain: the same creates while the receiver holds the attempts, then released: the server's CPU
+ *     for delivering them alone (from a backlog, claimed from the table).
  *  2. First-attempt lag at a fixed event rate: receive time minus the event's created_at, p50/p99. It starts once
  *     the server is idle (the throughput phase's last outcomes written), as 3. does, and is measured after a
  *     lead-in at the same rate (`--lead-in`, 1 s; its lags are printed apart). BENCH_LAG_FILE=<path> writes
@@ -68,11 +74,23 @@ if (lagLog) {
 // Retry timing: when each delivery's first attempt was refused, and the gap to its second.
 const firstAttempt = new Map<string, number>()
 const retryGaps: Array<number> = []
+// The drain (1c): while `held` is set, the receiver answers nothing until it is released.
+let held: Promise<void> | undefined
+let release = () => {}
+const hold = () => {
+  held = new Promise((resolve) => {
+    release = () => {
+      held = undefined
+      resolve()
+    }
+  })
+}
 const receiver = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
   async fetch(request) {
     const body = await request.text()
+    if (held !== undefined) await held
     if (new URL(request.url).pathname === "/flaky") {
       const delivery = request.headers.get("x-service-delivery") ?? ""
       const first = firstAttempt.get(delivery)
@@ -104,6 +122,8 @@ const makeUser = async (label: string) => {
 const key = await makeUser("fanout")
 const lagKey = await makeUser("lag")
 const retryKey = await makeUser("retry")
+// Creates alone (no webhook subscribes to its events): what the throughput phase's creates cost without deliveries.
+const plainKey = await makeUser("plain")
 const server = Bun.spawn(
   [
     "taskset",
@@ -128,6 +148,10 @@ const server = Bun.spawn(
       HOST: "127.0.0.1",
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
       WEBHOOK_RETRY_DELAYS: "1s,1s,1s,1s",
+      // An attempt held by the drain (1c) must not time out while the creates go on. The lease keeps five time-outs,
+      // as the defaults (10s and 60s) do, so the inbox has the same room (src/Events/Inbox.ts `capacityFor`).
+      WEBHOOK_TIMEOUT: "60s",
+      WEBHOOK_CLAIM_TIMEOUT: "360s",
       RATE_LIMIT_ENABLED: "false"
     },
     stdout: "ignore",
@@ -246,11 +270,24 @@ const databaseCpuSince = async (before: Map<number, number> | undefined) => {
   return `; database CPU ${used.toFixed(2)} s`
 }
 
-const createAll = async (count: number, label: string) => {
+const createAll = async (count: number, label: string, as: string = key) => {
   for (let i = 0; i < count; i += 20) {
     await Promise.all(
-      Array.from({ length: Math.min(20, count - i) }, (_, j) => api("/v1/projects", { name: `${label}${i + j}` }))
+      Array.from({ length: Math.min(20, count - i) }, (_, j) => api("/v1/projects", { name: `${label}${i + j}` }, as))
     )
+  }
+}
+
+/**
+ * Waits until the server is idle (under 10 % of a core over 200 ms, at most 10 s), so a phase starts on a quiet
+ * server: the throughput phase ends when the last delivery arrives, but its last outcomes are still being written.
+ */
+const settle = async () => {
+  const until = Date.now() + 10_000
+  for (;;) {
+    const before = await serverCpu()
+    await Bun.sleep(200)
+    if ((await serverCpu()) - before < 0.02 || Date.now() > until) return
   }
 }
 
@@ -259,8 +296,18 @@ await createAll(WARMUP, "w")
 await waitFor(WARMUP * HOOKS, 60_000)
 received = 0
 
-// 1. Throughput.
+// 1a. The same creates with no delivery, to take their CPU out of the throughput phase's (1b).
 const projects = Math.ceil(EVENTS / HOOKS)
+await settle()
+const plainCpuBefore = await serverCpu()
+const plainStarted = performance.now()
+await createAll(projects, "c", plainKey)
+const plainElapsed = (performance.now() - plainStarted) / 1000
+await settle()
+const plainCpu = (await serverCpu()) - plainCpuBefore
+
+// 1b. Throughput.
+await settle()
 const cpuBefore = await serverCpu()
 const dbCpuBefore = await databaseCpu()
 const started = performance.now()
@@ -278,19 +325,39 @@ console.log(
     ` (events created in ${((created - started) / 1000).toFixed(2)} s = ${Math.round(projects / ((created - started) / 1000))} creates/s)` +
     `${complete ? "" : " — INCOMPLETE"}; server CPU ${cpuUsed.toFixed(2)} s of ${elapsed.toFixed(2)} s${dbCpuUsed}`
 )
+// A delivery's own CPU: the throughput phase's, its last outcomes written, less that of the same creates with no
+// webhook (1a, counted the same way), over the deliveries. It still holds what a create does for its deliveries
+// (reading the subscriptions, writing their rows).
+await settle()
+const deliveryCpu = ((await serverCpu()) - cpuBefore - plainCpu) / (projects * HOOKS)
+console.log(
+  `the same ${projects} creates with no webhook: server CPU ${plainCpu.toFixed(2)} s (${plainElapsed.toFixed(2)} s); ` +
+    `a delivery's own: ${(deliveryCpu * 1e6).toFixed(0)} µs of server CPU = ${Math.round(1 / deliveryCpu)} deliveries ` +
+    "a CPU second (set beside the baseline's CPU µs a GET, bench/compare.sh)"
+)
 
-/**
- * Waits until the server is idle (under 10 % of a core over 200 ms, at most 10 s), so a phase starts on a quiet
- * server: the throughput phase ends when the last delivery arrives, but its last outcomes are still being written.
- */
-const settle = async () => {
-  const until = Date.now() + 10_000
-  for (;;) {
-    const before = await serverCpu()
-    await Bun.sleep(200)
-    if ((await serverCpu()) - before < 0.02 || Date.now() > until) return
-  }
-}
+// 1c. The drain: the same creates again while the receiver holds the first attempts (the worker's runners all
+// wait), so the deliveries pile up, claimed or in the table; then released, the server's CPU until every one is made
+// and recorded is the deliveries' alone, measured, not taken from another run. A backlog is drained by claims from
+// the table, which the steady flow of 1b mostly skips (a create hands its deliveries to the worker), so this is the
+// dearer way to deliver; the rows' writing is in the creates, not here.
+await settle()
+received = 0
+hold()
+await createAll(projects, "d")
+await settle()
+const drainCpuBefore = await serverCpu()
+const drainStarted = performance.now()
+release()
+const drained = await waitFor(projects * HOOKS, 120_000)
+const drainElapsed = (performance.now() - drainStarted) / 1000
+await settle()
+const drainCpu = (await serverCpu()) - drainCpuBefore
+console.log(
+  `drain: ${projects * HOOKS} deliveries waiting, made in ${drainElapsed.toFixed(2)} s` +
+    ` = ${Math.round((projects * HOOKS) / drainElapsed)} deliveries/s${drained ? "" : " — INCOMPLETE"}; server CPU` +
+    ` ${drainCpu.toFixed(2)} s (until idle) = ${((1e6 * drainCpu) / (projects * HOOKS)).toFixed(0)} µs a delivery`
+)
 
 // 2. First-attempt lag at a fixed rate, one webhook per event. The first `--lead-in` seconds at the rate are not
 // measured: the client opens the connections that rate needs then (from the 20 of phase 1 to about 70), which costs
