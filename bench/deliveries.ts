@@ -339,8 +339,8 @@ console.log(
 // 1c. The drain: the same creates again while the receiver holds the first attempts (the worker's runners all
 // wait), so the deliveries pile up, claimed or in the table; then released, the server's CPU until every one is made
 // and recorded is the deliveries' alone, measured, not taken from another run. A backlog is drained by claims from
-// the table, which the steady flow of 1b mostly skips (a create hands its deliveries to the worker), so this is the
-// dearer way to deliver; the rows' writing is in the creates, not here.
+// the table, which the steady flow of 1b mostly skips (a create hands its deliveries to the worker), in full
+// batches; the rows' writing is in the creates, not here.
 await settle()
 received = 0
 hold()
