@@ -31,6 +31,7 @@ const receiver = Bun.spawn(
   ],
   { stdout: "pipe" }
 )
+process.on("exit", () => receiver.kill())
 const first = await receiver.stdout.getReader().read()
 const url = `http://127.0.0.1:${Number(new TextDecoder().decode(first.value).trim())}/hook`
 
@@ -158,5 +159,4 @@ for (const [name, xs] of figures) {
     `  ${name.padEnd(38)} median ${median(xs).toFixed(1)}  (rounds ${xs.map((x) => x.toFixed(1)).join(", ")})`
   )
 }
-receiver.kill()
 process.exit(0)
