@@ -67,17 +67,11 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         finished_at: null
       }
       yield* repo.insert(deployment)
-      yield* events.emitAndRecord(
-        { type: "deployment.started", audience: yield* projects.audience(project), data: deployment },
-        {
-          action: "deployment.started",
-          target: { type: "deployment", id: deployment.id },
-          options: {
-            user: project.owner_id,
-            teamId: project.team_id,
-            name: `${deployment.ref} to ${deployment.environment}`
-          }
-        }
+      yield* events.emit("deployment.started", yield* projects.audience(project), deployment)
+      yield* events.record(
+        "deployment.started",
+        { type: "deployment", id: deployment.id },
+        { user: project.owner_id, teamId: project.team_id, name: `${deployment.ref} to ${deployment.environment}` }
       )
       return deployment
     }, transaction)
@@ -124,17 +118,15 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         return yield* new Conflict({ message: `${named} has already finished` })
       }
       const type = to === "succeeded" ? "deployment.completed" : "deployment.failed"
-      yield* events.emitAndRecord(
-        { type, audience: yield* projects.audience(project), data: finished.value },
+      yield* events.emit(type, yield* projects.audience(project), finished.value)
+      yield* events.record(
+        type,
+        { type: "deployment", id: current.id },
         {
-          action: type,
-          target: { type: "deployment", id: current.id },
-          options: {
-            user: project.owner_id,
-            teamId: project.team_id,
-            name: `${current.ref} to ${current.environment}`,
-            changes: changesOf(current, finished.value, ["status", "description"])
-          }
+          user: project.owner_id,
+          teamId: project.team_id,
+          name: `${current.ref} to ${current.environment}`,
+          changes: changesOf(current, finished.value, ["status", "description"])
         }
       )
       return finished.value

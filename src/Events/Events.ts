@@ -331,14 +331,12 @@ export class Events extends Effect.Service<Events>()("Events", {
 
     /**
      * Writes `event`, its audience (the feed's record of who heard about it: written now, never recomputed from
-     * later memberships) and a delivery to each of `hooks`, together, with `alongside` (an audit record's insert)
-     * after them; answers the deliveries' ids.
+     * later memberships) and a delivery to each of `hooks`, together; answers the deliveries' ids.
      */
     const write = Effect.fnUntraced(function* (
       event: RecordedEvent,
       audience: ReadonlyArray<string>,
-      hooks: ReadonlyArray<Subscriber>,
-      alongside: ReadonlyArray<Fragment> = []
+      hooks: ReadonlyArray<Subscriber>
     ) {
       const claims = yield* Effect.serviceOption(CurrentClaims)
       const { handed, rows } = deliveriesOf(event, hooks, claims)
@@ -362,30 +360,10 @@ export class Events extends Effect.Service<Events>()("Events", {
                 }))
               )}`
             ]),
-        ...(rows.length === 0 ? [] : [sql`INSERT INTO deliveries ${sql.insert(rows)}`]),
-        ...alongside
+        ...(rows.length === 0 ? [] : [sql`INSERT INTO deliveries ${sql.insert(rows)}`])
       ])
       if (Option.isSome(claims)) claims.value.claimed.push(...handed)
       return rows.map((row) => row.id)
-    })
-
-    /**
-     * Writes `type` about a resource whose audience is `audience` (user ids: who hears about it, see docs/events.md),
-     * that audience for the events feed and a delivery to each of their webhooks subscribed to it, with `alongside`
-     * in the same statement on PostgreSQL (`writeTogether`).
-     */
-    const emitWith = Effect.fnUntraced(function* (
-      type: EventType,
-      audience: ReadonlyArray<string>,
-      data: unknown,
-      alongside: ReadonlyArray<Fragment>
-    ) {
-      const event = yield* makeEvent(type, yield* encodeData(type, data), (yield* acting).actor)
-      const users = Array.from(new Set(audience))
-      yield* write(event, users, yield* subscribersOf(type, users), alongside)
-      const claims = yield* Effect.serviceOption(CurrentClaims)
-      if (Option.isSome(claims)) claims.value.emitted += 1
-      return event.envelope
     })
 
     /**
@@ -394,20 +372,29 @@ export class Events extends Effect.Service<Events>()("Events", {
      * subscribed to it. Must run inside the transaction of the change it describes (`transaction`).
      */
     const emit = traced("Events.emit")(function* (type: EventType, audience: ReadonlyArray<string>, data: unknown) {
-      return yield* emitWith(type, audience, data, [])
+      const event = yield* makeEvent(type, yield* encodeData(type, data), (yield* acting).actor)
+      const users = Array.from(new Set(audience))
+      yield* write(event, users, yield* subscribersOf(type, users))
+      const claims = yield* Effect.serviceOption(CurrentClaims)
+      if (Option.isSome(claims)) claims.value.emitted += 1
+      return event.envelope
     })
 
     /**
-     * The insert of the audit record of `action` on `target` (see the module's summary). The actor, credential,
-     * client address, user agent and request id come from the context.
+     * Writes the audit record of `action` on `target` (see the module's summary), in the transaction of the change
+     * it records. The actor, credential, client address, user agent and request id come from the context.
      */
-    const auditInsert = Effect.fnUntraced(function* (action: AuditAction, target: AuditTarget, options: AuditOptions) {
+    const record = traced("Events.record")(function* (
+      action: AuditAction,
+      target: AuditTarget,
+      options: AuditOptions = {}
+    ) {
       const who = yield* acting
       const request = Option.getOrUndefined(yield* Effect.serviceOption(HttpServerRequest.HttpServerRequest))
       const identity = yield* FiberRef.get(CurrentRequestIdentity)
       const agent = request?.headers["user-agent"]
       const changes = options.changes
-      return sql`INSERT INTO audit_log ${sql.insert({
+      yield* sql`INSERT INTO audit_log ${sql.insert({
         id: AuditId.make(makeId("audit")),
         action,
         actor_type: who.actor.type,
@@ -425,39 +412,9 @@ export class Events extends Effect.Service<Events>()("Events", {
         request_id: request === undefined || identity === undefined ? null : identity.id,
         changes: changes === undefined ? null : JSON.stringify(changes),
         created_at: nowIso()
-      })}`
-    })
-
-    /** Counts an audit record written in the current `transaction`. */
-    const countRecord = Effect.map(Effect.serviceOption(CurrentClaims), (claims) => {
+      })}`.pipe(Effect.orDie)
+      const claims = yield* Effect.serviceOption(CurrentClaims)
       if (Option.isSome(claims)) claims.value.recorded += 1
-    })
-
-    /**
-     * Writes the audit record of `action` on `target` (see the module's summary), in the transaction of the change
-     * it records.
-     */
-    const record = traced("Events.record")(function* (
-      action: AuditAction,
-      target: AuditTarget,
-      options: AuditOptions = {}
-    ) {
-      yield* Effect.orDie(sql`${yield* auditInsert(action, target, options)}`)
-      yield* countRecord
-    })
-
-    /**
-     * `emit` and `record` of one change together: on PostgreSQL the event's rows and the audit record are one
-     * statement, one round trip instead of two; on SQLite, which has no round trip to save, they run in turn.
-     */
-    const emitAndRecord = traced("Events.emitAndRecord")(function* (
-      event: { readonly type: EventType; readonly audience: ReadonlyArray<string>; readonly data: unknown },
-      audit: { readonly action: AuditAction; readonly target: AuditTarget; readonly options?: AuditOptions }
-    ) {
-      const insert = yield* auditInsert(audit.action, audit.target, audit.options ?? {})
-      const envelope = yield* emitWith(event.type, event.audience, event.data, [insert])
-      yield* countRecord
-      return envelope
     })
 
     /**
@@ -504,6 +461,6 @@ export class Events extends Effect.Service<Events>()("Events", {
       return Option.fromNullable(delivery)
     }, transaction)
 
-    return { emit, emitAndRecord, emitTest, record, transaction, wake: inbox.ring } as const
+    return { emit, emitTest, record, transaction, wake: inbox.ring } as const
   })
 }) {}

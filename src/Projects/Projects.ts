@@ -31,20 +31,15 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         (managers) => Array.from(new Set([project.owner_id, ...managers]))
       )
 
-    /**
-     * The event `type` about `project` to its audience, and the audit record of the change (in its team's log when
-     * it is a team project), written together.
-     */
-    const announce = (type: EventType, project: Project, action: AuditAction, changes?: AuditOptions["changes"]) =>
-      Effect.flatMap(audience(project), (recipients) =>
-        events.emitAndRecord(
-          { type, audience: recipients, data: project },
-          {
-            action,
-            target: { type: "project", id: project.id },
-            options: { user: project.owner_id, teamId: project.team_id, name: project.name, changes }
-          }
-        )
+    const announce = (type: EventType, project: Project) =>
+      Effect.flatMap(audience(project), (recipients) => events.emit(type, recipients, project))
+
+    /** The audit record of a change to `project` (in its team's log when it is a team project). */
+    const audit = (action: AuditAction, project: Project, changes?: AuditOptions["changes"]) =>
+      events.record(
+        action,
+        { type: "project", id: project.id },
+        { user: project.owner_id, teamId: project.team_id, name: project.name, changes }
       )
 
     /** An update's action: a change of status is an archive or unarchive, anything else an update. */
@@ -117,9 +112,10 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         created_at: now,
         updated_at: now
       }
-      yield* Effect.zipRight(repo.insert(project), announce("project.created", project, "project.created")).pipe(
-        transaction
-      )
+      yield* Effect.zipRight(
+        repo.insert(project),
+        Effect.zipRight(announce("project.created", project), audit("project.created", project))
+      ).pipe(transaction)
       return project
     })
 
@@ -143,10 +139,10 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         return yield* ValidationFailed.field("visibility", "can be team only for a project created with a team_id")
       }
       yield* repo.update(next)
-      yield* announce(
-        "project.updated",
-        next,
+      yield* announce("project.updated", next)
+      yield* audit(
         updateAction(current, next),
+        next,
         changesOf(current, next, ["name", "description", "visibility", "status"])
       )
       return next
@@ -156,7 +152,8 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       const current = yield* readForWrite(Project, "projects", id, findVisible(principal, id))
       yield* mayManage(principal, current, "deleting a team project")
       yield* repo.remove(current.id)
-      yield* announce("project.deleted", current, "project.deleted")
+      yield* announce("project.deleted", current)
+      yield* audit("project.deleted", current)
     }, transaction)
 
     /**

@@ -18,7 +18,6 @@ import { projectData } from "../support/eventData.ts"
 import { uniqueEmail, withDatabaseUrl } from "../support/fixtures.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 import { principalOf } from "../support/services.ts"
-import { captured } from "../support/statements.ts"
 
 const ROOM = 50
 let runtime: ManagedRuntime.ManagedRuntime<Projects | Users | Events | DeliveryInbox | SqlClient.SqlClient, never>
@@ -264,27 +263,5 @@ describe("a create and its outbox rows", () => {
     expect(await count("deliveries", "event_id")).toBe(0)
     expect(await handed()).toHaveLength(0)
     expect(await freeRoom()).toBe(ROOM)
-  })
-})
-
-describe("the statements of a create", () => {
-  /** The statements a create of `name` by alice sends, by their text (not `BEGIN`/`COMMIT`, which are no statements). */
-  const createSends = (name: string) =>
-    run(captured(Effect.flatMap(Projects, (p) => p.create(alice, { name })))).then((sent) => sent.map(([text]) => text))
-
-  test("the event, its audience and deliveries, and the audit record are written together: one statement on PostgreSQL", async () => {
-    const texts = await createSends(`Together ${Date.now()}`)
-    const writes = (table: string) => texts.filter((text) => new RegExp(`INSERT INTO "?${table}"?\\b`).test(text))
-    // Each row is written once, and the project before its event.
-    for (const table of ["projects", "events", "event_audience", "deliveries", "audit_log"]) {
-      expect(writes(table)).toHaveLength(1)
-    }
-    const at = (table: string) => texts.indexOf(writes(table)[0] ?? "")
-    expect(at("projects")).toBeLessThan(at("events"))
-    if (usingPostgres()) {
-      // One round trip for what the outbox and the audit log keep of the change.
-      expect(new Set(["events", "event_audience", "deliveries", "audit_log"].map(at)).size).toBe(1)
-      expect(texts).toHaveLength(3) // the project, the subscriptions read, then the outbox and audit rows
-    }
   })
 })
