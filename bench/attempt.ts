@@ -12,6 +12,7 @@
 import { parseArgs } from "node:util"
 import { Duration, Effect } from "effect"
 import { type AttemptRequest, attempt, signatureHeaders, USER_AGENT } from "../src/Webhooks/Delivery/Attempt.ts"
+import { median } from "./stats.ts"
 
 const { values } = parseArgs({ options: { attempts: { type: "string" }, rounds: { type: "string" } } })
 const ATTEMPTS = Number(values.attempts ?? 20_000)
@@ -147,11 +148,6 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const name of round % 2 === 0 ? names : [...names].reverse()) {
     figures.get(name)?.push(await measure(contenders[name] as () => Promise<unknown>))
   }
-}
-const median = (xs: Array<number>) => {
-  const sorted = [...xs].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 0 ? ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2 : (sorted[mid] ?? 0)
 }
 console.log(`${ATTEMPTS} attempts a round, ${CONCURRENCY} at a time, ${ROUNDS} rounds; µs of CPU an attempt:`)
 for (const [name, xs] of figures) {

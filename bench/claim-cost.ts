@@ -22,6 +22,7 @@ import { SqlLive } from "../src/Sql/Client.js"
 import { WebhooksRepo } from "../src/Webhooks/Repo.js"
 import { seedClaimable } from "../test/support/seed.ts"
 import { captured } from "../test/support/statements.ts"
+import { median } from "./stats.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -113,11 +114,6 @@ const block = (which: Which, limit: number) => {
   return (Bun.nanoseconds() - start) / 1000 / PER_BLOCK
 }
 
-const median = (xs: ReadonlyArray<number>) => {
-  const sorted = [...xs].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2
-}
 const f = (x: number) => x.toFixed(1)
 
 console.log(`SQLite, ${HISTORY} delivered deliveries and ${DUE} due over ${WEBHOOKS} webhooks, none rate-limited`)

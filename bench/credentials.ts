@@ -17,6 +17,7 @@ import { withSettings } from "../test/support/fixtures.ts"
 import { twinsOf } from "../test/support/helpers.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { median } from "./stats.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -86,11 +87,6 @@ for (let round = 0; round < ROUNDS; round++) {
     figures.get(name)?.push(perCall)
     console.log(`round ${round + 1} ${name}: ${perCall.toFixed(2)} µs of CPU an authentication`)
   }
-}
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 0 ? ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2 : (sorted[middle] ?? 0)
 }
 for (const [name, values] of figures) console.log(`${name}: median ${median(values).toFixed(2)} µs`)
 for (const { runtime } of contenders) await runtime.dispose()

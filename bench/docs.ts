@@ -13,6 +13,7 @@
 import { chromium } from "playwright-core"
 import { CHROMIUM } from "../test/browser/browser.ts"
 import { startInProcess } from "../test/support/in-process.ts"
+import { median } from "./stats.ts"
 
 const option = (name: string) => {
   const at = process.argv.indexOf(`--${name}`)
@@ -22,11 +23,6 @@ const repeat = Number(option("repeat") ?? "5")
 const given = option("url")
 const server = given === undefined ? await startInProcess() : undefined
 const base = given ?? server?.url ?? ""
-
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
-}
 
 const browser = await chromium.launch({ executablePath: CHROMIUM })
 const runs: Array<{ bytes: number; requests: number; interactive: number; load: number; shown: number; idle: number }> =

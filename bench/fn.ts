@@ -8,6 +8,7 @@
  */
 
 import { Effect, FiberRef } from "effect"
+import { median } from "./stats.ts"
 
 const argument = (name: string, fallback: number) => {
   const at = process.argv.indexOf(`--${name}`)
@@ -59,13 +60,6 @@ const measure = (method: (id: number, label: string) => Effect.Effect<number>) =
   Effect.runSync(loop)
   const used = process.cpuUsage(before)
   return ((used.user + used.system) * 1000) / CALLS
-}
-
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  const at = (i: number) => sorted[i] ?? Number.NaN
-  return sorted.length % 2 ? at(middle) : (at(middle - 1) + at(middle)) / 2
 }
 
 // Warm-up: every variant to the optimising tiers before anything counts.

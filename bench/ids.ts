@@ -3,6 +3,7 @@
  * `bun bench/ids.ts [rounds]`. Prints µs per id for each round and the medians' ratio.
  */
 import { encodeBase32, makeId } from "../src/Domain/Ids.ts"
+import { median } from "./stats.ts"
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 const bigIntEncoder = (bytes: Uint8Array): string => {
@@ -25,7 +26,6 @@ const timed = (encode: (bytes: Uint8Array) => string): number => {
   if (length !== N * 26) throw new Error("wrong length")
   return ((performance.now() - start) * 1000) / N
 }
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
 
 const rounds = Number(process.argv[2] ?? 5)
 const now: Array<number> = []

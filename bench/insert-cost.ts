@@ -15,6 +15,7 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
 import { withDatabaseUrl } from "../test/support/fixtures.ts"
+import { median } from "./stats.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -115,10 +116,6 @@ const runOnce = (prepare: (db: Database) => void, round: number): number => {
 const figures = variants.map(() => [] as Array<number>)
 for (let round = 0; round < ROUNDS; round++) {
   for (const [v, [, prepare]] of variants.entries()) figures[v]!.push(runOnce(prepare, round))
-}
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
 }
 console.log(
   `load average ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")}; ${INSERTS} inserts × ${ROUNDS} rounds, on ${ROWS} rows`

@@ -16,6 +16,7 @@ import { withSettings } from "../test/support/fixtures.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
 import { numbered as id, insertAll, insertOrgUsers, iso } from "../test/support/seed.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { median } from "./stats.ts"
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -23,7 +24,6 @@ const arg = (name: string, fallback: number) => {
 }
 const READS = arg("reads", 20_000)
 const ROUNDS = arg("rounds", 4)
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
 
 const databaseUrl = await freshDatabaseUrl()
 const alone = id("usr", 1)

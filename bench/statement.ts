@@ -10,6 +10,7 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import { median } from "./stats.ts"
 
 const { values } = parseArgs({ options: { reads: { type: "string" }, rounds: { type: "string" } } })
 const reads = Number(values.reads ?? 200_000)
@@ -18,8 +19,6 @@ const dir = mkdtempSync(join(tmpdir(), "statement-"))
 process.env.DATABASE_URL = `sqlite:${join(dir, "bench.sqlite")}`
 process.env.SECRETS_KEY ??= "3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I="
 const { SqlLive } = await import("../src/Sql/Client.js")
-
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
 
 const program = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
