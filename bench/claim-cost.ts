@@ -22,12 +22,9 @@ import { SqlLive } from "../src/Sql/Client.js"
 import { WebhooksRepo } from "../src/Webhooks/Repo.js"
 import { seedClaimable } from "../test/support/seed.ts"
 import { captured } from "../test/support/statements.ts"
+import { arg } from "./args.ts"
 import { median } from "./stats.ts"
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback
-}
 const HISTORY = arg("history", 50_000)
 const BLOCKS = arg("blocks", 30)
 const PER_BLOCK = arg("per-block", 200)

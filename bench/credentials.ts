@@ -17,12 +17,9 @@ import { withSettings } from "../test/support/fixtures.ts"
 import { twinsOf } from "../test/support/helpers.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { arg } from "./args.ts"
 import { median } from "./stats.ts"
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback
-}
 const CALLS = arg("calls", 20_000)
 const ROUNDS = arg("rounds", 4)
 

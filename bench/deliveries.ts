@@ -29,11 +29,8 @@ import { SQL } from "bun"
 import { secretsSettings } from "../test/support/fixtures.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { arg } from "./args.ts"
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback
-}
 const EVENTS = arg("events", 2000)
 const HOOKS = arg("hooks", 10)
 const RATE = arg("rate", 500)

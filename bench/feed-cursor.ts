@@ -28,11 +28,8 @@ import { Events } from "../src/Events/Events.js"
 import { EventFeed } from "../src/Events/Feed.js"
 import { SqlLive } from "../src/Sql/Client.js"
 import { insertAll, insertOrgUsers } from "../test/support/seed.ts"
+import { arg } from "./args.ts"
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback
-}
 const EVENTS = arg("events", 100_000)
 const REPEAT = arg("repeat", 200)
 const SECONDS = arg("seconds", 5)

@@ -15,12 +15,9 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { SqlLive } from "../src/Sql/Client.ts"
 import { Users } from "../src/Users/Users.ts"
 import { withDatabaseUrl } from "../test/support/fixtures.ts"
+import { arg } from "./args.ts"
 import { median } from "./stats.ts"
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback
-}
 const INSERTS = arg("inserts", 4000)
 const ROUNDS = arg("rounds", 5)
 const ROWS = arg("rows", 0)

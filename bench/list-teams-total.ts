@@ -16,12 +16,9 @@ import { withSettings } from "../test/support/fixtures.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
 import { numbered as id, insertAll, insertOrgUsers, iso } from "../test/support/seed.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { arg } from "./args.ts"
 import { median } from "./stats.ts"
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback
-}
 const READS = arg("reads", 20_000)
 const ROUNDS = arg("rounds", 4)
 

@@ -27,11 +27,8 @@ import { InvitationsRepo, TeamsRepo } from "../src/Teams/Repo.js"
 import { UsersRepo } from "../src/Users/Repo.js"
 import { WebhooksRepo } from "../src/Webhooks/Repo.js"
 import { numbered as id, insertAll as insertRows, iso, webhookRow } from "../test/support/seed.ts"
+import { arg } from "./args.ts"
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback
-}
 const REPEAT = arg("repeat", 15)
 const dir = mkdtempSync(join(tmpdir(), "lists-"))
 process.env.DATABASE_URL ??= `sqlite:${join(dir, "lists.sqlite")}`

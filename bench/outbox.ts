@@ -24,11 +24,8 @@ import { webhookRow } from "../test/support/helpers.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 import { principalOf } from "../test/support/services.ts"
+import { arg } from "./args.ts"
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback
-}
 const CREATES = arg("creates", 4000)
 const HOOKS = arg("hooks", 10)
 const CONCURRENCY = arg("concurrency", 1)

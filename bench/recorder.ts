@@ -18,11 +18,8 @@ import { withDatabaseUrl } from "../test/support/fixtures.ts"
 import { webhookRow } from "../test/support/helpers.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { arg } from "./args.ts"
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback
-}
 const BATCHES = arg("batches", 400)
 const SIZE = arg("size", 40)
 const HOOKS = arg("hooks", 10)

@@ -19,11 +19,8 @@ import { SQL } from "bun"
 import { freePort } from "../test/support/helpers.ts"
 import { removeLeftovers } from "../test/support/leftovers.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { arg } from "./args.ts"
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback
-}
 const EVENTS = arg("events", 100_000)
 const HOOKS = 10
 const CONCURRENCY = arg("concurrency", 16)
