@@ -66,13 +66,14 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         updated_at: now,
         finished_at: null
       }
-      yield* repo.insert(deployment)
       yield* events.emit("deployment.started", yield* projects.audience(project), deployment)
       yield* events.record(
         "deployment.started",
         { type: "deployment", id: deployment.id },
         { user: project.owner_id, teamId: project.team_id, name: `${deployment.ref} to ${deployment.environment}` }
       )
+      // The row last: its insert locks the project's counter row (docs/lists.md) until the commit.
+      yield* repo.insert(deployment)
       return deployment
     }, transaction)
 

@@ -112,9 +112,11 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         created_at: now,
         updated_at: now
       }
+      // The row last: its insert locks the owner's counter row (docs/lists.md), which every create of the owner
+      // shares, until the commit.
       yield* Effect.zipRight(
-        repo.insert(project),
-        Effect.zipRight(announce("project.created", project), audit("project.created", project))
+        Effect.zipRight(announce("project.created", project), audit("project.created", project)),
+        repo.insert(project)
       ).pipe(transaction)
       return project
     })
