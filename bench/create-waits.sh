@@ -29,14 +29,15 @@ creates() {
 }
 # database_ticks: CPU ticks of every PostgreSQL process so far.
 database_ticks() { for p in $(pgrep -u postgres); do ticks "$p" 2>/dev/null || true; done | awk '{t += $1} END {print t + 0}'; }
-# sample <database> <file>: what each client backend of that database is doing, every 50 ms, until killed.
+# sample <database> <file>: what each client backend of that database is doing, every 50 ms, until killed; one
+# psql session (a connection each time would cost PostgreSQL a process start every 50 ms).
 sample() {
   while true; do
-    psql -qAt "$PG_SERVER" -c "SELECT CASE WHEN wait_event_type = 'Lock' THEN 'lock'
+    echo "SELECT CASE WHEN wait_event_type = 'Lock' THEN 'lock'
         WHEN state LIKE 'idle in transaction%' THEN 'in transaction' WHEN state = 'idle' THEN 'idle' ELSE 'running' END
-      FROM pg_stat_activity WHERE datname = '$1' AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+      FROM pg_stat_activity WHERE datname = '$1' AND backend_type = 'client backend' AND pid <> pg_backend_pid();"
     sleep 0.05
-  done >"$2" 2>/dev/null
+  done | psql -qAt "$PG_SERVER" >"$2" 2>/dev/null
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $N creates × $CLIENTS clients; service against $OTHER"
@@ -52,7 +53,8 @@ for _ in $(seq 1 "$ROUNDS"); do
     before=$(ticks "$pid") database_before=$(database_ticks)
     creates "$key" >"$WORK/hey"
     after=$(ticks "$pid") database_after=$(database_ticks)
-    kill "$sampler"
+    pkill -P "$sampler" 2>/dev/null || true
+    kill "$sampler" 2>/dev/null || true
     wait "$sampler" 2>/dev/null || true
     rate=$(awk '/Requests\/sec/ {printf "%.0f", $2}' "$WORK/hey")
     p99=$(awk '/ 99%/ {printf "%.0f", $3 * 1000}' "$WORK/hey")
