@@ -50,7 +50,7 @@ afterAll(() => harness?.dispose(), 20_000)
 /**
  * Runs `change` (whose audit record names its target `held …`) while the test holds `HOLD`; once it waits at its
  * audit record, answers which of `tables` its transaction has written (a row-exclusive lock on the table), then lets
- * it go on and waits for it to commit.
+ * it go on and waits for it to commit: answers those tables and what the change made.
  */
 const writtenBeforeTheRecord = <A, E>(
   change: Effect.Effect<A, E, Layer.Layer.Success<typeof layers>>,
@@ -76,46 +76,45 @@ const writtenBeforeTheRecord = <A, E>(
           WHERE l.pid = ${pid} AND l.mode = 'RowExclusiveLock' AND c.relname IN ${sql.in(tables)}
           ORDER BY c.relname`
         yield* holder.executeRaw(`SELECT pg_advisory_unlock(${HOLD})`, [])
-        yield* Fiber.join(running)
-        return written.map((row) => row.relname)
+        const made = yield* Fiber.join(running)
+        return { written: written.map((row) => row.relname), made }
       })
     )
   )
 
+/** Whether `table` holds a row with `id` (the change committed). */
+const stored = (table: "projects" | "deployments", id: string) =>
+  run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) => sql<{ readonly id: string }>`SELECT id FROM ${sql(table)} WHERE id = ${id}`
+    )
+  ).then((rows) => rows.length === 1)
+
 describe.skipIf(!usingPostgres())("on PostgreSQL a create takes its owner's counter rows last", () => {
   test("a project: not written, nor its counter, while its event and audit record are", async () => {
-    const name = `held ${makeId("project")}`
-    const written = await writtenBeforeTheRecord(
-      Effect.flatMap(Projects, (projects) => projects.create(owner, { name })),
+    const { written, made } = await writtenBeforeTheRecord(
+      Effect.flatMap(Projects, (projects) => projects.create(owner, { name: `held ${makeId("project")}` })),
       ["projects", "counts_projects_owner", "counts_projects_team", "events"]
     )
     // The event is written (the test sees the transaction at the right place), the counted row is not yet.
     expect(written).toEqual(["events"])
-    const found = await run(
-      Effect.flatMap(
-        SqlClient.SqlClient,
-        (sql) => sql<{ readonly id: string }>`SELECT id FROM projects WHERE name = ${name}`
-      )
-    )
-    expect(found).toHaveLength(1)
+    expect(await stored("projects", made.id)).toBe(true)
   }, 30_000)
 
   test("a deployment: not written, nor its counter, while its event and audit record are", async () => {
     const project = await run(Effect.flatMap(Projects, (projects) => projects.create(owner, { name: "Deployed" })))
-    const ref = `held ${makeId("deployment")}`
-    const written = await writtenBeforeTheRecord(
+    const { written, made } = await writtenBeforeTheRecord(
       Effect.flatMap(Deployments, (deployments) =>
-        deployments.create(owner, project.id, { ref, environment: "production", description: "" })
+        deployments.create(owner, project.id, {
+          ref: `held ${makeId("deployment")}`,
+          environment: "production",
+          description: ""
+        })
       ),
       ["deployments", "counts_deployments", "events"]
     )
     expect(written).toEqual(["events"])
-    const found = await run(
-      Effect.flatMap(
-        SqlClient.SqlClient,
-        (sql) => sql<{ readonly id: string }>`SELECT id FROM deployments WHERE ref = ${ref}`
-      )
-    )
-    expect(found).toHaveLength(1)
+    expect(await stored("deployments", made.id)).toBe(true)
   }, 30_000)
 })
