@@ -2,7 +2,8 @@
  * The lists' counters (migration 0006) are rows every create of one owner shares: on PostgreSQL the insert of a
  * counted row (a project, a deployment) locks its counter row until the transaction ends, so a second create by the
  * same owner that lands on the same shard waits for the first to commit. A create therefore writes its counted row
- * last, after its event and audit record, and holds that lock only for its commit (docs/lists.md, "Totals").
+ * last, after its event and audit record, and holds that lock only for its commit (docs/lists.md, "Counter rows are
+ * shared by writers").
  *
  * Shown by holding a create inside its audit record's insert (a test trigger waits on an advisory lock the test
  * holds) and reading which tables its transaction has written by then. SQLite runs one writer at a time, so there is
@@ -61,10 +62,14 @@ const writtenBeforeTheRecord = <A, E>(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const holder = yield* sql.reserve
+        const unlock = Effect.ignore(holder.executeRaw(`SELECT pg_advisory_unlock(${HOLD})`, []))
         yield* holder.executeRaw(`SELECT pg_advisory_lock(${HOLD})`, [])
+        // Let go however this ends: the connection goes back to the pool, and the lock is its session's.
+        yield* Effect.addFinalizer(() => unlock)
         const running = yield* Effect.fork(change)
         const pid = yield* sql<{ readonly pid: number }>`SELECT pid FROM pg_locks
-          WHERE locktype = 'advisory' AND objid = ${HOLD} AND NOT granted`.pipe(
+          WHERE locktype = 'advisory' AND classid = 0 AND objid = ${HOLD} AND NOT granted
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.pipe(
           Effect.flatMap((rows) =>
             rows[0] === undefined ? Effect.fail("not waiting yet" as const) : Effect.succeed(rows[0].pid)
           ),
@@ -75,7 +80,7 @@ const writtenBeforeTheRecord = <A, E>(
           JOIN pg_class c ON c.oid = l.relation
           WHERE l.pid = ${pid} AND l.mode = 'RowExclusiveLock' AND c.relname IN ${sql.in(tables)}
           ORDER BY c.relname`
-        yield* holder.executeRaw(`SELECT pg_advisory_unlock(${HOLD})`, [])
+        yield* unlock
         const made = yield* Fiber.join(running)
         return { written: written.map((row) => row.relname), made }
       })
