@@ -127,25 +127,32 @@ const MaxReadBodyLive = Layer.succeed(
   Option.some(FileSystem.Size(MAX_READ_BODY_BYTES))
 )
 
-/** The HTTP server and everything it serves; drains in-flight requests before it stops. */
-export const HttpLive = GracefulShutdown.pipe(
-  Layer.provide(
-    ServeLive.pipe(
-      // `/docs`, its assets, and `/v1/openapi.json`.
-      Layer.provide(DocsRoutes),
-      Layer.provide(ApiMiddlewareLive),
-      Layer.provide(HealthRoutes),
-      Layer.provide(OAuthRoutes),
-      Layer.provide(DashboardRoutes),
-      Layer.provide(ApiLive),
-      HttpServer.withLogAddress,
-      // Our own server span (named by route) replaces the platform's.
-      HttpMiddleware.withTracerDisabledWhen(() => true),
-      Layer.provide(StrictRouting),
-      Layer.provide(MaxReadBodyLive),
-      Layer.provide(HttpServerLive)
-    )
-  ),
-  Layer.provideMerge(Lifecycle.Default),
-  Layer.provideMerge(TraceSampler.Default)
-)
+/**
+ * Everything the service serves, on `server`; drains in-flight requests before it stops. The service runs it on
+ * `node:http` (`HttpLive`); bench/pipeline.ts on a server with no socket, to measure the app's own work.
+ */
+export const httpLiveOn = <ROut, E, RIn>(server: Layer.Layer<ROut, E, RIn>) =>
+  GracefulShutdown.pipe(
+    Layer.provide(
+      ServeLive.pipe(
+        // `/docs`, its assets, and `/v1/openapi.json`.
+        Layer.provide(DocsRoutes),
+        Layer.provide(ApiMiddlewareLive),
+        Layer.provide(HealthRoutes),
+        Layer.provide(OAuthRoutes),
+        Layer.provide(DashboardRoutes),
+        Layer.provide(ApiLive),
+        HttpServer.withLogAddress,
+        // Our own server span (named by route) replaces the platform's.
+        HttpMiddleware.withTracerDisabledWhen(() => true),
+        Layer.provide(StrictRouting),
+        Layer.provide(MaxReadBodyLive),
+        Layer.provide(server)
+      )
+    ),
+    Layer.provideMerge(Lifecycle.Default),
+    Layer.provideMerge(TraceSampler.Default)
+  )
+
+/** The HTTP server (`node:http`) and everything it serves. */
+export const HttpLive = httpLiveOn(HttpServerLive)

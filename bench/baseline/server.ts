@@ -444,12 +444,14 @@ const HttpLive =
     ? NodeHttpServer.layer(createServer, { port, host })
     : BunHttpServer.layer({ port, hostname: host })
 
-const ServerLive = HttpApiBuilder.serve().pipe(
-  Layer.provide(HttpApiBuilder.api(BaselineApi)),
-  Layer.provide(ProjectsLive),
-  Layer.provide(AuthorizationLive),
-  Layer.provide(SqlLive),
-  Layer.provide(HttpLive)
-)
+/** The baseline served on `http` (bench/pipeline.ts serves it with no socket, to measure its own work). */
+export const baselineOn = <ROut, E, RIn>(http: Layer.Layer<ROut, E, RIn>) =>
+  HttpApiBuilder.serve().pipe(
+    Layer.provide(HttpApiBuilder.api(BaselineApi)),
+    Layer.provide(ProjectsLive),
+    Layer.provide(AuthorizationLive),
+    Layer.provide(SqlLive),
+    Layer.provide(http)
+  )
 
-BunRuntime.runMain(Layer.launch(ServerLive))
+if (import.meta.main) BunRuntime.runMain(Layer.launch(baselineOn(HttpLive)))
