@@ -58,8 +58,7 @@ for _ in $(seq 1 "$ROUNDS"); do
     wait "$sampler" 2>/dev/null || true
     rate=$(awk '/Requests\/sec/ {printf "%.0f", $2}' "$WORK/hey")
     p99=$(awk '/ 99%/ {printf "%.0f", $3 * 1000}' "$WORK/hey")
-    awk '/Status code distribution/ {codes = 1} codes && /^ *\[[0-9]+\]/ && !/\[201\]/ {bad = 1} END {exit !bad}' \
-      "$WORK/hey" && rate="$rate (answers other than 201)"
+    not_all_201 "$WORK/hey" && rate="$rate (answers other than 201)"
     cpu=$(((after - before) * 1000000 / $(getconf CLK_TCK) / N))
     database_cpu=$(((database_after - database_before) * 1000000 / $(getconf CLK_TCK) / N))
     shares=$(sort "$WORK/waits" | uniq -c | awk '{n[$2 ($3 ? " " $3 : "")] = $1; t += $1}

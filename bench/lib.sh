@@ -7,6 +7,9 @@ export SECRETS_KEY=${SECRETS_KEY:-3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I=}
 # json_field <field>: that field of the `data` of the JSON envelope on stdin (what the CLI prints).
 json_field() { bun -e "console.log(JSON.parse(await Bun.stdin.text()).data.$1)"; }
 
+# not_all_201 [file]: whether hey's output (the file, or stdin) counts an answer other than 201.
+not_all_201() { awk '/Status code distribution/ {codes = 1} codes && /^ *\[[0-9]+\]/ && !/\[201\]/ {bad = 1} END {exit !bad}' "$@"; }
+
 # is_postgres <url>: whether <url> names a PostgreSQL server (postgres:// or postgresql://).
 is_postgres() { [[ $1 =~ ^postgres(ql)?:// ]]; }
 

@@ -10,11 +10,12 @@
  *   taskset -c 0 bun bench/pipeline.ts service|baseline [--endpoint get|create] [--requests 20000]
  *     [--concurrency 64] [--rounds 4] >/dev/null
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { FiberRef, Layer, ManagedRuntime } from "effect"
+import { dropDatabases } from "../test/support/databases.ts"
+import { secretsSettings } from "../test/support/secrets.ts"
+import { freshDatabaseUrl } from "../test/support/server.ts"
 import { arg } from "./args.ts"
 import * as Memory from "./memory-server.ts"
 import { median } from "./stats.ts"
@@ -28,30 +29,19 @@ const requests = arg("requests", 20_000)
 const concurrency = arg("concurrency", 64)
 const rounds = arg("rounds", 4)
 
-// The service encrypts its secrets at rest (a fixed key: the database is thrown away).
-process.env.SECRETS_KEY ??= "3KbG4VxO++UTjONN54gymXe0oCOLUT4gd16cS/HyB+I="
+// A fresh database as the tests make one (a SQLite file, or a new database on the PostgreSQL server), with the
+// test key for the secrets at rest there; dropped at the end.
+const url = await freshDatabaseUrl()
+const postgres = url.startsWith("postgres")
+Object.assign(process.env, secretsSettings(url))
 
-// A fresh database: a SQLite file in a temporary directory, or a new database on the PostgreSQL server.
-const dir = mkdtempSync(join(tmpdir(), "pipeline-"))
-const server = process.env.DATABASE_URL ?? ""
-const postgres = /^postgres(ql)?:\/\//.test(server)
-const name = `bench_pipeline_${process.pid}`
-const psql = (sql: string) => {
-  const done = Bun.spawnSync(["psql", "-q", server, "-c", sql])
-  if (done.exitCode !== 0) throw new Error(`psql: ${done.stderr.toString()}`)
-}
-if (postgres) psql(`CREATE DATABASE ${name}`)
-const database = postgres ? `${server.replace(/\/[^/?]*(\?.*)?$/, "")}/${name}` : join(dir, `${who}.sqlite`)
-
-// The user and key: made by the service's CLI on its database; the baseline is given the same pair.
+// The user and key: made by the service's CLI, on its database (the baseline's keys on one of their own), and given
+// to the baseline too.
+const keysUrl = who === "service" ? url : await freshDatabaseUrl()
 const cli = (...args: ReadonlyArray<string>) => {
   const done = Bun.spawnSync(["bun", "src/cli.ts", ...args], {
     cwd: join(import.meta.dir, ".."),
-    env: {
-      ...process.env,
-      DATABASE_URL:
-        who === "service" ? (postgres ? database : `sqlite:${database}`) : `sqlite:${join(dir, "keys.sqlite")}`
-    }
+    env: { ...process.env, DATABASE_URL: keysUrl }
   })
   if (done.exitCode !== 0) throw new Error(`cli ${args.join(" ")}: ${done.stderr.toString()}`)
   return JSON.parse(done.stdout.toString()).data
@@ -62,7 +52,7 @@ const key = cli("api-keys", "create", "--user", user, "--name", "bench", "--scop
 const memory = Layer.merge(Memory.layer, NodeHttpServer.layerContext)
 const app = async (): Promise<Layer.Layer<Memory.MemoryServer, unknown>> => {
   if (who === "service") {
-    process.env.DATABASE_URL = postgres ? database : `sqlite:${database}`
+    process.env.DATABASE_URL = url
     process.env.RATE_LIMIT_PER_MINUTE = "1000000000"
     const [{ httpLiveOn }, { ServicesLive }, { LoggingLive }] = await Promise.all([
       import("../src/Http.ts"),
@@ -71,7 +61,7 @@ const app = async (): Promise<Layer.Layer<Memory.MemoryServer, unknown>> => {
     ])
     return Layer.merge(httpLiveOn(memory), memory).pipe(Layer.provide(ServicesLive), Layer.provide(LoggingLive))
   }
-  process.env.BASELINE_DB = database
+  process.env.BASELINE_DB = postgres ? url : url.slice("sqlite:".length)
   process.env.BASELINE_KEYS = `${user}:${key}`
   const { baselineOn } = await import("./baseline/server.ts")
   return Layer.merge(baselineOn(memory), memory)
@@ -131,6 +121,5 @@ console.error(
     (failed > 0 ? `; ${failed} answers not 2xx` : "")
 )
 await runtime.dispose()
-if (postgres) psql(`DROP DATABASE ${name} WITH (FORCE)`)
-rmSync(dir, { recursive: true, force: true })
+await dropDatabases()
 process.exit(0)
