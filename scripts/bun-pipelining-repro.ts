@@ -2,7 +2,7 @@
  * Bun's HTTP/1.1 pipelining defect, without the service (issue 13): two requests written back to back on one
  * connection, the first answered after an `await`. Bun 1.4.5's `Bun.serve` answers neither and closes the
  * connection; with the first answered at once both come back in order. The service no longer depends on this: it
- * is served by Bun's `node:http` (src/Http/NodeServer.ts), which answers pipelined requests in order, and
+ * is served by Bun's `node:http` (src/Http.ts), which answers pipelined requests in order, and
  * test/e2e/hostile.test.ts ("HTTP/1.1 pipelining") holds it to that. Kept to tell when a Bun release fixes
  * `Bun.serve` (it then prints `/slow → responses: 2`), should the service want `Bun.serve` back.
  * Usage: bun scripts/bun-pipelining-repro.ts

@@ -6,8 +6,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
-import { KeyRing } from "../Secrets/KeyRing.js"
-import { idempotencyRowId } from "../Secrets/Stored.js"
+import { KeyRing, rowIdOf } from "../Secrets/KeyRing.js"
 import * as Rows from "../Sql/Rows.js"
 
 /** A recorded answer, as stored. */
@@ -73,7 +72,7 @@ export class IdempotencyRepo extends Effect.Service<IdempotencyRepo>()("Idempote
           onNone: () => Effect.succeed(Option.none<RecordedAnswer>()),
           onSome: (row) =>
             Effect.map(
-              Effect.orDie(keyRing.decrypt(row.body, idempotencyRowId(request.user_id, request.idempotency_key))),
+              Effect.orDie(keyRing.decrypt(row.body, rowIdOf([request.user_id, request.idempotency_key]))),
               (body) => Option.some({ ...row, body })
             )
         })
@@ -91,7 +90,7 @@ export class IdempotencyRepo extends Effect.Service<IdempotencyRepo>()("Idempote
             RETURNING user_id`
     })
     const record = (row: KeyRecord) =>
-      keyRing.encrypt(row.body, idempotencyRowId(row.user_id, row.idempotency_key)).pipe(
+      keyRing.encrypt(row.body, rowIdOf([row.user_id, row.idempotency_key])).pipe(
         Effect.flatMap((body) => insert({ ...row, body })),
         Effect.flatMap((written) =>
           written.length === 1 ? Effect.void : Effect.die(new Error("an Idempotency-Key already held an answer"))

@@ -1,8 +1,8 @@
 /**
  * The rate limiter: `@effect/experimental`'s `RateLimiter` (token bucket) over a store chosen from config,
- * in-process or shared through Redis. It never fails: when Redis does not answer, the same request is counted in
- * this process instead (fail open to per-replica limits), with a warning at most every 30 s and the
- * `rate_limit.store_errors` counter.
+ * in-process (the buckets below) or shared through Redis (src/RateLimit/RedisStore.ts). It never fails: when Redis
+ * does not answer, the same request is counted in this process instead (fail open to per-replica limits), with a
+ * warning at most every 30 s and the `rate_limit.store_errors` counter.
  *
  * A bucket holds `limit` tokens and gets one back every `window / limit`, so a client may spend its whole budget
  * at once and then goes at the average rate.
@@ -10,7 +10,7 @@
 import * as RateLimiter from "@effect/experimental/RateLimiter"
 import { Context, Duration, Effect, Layer, Metric, Option } from "effect"
 import { RateLimitConfig } from "../Config.js"
-import { layerStoreRedis, type MemoryBuckets, makeMemoryBuckets } from "./Stores.js"
+import { layerStoreRedis } from "./RedisStore.js"
 
 export interface Decision {
   readonly allowed: boolean
@@ -86,6 +86,52 @@ const decide = (
         })
     )
   )
+}
+
+/**
+ * In-process token buckets, as plain functions (a request spends its token without a fiber step); a sweep a
+ * minute drops those that have refilled. The arithmetic is the library's token-bucket store's; its memory store is
+ * not used because it never forgets a key (a Map that grows with every client IP ever seen).
+ */
+interface MemoryBuckets {
+  /**
+   * Spends `tokens` (0 reads) of `key`'s bucket of `limit` that gets one back every `refillMs`; answers what is left,
+   * negative when there were not enough (then nothing is spent).
+   */
+  readonly take: (key: string, tokens: number, limit: number, refillMs: number, now: number) => number
+}
+
+const makeMemoryBuckets = (): MemoryBuckets => {
+  const buckets = new Map<string, { tokens: number; lastRefill: number; limit: number; refillMs: number }>()
+  let lastSweep = Date.now()
+  const sweep = (now: number) => {
+    if (now - lastSweep < 60_000) return
+    lastSweep = now
+    for (const [key, b] of buckets) {
+      if (b.tokens + Math.floor((now - b.lastRefill) / b.refillMs) >= b.limit) buckets.delete(key)
+    }
+  }
+  return {
+    take: (key, tokens, limit, refillRateMs, now) => {
+      sweep(now)
+      const refillMs = Math.max(1, refillRateMs)
+      let bucket = buckets.get(key)
+      if (bucket === undefined) {
+        if (tokens === 0) return limit
+        bucket = { tokens: limit, lastRefill: now, limit, refillMs }
+        buckets.set(key, bucket)
+      } else {
+        const refilled = Math.floor((now - bucket.lastRefill) / refillMs)
+        if (refilled > 0) {
+          bucket.tokens = Math.min(limit, bucket.tokens + refilled)
+          bucket.lastRefill += refilled * refillMs
+        }
+      }
+      const next = bucket.tokens - tokens
+      if (next >= 0) bucket.tokens = next
+      return next
+    }
+  }
 }
 
 /**

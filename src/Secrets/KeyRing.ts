@@ -60,6 +60,12 @@ export const keyIdFor = (key: Uint8Array): string =>
     .digest("base64url")
     .slice(0, 8)
 
+/**
+ * The row id a secret is bound to (its encryption's associated data): the values of its row's primary key, joined by
+ * a space (none holds one: ids, key ids, and a user's id with an `Idempotency-Key`, whose characters exclude it).
+ */
+export const rowIdOf = (keys: ReadonlyArray<string>): string => keys.join(" ")
+
 const encoder = new TextEncoder()
 const decoder = new TextDecoder("utf-8", { fatal: true })
 

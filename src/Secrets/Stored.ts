@@ -12,9 +12,17 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Option } from "effect"
-import { KeyRing, type KeyRingService, keyIdOf, PREFIX_LENGTH, prefixOf, type SecretUnreadable } from "./KeyRing.js"
+import {
+  KeyRing,
+  type KeyRingService,
+  keyIdOf,
+  PREFIX_LENGTH,
+  prefixOf,
+  rowIdOf,
+  type SecretUnreadable
+} from "./KeyRing.js"
 
-/** A column of secrets: its table, the primary key's columns (their values joined by a space: the row's id). */
+/** A column of secrets: its table, the primary key's columns (their values make the row's id: `rowIdOf`). */
 interface SecretColumn {
   readonly table: string
   readonly keys: ReadonlyArray<string>
@@ -30,9 +38,6 @@ export const SECRET_COLUMNS: ReadonlyArray<SecretColumn> = [
 ]
 
 const nameOf = (column: SecretColumn) => `${column.table}.${column.column}`
-
-/** The row id of a secret in `idempotency_keys`: the user and the key (which holds no space). */
-export const idempotencyRowId = (userId: string, key: string): string => `${userId} ${key}`
 
 type Row = Readonly<Record<string, unknown>>
 
@@ -69,7 +74,7 @@ const walk = (
       for (const row of rows) {
         const ids = column.keys.map((key) => row[key])
         const value = text(row.value)
-        const next = yield* change(value, ids.map(text).join(" "))
+        const next = yield* change(value, rowIdOf(ids.map(text)))
         if (Option.isNone(next)) continue
         const where = sql.and([
           ...column.keys.map((key, i) => sql`${sql(key)} = ${ids[i]}`),

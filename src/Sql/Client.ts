@@ -2,7 +2,7 @@
  * The one place the database engine is chosen: `DATABASE_URL` unset or `sqlite:…` → embedded SQLite,
  * `postgres://…` → PostgreSQL. Migrations run when the layer is built. Only the chosen engine's driver is loaded
  * (`import()` when the layer is built): the PostgreSQL client and the node network modules it loads are not kept by
- * a SQLite server (nor is the Redis client, src/RateLimit/Stores.ts): memory at idle is what the engine needs.
+ * a SQLite server (nor is the Redis client, src/RateLimit/RedisStore.ts): memory at idle is what the engine needs.
  */
 
 import { mkdirSync } from "node:fs"

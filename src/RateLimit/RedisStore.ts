@@ -1,13 +1,14 @@
 /**
- * Stores behind `@effect/experimental`'s `RateLimiter` (its `RateLimiterStore` contract; the limiter's arithmetic
- * and errors are the library's). Only the token bucket is used: it is the algorithm that can be read without
- * spending (`tokens: 0`), which the guards on failed attempts need.
+ * The shared store behind `@effect/experimental`'s `RateLimiter` (its `RateLimiterStore` contract; the limiter's
+ * arithmetic and errors are the library's): token buckets in Redis, for replicas that share their limits. Only the
+ * token bucket is used: it is the algorithm that can be read without spending (`tokens: 0`), which the guards on
+ * failed attempts need. (Buckets in this process are src/RateLimit/RateLimit.ts's own.)
  *
- * Why not the library's own stores: its memory store never forgets a key (a Map that grows with every client IP
- * ever seen); its Redis token bucket writes keys without an expiry; and its Redis client is private, so nothing can
- * listen for connection errors (ioredis then prints `Unhandled error event` on stderr at every reconnect) or make
- * commands fail fast instead of queueing while Redis is away. These stores keep the library's algorithm, forget a
- * bucket once it is full again (an absent bucket is a full one), and read the clock of Redis so replicas agree.
+ * Why not the library's Redis store: its token bucket writes keys without an expiry, and its Redis client is
+ * private, so nothing can listen for connection errors (ioredis then prints `Unhandled error event` on stderr at
+ * every reconnect) or make commands fail fast instead of queueing while Redis is away. This store keeps the
+ * library's algorithm, forgets a bucket once it is full again (an absent bucket is a full one), and reads the clock
+ * of Redis so replicas agree.
  */
 
 import { createHash } from "node:crypto"
@@ -16,51 +17,6 @@ import { Duration, Effect, Layer, Redacted } from "effect"
 import type { Redis } from "ioredis"
 
 const unused = Effect.dieMessage("fixed-window rate limiting is not used by this service")
-
-/**
- * In-process token buckets, as plain functions (a request spends its token without a fiber step); a sweep a
- * minute drops those that have refilled. The arithmetic is the library's token-bucket store's.
- */
-export interface MemoryBuckets {
-  /**
-   * Spends `tokens` (0 reads) of `key`'s bucket of `limit` that gets one back every `refillMs`; answers what is left,
-   * negative when there were not enough (then nothing is spent).
-   */
-  readonly take: (key: string, tokens: number, limit: number, refillMs: number, now: number) => number
-}
-
-export const makeMemoryBuckets = (): MemoryBuckets => {
-  const buckets = new Map<string, { tokens: number; lastRefill: number; limit: number; refillMs: number }>()
-  let lastSweep = Date.now()
-  const sweep = (now: number) => {
-    if (now - lastSweep < 60_000) return
-    lastSweep = now
-    for (const [key, b] of buckets) {
-      if (b.tokens + Math.floor((now - b.lastRefill) / b.refillMs) >= b.limit) buckets.delete(key)
-    }
-  }
-  return {
-    take: (key, tokens, limit, refillRateMs, now) => {
-      sweep(now)
-      const refillMs = Math.max(1, refillRateMs)
-      let bucket = buckets.get(key)
-      if (bucket === undefined) {
-        if (tokens === 0) return limit
-        bucket = { tokens: limit, lastRefill: now, limit, refillMs }
-        buckets.set(key, bucket)
-      } else {
-        const refilled = Math.floor((now - bucket.lastRefill) / refillMs)
-        if (refilled > 0) {
-          bucket.tokens = Math.min(limit, bucket.tokens + refilled)
-          bucket.lastRefill += refilled * refillMs
-        }
-      }
-      const next = bucket.tokens - tokens
-      if (next >= 0) bucket.tokens = next
-      return next
-    }
-  }
-}
 
 /**
  * The library's token-bucket script, with Redis's own clock (`TIME`) instead of each replica's, one hash per key,
