@@ -115,29 +115,15 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([AuthenticationLive, IdempotentLive])
 )
 
-/**
- * The HTTP server: `node:http` (as Bun implements it) (as Bun implements it), rather than `Bun.serve`: Bun 1.4.5's
- * `Bun.serve` answers neither of two pipelined requests when the first one's handler awaits anything
- * (scripts/bun-pipelining-repro.ts), while its `node:http` answers them in order, for a few microseconds more per
- * request.
- *
- * - Time-out: `HTTP_IDLE_TIMEOUT` (10 s, as Bun.serve's default `idleTimeout` was) is the socket time-out, which
- *   Bun's `node:http` honours: a connection is closed when no request has been completed and no answer written for
- *   that long, so a client sending its headers slowly (slowloris) is cut off, as is an idle keep-alive connection
- *   and a request still unanswered (Bun.serve did the same). Bun 1.4.5 ignores `headersTimeout` and
- *   `requestTimeout`; they are set for Node's sake.
- * - Duplicate headers are joined (`a, b`), as Bun.serve did, rather than all but the first dropped: two
- *   `Authorization` headers are no credential, not the first of them.
- * - A response whose connection is gone settles (`SettlingResponse`).
- */
 const isCallback = (arg: unknown): arg is () => void => typeof arg === "function"
 
 /**
- * Bun 1.4.5's `node:http` never calls `end`'s callback once the connection is closed (the client went away, or the
- * parser refused the rest of the request after its headers), nor emits `finish` or `error`. The platform sends
- * every answer by `end(body, callback)` and waits for the callback, in a region that cannot be interrupted: the
- * request would wait forever, counted as in flight, and shutdown would wait for it. This response calls the
- * callback when the connection closes if it has not been called by then, and at once if it was already closed.
+ * The server's response (`makeNodeServer` below). Bun 1.4.5's `node:http` never calls `end`'s callback once the
+ * connection is closed (the client went away, or the parser refused the rest of the request after its headers), nor
+ * emits `finish` or `error`. The platform sends every answer by `end(body, callback)` and waits for the callback, in
+ * a region that cannot be interrupted: the request would wait forever, counted as in flight, and shutdown would
+ * wait for it. This response calls the callback when the connection closes if it has not been called by then, and
+ * at once if it was already closed.
  */
 class SettlingResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   override end(callback?: () => void): this
@@ -170,7 +156,20 @@ class SettlingResponse<Request extends IncomingMessage = IncomingMessage> extend
   }
 }
 
-/** The server, its time-outs set from `idleTimeout` (`HTTP_IDLE_TIMEOUT`). */
+/**
+ * The HTTP server, `node:http` as Bun implements it, rather than `Bun.serve`: Bun 1.4.5's `Bun.serve` answers
+ * neither of two pipelined requests when the first one's handler awaits anything (scripts/bun-pipelining-repro.ts),
+ * while its `node:http` answers them in order, for a few microseconds more per request.
+ *
+ * - Time-out: `HTTP_IDLE_TIMEOUT` (10 s, as Bun.serve's default `idleTimeout` was) is the socket time-out, which
+ *   Bun's `node:http` honours: a connection is closed when no request has been completed and no answer written for
+ *   that long, so a client sending its headers slowly (slowloris) is cut off, as is an idle keep-alive connection
+ *   and a request still unanswered (Bun.serve did the same). Bun 1.4.5 ignores `headersTimeout` and
+ *   `requestTimeout`; they are set for Node's sake.
+ * - Duplicate headers are joined (`a, b`), as Bun.serve did, rather than all but the first dropped: two
+ *   `Authorization` headers are no credential, not the first of them.
+ * - A response whose connection is gone settles (`SettlingResponse`).
+ */
 export const makeNodeServer =
   (options: { readonly idleTimeout: Duration.Duration }) =>
   (): Server<typeof IncomingMessage, typeof SettlingResponse> => {
