@@ -404,6 +404,7 @@ export const FAST_PATH_NAMES = [
   "request-wrapper",
   "delivery-recorder",
   "prepared-statements",
+  "pg-statements",
   "credential-cache",
   "sqlite-statements",
   "group-commit"

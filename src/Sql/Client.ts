@@ -7,6 +7,7 @@
 
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
+import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Duration, Effect, Layer } from "effect"
 import { type DatabaseConfig, DatabaseUrl, FastPathsConfig } from "../Config.js"
@@ -14,6 +15,7 @@ import { KeyRingLive } from "../Secrets/KeyRing.js"
 import { checkStored } from "../Secrets/Stored.js"
 import { runMigrations } from "./Migrations.js"
 import * as PageCache from "./PageCache.js"
+import { straightClient } from "./Straight.js"
 
 /** The SQLite file the service's client has open (`:memory:` included), whichever client it is. */
 export class SqliteFile extends Context.Tag("Sql/SqliteFile")<SqliteFile, string>() {}
@@ -67,16 +69,20 @@ const sqlite = (filename: string) =>
 /**
  * PostgreSQL through `@effect/sql-pg`, on a pool of ours (src/Sql/PgPool.ts: an interrupted statement never cancels
  * another's). With the `prepared-statements` fast path (src/Sql/PgPrepared.ts) its connections prepare each
- * parameterised statement once; its twin's send every statement unnamed, as `PgClient.layer`'s own pool does.
+ * parameterised statement once; its twin's send every statement unnamed, as `PgClient.layer`'s own pool does. With
+ * the `pg-statements` fast path the client's statements run straight (src/Sql/Straight.ts): outside a transaction
+ * on a connection `pg-pool` checks out for that statement (`queryOnPool`), inside one on the transaction's
+ * connection, without the library's span and `Scope` while tracing is off; its twin is the client as
+ * `PgClient.layerFromPool` makes it.
  */
 const pg = (url: DatabaseConfig & { _tag: "pg" }) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
-      const [PgClient, { makePool, StatementCountingClient }, { preparingClient, DEFAULT_CAPACITY }] =
+      const [PgClient, { makePool, queryOnPool, StatementCountingClient }, { preparingClient, DEFAULT_CAPACITY }] =
         yield* Effect.promise(() =>
           Promise.all([import("@effect/sql-pg/PgClient"), import("./PgPool.js"), import("./PgPrepared.js")])
         )
-      const fast = (yield* Effect.orDie(FastPathsConfig)).has("prepared-statements")
+      const fastPaths = yield* Effect.orDie(FastPathsConfig)
       // A new connection to a server that does not answer fails after `connectTimeout` rather than waiting for
       // ever (start-up included).
       const pool = makePool({
@@ -84,9 +90,18 @@ const pg = (url: DatabaseConfig & { _tag: "pg" }) =>
         maxConnections: 20,
         applicationName: "project-collaboration-service",
         connectTimeout: Duration.seconds(5),
-        Client: fast ? preparingClient(DEFAULT_CAPACITY) : StatementCountingClient
+        Client: fastPaths.has("prepared-statements") ? preparingClient(DEFAULT_CAPACITY) : StatementCountingClient
       })
-      return PgClient.layerFromPool({ acquire: pool })
+      if (!fastPaths.has("pg-statements")) return PgClient.layerFromPool({ acquire: pool })
+      return Layer.scopedContext(
+        Effect.gen(function* () {
+          const made = yield* pool
+          const library = yield* PgClient.fromPool({ acquire: Effect.succeed(made) })
+          return Context.make(PgClient.PgClient, library).pipe(
+            Context.add(SqlClient.SqlClient, straightClient(library, queryOnPool(made)))
+          )
+        })
+      ).pipe(Layer.provide(Reactivity.layer))
     })
   )
 

@@ -16,6 +16,7 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect, Redacted, type Scope } from "effect"
 import Pg from "pg"
+import type { Outside } from "./Straight.js"
 
 /** What `@effect/sql-pg` sends through the pool to cancel the statement running on the connection of that pid. */
 const CANCEL = /^SELECT pg_cancel_backend\((\d+)\)$/
@@ -136,3 +137,26 @@ export const makePool = (options: PoolOptions): Effect.Effect<Pg.Pool, SqlError,
     })
     return pool
   })
+
+/** A result's rows, as `@effect/sql-pg` answers them: a text of several statements gives one list per statement. */
+const rowsOf = (result: Pg.QueryResult | Array<Pg.QueryResult>): ReadonlyArray<unknown> =>
+  Array.isArray(result) ? result.map((one) => one.rows ?? []) : (result.rows ?? [])
+
+/**
+ * How the `pg-statements` fast path (src/Sql/Client.ts, src/Sql/Straight.ts) runs a statement outside a
+ * transaction: `pg-pool`'s own `query`, which checks a connection out for that statement alone, runs it and gives it
+ * back (after an error too, and dropping a connection that broke). `@effect/sql-pg` does the same through an
+ * effect of its own for each statement (the check-out, an error listener, a cancel), inside the library's span and
+ * `Scope`. The failures are the library's: a `SqlError` whose cause is `pg`'s error. An interrupted fiber stops
+ * waiting; its statement runs to its end and its connection goes back to the pool, and no cancel is sent (above).
+ */
+export const queryOnPool =
+  (pool: Pg.Pool): Outside =>
+  <A>(text: string, params: ReadonlyArray<unknown>) =>
+    Effect.async<ReadonlyArray<A>, SqlError>((resume) => {
+      pool.query(text, [...params], (cause: Error | null, result: Pg.QueryResult) => {
+        if (cause) resume(Effect.fail(new SqlError({ cause, message: "Failed to execute statement" })))
+        // The rows as the statement's type says, as the library's connection answers them (`any`).
+        else resume(Effect.succeed(rowsOf(result) as ReadonlyArray<A>))
+      })
+    })

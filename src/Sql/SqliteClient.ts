@@ -15,11 +15,9 @@
  *   transaction can begin in between), and otherwise waits for the gate and holds it while it runs. So it never reads
  *   another's uncommitted writes. (`@effect/sql-sqlite-bun` lends its connection to such a statement only until the
  *   statement is handed it, not while it runs.)
- * - **Statements straight to the connection.** A statement (`sql\`…\``, `sql.unsafe`) is the library's, wrapped
- *   (`DirectStatement`, an `Effectable.Class` implementing `Statement`): run with tracing off and no transformer, it
- *   compiles as the library's does and runs on the transaction's connection (`TransactionConnection`), or, outside
- *   one, as above: no span, no `Scope`. Otherwise, and for its `raw`, `values`,
- *   `stream`, `unprepared` and `withoutTransform`, it is the library's statement, with its span.
+ * - **Statements straight to the connection** (src/Sql/Straight.ts, which `pg-statements` shares): with tracing off
+ *   and no transformer, a statement runs on the transaction's connection (`TransactionConnection`) or, outside one,
+ *   as above: no span, no `Scope`. Otherwise it is the library's statement, with its span.
  *
  * Kept by hand rather than taken from `@effect/sql-sqlite-bun`: the connection (its three `bun:sqlite` calls), which
  * that client keeps to itself.
@@ -30,7 +28,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Context, Effect, Effectable, FiberRef, Layer, Option, type Stream } from "effect"
+import { Context, Effect, Layer, type Stream } from "effect"
+import { type Outside, straightClient } from "./Straight.js"
 
 /** `bun:sqlite`'s query for `text`, its integers as `safeIntegers` says (`SqlClient.SafeIntegers`). */
 const queryOf = (db: Database, text: string, safeIntegers: boolean) => db.query(text).safeIntegers(safeIntegers)
@@ -62,63 +61,6 @@ const connectionOf = (db: Database): Connection => {
     executeStream: (): Stream.Stream<never, SqlError> => Effect.dieMessage("executeStream not implemented")
   }
   return connection
-}
-
-/** How a statement outside a transaction runs: at once if the gate is free, otherwise holding it once it is. */
-type Outside = <A>(
-  text: string,
-  params: ReadonlyArray<unknown>,
-  safeIntegers: boolean
-) => Effect.Effect<ReadonlyArray<A>, SqlError>
-
-/**
- * A statement of `@effect/sql`, run straight on the connection when nothing would see the difference (above); every
- * other use of it is the library's statement's.
- */
-class DirectStatement<A> extends Effectable.Class<ReadonlyArray<A>, SqlError> implements Statement.Statement<A> {
-  constructor(
-    private readonly statement: Statement.Statement<A>,
-    private readonly outside: Outside
-  ) {
-    super()
-  }
-  get [Statement.FragmentId]() {
-    return this.statement[Statement.FragmentId]
-  }
-  get segments() {
-    return this.statement.segments
-  }
-  get raw() {
-    return this.statement.raw
-  }
-  get withoutTransform() {
-    return this.statement.withoutTransform
-  }
-  get stream() {
-    return this.statement.stream
-  }
-  get values() {
-    return this.statement.values
-  }
-  get unprepared() {
-    return this.statement.unprepared
-  }
-  readonly compile = (withoutTransform?: boolean | undefined) => this.statement.compile(withoutTransform)
-
-  /**
-   * One step reads what decides the way (`withFiberRuntime`, as `@effect/sql-sqlite-bun` reads `SafeIntegers`): a
-   * statement run as often as these is worth not spending an effect on each.
-   */
-  commit(): Effect.Effect<ReadonlyArray<A>, SqlError> {
-    return Effect.withFiberRuntime((fiber) => {
-      if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return this.statement
-      if (Option.isSome(fiber.getFiberRef(Statement.currentTransformer))) return this.statement
-      const [text, params] = this.statement.compile()
-      const held = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-      if (Option.isSome(held)) return held.value[0].execute(text, params, undefined)
-      return this.outside(text, params, Context.get(fiber.currentContext, SqlClient.SafeIntegers))
-    })
-  }
 }
 
 /** The client over the SQLite file `filename` (`:memory:` for none), closed with its scope. */
@@ -157,8 +99,9 @@ export const makeSqliteClient = (filename: string) =>
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    // With the gate free, the statement runs now, in this synchronous step: nothing can begin a transaction first.
-    const outside: Outside = <A>(text: string, params: ReadonlyArray<unknown>, safeIntegers: boolean) => {
+    // With the gate free, the statement runs now, in this synchronous step: nothing can begin a transaction first;
+    // otherwise it waits for the gate and holds it while it runs.
+    const outside: Outside = <A>(text: string, params: ReadonlyArray<unknown>, context: Context.Context<never>) => {
       if (held) {
         return Effect.scoped(
           Effect.flatMap(
@@ -169,25 +112,13 @@ export const makeSqliteClient = (filename: string) =>
       }
       try {
         // The rows as the statement's type says, as the library's connection answers them (`any`).
+        const safeIntegers = Context.get(context, SqlClient.SafeIntegers)
         return Effect.succeed(queryOf(db, text, safeIntegers).all(...(params as Binding)) as ReadonlyArray<A>)
       } catch (cause) {
         return Effect.fail(failed(cause))
       }
     }
-    const direct = <A>(statement: Statement.Statement<A>) => new DirectStatement(statement, outside)
-
-    const client: SqlClient.SqlClient = Object.assign(
-      // A template gives a statement; a string, an identifier (left as it is).
-      ((strings: TemplateStringsArray & string, ...args: Array<unknown>) =>
-        Array.isArray(strings) ? direct(library(strings, ...args)) : library(strings)) as typeof library,
-      library,
-      {
-        unsafe: (<A extends object>(text: string, params?: ReadonlyArray<unknown>) =>
-          direct(library.unsafe<A>(text, params))) as typeof library.unsafe
-      }
-    )
-    ;(client as { safe: unknown }).safe = client
-    return client
+    return straightClient(library, outside)
   })
 
 /** The client of `makeSqliteClient` as a layer. */

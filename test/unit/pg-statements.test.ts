@@ -1,0 +1,187 @@
+/**
+ * The PostgreSQL client (src/Sql/Client.ts): the `pg-statements` fast path (src/Sql/Straight.ts, statements run
+ * straight: outside a transaction through `pg-pool`'s own `query`, src/Sql/PgPool.ts `queryOnPool`) and its twin,
+ * the client as `PgClient.layerFromPool` makes it. Both run the same statements and must answer alike: rows, helpers,
+ * a text of several statements, errors (a unique-key clash still found by its SQLSTATE), transactions and their
+ * isolation; an interrupted statement runs to its end and cancels nothing; with tracing on each statement has its
+ * `sql.execute` span; a statement transformer applies. Every other PostgreSQL test runs on the fast one (the default).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import { Deferred, Effect, Fiber, Layer, ManagedRuntime, Schedule } from "effect"
+import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
+import { makeTracer } from "../../src/Observability/Tracer.ts"
+import { SqlClientLive } from "../../src/Sql/Client.ts"
+import { isUnavailable, isUniqueViolation } from "../../src/Sql/Errors.ts"
+import { withSettings } from "../support/fixtures.ts"
+import { twinsOf } from "../support/helpers.ts"
+import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
+
+type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
+
+for (const [name, fastPaths] of twinsOf("pg-statements")) {
+  describe.skipIf(!usingPostgres())(`PostgreSQL statements: ${name}`, () => {
+    let runtime: Runtime
+    const run = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
+      runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.withTracerEnabled(false)))
+    /** Until the condition holds: every 10 ms, 10 s at most. */
+    const untilItHolds = Schedule.intersect(Schedule.spaced("10 millis"), Schedule.recurs(1000))
+    const names = (sql: SqlClient.SqlClient) =>
+      Effect.map(sql<{ name: string }>`SELECT name FROM things ORDER BY id`, (rows) => rows.map((row) => row.name))
+
+    beforeAll(async () => {
+      const url = await freshDatabaseUrl()
+      runtime = ManagedRuntime.make(
+        SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: url, FAST_PATHS: fastPaths })))
+      )
+      await run((sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT)`)
+    }, 60_000)
+    afterAll(() => runtime.dispose(), 20_000)
+
+    test(`the client is the ${name} one`, async () => {
+      const statementClass = await run((sql) =>
+        Effect.sync(() => Object.getPrototypeOf(sql`SELECT 1`).constructor.name)
+      )
+      expect(statementClass).toBe(name === "fast" ? "DirectStatement" : "StatementPrimitive")
+    })
+
+    test("answers rows from templates with fragments and helpers, unsafe text, identifiers, several statements", async () => {
+      await run(
+        (sql) =>
+          sql`INSERT INTO things ${sql.insert([
+            { id: 1, name: "one", note: null },
+            { id: 2, name: "two", note: "even" },
+            { id: 3, name: "three", note: null }
+          ])}`
+      )
+      const columns = await run((sql) => Effect.succeed(sql`t.id, t.name, t.note`))
+      expect(
+        await run((sql) => sql`SELECT ${columns} FROM things t WHERE t.id IN ${sql.in([1, 2])} ORDER BY t.id`)
+      ).toEqual([
+        { id: 1, name: "one", note: null },
+        { id: 2, name: "two", note: "even" }
+      ])
+      expect(await run((sql) => sql.unsafe("SELECT name FROM things WHERE id = $1", [3]))).toEqual([{ name: "three" }])
+      expect(await run((sql) => sql`SELECT ${sql("name")} FROM ${sql("things")} WHERE note IS NOT NULL`)).toEqual([
+        { name: "two" }
+      ])
+      expect(await run((sql) => sql`UPDATE things SET note = ${"odd"} WHERE id = ${1} RETURNING id, note`)).toEqual([
+        { id: 1, note: "odd" }
+      ])
+      // A text of several statements, without parameters: one list of rows a statement, as the library answers it.
+      expect(await run((sql) => sql.unsafe("SELECT 1 AS a; SELECT 2 AS b"))).toEqual([[{ a: 1 }], [{ b: 2 }]])
+    })
+
+    test("a failing statement is a SqlError whose cause says why (a unique-key clash, a syntax error), not a lost database", async () => {
+      const clash = await run((sql) => Effect.flip(sql`INSERT INTO things (id, name) VALUES (${10}, ${"one"})`))
+      expect(clash).toBeInstanceOf(SqlError)
+      expect(isUniqueViolation(clash)).toBe(true)
+      expect(isUnavailable(clash)).toBe(false)
+      const wrong = await run((sql) => Effect.flip(sql.unsafe("SELEC 1")))
+      expect(wrong).toBeInstanceOf(SqlError)
+      expect(isUnavailable(wrong)).toBe(false)
+      expect(await run((sql) => sql`SELECT count(*)::int AS n FROM things`)).toEqual([{ n: 3 }])
+    })
+
+    test("a transaction sees its own writes, others see them once committed, and a failure rolls them all back", async () => {
+      const seen = await run((sql) =>
+        Effect.gen(function* () {
+          const written = yield* Deferred.make<void>()
+          const release = yield* Deferred.make<void>()
+          const transaction = yield* Effect.fork(
+            sql.withTransaction(
+              Effect.gen(function* () {
+                yield* sql`INSERT INTO things (id, name) VALUES (${4}, ${"four"})`
+                const own = yield* names(sql)
+                yield* Deferred.succeed(written, undefined)
+                yield* Deferred.await(release)
+                return own
+              })
+            )
+          )
+          yield* Deferred.await(written)
+          const outsideBefore = yield* names(sql)
+          yield* Deferred.succeed(release, undefined)
+          const own = yield* Fiber.join(transaction)
+          const outsideAfter = yield* names(sql)
+          return { own, outsideBefore, outsideAfter }
+        })
+      )
+      expect(seen).toEqual({
+        own: ["one", "two", "three", "four"],
+        outsideBefore: ["one", "two", "three"],
+        outsideAfter: ["one", "two", "three", "four"]
+      })
+      const failed = await run((sql) =>
+        Effect.flip(
+          sql.withTransaction(
+            Effect.zipRight(
+              sql`INSERT INTO things (id, name) VALUES (${5}, ${"five"})`,
+              sql`INSERT INTO things (id, name) VALUES (${6}, ${"one"})`
+            )
+          )
+        )
+      )
+      expect(isUniqueViolation(failed)).toBe(true)
+      expect(await run(names)).toEqual(["one", "two", "three", "four"])
+    })
+
+    test("a statement interrupted while it runs outside a transaction runs to its end and cancels nothing", async () => {
+      const outcome = await run((sql) =>
+        Effect.gen(function* () {
+          const slow = yield* Effect.fork(sql`INSERT INTO things (id, name) SELECT ${7}, ${"seven"} FROM pg_sleep(0.3)`)
+          // Running on the server (its connection checked out), then interrupted.
+          yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND state = 'active' AND query LIKE ${"%pg_sleep(0.3)%"}
+              AND pid <> pg_backend_pid()`.pipe(
+            Effect.filterOrFail(([row]) => (row?.n ?? 0) > 0),
+            Effect.retry(untilItHolds),
+            Effect.orDie
+          )
+          yield* Fiber.interrupt(slow)
+          // Others run meanwhile, on the pool's other connections, and are not cancelled.
+          const meanwhile = yield* Effect.all(
+            Array.from({ length: 5 }, (_, i) => sql<{ n: number }>`SELECT ${i}::int AS n FROM pg_sleep(0.05)`),
+            { concurrency: "unbounded" }
+          )
+          // The interrupted insert ran to its end: its row is there once it has.
+          const inserted = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM things WHERE id = ${7}`.pipe(
+            Effect.filterOrFail(([row]) => row?.n === 1),
+            Effect.retry(untilItHolds),
+            Effect.orDie
+          )
+          return { meanwhile: meanwhile.map(([row]) => row?.n), inserted: inserted[0]?.n }
+        })
+      )
+      expect(outcome).toEqual({ meanwhile: [0, 1, 2, 3, 4], inserted: 1 })
+    }, 30_000)
+
+    test("with tracing on, each statement has its sql.execute span; with it off, none", async () => {
+      const spans: Array<EndedSpan> = []
+      const traced = (sql: SqlClient.SqlClient, on: boolean) =>
+        Effect.zipRight(sql`SELECT ${on ? 1 : 2} AS n`, sql.withTransaction(sql`SELECT ${on ? 3 : 4} AS n`)).pipe(
+          Effect.withTracerEnabled(on),
+          Effect.withTracer(makeTracer((span) => spans.push(span)))
+        )
+      await run((sql) => Effect.zipRight(traced(sql, true), traced(sql, false)))
+      const texts = spans
+        .filter((span) => span.name === "sql.execute")
+        .map((span) => String(span.attributes.get("db.query.text")))
+      expect(texts).toEqual(["SELECT $1 AS n", "SELECT $1 AS n"])
+      expect(spans.map((span) => span.name)).toContain("sql.transaction")
+    })
+
+    test("a statement transformer (`Statement.withTransformer`) is applied", async () => {
+      const rows = await run((sql) =>
+        sql`SELECT name FROM things WHERE id = ${1}`.pipe(
+          Statement.withTransformer((statement, sql) =>
+            Effect.succeed(sql`SELECT upper(name) AS name FROM things WHERE id = ${statement.compile()[1][0] ?? 0}`)
+          )
+        )
+      )
+      expect(rows).toEqual([{ name: "ONE" }])
+    })
+  })
+}
