@@ -144,19 +144,49 @@ const rowsOf = (result: Pg.QueryResult | Array<Pg.QueryResult>): ReadonlyArray<u
 
 /**
  * How the `pg-statements` fast path (src/Sql/Client.ts, src/Sql/Straight.ts) runs a statement outside a
- * transaction: `pg-pool`'s own `query`, which checks a connection out for that statement alone, runs it and gives it
- * back (after an error too, and dropping a connection that broke). `@effect/sql-pg` does the same through an
- * effect of its own for each statement (the check-out, an error listener, a cancel), inside the library's span and
- * `Scope`. The failures are the library's: a `SqlError` whose cause is `pg`'s error. An interrupted fiber stops
- * waiting; its statement runs to its end and its connection goes back to the pool, and no cancel is sent (above).
+ * transaction: a connection checked out of the pool for that statement alone, and given back once it has run, as
+ * `@effect/sql-pg` does, but in one callback rather than through an effect of its own for each statement (its
+ * check-out, its error listener and its cancel, inside the library's span and `Scope`). As there:
+ *
+ * - the failures are `SqlError`s whose cause is `pg`'s error ("Failed to acquire connection", "Connection error",
+ *   "Failed to execute statement");
+ * - a statement that fails keeps its connection (`pg-pool`'s own `query` would drop it, and every prepared statement
+ *   on it, after a unique-key clash); a connection that breaks is dropped;
+ * - a fiber interrupted before its connection comes runs nothing (the connection goes back at once); one interrupted
+ *   while its statement runs stops waiting, and the statement runs to its end before its connection goes back, with
+ *   no cancel sent (above).
  */
 export const queryOnPool =
   (pool: Pg.Pool): Outside =>
   <A>(text: string, params: ReadonlyArray<unknown>) =>
     Effect.async<ReadonlyArray<A>, SqlError>((resume) => {
-      pool.query(text, [...params], (cause: Error | null, result: Pg.QueryResult) => {
-        if (cause) resume(Effect.fail(new SqlError({ cause, message: "Failed to execute statement" })))
-        // The rows as the statement's type says, as the library's connection answers them (`any`).
-        else resume(Effect.succeed(rowsOf(result) as ReadonlyArray<A>))
+      let abandoned = false
+      pool.connect((cause, client, release) => {
+        if (cause || client === undefined) {
+          const why = cause ?? new Error("No client returned")
+          if (!abandoned) resume(Effect.fail(new SqlError({ cause: why, message: "Failed to acquire connection" })))
+          return
+        }
+        if (abandoned) return release()
+        let settled = false
+        const broke = (error: Error) => {
+          if (settled) return
+          settled = true
+          release(error)
+          resume(Effect.fail(new SqlError({ cause: error, message: "Connection error" })))
+        }
+        client.once("error", broke)
+        client.query(text, [...params], (error: Error | null, result: Pg.QueryResult) => {
+          client.off("error", broke)
+          if (settled) return
+          settled = true
+          release()
+          if (error) resume(Effect.fail(new SqlError({ cause: error, message: "Failed to execute statement" })))
+          // The rows as the statement's type says, as the library's connection answers them (`any`).
+          else resume(Effect.succeed(rowsOf(result) as ReadonlyArray<A>))
+        })
+      })
+      return Effect.sync(() => {
+        abandoned = true
       })
     })

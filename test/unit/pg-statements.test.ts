@@ -85,6 +85,19 @@ for (const [name, fastPaths] of twinsOf("pg-statements")) {
       expect(await run((sql) => sql`SELECT count(*)::int AS n FROM things`)).toEqual([{ n: 3 }])
     })
 
+    test("a statement that fails keeps its connection: the next one runs on the same backend", async () => {
+      // Sequential statements on an idle pool take the connection given back last (`pg-pool` keeps a stack).
+      const backends = await run((sql) =>
+        Effect.gen(function* () {
+          const [before] = yield* sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`
+          const clash = yield* Effect.flip(sql`INSERT INTO things (id, name) VALUES (${11}, ${"one"})`)
+          const [after] = yield* sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`
+          return { clash: isUniqueViolation(clash), same: before?.pid === after?.pid }
+        })
+      )
+      expect(backends).toEqual({ clash: true, same: true })
+    })
+
     test("a transaction sees its own writes, others see them once committed, and a failure rolls them all back", async () => {
       const seen = await run((sql) =>
         Effect.gen(function* () {
