@@ -1,10 +1,11 @@
 /**
  * The PostgreSQL client (src/Sql/Client.ts): the `pg-statements` fast path (src/Sql/Straight.ts, statements run
- * straight: outside a transaction through `pg-pool`'s own `query`, src/Sql/PgPool.ts `queryOnPool`) and its twin,
- * the client as `PgClient.layerFromPool` makes it. Both run the same statements and must answer alike: rows, helpers,
- * a text of several statements, errors (a unique-key clash still found by its SQLSTATE), transactions and their
- * isolation; an interrupted statement runs to its end and cancels nothing; with tracing on each statement has its
- * `sql.execute` span; a statement transformer applies. Every other PostgreSQL test runs on the fast one (the default).
+ * straight: outside a transaction on a connection checked out for it alone, src/Sql/PgPool.ts `queryOnPool`) and its
+ * twin, the client as `PgClient.layerFromPool` makes it. Both run the same statements and must answer alike: rows,
+ * helpers, a text of several statements, errors (a unique-key clash still found by its SQLSTATE, its connection kept),
+ * transactions and their isolation; an interrupted statement runs to its end and cancels nothing; with tracing on each
+ * statement has its `sql.execute` span; a statement transformer applies. Every other PostgreSQL test runs on the fast
+ * one (the default).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as SqlClient from "@effect/sql/SqlClient"
