@@ -176,15 +176,24 @@ export const queryOnPool =
           resume(Effect.fail(new SqlError({ cause: error, message: "Connection error" })))
         }
         client.once("error", broke)
-        client.query(text, [...params], (error: Error | null, result: Pg.QueryResult) => {
+        const ran = (error: Error | null, result?: Pg.QueryResult) => {
           client.off("error", broke)
           if (settled) return
           settled = true
           release()
-          if (error) resume(Effect.fail(new SqlError({ cause: error, message: "Failed to execute statement" })))
-          // The rows as the statement's type says, as the library's connection answers them (`any`).
-          else resume(Effect.succeed(rowsOf(result) as ReadonlyArray<A>))
-        })
+          if (error || result === undefined) {
+            resume(Effect.fail(new SqlError({ cause: error, message: "Failed to execute statement" })))
+          } else {
+            // The rows as the statement's type says, as the library's connection answers them (`any`).
+            resume(Effect.succeed(rowsOf(result) as ReadonlyArray<A>))
+          }
+        }
+        try {
+          client.query(text, [...params], ran)
+        } catch (thrown) {
+          // `pg` throws before sending for a query it cannot make (as `pg-pool`'s own `query` guards against).
+          ran(thrown instanceof Error ? thrown : new Error(String(thrown)))
+        }
       })
       return Effect.sync(() => {
         abandoned = true
