@@ -1,7 +1,10 @@
 /** The statements an effect, or a request, sends, as they go to the database (for tests that count or explain them). */
+import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Statement from "@effect/sql/Statement"
 import { Effect, FiberRefs } from "effect"
 import { CurrentRequestIdentity } from "../../src/Domain/RequestId.ts"
+import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
+import { makeTracer } from "../../src/Observability/Tracer.ts"
 
 /** Runs `effect` and answers each statement it sent, compiled: its text and its parameters. */
 export const captured = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -31,3 +34,34 @@ export const countedByRequest = () => {
   )
   return { sent, around }
 }
+
+/**
+ * For the clients' twin tests (test/unit/sqlite-statements, pg-statements): a statement outside a transaction and
+ * one inside, with tracing on, then the same with it off; answers the query text of each `sql.execute` span made, and
+ * whether the transaction's span was.
+ */
+export const tracedStatements = (sql: SqlClient.SqlClient) =>
+  Effect.gen(function* () {
+    const spans: Array<EndedSpan> = []
+    const traced = (on: boolean) =>
+      Effect.zipRight(sql`SELECT ${on ? 1 : 2} AS n`, sql.withTransaction(sql`SELECT ${on ? 3 : 4} AS n`)).pipe(
+        Effect.withTracerEnabled(on),
+        Effect.withTracer(makeTracer((span) => spans.push(span)))
+      )
+    yield* traced(true)
+    yield* traced(false)
+    return {
+      texts: spans
+        .filter((span) => span.name === "sql.execute")
+        .map((span) => String(span.attributes.get("db.query.text"))),
+      transaction: spans.some((span) => span.name === "sql.transaction")
+    }
+  })
+
+/** For the same tests: `things`' row 1 read through a statement transformer that reads its name in capitals. */
+export const transformedRead = (sql: SqlClient.SqlClient) =>
+  sql`SELECT name FROM things WHERE id = ${1}`.pipe(
+    Statement.withTransformer((statement, sql) =>
+      Effect.succeed(sql`SELECT upper(name) AS name FROM things WHERE id = ${statement.compile()[1][0] ?? 0}`)
+    )
+  )

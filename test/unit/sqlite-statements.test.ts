@@ -12,13 +12,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import * as Statement from "@effect/sql/Statement"
 import { Deferred, Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
-import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
 import { makeTracer } from "../../src/Observability/Tracer.ts"
 import { SqlClientLive } from "../../src/Sql/Client.ts"
 import { withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
+import { tracedStatements, transformedRead } from "../support/statements.ts"
 import { tempDir } from "../support/temp.ts"
 import { committedIn, expectedOfMany, manyAtOnce } from "../support/things.ts"
 
@@ -277,29 +276,14 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
     })
 
     test("with tracing on, each statement has its sql.execute span; with it off, none", async () => {
-      const spans: Array<EndedSpan> = []
-      const traced = (sql: SqlClient.SqlClient, on: boolean) =>
-        Effect.zipRight(sql`SELECT ${on ? 1 : 2} AS n`, sql.withTransaction(sql`SELECT ${on ? 3 : 4} AS n`)).pipe(
-          Effect.withTracerEnabled(on),
-          Effect.withTracer(makeTracer((span) => spans.push(span)))
-        )
-      await run((sql) => Effect.zipRight(traced(sql, true), traced(sql, false)))
-      const texts = spans
-        .filter((span) => span.name === "sql.execute")
-        .map((span) => String(span.attributes.get("db.query.text")))
-      expect(texts).toEqual(["SELECT ? AS n", "SELECT ? AS n"])
-      expect(spans.map((span) => span.name)).toContain("sql.transaction")
+      expect(await run(tracedStatements)).toEqual({
+        texts: ["SELECT ? AS n", "SELECT ? AS n"],
+        transaction: true
+      })
     })
 
     test("a statement transformer (`Statement.withTransformer`) is applied", async () => {
-      const rows = await run((sql) =>
-        sql`SELECT name FROM things WHERE id = ${1}`.pipe(
-          Statement.withTransformer((statement, sql) =>
-            Effect.succeed(sql`SELECT upper(name) AS name FROM things WHERE id = ${statement.compile()[1][0] ?? 0}`)
-          )
-        )
-      )
-      expect(rows).toEqual([{ name: "ONE" }])
+      expect(await run(transformedRead)).toEqual([{ name: "ONE" }])
     })
   })
 }
