@@ -65,3 +65,19 @@ export const transformedRead = (sql: SqlClient.SqlClient) =>
       Effect.succeed(sql`SELECT upper(name) AS name FROM things WHERE id = ${statement.compile()[1][0] ?? 0}`)
     )
   )
+
+/** For the same tests: their table of `things`. */
+export const createThings = (sql: SqlClient.SqlClient) =>
+  sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT)`
+
+/** For the same tests: `things`' first three rows. */
+export const insertThreeThings = (sql: SqlClient.SqlClient) =>
+  sql`INSERT INTO things ${sql.insert([
+    { id: 1, name: "one", note: null },
+    { id: 2, name: "two", note: "even" },
+    { id: 3, name: "three", note: null }
+  ])}`
+
+/** The class of the client's statements: `DirectStatement` for a fast path's client, `StatementPrimitive` else. */
+export const statementClassOf = (sql: SqlClient.SqlClient) =>
+  Effect.sync((): unknown => Object.getPrototypeOf(sql`SELECT 1`).constructor.name)

@@ -16,7 +16,13 @@ import { isUnavailable, isUniqueViolation } from "../../src/Sql/Errors.ts"
 import { withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
-import { tracedStatements, transformedRead } from "../support/statements.ts"
+import {
+  createThings,
+  insertThreeThings,
+  statementClassOf,
+  tracedStatements,
+  transformedRead
+} from "../support/statements.ts"
 
 type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
 
@@ -35,26 +41,16 @@ for (const [name, fastPaths] of twinsOf("pg-statements")) {
       runtime = ManagedRuntime.make(
         SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: url, FAST_PATHS: fastPaths })))
       )
-      await run((sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT)`)
+      await run(createThings)
     }, 60_000)
     afterAll(() => runtime.dispose(), 20_000)
 
     test(`the client is the ${name} one`, async () => {
-      const statementClass = await run((sql) =>
-        Effect.sync(() => Object.getPrototypeOf(sql`SELECT 1`).constructor.name)
-      )
-      expect(statementClass).toBe(name === "fast" ? "DirectStatement" : "StatementPrimitive")
+      expect(await run(statementClassOf)).toBe(name === "fast" ? "DirectStatement" : "StatementPrimitive")
     })
 
     test("answers rows from templates with fragments and helpers, unsafe text, identifiers, several statements", async () => {
-      await run(
-        (sql) =>
-          sql`INSERT INTO things ${sql.insert([
-            { id: 1, name: "one", note: null },
-            { id: 2, name: "two", note: "even" },
-            { id: 3, name: "three", note: null }
-          ])}`
-      )
+      await run(insertThreeThings)
       const columns = await run((sql) => Effect.succeed(sql`t.id, t.name, t.note`))
       expect(
         await run((sql) => sql`SELECT ${columns} FROM things t WHERE t.id IN ${sql.in([1, 2])} ORDER BY t.id`)

@@ -17,7 +17,13 @@ import { makeTracer } from "../../src/Observability/Tracer.ts"
 import { SqlClientLive } from "../../src/Sql/Client.ts"
 import { withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
-import { tracedStatements, transformedRead } from "../support/statements.ts"
+import {
+  createThings,
+  insertThreeThings,
+  statementClassOf,
+  tracedStatements,
+  transformedRead
+} from "../support/statements.ts"
 import { tempDir } from "../support/temp.ts"
 import { committedIn, expectedOfMany, manyAtOnce } from "../support/things.ts"
 
@@ -36,26 +42,16 @@ for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
       runtime = ManagedRuntime.make(
         SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: `sqlite:${file}`, FAST_PATHS: fastPaths })))
       )
-      await run((sql) => sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT)`)
+      await run(createThings)
     }, 60_000)
     afterAll(() => runtime.dispose(), 20_000)
 
     test(`the client is the ${name} one`, async () => {
-      const statementClass = await run((sql) =>
-        Effect.sync(() => Object.getPrototypeOf(sql`SELECT 1`).constructor.name)
-      )
-      expect(statementClass).toBe(name === "fast" ? "DirectStatement" : "StatementPrimitive")
+      expect(await run(statementClassOf)).toBe(name === "fast" ? "DirectStatement" : "StatementPrimitive")
     })
 
     test("answers rows from templates with fragments and helpers, unsafe text, identifiers, values", async () => {
-      await run(
-        (sql) =>
-          sql`INSERT INTO things ${sql.insert([
-            { id: 1, name: "one", note: null },
-            { id: 2, name: "two", note: "even" },
-            { id: 3, name: "three", note: null }
-          ])}`
-      )
+      await run(insertThreeThings)
       const columns = await run((sql) => Effect.succeed(sql`t.id, t.name, t.note`))
       const rows = await run(
         (sql) =>
