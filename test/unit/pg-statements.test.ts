@@ -5,14 +5,15 @@
  * helpers, a text of several statements, errors (a unique-key clash still found by its SQLSTATE, its connection kept),
  * transactions and their isolation; an interrupted statement runs to its end and cancels nothing; with tracing on each
  * statement has its `sql.execute` span; a statement transformer applies. Every other PostgreSQL test runs on the fast
- * one (the default).
+ * one (the default). Last, `queryOnPool` alone: a statement interrupted while it waits for a connection sends nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Deferred, Effect, Fiber, Layer, ManagedRuntime, Schedule } from "effect"
+import { Context, Deferred, Duration, Effect, Fiber, Layer, ManagedRuntime, Redacted, Schedule } from "effect"
 import { SqlClientLive } from "../../src/Sql/Client.ts"
 import { isUnavailable, isUniqueViolation } from "../../src/Sql/Errors.ts"
+import { makePool, queryOnPool, StatementCountingClient } from "../../src/Sql/PgPool.ts"
 import { withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
@@ -178,3 +179,62 @@ for (const [name, fastPaths] of twinsOf("pg-statements")) {
     })
   })
 }
+
+/**
+ * `queryOnPool` itself (the fast path's way outside a transaction), on a pool of one connection that the test holds,
+ * so that a statement waits for it: a fiber interrupted while it waits sends nothing, and the connection, once given
+ * back, goes to the waiter and straight back to the pool. (The twin is the library's check-out, `@effect/sql-pg`'s.)
+ */
+describe.skipIf(!usingPostgres())("PostgreSQL statements: queryOnPool", () => {
+  let runtime: Runtime
+  let url: string
+  beforeAll(async () => {
+    url = await freshDatabaseUrl()
+    runtime = ManagedRuntime.make(
+      SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: url, FAST_PATHS: "none" })))
+    )
+    await runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, createThings))
+  }, 60_000)
+  afterAll(() => runtime.dispose(), 20_000)
+
+  test("a statement interrupted while it waits for a connection runs nothing, and the connection goes back", async () => {
+    const outcome = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const pool = yield* makePool({
+            url: Redacted.make(url),
+            maxConnections: 1,
+            applicationName: "pg-statements-test",
+            connectTimeout: Duration.seconds(5),
+            Client: StatementCountingClient
+          })
+          const query = queryOnPool(pool)
+          const held = yield* Effect.promise(() => pool.connect())
+          const waiting = yield* Effect.fork(
+            query("INSERT INTO things (id, name) VALUES ($1, $2)", [20, "twenty"], Context.empty())
+          )
+          // Waiting for the one connection, which the test holds.
+          yield* Effect.sync(() => pool.waitingCount).pipe(
+            Effect.repeat({ until: (n) => n === 1, schedule: Schedule.spaced("5 millis") })
+          )
+          yield* Fiber.interrupt(waiting)
+          held.release()
+          // The connection went to the interrupted waiter, which gave it straight back.
+          yield* Effect.sync(() => [pool.waitingCount, pool.idleCount, pool.totalCount] as const).pipe(
+            Effect.repeat({
+              until: ([waitingCount, idle, total]) => waitingCount === 0 && idle === 1 && total === 1,
+              schedule: Schedule.spaced("5 millis")
+            })
+          )
+          const rows = yield* query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM things WHERE id = $1",
+            [20],
+            Context.empty()
+          )
+          return { inserted: rows[0]?.n, total: pool.totalCount, idle: pool.idleCount }
+        })
+      )
+    )
+    expect(outcome).toEqual({ inserted: 0, total: 1, idle: 1 })
+  }, 30_000)
+})
