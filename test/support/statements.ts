@@ -1,10 +1,12 @@
 /** The statements an effect, or a request, sends, as they go to the database (for tests that count or explain them). */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Statement from "@effect/sql/Statement"
-import { Effect, FiberRefs } from "effect"
+import { Effect, FiberRefs, Layer, ManagedRuntime } from "effect"
 import { CurrentRequestIdentity } from "../../src/Domain/RequestId.ts"
 import type { EndedSpan } from "../../src/Observability/OtlpSpan.ts"
 import { makeTracer } from "../../src/Observability/Tracer.ts"
+import { SqlClientLive } from "../../src/Sql/Client.ts"
+import { withSettings } from "./fixtures.ts"
 
 /** Runs `effect` and answers each statement it sent, compiled: its text and its parameters. */
 export const captured = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -69,6 +71,19 @@ export const transformedRead = (sql: SqlClient.SqlClient) =>
 /** For the same tests: their table of `things`. */
 export const createThings = (sql: SqlClient.SqlClient) =>
   sql`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, note TEXT)`
+
+/** For the same tests: the service's client on `url` with `fastPaths`, its `things` table made. */
+export const thingsClient = async (url: string, fastPaths: string) => {
+  const runtime = ManagedRuntime.make(
+    SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: url, FAST_PATHS: fastPaths })))
+  )
+  /** Runs `f` with the client, tracing off. */
+  const run = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
+    runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.withTracerEnabled(false)))
+  await run(createThings)
+  return { run, dispose: () => runtime.dispose() }
+}
+export type ThingsClient = Awaited<ReturnType<typeof thingsClient>>
 
 /** For the same tests: `things`' first three rows. */
 export const insertThreeThings = (sql: SqlClient.SqlClient) =>

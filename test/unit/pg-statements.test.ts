@@ -8,43 +8,35 @@
  * one (the default). Last, `queryOnPool` alone: a statement interrupted while it waits for a connection sends nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Context, Deferred, Duration, Effect, Fiber, Layer, ManagedRuntime, Redacted, Schedule } from "effect"
-import { SqlClientLive } from "../../src/Sql/Client.ts"
+import { Context, Deferred, Duration, Effect, Fiber, Redacted, Schedule } from "effect"
 import { isUnavailable, isUniqueViolation } from "../../src/Sql/Errors.ts"
 import { makePool, queryOnPool, StatementCountingClient } from "../../src/Sql/PgPool.ts"
-import { withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
 import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
 import {
-  createThings,
   insertThreeThings,
   statementClassOf,
+  type ThingsClient,
+  thingsClient,
   tracedStatements,
   transformedRead
 } from "../support/statements.ts"
 
-type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
-
 for (const [name, fastPaths] of twinsOf("pg-statements")) {
   describe.skipIf(!usingPostgres())(`PostgreSQL statements: ${name}`, () => {
-    let runtime: Runtime
-    const run = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
-      runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.withTracerEnabled(false)))
+    let client: ThingsClient
+    const run = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) => client.run(f)
     /** Until the condition holds: every 10 ms, 10 s at most. */
     const untilItHolds = Schedule.intersect(Schedule.spaced("10 millis"), Schedule.recurs(1000))
     const names = (sql: SqlClient.SqlClient) =>
       Effect.map(sql<{ name: string }>`SELECT name FROM things ORDER BY id`, (rows) => rows.map((row) => row.name))
 
     beforeAll(async () => {
-      const url = await freshDatabaseUrl()
-      runtime = ManagedRuntime.make(
-        SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: url, FAST_PATHS: fastPaths })))
-      )
-      await run(createThings)
+      client = await thingsClient(await freshDatabaseUrl(), fastPaths)
     }, 60_000)
-    afterAll(() => runtime.dispose(), 20_000)
+    afterAll(() => client.dispose(), 20_000)
 
     test(`the client is the ${name} one`, async () => {
       expect(await run(statementClassOf)).toBe(name === "fast" ? "DirectStatement" : "StatementPrimitive")
@@ -186,16 +178,13 @@ for (const [name, fastPaths] of twinsOf("pg-statements")) {
  * back, goes to the waiter and straight back to the pool. (The twin is the library's check-out, `@effect/sql-pg`'s.)
  */
 describe.skipIf(!usingPostgres())("PostgreSQL statements: queryOnPool", () => {
-  let runtime: Runtime
   let url: string
+  let client: ThingsClient
   beforeAll(async () => {
     url = await freshDatabaseUrl()
-    runtime = ManagedRuntime.make(
-      SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: url, FAST_PATHS: "none" })))
-    )
-    await runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, createThings))
+    client = await thingsClient(url, "none")
   }, 60_000)
-  afterAll(() => runtime.dispose(), 20_000)
+  afterAll(() => client.dispose(), 20_000)
 
   test("a statement interrupted while it waits for a connection runs nothing, and the connection goes back", async () => {
     const outcome = await Effect.runPromise(

@@ -10,41 +10,34 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { join } from "node:path"
-import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Deferred, Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
+import { Deferred, Effect, Fiber, Option } from "effect"
 import { makeTracer } from "../../src/Observability/Tracer.ts"
-import { SqlClientLive } from "../../src/Sql/Client.ts"
-import { withSettings } from "../support/fixtures.ts"
 import { twinsOf } from "../support/helpers.ts"
 import {
-  createThings,
   insertThreeThings,
   statementClassOf,
+  type ThingsClient,
+  thingsClient,
   tracedStatements,
   transformedRead
 } from "../support/statements.ts"
 import { tempDir } from "../support/temp.ts"
 import { committedIn, expectedOfMany, manyAtOnce } from "../support/things.ts"
 
-type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
-
 const dir = tempDir("pcs-sqlite-statements-")
 
 for (const [name, fastPaths] of twinsOf("sqlite-statements")) {
   describe(`SQLite statements: ${name}`, () => {
-    let runtime: Runtime
+    let client: ThingsClient
     const file = join(dir, `${name}.sqlite`)
-    const run = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
-      runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.withTracerEnabled(false)))
+    const run = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) => client.run(f)
 
     beforeAll(async () => {
-      runtime = ManagedRuntime.make(
-        SqlClientLive.pipe(Layer.provide(withSettings({ DATABASE_URL: `sqlite:${file}`, FAST_PATHS: fastPaths })))
-      )
-      await run(createThings)
+      client = await thingsClient(`sqlite:${file}`, fastPaths)
     }, 60_000)
-    afterAll(() => runtime.dispose(), 20_000)
+    afterAll(() => client.dispose(), 20_000)
 
     test(`the client is the ${name} one`, async () => {
       expect(await run(statementClassOf)).toBe(name === "fast" ? "DirectStatement" : "StatementPrimitive")
