@@ -9,10 +9,20 @@
  *
  *   taskset -c 0 bun bench/pipeline.ts service|baseline [--endpoint get|create] [--requests 20000]
  *     [--concurrency 64] [--rounds 4] >/dev/null
+ *
+ * `settings "<NAME=value …>"`: two apps of the service in this one process, on one database: A with the settings
+ * of the environment, B with these on top (given to its layers through their own `ConfigProvider`; every setting
+ * is read through `Config`, src/Config.ts). Bursts of N requests alternate A B, B A, … (`--rounds` pairs, after
+ * three of each unmeasured), so the machine's drift over minutes falls on both; printed: each pair's B ÷ A and their
+ * median and quartiles. The two share the JIT's code and the heap, so a setting's cost is measured with the other
+ * app's work beside it.
+ *
+ *   taskset -c 0 bun bench/pipeline.ts settings "RATE_LIMIT_ENABLED=false LOG_LEVEL=none" [--requests 10000]
+ *     [--rounds 16] >/dev/null
  */
 import { join } from "node:path"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { FiberRef, Layer, ManagedRuntime } from "effect"
+import { ConfigProvider, FiberRef, Layer, ManagedRuntime } from "effect"
 import { dropDatabases } from "../test/support/databases.ts"
 import { secretsSettings } from "../test/support/secrets.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
@@ -21,13 +31,25 @@ import * as Memory from "./memory-server.ts"
 import { median } from "./stats.ts"
 
 const who = process.argv[2]
-if (who !== "service" && who !== "baseline") throw new Error("bun bench/pipeline.ts service|baseline [options]")
+if (who !== "service" && who !== "baseline" && who !== "settings") {
+  throw new Error('bun bench/pipeline.ts service|baseline|settings "<NAME=value …>" [options]')
+}
+/** `settings`: B's settings, on top of the environment's. */
+const settingsB: Record<string, string> =
+  who === "settings"
+    ? Object.fromEntries(
+        (process.argv[3] ?? "")
+          .split(" ")
+          .filter((pair) => pair !== "")
+          .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])
+      )
+    : {}
 const endpointFlag = process.argv.indexOf("--endpoint")
 const endpoint = endpointFlag > 0 ? process.argv[endpointFlag + 1] : "get"
 if (endpoint !== "get" && endpoint !== "create") throw new Error("--endpoint get|create")
-const requests = arg("requests", 20_000)
+const requests = arg("requests", who === "settings" ? 10_000 : 20_000)
 const concurrency = arg("concurrency", 64)
-const rounds = arg("rounds", 4)
+const rounds = arg("rounds", who === "settings" ? 16 : 4)
 
 // A fresh database as the tests make one (a SQLite file, or a new database on the PostgreSQL server), with the
 // test key for the secrets at rest there; dropped at the end.
@@ -37,7 +59,7 @@ Object.assign(process.env, secretsSettings(url))
 
 // The user and key: made by the service's CLI, on its database (the baseline's keys on one of their own), and given
 // to the baseline too.
-const keysUrl = who === "service" ? url : await freshDatabaseUrl()
+const keysUrl = who === "baseline" ? await freshDatabaseUrl() : url
 const cli = (...args: ReadonlyArray<string>) => {
   const done = Bun.spawnSync(["bun", "src/cli.ts", ...args], {
     cwd: join(import.meta.dir, ".."),
@@ -50,16 +72,24 @@ const user = cli("users", "create", "--email", `pipeline-${process.pid}@example.
 const key = cli("api-keys", "create", "--user", user, "--name", "bench", "--scopes", "read,write").key as string
 
 const memory = Layer.merge(Memory.layer, NodeHttpServer.layerContext)
-const app = async (): Promise<Layer.Layer<Memory.MemoryServer, unknown>> => {
-  if (who === "service") {
+/** The app's layer; the service's with `settings` on top of the environment's, read through its own provider. */
+const app = async (settings: Record<string, string> = {}): Promise<Layer.Layer<Memory.MemoryServer, unknown>> => {
+  // The service's limit (and the baseline's, with `BASELINE_CONTRACT=1`) out of reach, as bench/compare.sh sets it.
+  process.env.RATE_LIMIT_PER_MINUTE = "1000000000"
+  if (who !== "baseline") {
     process.env.DATABASE_URL = url
-    process.env.RATE_LIMIT_PER_MINUTE = "1000000000"
     const [{ httpLiveOn }, { ServicesLive }, { LoggingLive }] = await Promise.all([
       import("../src/Http.ts"),
       import("../src/main.ts"),
       import("../src/Observability/Logging.ts")
     ])
-    return Layer.merge(httpLiveOn(memory), memory).pipe(Layer.provide(ServicesLive), Layer.provide(LoggingLive))
+    const environment = Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined)
+    const provider = ConfigProvider.fromMap(new Map([...environment, ...Object.entries(settings)]))
+    return Layer.merge(httpLiveOn(memory), memory).pipe(
+      Layer.provide(ServicesLive),
+      Layer.provide(LoggingLive),
+      Layer.provide(Layer.setConfigProvider(provider))
+    )
   }
   process.env.BASELINE_DB = postgres ? url : url.slice("sqlite:".length)
   process.env.BASELINE_KEYS = `${user}:${key}`
@@ -69,10 +99,16 @@ const app = async (): Promise<Layer.Layer<Memory.MemoryServer, unknown>> => {
 
 // Tracing off, as both run by default (no exporter configured): set while the layers are built, since the server
 // forks each request on the runtime it was built in.
-const runtime = ManagedRuntime.make(
-  (await app()).pipe(Layer.locally(FiberRef.currentTracerEnabled, false), Layer.orDie)
-)
-const { send } = await runtime.runPromise(Memory.MemoryServer)
+const serve = async (settings?: Record<string, string>) => {
+  const runtime = ManagedRuntime.make(
+    (await app(settings)).pipe(Layer.locally(FiberRef.currentTracerEnabled, false), Layer.orDie)
+  )
+  const { send } = await runtime.runPromise(Memory.MemoryServer)
+  return { runtime, send }
+}
+const a = await serve()
+const b = who === "settings" ? await serve(settingsB) : undefined
+const { send } = a
 
 const authorization = `Bearer ${key}`
 const body = JSON.stringify({ name: "bench", description: "project" })
@@ -92,13 +128,13 @@ const make =
     : () => new Request(`http://memory/v1/projects/${data.id}`, { headers: { authorization } })
 
 let failed = 0
-const burst = async (n: number) => {
+const burst = async (n: number, to: Memory.Send = send) => {
   let next = 0
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < n) {
         next += 1
-        const response = await send(make())
+        const response = await to(make())
         await response.arrayBuffer()
         if (response.status >= 300) failed += 1
       }
@@ -106,20 +142,53 @@ const burst = async (n: number) => {
   )
 }
 
-await burst(requests)
-const perRequest: Array<number> = []
-for (let round = 0; round < rounds; round++) {
+/** This process's CPU a request over a burst of `requests`, after a full collection. */
+const measured = async (to: Memory.Send = send): Promise<number> => {
   Bun.gc(true)
   const before = process.cpuUsage()
-  await burst(requests)
+  await burst(requests, to)
   const used = process.cpuUsage(before)
-  perRequest.push((used.user + used.system) / requests)
+  return (used.user + used.system) / requests
 }
-console.error(
-  `${who} ${endpoint} (${postgres ? "PostgreSQL" : "SQLite"}), ${requests} requests ${concurrency} at a time: ` +
-    `${perRequest.map((x) => x.toFixed(1)).join(", ")} µs of CPU a request (median ${median(perRequest).toFixed(1)})` +
-    (failed > 0 ? `; ${failed} answers not 2xx` : "")
-)
-await runtime.dispose()
+
+const engine = postgres ? "PostgreSQL" : "SQLite"
+const notOk = () => (failed > 0 ? `; ${failed} answers not 2xx` : "")
+if (b === undefined) {
+  await burst(requests)
+  const perRequest: Array<number> = []
+  for (let round = 0; round < rounds; round++) perRequest.push(await measured())
+  console.error(
+    `${who} ${endpoint} (${engine}), ${requests} requests ${concurrency} at a time: ` +
+      `${perRequest.map((x) => x.toFixed(1)).join(", ")} µs of CPU a request (median ${median(perRequest).toFixed(1)})` +
+      notOk()
+  )
+} else {
+  for (let i = 0; i < 3; i++) {
+    await burst(requests)
+    await burst(requests, b.send)
+  }
+  const ofA: Array<number> = []
+  const ofB: Array<number> = []
+  for (let pair = 0; pair < rounds; pair++) {
+    if (pair % 2 === 0) {
+      ofA.push(await measured())
+      ofB.push(await measured(b.send))
+    } else {
+      ofB.push(await measured(b.send))
+      ofA.push(await measured())
+    }
+  }
+  const ratios = ofB.map((x, i) => x / (ofA[i] ?? Number.NaN)).sort((x, y) => x - y)
+  const quartile = (q: number) => ratios[Math.round(q * (ratios.length - 1))] ?? Number.NaN
+  console.error(
+    `settings ${endpoint} (${engine}), B: ${process.argv[3]}; ${rounds} pairs of ${requests} requests ` +
+      `${concurrency} at a time\n  A: ${ofA.map((x) => x.toFixed(1)).join(", ")} µs of CPU a request\n` +
+      `  B: ${ofB.map((x) => x.toFixed(1)).join(", ")}\n` +
+      `  B ÷ A: median ${median(ratios).toFixed(3)}, quartiles ${quartile(0.25).toFixed(3)}–${quartile(0.75).toFixed(3)}; ` +
+      `medians ${median(ofA).toFixed(1)} and ${median(ofB).toFixed(1)} µs${notOk()}`
+  )
+  await b.runtime.dispose()
+}
+await a.runtime.dispose()
 await dropDatabases()
 process.exit(0)
