@@ -25,9 +25,19 @@
  * event names its actor (the key's user, whose name the key's lookup then reads with it, as the service's does), and
  * the create writes an audit record in the same transaction, into a table with the indexes an expert would give the
  * team's and the user's audit logs by time (team, actor, user); not the service's walks by sequence for the cursor.
+ *
+ * `BASELINE_CONTRACT=1` adds what the contract asks of every `/v1` answer (decisions.md "Envelopes, request ids",
+ * "Observability", "Limits", "Conditional requests"), the way the platform's docs would: the request id (the
+ * client's `X-Request-Id` when it is a UUID, else a new one) in the envelope, the `X-Request-Id` header and the logs;
+ * a JSON log line for each request (`HttpMiddleware.logger` with `Logger.json`); a token bucket a key
+ * (`@effect/experimental`'s `RateLimiter` over its memory store, `RATE_LIMIT_PER_MINUTE` a minute, 1,000 unless set)
+ * whose `X-RateLimit-Limit`, `-Remaining` and `-Reset` go on the answer (a 429 with `Retry-After` when it is empty);
+ * and the single project's `ETag` (128 bits of the SHA-256 of its JSON), `If-None-Match` answered 304. Without it,
+ * none of these: the framework's floor for this work, as the issue measured it.
  */
 
 import { createServer } from "node:http"
+import * as RateLimiter from "@effect/experimental/RateLimiter"
 import {
   HttpApi,
   HttpApiBuilder,
@@ -37,12 +47,15 @@ import {
   HttpApiMiddleware,
   HttpApiSchema,
   HttpApiSecurity,
-  HttpServerRequest
+  HttpApp,
+  HttpMiddleware,
+  HttpServerRequest,
+  HttpServerResponse
 } from "@effect/platform"
 import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Context, Duration, Effect, FiberRef, Layer, Logger, Option, Redacted, Schema } from "effect"
 
 // --- Domain -------------------------------------------------------------------------------------------------
 
@@ -79,6 +92,18 @@ class User extends Context.Tag("User")<
 /** Whether a create writes its audit record and its event names the actor (`BASELINE_AUDIT=1`, above). */
 const audited = process.env.BASELINE_AUDIT === "1"
 
+/** Whether every `/v1` answer does what the contract asks (`BASELINE_CONTRACT=1`, above). */
+const contract = process.env.BASELINE_CONTRACT === "1"
+const perMinute = Number(process.env.RATE_LIMIT_PER_MINUTE ?? 1000)
+
+class TooManyRequests extends Schema.TaggedError<TooManyRequests>()(
+  "TooManyRequests",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 429 })
+) {}
+
+class NotModified extends HttpApiSchema.EmptyError<NotModified>()({ tag: "NotModified", status: 304 }) {}
+
 class NotFound extends Schema.TaggedError<NotFound>()(
   "NotFound",
   { message: Schema.String },
@@ -88,7 +113,7 @@ class NotFound extends Schema.TaggedError<NotFound>()(
 // --- Contract -----------------------------------------------------------------------------------------------
 
 class Authorization extends HttpApiMiddleware.Tag<Authorization>()("Authorization", {
-  failure: HttpApiError.Unauthorized,
+  failure: Schema.Union(HttpApiError.Unauthorized, TooManyRequests),
   provides: User,
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
@@ -108,6 +133,7 @@ class ProjectsGroup extends HttpApiGroup.make("projects")
       .setPath(Schema.Struct({ id: Schema.String }))
       .addSuccess(Envelope)
       .addError(NotFound)
+      .addError(NotModified)
   )
   .middleware(Authorization) {}
 
@@ -187,6 +213,60 @@ const statements = [
 
 const sha256 = (text: string) => new Bun.CryptoHasher("sha256").update(text).digest("hex")
 
+/** A project's `ETag`: 128 bits of the SHA-256 of its JSON. */
+const etagOf = (project: Project) =>
+  `"${new Bun.CryptoHasher("sha256").update(JSON.stringify(project)).digest("base64url").slice(0, 22)}"`
+
+/** `headers` on the answer this request gets. */
+const onResponse = (headers: Record<string, string>) =>
+  HttpApp.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+  )
+
+/** The request's id (`BASELINE_CONTRACT=1`), set by `requestIds` below. */
+const CurrentRequestId = FiberRef.unsafeMake("")
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** The request id for the envelope, the logs and the `X-Request-Id` header. */
+const requestIds = HttpMiddleware.make((app) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const given = request.headers["x-request-id"]
+    const id = `req_${given !== undefined && UUID.test(given) ? given.toLowerCase() : crypto.randomUUID()}`
+    // On the answer as the server sends it: a middleware given to `serve` runs around the sending.
+    yield* onResponse({ "x-request-id": id })
+    return yield* app.pipe(Effect.locally(CurrentRequestId, id), Effect.annotateLogs("request_id", id))
+  })
+)
+
+/** The key's bucket: one token spent, its headers on the answer, a 429 when it is empty. */
+const spendToken = (limiter: RateLimiter.RateLimiter, keyId: string) =>
+  limiter
+    .consume({ algorithm: "token-bucket", onExceeded: "fail", key: keyId, limit: perMinute, window: "1 minute" })
+    .pipe(
+      Effect.flatMap((result) =>
+        onResponse({
+          "x-ratelimit-limit": String(perMinute),
+          "x-ratelimit-remaining": String(result.remaining),
+          "x-ratelimit-reset": String(Math.ceil((Date.now() + Duration.toMillis(result.resetAfter)) / 1000))
+        })
+      ),
+      Effect.catchIf(
+        (error): error is RateLimiter.RateLimitExceeded => error.reason === "Exceeded",
+        (exceeded) =>
+          Effect.zipRight(
+            onResponse({
+              "x-ratelimit-limit": String(perMinute),
+              "x-ratelimit-remaining": "0",
+              "x-ratelimit-reset": String(Math.ceil((Date.now() + Duration.toMillis(exceeded.retryAfter)) / 1000)),
+              "retry-after": String(Math.max(1, Math.ceil(Duration.toSeconds(exceeded.retryAfter))))
+            }),
+            Effect.fail(new TooManyRequests({ message: "Rate limit exceeded" }))
+          )
+      ),
+      Effect.catchTag("RateLimiterError", Effect.die)
+    )
+
 // --- Implementation -----------------------------------------------------------------------------------------
 
 const KeyRow = Schema.Struct({
@@ -200,6 +280,7 @@ const AuthorizationLive = Layer.effect(
   Authorization,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const limiter = contract ? yield* RateLimiter.make : undefined
     const findKey = SqlSchema.findOne({
       Request: Schema.String,
       Result: KeyRow,
@@ -221,11 +302,13 @@ const AuthorizationLive = Layer.effect(
           if (key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= now)) {
             return yield* new HttpApiError.Unauthorized()
           }
-          return { id: key.user_id, name: key.name, keyId: hash.slice(0, 16) }
+          const keyId = hash.slice(0, 16)
+          if (limiter !== undefined) yield* spendToken(limiter, keyId)
+          return { id: key.user_id, name: key.name, keyId }
         })
     }
   })
-)
+).pipe(Layer.provide(RateLimiter.layerStoreMemory))
 
 const newId = (prefix: string) => `${prefix}_${crypto.randomUUID().replaceAll("-", "")}`
 
@@ -310,7 +393,12 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
           const user = yield* User
           const project = yield* findProject({ id: path.id, userId: user.id }).pipe(Effect.orDie)
           if (project._tag === "None") return yield* new NotFound({ message: `No project ${path.id}` })
-          return { data: project.value, meta: { request_id: requestId() } }
+          if (!contract) return { data: project.value, meta: { request_id: requestId() } }
+          const etag = etagOf(project.value)
+          yield* onResponse({ etag })
+          const request = yield* HttpServerRequest.HttpServerRequest
+          if (request.headers["if-none-match"] === etag) return yield* new NotModified()
+          return { data: project.value, meta: { request_id: yield* FiberRef.get(CurrentRequestId) } }
         })
       )
       .handle("list", ({ urlParams }) =>
@@ -320,9 +408,10 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
             page({ userId: user.id, limit: urlParams.per_page, offset: (urlParams.page - 1) * urlParams.per_page }),
             count(user.id)
           ]).pipe(Effect.orDie)
+          const request_id = contract ? yield* FiberRef.get(CurrentRequestId) : requestId()
           return {
             data: items,
-            meta: { total: total.total, page: urlParams.page, per_page: urlParams.per_page, request_id: requestId() }
+            meta: { total: total.total, page: urlParams.page, per_page: urlParams.per_page, request_id }
           }
         })
       )
@@ -331,7 +420,7 @@ const ProjectsLive = HttpApiBuilder.group(BaselineApi, "projects", (handlers) =>
           const user = yield* User
           const request = yield* HttpServerRequest.HttpServerRequest
           const now = new Date().toISOString()
-          const requestIdOf = requestId()
+          const requestIdOf = contract ? yield* FiberRef.get(CurrentRequestId) : requestId()
           const project: Project = {
             id: newId("proj"),
             name: payload.name,
@@ -446,7 +535,8 @@ const HttpLive =
 
 /** The baseline served on `http` (bench/pipeline.ts serves it with no socket, to measure its own work). */
 export const baselineOn = <ROut, E, RIn>(http: Layer.Layer<ROut, E, RIn>) =>
-  HttpApiBuilder.serve().pipe(
+  (contract ? HttpApiBuilder.serve((app) => requestIds(HttpMiddleware.logger(app))) : HttpApiBuilder.serve()).pipe(
+    Layer.provide(contract ? Logger.json : Layer.empty),
     Layer.provide(HttpApiBuilder.api(BaselineApi)),
     Layer.provide(ProjectsLive),
     Layer.provide(AuthorizationLive),
@@ -454,4 +544,5 @@ export const baselineOn = <ROut, E, RIn>(http: Layer.Layer<ROut, E, RIn>) =>
     Layer.provide(http)
   )
 
-if (import.meta.main) BunRuntime.runMain(Layer.launch(baselineOn(HttpLive)))
+// Its logs are `Logger.json`'s lines (with `BASELINE_CONTRACT=1`), not the pretty ones `runMain` adds by default.
+if (import.meta.main) BunRuntime.runMain(Layer.launch(baselineOn(HttpLive)), { disablePrettyLogger: true })
