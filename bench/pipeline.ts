@@ -10,20 +10,21 @@
  *   taskset -c 0 bun bench/pipeline.ts service|baseline [--endpoint get|create] [--requests 20000]
  *     [--concurrency 64] [--rounds 4] >/dev/null
  *
- * `settings "<NAME=value …>"`: two apps of the service in this one process, on one database: A with the settings
- * of the environment, B with these on top (given to its layers through their own `ConfigProvider`; every setting
- * is read through `Config`, src/Config.ts). Bursts of N requests alternate A B, B A, … (`--rounds` pairs, after
- * three of each unmeasured), so the machine's drift over minutes falls on both; printed: each pair's B ÷ A and their
- * median and quartiles. The two share the JIT's code and the heap, so a setting's cost is measured with the other
- * app's work beside it.
+ * `settings "<NAME=value …>"`: two apps of the service in this one process, on one database: A with the settings of
+ * the environment, B with these on top (given to its layers through their own `ConfigProvider`, the tests'
+ * `withSettings`; every setting is read through `Config`, src/Config.ts). Bursts of N requests alternate A B, B A, …
+ * (`--rounds` pairs, after three of each unmeasured), so the machine's drift over minutes falls on both; printed:
+ * each pair's B ÷ A and their median and quartiles. The two share the JIT's code and the heap, so a setting's cost
+ * is measured with the other app's work beside it.
  *
  *   taskset -c 0 bun bench/pipeline.ts settings "RATE_LIMIT_ENABLED=false LOG_LEVEL=none" [--requests 10000]
  *     [--rounds 16] >/dev/null
  */
 import { join } from "node:path"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { ConfigProvider, FiberRef, Layer, ManagedRuntime } from "effect"
+import { FiberRef, Layer, ManagedRuntime } from "effect"
 import { dropDatabases } from "../test/support/databases.ts"
+import { withSettings } from "../test/support/fixtures.ts"
 import { secretsSettings } from "../test/support/secrets.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
 import { arg } from "./args.ts"
@@ -72,7 +73,10 @@ const user = cli("users", "create", "--email", `pipeline-${process.pid}@example.
 const key = cli("api-keys", "create", "--user", user, "--name", "bench", "--scopes", "read,write").key as string
 
 const memory = Layer.merge(Memory.layer, NodeHttpServer.layerContext)
-/** The app's layer; the service's with `settings` on top of the environment's, read through its own provider. */
+/**
+ * The app's layer; the service's with `settings` on top of the environment's, read through its own provider (the
+ * tests' `withSettings`).
+ */
 const app = async (settings: Record<string, string> = {}): Promise<Layer.Layer<Memory.MemoryServer, unknown>> => {
   // The service's limit (and the baseline's, with `BASELINE_CONTRACT=1`) out of reach, as bench/compare.sh sets it.
   process.env.RATE_LIMIT_PER_MINUTE = "1000000000"
@@ -84,11 +88,10 @@ const app = async (settings: Record<string, string> = {}): Promise<Layer.Layer<M
       import("../src/Observability/Logging.ts")
     ])
     const environment = Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined)
-    const provider = ConfigProvider.fromMap(new Map([...environment, ...Object.entries(settings)]))
     return Layer.merge(httpLiveOn(memory), memory).pipe(
       Layer.provide(ServicesLive),
       Layer.provide(LoggingLive),
-      Layer.provide(Layer.setConfigProvider(provider))
+      Layer.provide(withSettings({ ...Object.fromEntries(environment), ...settings }))
     )
   }
   process.env.BASELINE_DB = postgres ? url : url.slice("sqlite:".length)
