@@ -244,6 +244,30 @@ ratio_row() {
   echo "$row | $(awk -v a="${RSS[$a]}" -v b="${RSS[$b]}" 'BEGIN {printf "%.2f×", a/b}') |"
 }
 ratio_row service baseline
+# paired_row <a> <b>: each round's a ÷ b (the two ran within seconds of each other, so the machine's drift over
+# minutes, which moves every contender's figures by up to a third, falls on both), as the median and quartiles of
+# the rounds' ratios: req/s, and the CPU a request as b ÷ a (above 1: a spends less).
+paired_row() {
+  local a=$1 b=$2 row="| $1 ÷ $2, paired by round"
+  for what in $ENDPOINTS; do
+    row+=" | $(paste -d' ' <(values "${RPS[$a.$what]}") <(values "${RPS[$b.$what]}") \
+      <(values "${CPU[$a.$what]}") <(values "${CPU[$b.$what]}") | awk '{print $1 / $2, $4 / $3}' | quartiles)"
+  done
+  echo "$row | |"
+}
+# quartiles: "**median×** (q1–q3), CPU median×" of lines "<rate ratio> <CPU ratio>" (quartiles interpolated).
+quartiles() {
+  local lines rates cpus
+  lines=$(cat)
+  rates=$(cut -d' ' -f1 <<<"$lines" | sort -g | tr '\n' ' ')
+  cpus=$(cut -d' ' -f2 <<<"$lines" | sort -g | tr '\n' ' ')
+  awk -v r="$rates" -v c="$cpus" 'function at(s, f,   v, n, i, lo) {
+      n = split(s, v, " "); i = 1 + (n - 1) * f; lo = int(i)
+      return lo >= n ? v[n] : v[lo] + (i - lo) * (v[lo + 1] - v[lo])
+    }
+    BEGIN { printf "**%.2f×** (%.2f–%.2f), CPU %.2f×", at(r, 0.5), at(r, 0.25), at(r, 0.75), at(c, 0.5) }'
+}
+paired_row service baseline
 if [ -n "${BENCH_THREADS:-}" ]; then
   # µs a request only with one endpoint: the threads' ticks cover every endpoint's rounds.
   echo "CPU by thread during the rounds (share of the contender's CPU; with one endpoint, µs a request by its median):"
@@ -260,7 +284,7 @@ if [ -n "${BENCH_THREADS:-}" ]; then
       sort -k3 -rn
   done
 fi
-[ -n "${BEFORE_DIR:-}" ] && ratio_row service before
+[ -n "${BEFORE_DIR:-}" ] && ratio_row service before && paired_row service before
 printf '\nServer CPU per request (µs, median of the rounds):\n'
 for who in $WHO; do
   row="  $who:"

@@ -19,6 +19,12 @@
  *
  *   taskset -c 0 bun bench/pipeline.ts settings "RATE_LIMIT_ENABLED=false LOG_LEVEL=none" [--requests 10000]
  *     [--rounds 16] >/dev/null
+ *
+ * `versus`: the same pairs with the service as A and the baseline as B, each on a database of its own (the
+ * baseline's settings from the environment: `BASELINE_AUDIT=1`, `BASELINE_CONTRACT=1`); B ÷ A above 1 is the
+ * baseline spending more a request.
+ *
+ *   BASELINE_AUDIT=1 taskset -c 0 bun bench/pipeline.ts versus [--endpoint get|create] [--rounds 16] >/dev/null
  */
 import { join } from "node:path"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -32,8 +38,8 @@ import * as Memory from "./memory-server.ts"
 import { median } from "./stats.ts"
 
 const who = process.argv[2]
-if (who !== "service" && who !== "baseline" && who !== "settings") {
-  throw new Error('bun bench/pipeline.ts service|baseline|settings "<NAME=value …>" [options]')
+if (who !== "service" && who !== "baseline" && who !== "settings" && who !== "versus") {
+  throw new Error('bun bench/pipeline.ts service|baseline|versus|settings "<NAME=value …>" [options]')
 }
 /** `settings`: B's settings, on top of the environment's. */
 const settingsB: Record<string, string> =
@@ -48,9 +54,10 @@ const settingsB: Record<string, string> =
 const endpointFlag = process.argv.indexOf("--endpoint")
 const endpoint = endpointFlag > 0 ? process.argv[endpointFlag + 1] : "get"
 if (endpoint !== "get" && endpoint !== "create") throw new Error("--endpoint get|create")
-const requests = arg("requests", who === "settings" ? 10_000 : 20_000)
+const paired = who === "settings" || who === "versus"
+const requests = arg("requests", paired ? 10_000 : 20_000)
 const concurrency = arg("concurrency", 64)
-const rounds = arg("rounds", who === "settings" ? 16 : 4)
+const rounds = arg("rounds", paired ? 16 : 4)
 
 // A fresh database as the tests make one (a SQLite file, or a new database on the PostgreSQL server), with the
 // test key for the secrets at rest there; dropped at the end.
@@ -59,8 +66,9 @@ const postgres = url.startsWith("postgres")
 Object.assign(process.env, secretsSettings(url))
 
 // The user and key: made by the service's CLI, on its database (the baseline's keys on one of their own), and given
-// to the baseline too.
+// to the baseline too. `versus`: the service on `url`, the baseline on a database of its own.
 const keysUrl = who === "baseline" ? await freshDatabaseUrl() : url
+const baselineUrl = who === "versus" ? await freshDatabaseUrl() : url
 const cli = (...args: ReadonlyArray<string>) => {
   const done = Bun.spawnSync(["bun", "src/cli.ts", ...args], {
     cwd: join(import.meta.dir, ".."),
@@ -77,10 +85,13 @@ const memory = Layer.merge(Memory.layer, NodeHttpServer.layerContext)
  * The app's layer; the service's with `settings` on top of the environment's, read through its own provider (the
  * tests' `withSettings`).
  */
-const app = async (settings: Record<string, string> = {}): Promise<Layer.Layer<Memory.MemoryServer, unknown>> => {
+const app = async (
+  kind: "service" | "baseline",
+  settings: Record<string, string> = {}
+): Promise<Layer.Layer<Memory.MemoryServer, unknown>> => {
   // The service's limit (and the baseline's, with `BASELINE_CONTRACT=1`) out of reach, as bench/compare.sh sets it.
   process.env.RATE_LIMIT_PER_MINUTE = "1000000000"
-  if (who !== "baseline") {
+  if (kind === "service") {
     process.env.DATABASE_URL = url
     const [{ httpLiveOn }, { ServicesLive }, { LoggingLive }] = await Promise.all([
       import("../src/Http.ts"),
@@ -94,7 +105,7 @@ const app = async (settings: Record<string, string> = {}): Promise<Layer.Layer<M
       Layer.provide(withSettings({ ...Object.fromEntries(environment), ...settings }))
     )
   }
-  process.env.BASELINE_DB = postgres ? url : url.slice("sqlite:".length)
+  process.env.BASELINE_DB = postgres ? baselineUrl : baselineUrl.slice("sqlite:".length)
   process.env.BASELINE_KEYS = `${user}:${key}`
   const { baselineOn } = await import("./baseline/server.ts")
   return Layer.merge(baselineOn(memory), memory)
@@ -102,16 +113,13 @@ const app = async (settings: Record<string, string> = {}): Promise<Layer.Layer<M
 
 // Tracing off, as both run by default (no exporter configured): set while the layers are built, since the server
 // forks each request on the runtime it was built in.
-const serve = async (settings?: Record<string, string>) => {
+const serve = async (kind: "service" | "baseline", settings?: Record<string, string>) => {
   const runtime = ManagedRuntime.make(
-    (await app(settings)).pipe(Layer.locally(FiberRef.currentTracerEnabled, false), Layer.orDie)
+    (await app(kind, settings)).pipe(Layer.locally(FiberRef.currentTracerEnabled, false), Layer.orDie)
   )
   const { send } = await runtime.runPromise(Memory.MemoryServer)
-  return { runtime, send }
+  return { runtime, send, make: await requestsFor(send) }
 }
-const a = await serve()
-const b = who === "settings" ? await serve(settingsB) : undefined
-const { send } = a
 
 const authorization = `Bearer ${key}`
 const body = JSON.stringify({ name: "bench", description: "project" })
@@ -122,22 +130,28 @@ const create = () =>
     headers: { authorization, "content-type": "application/json", "content-length": String(body.length) },
     body
   })
-const created = await send(create())
-if (created.status !== 201) throw new Error(`create: ${created.status} ${await created.text()}`)
-const { data } = (await created.json()) as { data: { id: string } }
-const make =
-  endpoint === "create"
+/** What a burst sends an app: a create, or a GET of the project a first create made there. */
+const requestsFor = async (send: Memory.Send): Promise<() => Request> => {
+  const created = await send(create())
+  if (created.status !== 201) throw new Error(`create: ${created.status} ${await created.text()}`)
+  const { data } = (await created.json()) as { data: { id: string } }
+  return endpoint === "create"
     ? create
     : () => new Request(`http://memory/v1/projects/${data.id}`, { headers: { authorization } })
+}
+type App = Awaited<ReturnType<typeof serve>>
+const a = await serve(who === "baseline" ? "baseline" : "service")
+const b =
+  who === "settings" ? await serve("service", settingsB) : who === "versus" ? await serve("baseline") : undefined
 
 let failed = 0
-const burst = async (n: number, to: Memory.Send = send) => {
+const burst = async (n: number, to: App = a) => {
   let next = 0
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < n) {
         next += 1
-        const response = await to(make())
+        const response = await to.send(to.make())
         await response.arrayBuffer()
         if (response.status >= 300) failed += 1
       }
@@ -146,7 +160,7 @@ const burst = async (n: number, to: Memory.Send = send) => {
 }
 
 /** This process's CPU a request over a burst of `requests`, after a full collection. */
-const measured = async (to: Memory.Send = send): Promise<number> => {
+const measured = async (to: App = a): Promise<number> => {
   Bun.gc(true)
   const before = process.cpuUsage()
   await burst(requests, to)
@@ -168,23 +182,24 @@ if (b === undefined) {
 } else {
   for (let i = 0; i < 3; i++) {
     await burst(requests)
-    await burst(requests, b.send)
+    await burst(requests, b)
   }
   const ofA: Array<number> = []
   const ofB: Array<number> = []
   for (let pair = 0; pair < rounds; pair++) {
     if (pair % 2 === 0) {
       ofA.push(await measured())
-      ofB.push(await measured(b.send))
+      ofB.push(await measured(b))
     } else {
-      ofB.push(await measured(b.send))
+      ofB.push(await measured(b))
       ofA.push(await measured())
     }
   }
   const ratios = ofB.map((x, i) => x / (ofA[i] ?? Number.NaN)).sort((x, y) => x - y)
   const quartile = (q: number) => ratios[Math.round(q * (ratios.length - 1))] ?? Number.NaN
   console.error(
-    `settings ${endpoint} (${engine}), B: ${process.argv[3]}; ${rounds} pairs of ${requests} requests ` +
+    `${who} ${endpoint} (${engine}), ${who === "versus" ? "A: the service, B: the baseline" : `B: ${process.argv[3]}`}; ` +
+      `${rounds} pairs of ${requests} requests ` +
       `${concurrency} at a time\n  A: ${ofA.map((x) => x.toFixed(1)).join(", ")} µs of CPU a request\n` +
       `  B: ${ofB.map((x) => x.toFixed(1)).join(", ")}\n` +
       `  B ÷ A: median ${median(ratios).toFixed(3)}, quartiles ${quartile(0.25).toFixed(3)}–${quartile(0.75).toFixed(3)}; ` +
