@@ -246,12 +246,14 @@ ratio_row() {
 ratio_row service baseline
 # paired_row <a> <b>: each round's a ÷ b (the two ran within seconds of each other, so the machine's drift over
 # minutes, which moves every contender's figures by up to a third, falls on both), as the median and quartiles of
-# the rounds' ratios: req/s, and the CPU a request as b ÷ a (above 1: a spends less).
+# the rounds' ratios: req/s, and the CPU a request as b ÷ a (above 1: a spends less). A round a figure is missing
+# from (wrk printed none) is left out.
 paired_row() {
   local a=$1 b=$2 row="| $1 ÷ $2, paired by round"
   for what in $ENDPOINTS; do
     row+=" | $(paste -d' ' <(values "${RPS[$a.$what]}") <(values "${RPS[$b.$what]}") \
-      <(values "${CPU[$a.$what]}") <(values "${CPU[$b.$what]}") | awk '{print $1 / $2, $4 / $3}' | quartiles)"
+      <(values "${CPU[$a.$what]}") <(values "${CPU[$b.$what]}") |
+      awk '($2 + 0) > 0 && ($3 + 0) > 0 {print $1 / $2, $4 / $3}' | quartiles)"
   done
   echo "$row | |"
 }
