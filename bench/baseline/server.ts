@@ -239,26 +239,25 @@ const requestIds = HttpMiddleware.make((app) =>
   })
 )
 
+/** The bucket's headers: what is left, and when it is full again (`until` from now). */
+const rateLimitHeaders = (remaining: number, until: Duration.Duration) => ({
+  "x-ratelimit-limit": String(perMinute),
+  "x-ratelimit-remaining": String(remaining),
+  "x-ratelimit-reset": String(Math.ceil((Date.now() + Duration.toMillis(until)) / 1000))
+})
+
 /** The key's bucket: one token spent, its headers on the answer, a 429 when it is empty. */
 const spendToken = (limiter: RateLimiter.RateLimiter, keyId: string) =>
   limiter
     .consume({ algorithm: "token-bucket", onExceeded: "fail", key: keyId, limit: perMinute, window: "1 minute" })
     .pipe(
-      Effect.flatMap((result) =>
-        onResponse({
-          "x-ratelimit-limit": String(perMinute),
-          "x-ratelimit-remaining": String(result.remaining),
-          "x-ratelimit-reset": String(Math.ceil((Date.now() + Duration.toMillis(result.resetAfter)) / 1000))
-        })
-      ),
+      Effect.flatMap((result) => onResponse(rateLimitHeaders(result.remaining, result.resetAfter))),
       Effect.catchIf(
         (error): error is RateLimiter.RateLimitExceeded => error.reason === "Exceeded",
         (exceeded) =>
           Effect.zipRight(
             onResponse({
-              "x-ratelimit-limit": String(perMinute),
-              "x-ratelimit-remaining": "0",
-              "x-ratelimit-reset": String(Math.ceil((Date.now() + Duration.toMillis(exceeded.retryAfter)) / 1000)),
+              ...rateLimitHeaders(0, exceeded.retryAfter),
               "retry-after": String(Math.max(1, Math.ceil(Duration.toSeconds(exceeded.retryAfter))))
             }),
             Effect.fail(new TooManyRequests({ message: "Rate limit exceeded" }))
