@@ -25,9 +25,9 @@ import { BunHttpServer } from "@effect/platform-bun"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Duration, FiberRef, Layer, ManagedRuntime } from "effect"
 import { dropDatabases } from "../test/support/databases.ts"
-import { withSettings } from "../test/support/fixtures.ts"
 import { secretsSettings } from "../test/support/secrets.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { baselineOn, serviceOn, userWithKey } from "./apps.ts"
 import { arg } from "./args.ts"
 import { median } from "./stats.ts"
 
@@ -51,50 +51,28 @@ const url = await freshDatabaseUrl()
 const postgres = url.startsWith("postgres")
 Object.assign(process.env, secretsSettings(url))
 const baselineUrl = await freshDatabaseUrl()
-const cli = (...args: ReadonlyArray<string>) => {
-  const done = Bun.spawnSync(["bun", "src/cli.ts", ...args], {
-    cwd: join(import.meta.dir, ".."),
-    env: { ...process.env, DATABASE_URL: url }
-  })
-  if (done.exitCode !== 0) throw new Error(`cli ${args.join(" ")}: ${done.stderr.toString()}`)
-  return JSON.parse(done.stdout.toString()).data
-}
-const user = cli("users", "create", "--email", `http-versus-${process.pid}@example.com`, "--name", "Bench").id as string
-const key = cli("api-keys", "create", "--user", user, "--name", "bench", "--scopes", "read,write").key as string
+const { key, user } = userWithKey(url, `http-versus-${process.pid}@example.com`)
 // The limits out of reach, as bench/compare.sh sets them.
 process.env.RATE_LIMIT_PER_MINUTE = "1000000000"
 
 const host = "127.0.0.1"
 const appOf = async (contender: string, port: number): Promise<Layer.Layer<never, unknown>> => {
   if (contender.startsWith("service")) {
-    process.env.DATABASE_URL = url
-    const [{ httpLiveOn, makeNodeServer }, { ServicesLive }, { LoggingLive }] = await Promise.all([
-      import("../src/Http.ts"),
-      import("../src/main.ts"),
-      import("../src/Observability/Logging.ts")
-    ])
-    const environment = Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined)
     const settings = Object.fromEntries(
       (contender.split(":")[1] ?? "")
         .split(",")
         .filter((pair) => pair !== "")
         .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])
     )
+    const { makeNodeServer } = await import("../src/Http.ts")
     const server = NodeHttpServer.layer(makeNodeServer({ idleTimeout: Duration.seconds(10) }), { port, host })
-    return httpLiveOn(server).pipe(
-      Layer.provide(ServicesLive),
-      Layer.provide(LoggingLive),
-      Layer.provide(withSettings({ ...Object.fromEntries(environment), ...settings }))
-    )
+    return serviceOn(server, url, settings)
   }
-  process.env.BASELINE_DB = postgres ? baselineUrl : baselineUrl.slice("sqlite:".length)
-  process.env.BASELINE_KEYS = `${user}:${key}`
-  const { baselineOn } = await import("./baseline/server.ts")
-  return baselineOn(
+  const server =
     contender === "baseline:bun"
       ? BunHttpServer.layer({ port, hostname: host })
       : NodeHttpServer.layer(createServer, { port, host })
-  )
+  return baselineOn(server, baselineUrl, `${user}:${key}`)
 }
 
 // Tracing off, as both run by default (no exporter configured).

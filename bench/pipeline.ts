@@ -26,13 +26,12 @@
  *
  *   BASELINE_AUDIT=1 taskset -c 0 bun bench/pipeline.ts versus [--endpoint get|create] [--rounds 16] >/dev/null
  */
-import { join } from "node:path"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { FiberRef, Layer, ManagedRuntime } from "effect"
 import { dropDatabases } from "../test/support/databases.ts"
-import { withSettings } from "../test/support/fixtures.ts"
 import { secretsSettings } from "../test/support/secrets.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
+import { baselineOn, serviceOn, userWithKey } from "./apps.ts"
 import { arg } from "./args.ts"
 import * as Memory from "./memory-server.ts"
 import { median } from "./stats.ts"
@@ -69,16 +68,7 @@ Object.assign(process.env, secretsSettings(url))
 // to the baseline too. `versus`: the service on `url`, the baseline on a database of its own.
 const keysUrl = who === "baseline" ? await freshDatabaseUrl() : url
 const baselineUrl = who === "versus" ? await freshDatabaseUrl() : url
-const cli = (...args: ReadonlyArray<string>) => {
-  const done = Bun.spawnSync(["bun", "src/cli.ts", ...args], {
-    cwd: join(import.meta.dir, ".."),
-    env: { ...process.env, DATABASE_URL: keysUrl }
-  })
-  if (done.exitCode !== 0) throw new Error(`cli ${args.join(" ")}: ${done.stderr.toString()}`)
-  return JSON.parse(done.stdout.toString()).data
-}
-const user = cli("users", "create", "--email", `pipeline-${process.pid}@example.com`, "--name", "Bench").id as string
-const key = cli("api-keys", "create", "--user", user, "--name", "bench", "--scopes", "read,write").key as string
+const { key, user } = userWithKey(keysUrl, `pipeline-${process.pid}@example.com`)
 
 const memory = Layer.merge(Memory.layer, NodeHttpServer.layerContext)
 /**
@@ -91,24 +81,9 @@ const app = async (
 ): Promise<Layer.Layer<Memory.MemoryServer, unknown>> => {
   // The service's limit (and the baseline's, with `BASELINE_CONTRACT=1`) out of reach, as bench/compare.sh sets it.
   process.env.RATE_LIMIT_PER_MINUTE = "1000000000"
-  if (kind === "service") {
-    process.env.DATABASE_URL = url
-    const [{ httpLiveOn }, { ServicesLive }, { LoggingLive }] = await Promise.all([
-      import("../src/Http.ts"),
-      import("../src/main.ts"),
-      import("../src/Observability/Logging.ts")
-    ])
-    const environment = Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined)
-    return Layer.merge(httpLiveOn(memory), memory).pipe(
-      Layer.provide(ServicesLive),
-      Layer.provide(LoggingLive),
-      Layer.provide(withSettings({ ...Object.fromEntries(environment), ...settings }))
-    )
-  }
-  process.env.BASELINE_DB = postgres ? baselineUrl : baselineUrl.slice("sqlite:".length)
-  process.env.BASELINE_KEYS = `${user}:${key}`
-  const { baselineOn } = await import("./baseline/server.ts")
-  return Layer.merge(baselineOn(memory), memory)
+  return kind === "service"
+    ? Layer.merge(await serviceOn(memory, url, settings), memory)
+    : Layer.merge(await baselineOn(memory, baselineUrl, `${user}:${key}`), memory)
 }
 
 // Tracing off, as both run by default (no exporter configured): set while the layers are built, since the server
