@@ -4,8 +4,9 @@
  * heap, JIT and memory layout) and without pipeline.ts's socketless server. Each contender is an app on a port of
  * its own, on a fresh database (the service's; the baselines' one of their own):
  *
- * - `service`: the service as src/main.ts serves it (`node:http`, `makeNodeServer`), at the environment's settings;
- *   `service:NAME=value,NAME=value` with those settings on top (`withSettings`, as pipeline.ts's `settings`);
+ * - `service`: the service as src/main.ts serves it (`node:http`, `makeNodeServer` with the default idle time-out,
+ *   10 s), at the environment's settings; `service:NAME=value,NAME=value` with those settings on top (`withSettings`,
+ *   as pipeline.ts's `settings`);
  * - `baseline:node`, `baseline:bun`: bench/baseline/server.ts on `node:http` or on `Bun.serve` (`BASELINE_AUDIT=1`
  *   from the environment: the issue's floor).
  *
