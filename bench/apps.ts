@@ -6,6 +6,15 @@ import { join } from "node:path"
 import { Layer } from "effect"
 import { withSettings } from "../test/support/fixtures.ts"
 
+/** Settings written `NAME=value NAME=value` (spaces or commas between them), as a record. */
+export const settingsFrom = (text: string): Record<string, string> =>
+  Object.fromEntries(
+    text
+      .split(/[\s,]+/)
+      .filter((pair) => pair !== "")
+      .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])
+  )
+
 /**
  * The service on `server`, on the database at `databaseUrl`, with `settings` on top of the environment's, read
  * through its own provider (the tests' `withSettings`).

@@ -31,25 +31,17 @@ import { FiberRef, Layer, ManagedRuntime } from "effect"
 import { dropDatabases } from "../test/support/databases.ts"
 import { secretsSettings } from "../test/support/secrets.ts"
 import { freshDatabaseUrl } from "../test/support/server.ts"
-import { baselineOn, serviceOn, userWithKey } from "./apps.ts"
+import { baselineOn, serviceOn, settingsFrom, userWithKey } from "./apps.ts"
 import { arg } from "./args.ts"
 import * as Memory from "./memory-server.ts"
-import { median } from "./stats.ts"
+import { median, nearestRank } from "./stats.ts"
 
 const who = process.argv[2]
 if (who !== "service" && who !== "baseline" && who !== "settings" && who !== "versus") {
   throw new Error('bun bench/pipeline.ts service|baseline|versus|settings "<NAME=value …>" [options]')
 }
 /** `settings`: B's settings, on top of the environment's. */
-const settingsB: Record<string, string> =
-  who === "settings"
-    ? Object.fromEntries(
-        (process.argv[3] ?? "")
-          .split(" ")
-          .filter((pair) => pair !== "")
-          .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])
-      )
-    : {}
+const settingsB: Record<string, string> = who === "settings" ? settingsFrom(process.argv[3] ?? "") : {}
 const endpointFlag = process.argv.indexOf("--endpoint")
 const endpoint = endpointFlag > 0 ? process.argv[endpointFlag + 1] : "get"
 if (endpoint !== "get" && endpoint !== "create") throw new Error("--endpoint get|create")
@@ -170,8 +162,8 @@ if (b === undefined) {
       ofA.push(await measured())
     }
   }
-  const ratios = ofB.map((x, i) => x / (ofA[i] ?? Number.NaN)).sort((x, y) => x - y)
-  const quartile = (q: number) => ratios[Math.round(q * (ratios.length - 1))] ?? Number.NaN
+  const ratios = ofB.map((x, i) => x / (ofA[i] ?? Number.NaN))
+  const quartile = (q: number) => nearestRank(ratios, q)
   console.error(
     `${who} ${endpoint} (${engine}), ${who === "versus" ? "A: the service, B: the baseline" : `B: ${process.argv[3]}`}; ` +
       `${rounds} pairs of ${requests} requests ` +
