@@ -9,7 +9,7 @@ import { sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
-import { dieOnSqlError, orDie } from "../Sql/Defects.js"
+import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { Credentials } from "./Credentials.js"
 import { ApiKeysRepo } from "./Repo.js"
 

@@ -5,7 +5,7 @@ import { ApiKeyId, UserId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Scope } from "../Domain/Scopes.js"
 import { counterSum, makeListPage } from "../Sql/Lists.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 
 /** As stored: scopes are a JSON array in a TEXT column. */
 const Scopes = Rows.JsonText(Schema.Array(Scope))

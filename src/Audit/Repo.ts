@@ -13,7 +13,7 @@ import { type Actor, AuditAction, AuditChanges, type AuditRecord } from "../Doma
 import { type AuditId, Stored } from "../Domain/Ids.js"
 import type { ListQuery, Page } from "../Domain/Lists.js"
 import { makeListPage } from "../Sql/Lists.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 import * as Sequence from "../Sql/Sequence.js"
 
 /** The audit logs' name for retention's mark (src/Sql/Sequence.ts, `markRemoved`). */

@@ -6,7 +6,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option, Schema } from "effect"
 import { KeyRing } from "../Secrets/KeyRing.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 
 export const KeyRow = Schema.Struct({
   kid: Schema.String,

@@ -9,7 +9,7 @@ import { AuthConfig } from "../Config.js"
 import { CurrentActor } from "../Domain/Audit.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
-import { dieOnSqlError } from "../Sql/Defects.js"
+import { dieOnSqlError } from "../Sql/Repository.js"
 import { Users } from "../Users/Users.js"
 import { AuthLimits } from "./Limits.js"
 

@@ -15,8 +15,8 @@ import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { Projects } from "../Projects/Projects.js"
-import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { readForWrite } from "../Sql/Preconditions.js"
+import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { type DeploymentFilters, type DeploymentSort, DeploymentsRepo } from "./Repo.js"
 
 export interface StartDeployment {

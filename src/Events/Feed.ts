@@ -14,7 +14,7 @@ import type { EventId } from "../Domain/Ids.js"
 import type { CursorPage } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
 import { traced } from "../Observability/Traced.js"
-import { dieOnSqlError, orDie } from "../Sql/Defects.js"
+import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { locate } from "../Sql/Sequence.js"
 import { EVENTS_SEQUENCE, type EventListQuery, EventsRepo } from "./Repo.js"
 

@@ -15,7 +15,7 @@ import type { EventType } from "../Domain/EventTypes.js"
 import { EventId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { makeListPage } from "../Sql/Lists.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 import * as Sequence from "../Sql/Sequence.js"
 
 /** What the feed's list query carries: the list's own fields and the type filter. */

@@ -7,7 +7,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
 import { KeyRing, rowIdOf } from "../Secrets/KeyRing.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 
 /** A recorded answer, as stored. */
 export const RecordedAnswer = Schema.Struct({

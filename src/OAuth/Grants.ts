@@ -11,7 +11,7 @@ import type { AuthorizationSort } from "../Domain/OAuth.js"
 import type { Principal } from "../Domain/Principal.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
-import { dieOnSqlError, orDie } from "../Sql/Defects.js"
+import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { OAuthAppsRepo } from "./Apps/Repo.js"
 
 export class OAuthGrants extends Effect.Service<OAuthGrants>()("OAuthGrants", {

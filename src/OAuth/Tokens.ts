@@ -12,7 +12,7 @@ import type { Principal } from "../Domain/Principal.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { traced } from "../Observability/Traced.js"
-import { dieOnSqlError, orDie } from "../Sql/Defects.js"
+import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { OAuthRepo } from "./Repo.js"
 import { ACCESS_PATTERN, later, newAccessToken, newRefreshToken, PKCE_PATTERN, verifierMatches } from "./Secrets.js"
 

@@ -9,8 +9,8 @@ import { type NewProject, Project, type ProjectPatch, type ProjectSort, type Pro
 import { nowIso } from "../Domain/Time.js"
 import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
-import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { readForWrite } from "../Sql/Preconditions.js"
+import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { Teams } from "../Teams/Teams.js"
 import { ProjectsRepo } from "./Repo.js"
 

@@ -5,7 +5,7 @@ import { ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { Project, type ProjectSort, ProjectStatus } from "../Domain/Project.js"
 import { counterSum, makeListPage } from "../Sql/Lists.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 
 /**
  * Up to this many teams, each team's projects are a branch of their own in the list's statement; past it, one

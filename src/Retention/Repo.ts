@@ -8,7 +8,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { AUDIT_SEQUENCE } from "../Audit/Repo.js"
 import { EVENTS_SEQUENCE } from "../Events/Repo.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 import { markRemoved } from "../Sql/Sequence.js"
 
 const Id = Schema.Struct({ id: Schema.String })

@@ -17,7 +17,7 @@ import { Effect, Option } from "effect"
 import { generationReader } from "../ApiKeys/Credentials.js"
 import { FastPathsConfig } from "../Config.js"
 import type { SessionCredential } from "../Domain/Session.js"
-import { type OrDie, orDie } from "../Sql/Defects.js"
+import { type OrDie, orDie } from "../Sql/Repository.js"
 import { SessionsRepo } from "./Repo.js"
 
 /** The sessions the fast implementation keeps at most. */

@@ -5,7 +5,7 @@ import { SessionId, Stored } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { SessionCredential, type SessionSort } from "../Domain/Session.js"
 import { makeListPage } from "../Sql/Lists.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 
 export const NewSession = Schema.Struct({
   id: SessionId,

@@ -14,7 +14,7 @@ import type { Session, SessionSort } from "../Domain/Session.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
-import { dieOnSqlError, orDie } from "../Sql/Defects.js"
+import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { SessionCredentials } from "./Credentials.js"
 import { SessionsRepo } from "./Repo.js"
 

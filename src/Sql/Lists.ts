@@ -11,7 +11,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import type { ListQuery, Page } from "../Domain/Lists.js"
-import { Count } from "./Rows.js"
+import { Count } from "./Repository.js"
 
 export interface ListSpec<Sort extends string> {
   /** `FROM …` and any joins. */
@@ -215,7 +215,7 @@ const Total = Schema.Array(Schema.Struct({ total: Count }))
 /**
  * A list reader for one row schema: its decoders are built once here, not on every page (a fresh
  * `Schema.Array(Row)` per call is a fresh AST, compiled again each time). Each row is decoded by `Row` (a row
- * that does not decode is a defect, as in src/Sql/Rows.ts).
+ * that does not decode is a defect, as in src/Sql/Repository.ts).
  */
 export const makeListPage = <A, I, R>(Row: Schema.Schema<A, I, R>) => {
   const decodeTotal = Schema.decodeUnknown(Total)

@@ -12,7 +12,7 @@ import type { ListQuery } from "../Domain/Lists.js"
 import { Team, TeamMember, TeamRole } from "../Domain/Team.js"
 import { counterSum, listPage } from "../Sql/Lists.js"
 import * as PageCache from "../Sql/PageCache.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 
 export type TeamSort = "created_at" | "updated_at" | "name"
 export type MemberSort = "joined_at" | "name"

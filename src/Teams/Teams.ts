@@ -14,9 +14,9 @@ import { type MemberEvent, manages, Team, TeamName, type TeamRole } from "../Dom
 import { nowIso } from "../Domain/Time.js"
 import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
-import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
 import { checkIfMatch, readForWrite } from "../Sql/Preconditions.js"
+import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { Users } from "../Users/Users.js"
 import { type MemberSort, type TeamSort, TeamsRepo } from "./Repo.js"
 

@@ -3,7 +3,7 @@ import { Effect, Schema } from "effect"
 import { OrgId, UserId } from "../Domain/Ids.js"
 import { User, UserCredentials, UserPatch, UserWithOrg } from "../Domain/User.js"
 import * as PageCache from "../Sql/PageCache.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 
 const NewOrg = Schema.Struct({ id: OrgId, name: Schema.String, created_at: Schema.String })
 

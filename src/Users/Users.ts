@@ -9,9 +9,9 @@ import { nowIso } from "../Domain/Time.js"
 import { User, type UserPatch } from "../Domain/User.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
-import { dieOnSqlError, orDie } from "../Sql/Defects.js"
 import { definedOnly, isUniqueViolation } from "../Sql/Errors.js"
 import { readForWrite } from "../Sql/Preconditions.js"
+import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { UsersRepo } from "./Repo.js"
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/

@@ -7,7 +7,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Schema } from "effect"
 import { AttemptRecord, DeliveryStatus } from "../Domain/Webhook.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 import {
   DeliveryRecorder,
   type DeliveryRecorderService,

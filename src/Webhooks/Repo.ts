@@ -19,7 +19,7 @@ import {
 } from "../Domain/Webhook.js"
 import { KeyRing } from "../Secrets/KeyRing.js"
 import { counterSum, makeListPage } from "../Sql/Lists.js"
-import * as Rows from "../Sql/Rows.js"
+import * as Rows from "../Sql/Repository.js"
 
 /** As stored: the event types are a JSON array in a TEXT column. */
 const Events = Rows.JsonText(Schema.Array(EventType))

@@ -15,7 +15,7 @@ import {
   storedScopes
 } from "../../Domain/OAuth.js"
 import { makeListPage } from "../../Sql/Lists.js"
-import * as Rows from "../../Sql/Rows.js"
+import * as Rows from "../../Sql/Repository.js"
 
 /** `oauth_clients` as its owner reads it: `redirect_uris` is JSON text, `is_public` 0/1 or a boolean. */
 const ClientRecordRow = Schema.transform(

@@ -1,6 +1,6 @@
 // engine-independent: no database
 /**
- * src/Sql/Defects.ts: a service takes its repository once through `orDie`, after which each method's failure is a
+ * src/Sql/Repository.ts: a service takes its repository once through `orDie`, after which each method's failure is a
  * defect (as `Effect.orDie` at each call was) and its answer unchanged; `dieOnSqlError` makes a transaction's
  * `SqlError` a defect and leaves its typed failures to the caller.
  */
@@ -8,7 +8,7 @@
 import { describe, expect, test } from "bun:test"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Exit, Option, Schema } from "effect"
-import { dieOnSqlError, orDie } from "../../src/Sql/Defects.ts"
+import { dieOnSqlError, orDie } from "../../src/Sql/Repository.ts"
 
 class Refused extends Schema.TaggedError<Refused>()("Refused", {}) {}
 
