@@ -65,17 +65,26 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       return created
     })
 
-    /** `POST /v1/api-keys`: a credential may hand on only scopes it has, and OAuth tokens manage no keys. */
-    const create = traced("ApiKeys.create")(function* (principal: Principal, input: NewApiKey) {
+    /**
+     * Whether this credential may create `input`: it may hand on only scopes it has, and OAuth tokens manage no keys.
+     * A rule of the credential, not of stored state: the `Idempotent` wrapper checks it before a key's replay too.
+     */
+    const mayCreate = (principal: Principal, input: NewApiKey): Effect.Effect<void, Forbidden> => {
       if (principal.credential.kind === "oauth") {
-        return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
+        return Effect.fail(new Forbidden({ message: "OAuth access tokens cannot manage API keys" }))
       }
       const missing = input.scopes.filter((scope) => !grants(principal.scopes, scope))
-      if (missing.length > 0) {
-        return yield* new Forbidden({
+      if (missing.length === 0) return Effect.void
+      return Effect.fail(
+        new Forbidden({
           message: `This credential cannot grant scope${missing.length > 1 ? "s" : ""} it lacks: ${missing.join(", ")}`
         })
-      }
+      )
+    }
+
+    /** `POST /v1/api-keys`. */
+    const create = traced("ApiKeys.create")(function* (principal: Principal, input: NewApiKey) {
+      yield* mayCreate(principal, input)
       return yield* issue(principal.userId, input)
     })
 
@@ -146,6 +155,6 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       return revoked.value
     })
 
-    return { issue, create, list, revoke, authenticate, listAll, revokeAny } as const
+    return { issue, mayCreate, create, list, revoke, authenticate, listAll, revokeAny } as const
   })
 }) {}

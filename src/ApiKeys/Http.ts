@@ -20,8 +20,11 @@ export const ApiKeysHttp = HttpApiBuilder.group(Api, "apiKeys", (handlers) =>
         )
       )
       .handleRaw("create", ({ request }) =>
-        idempotent.withPayload(request, CreateApiKey, (payload) =>
-          Effect.flatMap(CurrentPrincipal, (me) => keys.create(me, payload))
+        idempotent.withPayload(
+          request,
+          CreateApiKey,
+          (payload) => Effect.flatMap(CurrentPrincipal, (me) => keys.create(me, payload)),
+          (payload) => Effect.flatMap(CurrentPrincipal, (me) => keys.mayCreate(me, payload))
         )
       )
       .handle("revoke", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => keys.revoke(me, path.id)))

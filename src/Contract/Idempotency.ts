@@ -51,17 +51,22 @@ export class Idempotent extends Context.Tag("Idempotent")<
   {
     /**
      * A `POST` that takes a payload: decoded by `schema` (the one the endpoint declares), then `handler`; with the
-     * header, both in the key's transaction, which records the answer with the change.
+     * header, both in the key's transaction, which records the answer with the change. `authorize`: what the
+     * credential must be allowed for this payload beyond the endpoint's scopes (a rule of the handler's service),
+     * checked before the key is looked up, so that a replay answers only a credential that may make the request (a
+     * key is the user's, any of their credentials: docs/idempotency.md).
      */
-    readonly withPayload: <P, I, A, E, R>(
+    readonly withPayload: <P, I, A, E, R, EA = never, RA = never>(
       request: HttpServerRequest.HttpServerRequest,
       schema: Schema.Schema<P, I, never>,
-      handler: (payload: P) => Effect.Effect<A, E, R>
-    ) => Idempotently<A, E, R>
-    /** A `POST` without a payload (an action); a body sent anyway is compared as sent. */
-    readonly action: <A, E, R>(
+      handler: (payload: P) => Effect.Effect<A, E, R>,
+      authorize?: (payload: P) => Effect.Effect<void, EA, RA>
+    ) => Idempotently<A, E | EA, R | RA>
+    /** A `POST` without a payload (an action); a body sent anyway is compared as sent. `authorize` as above. */
+    readonly action: <A, E, R, EA = never, RA = never>(
       request: HttpServerRequest.HttpServerRequest,
-      handled: Effect.Effect<A, E, R>
-    ) => Idempotently<A, E, R>
+      handled: Effect.Effect<A, E, R>,
+      authorize?: Effect.Effect<void, EA, RA>
+    ) => Idempotently<A, E | EA, R | RA>
   }
 >() {}

@@ -11,7 +11,10 @@
  * decoded and the handler runs as any other's; the platform encodes its answer.
  *
  * The payload is decoded from the body parsed before routing (`RequestBody`, src/Contract/Request.ts): the handler
- * is registered with `handleRaw`, so the platform does not read the body again.
+ * is registered with `handleRaw`, so the platform does not read the body again. What the credential must be allowed
+ * beyond the endpoint's scopes (`authorize`: an OAuth token manages no API keys, a key hands on no scope it lacks)
+ * is checked before the key is looked up: a key is the user's, any of their credentials, and a replay answers only
+ * one that may make the request.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
@@ -19,7 +22,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Either, Layer, Schema } from "effect"
 import type * as AST from "effect/SchemaAST"
 import { Api } from "../Api.js"
 import { Idempotent, type Idempotently } from "../Contract/Idempotency.js"
@@ -138,16 +141,23 @@ export const IdempotentLive = Layer.effect(
     }
 
     return Idempotent.of({
-      withPayload: (request, schema, handler) =>
-        Effect.flatMap(requestBody, ({ json }) =>
-          serve(
-            request,
-            () => Effect.succeed(requestHashOfJson(request.method, pathOf(request.url), json)),
-            Effect.flatMap(decodeJson(schema, json), handler)
+      withPayload: (request, schema, handler, authorize) =>
+        Effect.flatMap(requestBody, ({ json }) => {
+          const hash = () => Effect.succeed(requestHashOfJson(request.method, pathOf(request.url), json))
+          const decoded = decodeJson(schema, json)
+          if (authorize === undefined) return serve(request, hash, Effect.flatMap(decoded, handler))
+          // The credential's rights first, outside the key: a refusal records nothing and replays nothing. A
+          // payload that does not decode is answered (and recorded) as without `authorize`.
+          return Effect.flatMap(
+            Effect.either(decoded),
+            Either.match({
+              onLeft: (invalid) => serve(request, hash, Effect.fail(invalid)),
+              onRight: (payload) => Effect.zipRight(authorize(payload), serve(request, hash, handler(payload)))
+            })
           )
-        ),
-      action: (request, handled) =>
-        serve(
+        }),
+      action: (request, handled, authorize) => {
+        const served = serve(
           request,
           () =>
             Effect.map(
@@ -156,6 +166,8 @@ export const IdempotentLive = Layer.effect(
             ),
           handled
         )
+        return authorize === undefined ? served : Effect.zipRight(authorize, served)
+      }
     })
   })
 ).pipe(Layer.provide(Idempotency.Default))

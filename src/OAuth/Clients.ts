@@ -34,8 +34,11 @@ import { newClientSecret } from "./Secrets.js"
 
 const CLIENT_ID = idPattern("client")
 
-/** OAuth access tokens manage no clients: an app must not be able to register or change apps. */
-const refuseOAuth = (principal: Principal) =>
+/**
+ * OAuth access tokens manage no clients: an app must not be able to register or change apps. A rule of the
+ * credential, not of stored state: the `Idempotent` wrapper checks it before a key's replay too (`mayManage`).
+ */
+const refuseOAuth = (principal: Principal): Effect.Effect<void, Forbidden> =>
   principal.credential.kind === "oauth"
     ? Effect.fail(new Forbidden({ message: "OAuth access tokens cannot manage OAuth clients" }))
     : Effect.void
@@ -274,7 +277,8 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       get,
       update,
       delete: deleteOwned,
-      rotateOwned
+      rotateOwned,
+      mayManage: refuseOAuth
     } as const
   })
 }) {}

@@ -23,8 +23,11 @@ export const OAuthClientsHttp = HttpApiBuilder.group(Api, "oauthClients", (handl
         )
       )
       .handleRaw("create", ({ request }) =>
-        idempotent.withPayload(request, CreateOAuthClient, (payload) =>
-          Effect.flatMap(CurrentPrincipal, (me) => clients.register(me, payload))
+        idempotent.withPayload(
+          request,
+          CreateOAuthClient,
+          (payload) => Effect.flatMap(CurrentPrincipal, (me) => clients.register(me, payload)),
+          () => Effect.flatMap(CurrentPrincipal, clients.mayManage)
         )
       )
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (me) => clients.get(me, path.id)))
@@ -37,7 +40,8 @@ export const OAuthClientsHttp = HttpApiBuilder.group(Api, "oauthClients", (handl
       .handleRaw("rotateSecret", ({ path, request }) =>
         idempotent.action(
           request,
-          Effect.flatMap(CurrentPrincipal, (me) => clients.rotateOwned(me, path.id))
+          Effect.flatMap(CurrentPrincipal, (me) => clients.rotateOwned(me, path.id)),
+          Effect.flatMap(CurrentPrincipal, clients.mayManage)
         )
       )
   })
