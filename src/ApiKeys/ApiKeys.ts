@@ -9,6 +9,7 @@ import { sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { untaggedIfMatch } from "../Sql/Preconditions.js"
 import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { Credentials } from "./Credentials.js"
 import { ApiKeysRepo } from "./Repo.js"
@@ -102,6 +103,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       }
       const found = yield* repo.find(principal.userId, id, nowIso())
       if (Option.isNone(found)) return yield* NotFound.resource("API key", id)
+      yield* untaggedIfMatch
       if (found.value.status === "revoked") return
       yield* repo
         .revoke(principal.userId, id, nowIso())

@@ -35,9 +35,9 @@
  *   naming none of it: `412`.
  * - `HEAD` is routed as `GET` (src/Http/Routes.ts); its answer keeps `GET`'s status and headers (`Content-Type`,
  *   `Content-Length` too), and the server sends no body.
- * - `If-Match` on a `PUT` or `DELETE` is compared by the write itself, in its transaction (src/Sql/Preconditions.ts);
- *   here only where the path has no `GET`, so no `ETag`: a list of tags can never match there (`412` at once), `*`
- *   goes on.
+ * - `If-Match` on a `PUT` or `DELETE` is compared by the write itself, in its transaction (src/Sql/Preconditions.ts),
+ *   once it has found the resource and checked the caller's right to it, so a `401`, `403` or `404` comes first (RFC
+ *   9110 §13.2.1). Where the path has no `GET`, so no `ETag`, a list of tags never matches there (`412`); `*` goes on.
  *
  * Requests with none of these headers on other methods pass through untouched.
  */
@@ -219,16 +219,12 @@ const rulesOf = (
   served: ServedRequest,
   app: HttpApp.Default
 ): HttpApp.Default<PreconditionFailed> => {
-  const { candidates } = served.match
   const method = request.method
   if (method === "GET" || method === "HEAD") return read(request, served, app)
-  if (method !== "PUT" && method !== "DELETE") return app
-  const tagged = candidates.some((candidate) => candidate.method === "GET")
-  if (!tagged) {
-    const ifMatch = request.headers["if-match"]
-    return ifMatch === undefined || parseTagList(ifMatch) === "*" ? app : Effect.fail(preconditionFailed())
-  }
-  return method === "PUT" ? written(served, app) : app
+  // A `PUT` of a path that has a `GET` answers the new representation's tag.
+  return method === "PUT" && served.match.candidates.some((candidate) => candidate.method === "GET")
+    ? written(served, app)
+    : app
 }
 
 // --- the middleware ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import type { AuthorizationSort } from "../Domain/OAuth.js"
 import type { Principal } from "../Domain/Principal.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { untaggedIfMatch } from "../Sql/Preconditions.js"
 import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { OAuthAppsRepo } from "./Apps/Repo.js"
 
@@ -29,7 +30,10 @@ export class OAuthGrants extends Effect.Service<OAuthGrants>()("OAuthGrants", {
       const deleted = yield* repo.deleteGrant({ userId: principal.userId, id }).pipe(
         Effect.tap((done) =>
           done
-            ? events.record("authorization.revoked", { type: "authorization", id }, { user: principal.userId })
+            ? Effect.zipRight(
+                untaggedIfMatch,
+                events.record("authorization.revoked", { type: "authorization", id }, { user: principal.userId })
+              )
             : Effect.void
         ),
         transaction

@@ -14,6 +14,7 @@ import type { Session, SessionSort } from "../Domain/Session.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
+import { untaggedIfMatch } from "../Sql/Preconditions.js"
 import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { SessionCredentials } from "./Credentials.js"
 import { SessionsRepo } from "./Repo.js"
@@ -106,7 +107,9 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
     const end = traced("Sessions.end")(function* (principal: Principal) {
       const id = principal.credential.id
       yield* repo.revoke({ userId: principal.userId, id, now: nowIso() }).pipe(
-        Effect.tap((done) => (done ? ended(principal, { type: "session", id }) : Effect.void)),
+        Effect.tap((done) =>
+          done ? Effect.zipRight(untaggedIfMatch, ended(principal, { type: "session", id })) : Effect.void
+        ),
         transaction,
         // Logout is served outside /v1, where no middleware provides the caller: the session's user is the actor.
         Effect.provideService(CurrentPrincipal, principal)
@@ -128,7 +131,9 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
     const revoke = traced("Sessions.revoke")(function* (principal: Principal, id: string) {
       yield* noOAuth(principal)
       const done = yield* repo.revoke({ userId: principal.userId, id, now: nowIso() }).pipe(
-        Effect.tap((done) => (done ? ended(principal, { type: "session", id }) : Effect.void)),
+        Effect.tap((done) =>
+          done ? Effect.zipRight(untaggedIfMatch, ended(principal, { type: "session", id })) : Effect.void
+        ),
         transaction
       )
       if (!done) return yield* NotFound.resource("session", id)

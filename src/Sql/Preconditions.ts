@@ -73,3 +73,16 @@ export const whenConditional = <A, E, R>(write: Effect.Effect<A, E, R>): Effect.
           Effect.catchTag(sql.withTransaction(write), "SqlError", Effect.die)
         )
   )
+
+/**
+ * `If-Match` on a write of a resource that has no `ETag` (no `GET` of its own: a membership, an invitation, an API
+ * key, a grant, a session): a list of tags never matches, so the write fails with `PreconditionFailed`; `*` matches
+ * the resource, which exists. Called where the write has found the resource and checked the caller's right to it,
+ * so that whatever it answers without the header (401, 403, 404, 409) comes first (RFC 9110 §13.2.1); inside the
+ * write's transaction where the write itself is what finds the resource (a failure rolls it back).
+ */
+export const untaggedIfMatch: Effect.Effect<void, PreconditionFailed> = Effect.flatMap(currentIfMatch, (ifMatch) =>
+  ifMatch === undefined || ifMatch === "*"
+    ? Effect.void
+    : Effect.fail(new PreconditionFailed({ message: PreconditionFailed.default }))
+)

@@ -14,6 +14,7 @@ import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
+import { untaggedIfMatch } from "../Sql/Preconditions.js"
 import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { Users } from "../Users/Users.js"
 import { type InvitationSort, InvitationsRepo, TeamsRepo } from "./Repo.js"
@@ -125,6 +126,7 @@ export class Invitations extends Effect.Service<Invitations>()("Invitations", {
       const at = nowIso()
       const closed = yield* repo.close({ id: invitationId, to: "revoked", answeredAt: at, now: at })
       if (Option.isNone(closed)) return yield* notAnswerable(yield* find(invitationId))
+      yield* untaggedIfMatch
       yield* events.record(
         "invitation.revoked",
         { type: "invitation", id: invitationId },

@@ -15,7 +15,7 @@ import { nowIso } from "../Domain/Time.js"
 import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { isUniqueViolation } from "../Sql/Errors.js"
-import { checkIfMatch, readForWrite } from "../Sql/Preconditions.js"
+import { checkIfMatch, readForWrite, untaggedIfMatch } from "../Sql/Preconditions.js"
 import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { Users } from "../Users/Users.js"
 import { type MemberSort, type TeamSort, TeamsRepo } from "./Repo.js"
@@ -175,6 +175,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       if (mine === "admin" && (current.role === "owner" || role === "owner")) {
         return yield* needsRole("Making or unmaking an owner", "owner", mine)
       }
+      yield* untaggedIfMatch
       if (current.role === role) return current
       yield* repo.setRole({ teamId, userId, role })
       if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
@@ -193,6 +194,7 @@ export class Teams extends Effect.Service<Teams>()("Teams", {
       if (!leaving && mine === "admin" && current.role === "owner") {
         return yield* needsRole("Removing an owner", "owner", mine)
       }
+      yield* untaggedIfMatch
       yield* repo.removeMember({ teamId, userId })
       if (current.role === "owner" && (yield* repo.ownerCount(teamId)) === 0) return yield* lastOwner(teamId)
       yield* announce(

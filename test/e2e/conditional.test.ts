@@ -9,7 +9,9 @@ import { Api } from "../../src/Api.ts"
 import { allGets, singleResourceGets } from "../support/contract.ts"
 import { eventually } from "../support/helpers.ts"
 import { startInProcess } from "../support/in-process.ts"
+import { confidentialClient, oauthLayers, oauthTokensOf } from "../support/oauthTokens.ts"
 import type { Server, TestUser } from "../support/server.ts"
+import { onDatabase } from "../support/services.ts"
 
 let server: Server
 let ann: TestUser
@@ -327,6 +329,66 @@ describe("If-Match on PUT and DELETE", () => {
     expect(keys.find((k: { id: string }) => k.id === key.id)?.status).toBe("active")
     expect((await call(ann, "DELETE", `/v1/api-keys/${key.id}`, undefined, { "if-match": "*" })).status).toBe(204)
   })
+
+  test("where a path has no GET, what the write answers without If-Match comes first: 401, 404, 403 (RFC 9110)", async () => {
+    const tags = { "if-match": '"x"' }
+    const key = await server.fixtures.apiKey(ann.id, { name: "kept" })
+    const bare = await server.request(`/v1/api-keys/${key.id}`, { method: "DELETE", headers: tags })
+    expect({ status: bare.status, code: bare.body.error.code }).toEqual({ status: 401, code: "unauthorized" })
+    // Another user's key is none of Bob's business: 404, as without the header.
+    expect((await call(bob, "DELETE", `/v1/api-keys/${key.id}`, undefined, tags)).status).toBe(404)
+    const team = (await call(ann, "POST", "/v1/teams", { name: "Precedence" })).body.data.id
+    // A team Bob is not in: 404; once a plain member, removing its owner: 403.
+    expect((await call(bob, "PUT", `/v1/teams/${team}/members/${ann.id}`, { role: "member" }, tags)).status).toBe(404)
+    await server.cli("teams", "add-member", "--team", team, "--user", bob.id, "--role", "member")
+    expect((await call(bob, "DELETE", `/v1/teams/${team}/members/${ann.id}`, undefined, tags)).status).toBe(403)
+    expect((await call(ann, "GET", `/v1/api-keys?per_page=100`)).body.data.map((k: { id: string }) => k.id)).toContain(
+      key.id
+    )
+  })
+
+  test("each write of a path with no GET: a listed tag is 412 and nothing changes", async () => {
+    const tags = { "if-match": '"x"' }
+    const team = (await call(ann, "POST", "/v1/teams", { name: "Untagged" })).body.data.id
+    await server.cli("teams", "add-member", "--team", team, "--user", bob.id, "--role", "member")
+    preconditionFailed(await call(ann, "PUT", `/v1/teams/${team}/members/${bob.id}`, { role: "admin" }, tags))
+    preconditionFailed(await call(ann, "PUT", `/v1/teams/${team}/members/${bob.id}`, { role: "member" }, tags))
+    preconditionFailed(await call(ann, "DELETE", `/v1/teams/${team}/members/${bob.id}`, undefined, tags))
+    const members = (await call(ann, "GET", `/v1/teams/${team}/members`)).body.data
+    expect(members.find((m: { user_id: string }) => m.user_id === bob.id)?.role).toBe("member")
+
+    const invitation = (
+      await call(ann, "POST", `/v1/teams/${team}/invitations`, { email: "untagged@example.com", role: "member" })
+    ).body.data.id
+    preconditionFailed(await call(ann, "DELETE", `/v1/teams/${team}/invitations/${invitation}`, undefined, tags))
+    const invitations = (await call(ann, "GET", `/v1/teams/${team}/invitations`)).body.data
+    expect(invitations.find((i: { id: string }) => i.id === invitation)?.status).toBe("pending")
+
+    const password = "correct horse battery"
+    const cy = await server.fixtures.account({ email: `cy.${crypto.randomUUID()}@example.com`, name: "Cy", password })
+    const signedIn = await server.request("/oauth/login", { method: "POST", body: { email: cy.email, password } })
+    const session = signedIn.body.access_token
+    const sessionId = (await server.request("/v1/users/me/sessions", { key: session })).body.data[0].id
+    const ended = await server.request(`/v1/users/me/sessions/${sessionId}`, {
+      method: "DELETE",
+      key: session,
+      headers: tags
+    })
+    preconditionFailed(ended)
+    expect((await server.request("/v1/users/me", { key: session })).status).toBe(200)
+
+    const oauth = onDatabase(oauthLayers, server.databaseUrl)
+    try {
+      const redirect = "https://app.example/cb"
+      await oauthTokensOf(oauth, await confidentialClient(oauth, "Untagged app", redirect), redirect, ann.id)
+    } finally {
+      await oauth.dispose()
+    }
+    const grant = (await call(ann, "GET", "/v1/authorizations")).body.data[0].id
+    preconditionFailed(await call(ann, "DELETE", `/v1/authorizations/${grant}`, undefined, tags))
+    const grants = (await call(ann, "GET", "/v1/authorizations")).body.data
+    expect(grants.map((g: { id: string }) => g.id)).toContain(grant)
+  }, 30_000)
 
   test("GET with If-Match that names another tag is 412", async () => {
     const path = concrete("/v1/projects/:id")
