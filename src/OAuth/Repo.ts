@@ -375,7 +375,10 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       Result: TokenRow,
       execute: (hash) => sql`SELECT ${columnsOf(TokenRow)} FROM oauth_tokens WHERE token_hash = ${hash}`
     })
-    /** Whether the user is suspended (`cli users suspend`): their tokens neither introspect as active nor refresh. */
+    /**
+     * Whether the user is suspended (`cli users suspend`): their tokens do not introspect as active, and neither
+     * their codes nor their refresh tokens are exchanged.
+     */
     const userSuspended = (userId: string) =>
       Effect.map(
         SqlSchema.findAll({

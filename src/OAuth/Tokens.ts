@@ -66,6 +66,7 @@ const epochSeconds = (iso: string) => Math.floor(Date.parse(iso) / 1000)
 
 const reusedCode = "The authorization code was already used; the tokens issued from it are revoked"
 const reusedRefresh = "The refresh token was already used; every token of this grant is revoked"
+const suspendedUser = "The user is suspended"
 
 export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
   dependencies: [OAuthRepo.Default],
@@ -115,18 +116,23 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
 
     const revokeFamily = (familyId: string) => repo.revokeFamily({ familyId, now: nowIso() })
 
-    /** The next tokens when `spend` spends the code or refresh token; none when it was spent already. */
+    /**
+     * The next tokens when `spend` spends the code or refresh token; none when it was spent already. A suspended
+     * user's code or refresh token is refused before it is spent, so reactivating finds it as it was.
+     */
     const issueIfSpent = Effect.fnUntraced(function* <E>(
       spend: Effect.Effect<boolean, E>,
       grant: Parameters<typeof issue>[0]
     ) {
+      if (yield* repo.userSuspended(grant.userId)) return yield* OAuthError.of("invalid_grant", suspendedUser)
       if (!(yield* spend)) return Option.none()
       return Option.some(yield* issue(grant))
     })
 
     /**
-     * Spends a code or refresh token and issues the next tokens in one transaction. Losing the race to spend it
-     * means it was used twice: the whole family is revoked.
+     * Spends a code or refresh token and issues the next tokens in one transaction, which is also where both grants
+     * check that the user is not suspended. Losing the race to spend it means it was used twice: the whole family
+     * is revoked.
      */
     const spendAndIssue = Effect.fnUntraced(function* <E>(
       spend: Effect.Effect<boolean, E>,
@@ -197,7 +203,6 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
         return yield* invalid(reusedRefresh)
       }
       if (token.expiresAt <= nowIso()) return yield* invalid("The refresh token has expired")
-      if (yield* repo.userSuspended(token.userId)) return yield* invalid("The user is suspended")
       const granted = storedScopes(token.scope)
       let accessScope = token.scope
       if (Option.isSome(request.scope) && request.scope.value.length > 0) {

@@ -10,6 +10,7 @@ import * as jose from "jose"
 import { Api } from "../../src/Api.ts"
 import { expectError } from "../support/api.ts"
 import { startInProcess } from "../support/in-process.ts"
+import { formAction, formField } from "../support/oauthPages.ts"
 import { confidentialClient, type OAuthHarness, oauthLayers, oauthTokensOf } from "../support/oauthTokens.ts"
 import type { Server } from "../support/server.ts"
 import { onDatabase } from "../support/services.ts"
@@ -154,6 +155,54 @@ describe("session JWTs and their sessions", () => {
   }, 60_000)
 })
 
+/**
+ * `email` through the authorization page's sign-in (for the test's client, `read write`), up to the consent form;
+ * `answer` posts it as the browser that signed in would.
+ */
+const upToConsent = async (email: string) => {
+  const authorize = new URL("/oauth/authorize", server.url)
+  const query = {
+    client_id: client.id,
+    redirect_uri: REDIRECT,
+    response_type: "code",
+    scope: "read write",
+    state: "st"
+  }
+  for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value)
+  const page = await fetch(authorize)
+  const signInForm = await page.text()
+  const pending = formField(signInForm, "pending")
+  const signedIn = await fetch(formAction(signInForm, page.url), {
+    method: "POST",
+    redirect: "manual",
+    body: new URLSearchParams({ pending, csrf_token: formField(signInForm, "csrf_token"), email, password })
+  })
+  expect(signedIn.status).toBe(303)
+  const consentUrl = new URL(signedIn.headers.get("location") ?? "", page.url)
+  const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
+  const consent = await (await fetch(consentUrl, { headers: { cookie } })).text()
+  const answer = (decision: "approve" | "deny") =>
+    fetch(formAction(consent, consentUrl), {
+      method: "POST",
+      redirect: "manual",
+      body: new URLSearchParams({ pending, csrf_token: formField(consent, "csrf_token"), decision })
+    })
+  return { answer }
+}
+
+/** The client of the test exchanges `code` at `/oauth/token`. */
+const exchangeCode = (code: string) =>
+  server.request("/oauth/token", {
+    method: "POST",
+    body: {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT,
+      client_id: client.id,
+      client_secret: client.secret
+    }
+  })
+
 describe("users suspend and reactivate", () => {
   test("a suspended user's key, OAuth token and session answer 401 at once and they cannot sign in; reactivating restores them", async () => {
     const fay = await person()
@@ -209,6 +258,24 @@ describe("users suspend and reactivate", () => {
     expect(back.suspended_at).toBeNull()
     for (const credential of [fay.key, session, token]) expect((await me(credential)).status).toBe(200)
     expect((await login(fay.email)).status).toBe(200)
+  }, 60_000)
+
+  test("a code issued before the suspension is invalid_grant while it lasts, and not spent: reactivated, it is exchanged", async () => {
+    const gil = await person()
+    const approved = await (await upToConsent(gil.email)).answer("approve")
+    expect(approved.status).toBe(302)
+    const code = new URL(approved.headers.get("location") ?? "").searchParams.get("code") ?? ""
+    expect(code).not.toBe("")
+
+    await server.cli("users", "suspend", "--email", gil.email)
+    const refused = await exchangeCode(code)
+    expect(refused.status).toBe(400)
+    expect(refused.body).toEqual({ error: "invalid_grant", error_description: "The user is suspended" })
+
+    await server.cli("users", "reactivate", "--email", gil.email)
+    const exchanged = await exchangeCode(code)
+    expect(exchanged.status).toBe(200)
+    expect((await me(exchanged.body.access_token)).status).toBe(200)
   }, 60_000)
 
   test("an unknown user is exit 3 (not found)", async () => {
