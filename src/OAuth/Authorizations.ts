@@ -58,11 +58,17 @@ export interface Awaiting {
   readonly scopes: ReadonlyArray<Scope>
 }
 
-/** The consent form's answer, to be sent back to the client's redirect URI. */
+/**
+ * The consent form's answer, to be sent back to the client's redirect URI; `Suspended` (approved by a user suspended
+ * since they signed in: no grant, no code) is told to the user alone, as their sign-in would be.
+ */
 export interface Decision {
   readonly redirectUri: string
   readonly state: string | null
-  readonly outcome: { readonly _tag: "Approved"; readonly code: string } | { readonly _tag: "Denied" }
+  readonly outcome:
+    | { readonly _tag: "Approved"; readonly code: string }
+    | { readonly _tag: "Denied" }
+    | { readonly _tag: "Suspended" }
 }
 
 export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("OAuthAuthorizations", {
@@ -198,7 +204,8 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
 
     /**
      * The consent form's answer, taken once: on approval an authorization code (10 minutes, single use, bound to
-     * the redirect URI and the PKCE challenge). None when the form has expired or was already answered.
+     * the redirect URI and the PKCE challenge), unless the user was suspended since signing in. None when the form
+     * has expired or was already answered.
      */
     const decide = traced("OAuthAuthorizations.decide")(function* (form: FormTokens, approve: boolean) {
       if (!FORM_SECRET.test(form.pending)) return Option.none<Decision>()
@@ -216,24 +223,23 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
       }
       const code = newCode()
       const now = nowIso()
-      // The grant (made or widened) and the code under it commit together.
+      // The grant (made or widened) and the code under it commit together, in the transaction that checks that the
+      // user, signed in before, is not suspended since.
       const client = yield* clients.find(pending.clientId)
-      yield* grantWithCode(pending, userId, code, now).pipe(
-        Effect.tap((grantId) =>
-          events.record(
-            "authorization.granted",
-            { type: "authorization", id: grantId },
-            { user: userId, name: Option.getOrNull(Option.map(client, (found) => found.name)) }
-          )
-        ),
-        events.transaction,
-        dieOnSqlError,
-        Effect.provideService(CurrentActor, { type: "user", id: userId })
-      )
+      const granted = yield* Effect.gen(function* () {
+        if (yield* repo.userSuspended(userId)) return false
+        const grantId = yield* grantWithCode(pending, userId, code, now)
+        yield* events.record(
+          "authorization.granted",
+          { type: "authorization", id: grantId },
+          { user: userId, name: Option.getOrNull(Option.map(client, (found) => found.name)) }
+        )
+        return true
+      }).pipe(events.transaction, dieOnSqlError, Effect.provideService(CurrentActor, { type: "user", id: userId }))
       return Option.some<Decision>({
         redirectUri: pending.redirectUri,
         state: pending.state,
-        outcome: { _tag: "Approved", code }
+        outcome: granted ? { _tag: "Approved", code } : { _tag: "Suspended" }
       })
     })
 

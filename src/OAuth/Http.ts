@@ -580,15 +580,19 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
           const decided = yield* authorizations.decide({ pending, csrf }, decision === "approve")
           if (Option.isNone(decided)) return html(errorPage(expiredForm), 400)
           const { outcome, redirectUri, state } = decided.value
+          // A user suspended since signing in is told so, as the sign-in form tells them; the application is told
+          // nothing (no redirect), as it is not when the sign-in refuses them.
           const answer =
             outcome._tag === "Approved"
               ? redirectTo(redirectUri, { code: outcome.code, state, iss: authUrl })
-              : redirectTo(redirectUri, {
-                  error: "access_denied",
-                  error_description: "The user refused the request",
-                  state,
-                  iss: authUrl
-                })
+              : outcome._tag === "Suspended"
+                ? html(errorPage(SignInFailed.suspendedMessage), 403)
+                : redirectTo(redirectUri, {
+                    error: "access_denied",
+                    error_description: "The user refused the request",
+                    state,
+                    iss: authUrl
+                  })
           // The answered authorization's cookie is spent.
           return HttpServerResponse.setHeader(answer, "set-cookie", setConsentCookie(authUrl, pending, "", 0))
         })

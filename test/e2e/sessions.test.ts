@@ -1,8 +1,9 @@
 /**
  * Sessions that end, and users who can be stopped (decisions.md), over HTTP on the engine `DATABASE_URL` selects:
  * every session JWT names its session (`sid`); logout and `DELETE /v1/users/me/sessions[/:id]` end sessions (401
- * `unauthorized` at once); `cli users suspend` refuses every credential of a user and their sign-in, `reactivate`
- * restores them; a credential whose user was deleted is 401 (never 500) on every endpoint of the contract.
+ * `unauthorized` at once); `cli users suspend` refuses every credential of a user, their sign-in, their authorization
+ * codes (unspent) and their Allow on a consent page opened before, `reactivate` restores them; a credential whose
+ * user was deleted is 401 (never 500) on every endpoint of the contract.
  * Across replicas: test/e2e/replicas-sessions.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
@@ -276,6 +277,27 @@ describe("users suspend and reactivate", () => {
     const exchanged = await exchangeCode(code)
     expect(exchanged.status).toBe(200)
     expect((await me(exchanged.body.access_token)).status).toBe(200)
+  }, 60_000)
+
+  test("suspended between sign-in and consent: Allow answers 403 with the suspended page; no code, no grant", async () => {
+    const hal = await person()
+    const { answer } = await upToConsent(hal.email)
+    await server.cli("users", "suspend", "--email", hal.email)
+    const approved = await answer("approve")
+    expect(approved.status).toBe(403)
+    expect(approved.headers.get("location")).toBeNull()
+    expect(await approved.text()).toContain("This account is suspended")
+    // The consent form was answered: its cookie is spent, and posting it again finds nothing.
+    expect(approved.headers.get("set-cookie")).toContain("Max-Age=0")
+    expect((await answer("approve")).status).toBe(400)
+
+    await server.cli("users", "reactivate", "--email", hal.email)
+    const grants = await server.request("/v1/authorizations", { key: hal.key })
+    expect(grants.status).toBe(200)
+    expect(grants.body.data).toEqual([])
+    const granted = await server.request("/v1/users/me/audit-log?action=authorization.granted", { key: hal.key })
+    expect(granted.status).toBe(200)
+    expect(granted.body.data).toEqual([])
   }, 60_000)
 
   test("an unknown user is exit 3 (not found)", async () => {
