@@ -11,6 +11,7 @@ import { Conflict, NotFound } from "../Domain/Errors.js"
 import { DeploymentId, makeId, type ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
+import { sharedTeam } from "../Domain/Project.js"
 import { nowIso } from "../Domain/Time.js"
 import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
@@ -70,7 +71,11 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
       yield* events.record(
         "deployment.started",
         { type: "deployment", id: deployment.id },
-        { user: project.owner_id, teamId: project.team_id, name: `${deployment.ref} to ${deployment.environment}` }
+        {
+          user: project.owner_id,
+          teamId: sharedTeam(project),
+          name: `${deployment.ref} to ${deployment.environment}`
+        }
       )
       // The row last: its insert locks the project's counter row (docs/lists.md) until the commit.
       yield* repo.insert(deployment)
@@ -125,7 +130,7 @@ export class Deployments extends Effect.Service<Deployments>()("Deployments", {
         { type: "deployment", id: current.id },
         {
           user: project.owner_id,
-          teamId: project.team_id,
+          teamId: sharedTeam(project),
           name: `${current.ref} to ${current.environment}`,
           changes: changesOf(current, finished.value, ["status", "description"])
         }

@@ -23,6 +23,14 @@ export const Project = Schema.Struct({
 }).annotations({ identifier: "Project" })
 export type Project = typeof Project.Type
 
+/**
+ * The team a project is shared with: its `team_id` when it is `team`-visible, else none (a project of any other
+ * visibility is its owner's alone, whatever team it names). Who hears of its events and which team's audit log
+ * holds its records both follow it.
+ */
+export const sharedTeam = (project: Pick<Project, "visibility" | "team_id">): Project["team_id"] =>
+  project.visibility === "team" ? project.team_id : null
+
 export const ProjectName = TrimmedName
 export const ProjectDescription = Schema.String.pipe(
   Schema.maxLength(2000, { message: () => "must be at most 2000 characters" })

@@ -5,7 +5,14 @@ import type { EventType } from "../Domain/EventTypes.js"
 import { makeId, ProjectId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import type { Principal } from "../Domain/Principal.js"
-import { type NewProject, Project, type ProjectPatch, type ProjectSort, type ProjectStatus } from "../Domain/Project.js"
+import {
+  type NewProject,
+  Project,
+  type ProjectPatch,
+  type ProjectSort,
+  type ProjectStatus,
+  sharedTeam
+} from "../Domain/Project.js"
 import { nowIso } from "../Domain/Time.js"
 import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
@@ -23,23 +30,31 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
     const transaction = <A, E, R>(change: Effect.Effect<A, E, R>) => dieOnSqlError(events.transaction(change))
 
     /** Who hears about a project: its owner and, for a team project, the team's owners and admins. */
-    const audience = (project: Project) =>
-      Effect.map(
-        project.team_id !== null && project.visibility === "team"
-          ? teams.managersOf(project.team_id)
-          : Effect.succeed<ReadonlyArray<string>>([]),
+    const audience = (project: Project) => {
+      const team = sharedTeam(project)
+      return Effect.map(
+        team !== null ? teams.managersOf(team) : Effect.succeed<ReadonlyArray<string>>([]),
         (managers) => Array.from(new Set([project.owner_id, ...managers]))
       )
+    }
 
     const announce = (type: EventType, project: Project) =>
       Effect.flatMap(audience(project), (recipients) => events.emit(type, recipients, project))
 
-    /** The audit record of a change to `project` (in its team's log when it is a team project). */
-    const audit = (action: AuditAction, project: Project, changes?: AuditOptions["changes"]) =>
+    /**
+     * The audit record of a change to `project`: in its owner's log, and in its team's log when it is a team project
+     * (`teamId`: an update's record is the team's when the project was or becomes one, see `update`).
+     */
+    const audit = (
+      action: AuditAction,
+      project: Project,
+      changes?: AuditOptions["changes"],
+      teamId: string | null = sharedTeam(project)
+    ) =>
       events.record(
         action,
         { type: "project", id: project.id },
-        { user: project.owner_id, teamId: project.team_id, name: project.name, changes }
+        { user: project.owner_id, teamId, name: project.name, changes }
       )
 
     /** An update's action: a change of status is an archive or unarchive, anything else an update. */
@@ -142,10 +157,12 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       }
       yield* repo.update(next)
       yield* announce("project.updated", next)
+      // A change into or out of team visibility is the team's record too: it was, or becomes, the team's project.
       yield* audit(
         updateAction(current, next),
         next,
-        changesOf(current, next, ["name", "description", "visibility", "status"])
+        changesOf(current, next, ["name", "description", "visibility", "status"]),
+        sharedTeam(current) ?? sharedTeam(next)
       )
       return next
     }, transaction)

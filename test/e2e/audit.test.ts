@@ -284,6 +284,63 @@ describe("audit records", () => {
     )
   }, 60_000)
 
+  test("a private project's records are its owner's alone; a change into or out of team visibility is the team's", async () => {
+    const teamId = (await call(ann, "POST", "/v1/teams", { name: "Private matters" })).body.data.id
+    const invited = await call(ann, "POST", `/v1/teams/${teamId}/invitations`, { email: eve.email, role: "member" })
+    expect((await call(eve, "POST", `/v1/invitations/${invited.body.data.id}/accept`)).status).toBe(200)
+    const deploy = async (ref: string) => {
+      const started = await call(eve, "POST", `/v1/projects/${id}/deployments`, { ref })
+      expect(started.status).toBe(201)
+      const path = `/v1/projects/${id}/deployments/${started.body.data.id}`
+      expect((await call(eve, "PUT", path, { status: "succeeded" })).status).toBe(200)
+      return started.body.data.id as string
+    }
+
+    // Private, though it names the team: created, renamed, deployed.
+    const made = await call(eve, "POST", "/v1/projects", { name: "Secret plan", team_id: teamId })
+    expect(made.body.data.visibility).toBe("private")
+    const id: string = made.body.data.id
+    expect((await call(eve, "PUT", `/v1/projects/${id}`, { name: "Acquire Globex" })).status).toBe(200)
+    const hiddenDeployment = await deploy("secret-branch")
+    // Shared with the team, deployed there, and taken back.
+    expect((await call(eve, "PUT", `/v1/projects/${id}`, { visibility: "team" })).status).toBe(200)
+    const sharedDeployment = await deploy("main")
+    expect((await call(ann, "PUT", `/v1/projects/${id}`, { visibility: "private" })).status).toBe(200)
+    // Private again: renamed, deployed, deleted.
+    expect((await call(eve, "PUT", `/v1/projects/${id}`, { name: "Acquire Initech" })).status).toBe(200)
+    const lateDeployment = await deploy("later")
+    expect((await call(eve, "DELETE", `/v1/projects/${id}`)).status).toBe(204)
+
+    const about = (records: ReadonlyArray<Rec>) =>
+      records
+        .filter((r) => [id, hiddenDeployment, sharedDeployment, lateDeployment].includes(r.target.id))
+        .map((r) => [r.action, r.target.id, r.changes])
+    expect(about(await allOf(ann, `/v1/teams/${teamId}/audit-log`))).toEqual([
+      ["project.updated", id, { visibility: ["team", "private"] }],
+      ["deployment.completed", sharedDeployment, { status: ["running", "succeeded"] }],
+      ["deployment.started", sharedDeployment, null],
+      ["project.updated", id, { visibility: ["private", "team"] }]
+    ])
+    // Eve's own log holds every one of them, the team's ones marked with the team.
+    const eves = (await myLog(eve)).filter((r) =>
+      [id, hiddenDeployment, sharedDeployment, lateDeployment].includes(r.target.id)
+    )
+    expect(eves.map((r) => [r.action, r.team_id])).toEqual([
+      ["project.deleted", null],
+      ["deployment.completed", null],
+      ["deployment.started", null],
+      ["project.updated", null],
+      ["project.updated", teamId],
+      ["deployment.completed", teamId],
+      ["deployment.started", teamId],
+      ["project.updated", teamId],
+      ["deployment.completed", null],
+      ["deployment.started", null],
+      ["project.updated", null],
+      ["project.created", null]
+    ])
+  }, 30_000)
+
   test("a user agent is kept to its first 512 characters, in the record and in the session", async () => {
     const long = `ua-${"x".repeat(1000)}`
     const made = await call(eve, "POST", "/v1/projects", { name: "Long agent" }, { "user-agent": long })
