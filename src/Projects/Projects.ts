@@ -89,6 +89,17 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
               : Effect.fail(new Forbidden({ message: `${act} needs the team role admin or owner` }))
           )
 
+    /**
+     * Refuses a team the caller is not in now (decisions.md: `team_id` "caller must be a member"): 400 on `team_id`,
+     * at create and when a `PUT` shares a project into its team, whose owner may have left it since.
+     */
+    const mustBelong = (principal: Principal, teamId: string) =>
+      Effect.flatMap(teams.roleOf(teamId, principal.userId), (role) =>
+        Option.isSome(role)
+          ? Effect.void
+          : Effect.fail(ValidationFailed.field("team_id", "is not a team you belong to"))
+      )
+
     /** What of a patch needs a manager, named as the refusal says it; none when only name and description change. */
     const managedChange = (current: Project, patch: ProjectPatch): string | undefined => {
       if (patch.status !== undefined && patch.status !== current.status) {
@@ -110,8 +121,7 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
     const create = traced("Projects.create")(function* (principal: Principal, input: NewProject) {
       const visibility = input.visibility ?? "private"
       if (input.team_id !== undefined) {
-        const role = yield* teams.roleOf(input.team_id, principal.userId)
-        if (Option.isNone(role)) return yield* ValidationFailed.field("team_id", "is not a team you belong to")
+        yield* mustBelong(principal, input.team_id)
       } else if (visibility === "team") {
         return yield* ValidationFailed.field("team_id", "is required when visibility is team")
       }
@@ -155,6 +165,9 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
       if (next.visibility === "team" && next.team_id === null) {
         return yield* ValidationFailed.field("visibility", "can be team only for a project created with a team_id")
       }
+      // Sharing it into its team: the caller must be in the team now (the owner passes `mayManage` as any role).
+      const sharing = sharedTeam(current) === null ? sharedTeam(next) : null
+      if (sharing !== null) yield* mustBelong(principal, sharing)
       yield* repo.update(next)
       yield* announce("project.updated", next)
       // A change into or out of team visibility is the team's record too: it was, or becomes, the team's project.

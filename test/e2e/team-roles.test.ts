@@ -4,7 +4,7 @@
  * or visibility; nothing changes; deployments and renames stay theirs.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { callOn, expectError, joinTeam, serverWithUsers } from "../support/api.ts"
+import { callOn, expectError, expectValidation, joinTeam, serverWithUsers } from "../support/api.ts"
 import type { Server, TestUser } from "../support/server.ts"
 
 let server: Server
@@ -68,5 +68,28 @@ describe("a team member on a team project", () => {
     expect((await call(adam, "PUT", path, { status: "archived" })).status).toBe(200)
     expect((await call(adam, "DELETE", path)).status).toBe(204)
     expect((await call(olive, "GET", path)).status).toBe(404)
+  }, 30_000)
+})
+
+describe("a project's owner who is no longer in its team", () => {
+  test("cannot share it into that team (400 validation_failed on team_id, as at create); may still unshare", async () => {
+    const team = (await call(olive, "POST", "/v1/teams", { name: "Former crew" })).body.data
+    await joinTeam(server, team.id, mia, "member", olive)
+    const kept = (await call(mia, "POST", "/v1/projects", { name: "Kept", team_id: team.id })).body.data
+    const shared = (await call(mia, "POST", "/v1/projects", { name: "Shared", team_id: team.id, visibility: "team" }))
+      .body.data
+    expect((await call(olive, "DELETE", `/v1/teams/${team.id}/members/${mia.id}`)).status).toBe(204)
+
+    const refused = await call(mia, "PUT", `/v1/projects/${kept.id}`, { name: "Spam", visibility: "team" })
+    expectValidation(refused, "team_id")
+    expect(refused.body.error.message).toBe("team_id is not a team you belong to")
+    expect((await call(mia, "GET", `/v1/projects/${kept.id}`)).body.data).toEqual(kept)
+    expect((await call(olive, "GET", `/v1/projects/${kept.id}`)).status).toBe(404)
+
+    // Taking a project out of the team shares nothing, and stays hers to do.
+    const unshared = await call(mia, "PUT", `/v1/projects/${shared.id}`, { visibility: "private" })
+    expect(unshared.status).toBe(200)
+    expect((await call(olive, "GET", `/v1/projects/${shared.id}`)).status).toBe(404)
+    expectValidation(await call(mia, "PUT", `/v1/projects/${shared.id}`, { visibility: "team" }), "team_id")
   }, 30_000)
 })
