@@ -37,12 +37,14 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     const dummyHash = yield* Effect.cached(users.hashPassword(crypto.randomUUID()))
 
     /**
-     * A sign-in's audit record (`session.created`, or `session.failed` for the account a wrong password named), in
-     * its own transaction, its actor the account (as GitHub's security log has it); an unknown email records nothing.
+     * A refused sign-in's audit record (`session.failed` for the account a wrong password named), in its own
+     * transaction, its actor the account (as GitHub's security log has it); an unknown email records nothing. A
+     * successful one records nothing here: `session.created` commits with the session it names (`Sessions.start`),
+     * and the authorization page's form starts no session.
      */
-    const audit = (action: "session.created" | "session.failed", userId: string) =>
+    const failed = (userId: string) =>
       events
-        .record(action, { type: "user", id: userId }, { user: userId })
+        .record("session.failed", { type: "user", id: userId }, { user: userId })
         .pipe(events.transaction, dieOnSqlError, Effect.provideService(CurrentActor, { type: "user", id: userId }))
 
     /** The user for these credentials, or `SignInFailed`. */
@@ -57,11 +59,10 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
       const verified = yield* Effect.promise(() => Bun.password.verify(password, against))
       if (!verified || hash === null || Option.isNone(found)) {
         const counted = yield* limits.hit(accountKey, config.failedLoginLimit, ACCOUNT_WINDOW_MS)
-        if (Option.isSome(found)) yield* audit("session.failed", found.value.id)
+        if (Option.isSome(found)) yield* failed(found.value.id)
         return yield* new SignInFailed({ reason: "invalid", retryAfter: counted.retryAfter })
       }
       if (found.value.suspended_at !== null) return yield* new SignInFailed({ reason: "suspended", retryAfter: 0 })
-      yield* audit("session.created", found.value.id)
       return { id: found.value.id, org_id: found.value.org_id }
     })
 

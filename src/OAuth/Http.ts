@@ -508,6 +508,9 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
                 ? again(SignInFailed.suspendedMessage, 403)
                 : again(SignInFailed.invalidMessage, 401)
           }
+          // This sign-in serves this authorization alone: it starts no session, so it records no `session.created`
+          // (docs/audit.md); the consent that follows records `authorization.granted`, a wrong password
+          // `session.failed`.
           const pending = awaiting.value.pending.id
           const csrf = yield* authorizations.signedIn(pending, user.right.id)
           // Post/Redirect/Get: the consent page has its own address, so a reload never posts the password again.

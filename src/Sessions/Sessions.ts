@@ -6,6 +6,7 @@
  */
 import { Effect, Option } from "effect"
 import { JWT_TTL_SECONDS } from "../Auth/Jwt.js"
+import { CurrentActor } from "../Domain/Audit.js"
 import { Forbidden, NotFound, Unauthorized } from "../Domain/Errors.js"
 import { makeId, SessionId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
@@ -57,22 +58,32 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
       name?: string
     ) => events.record("session.revoked", target, { user: principal.userId, ...(name === undefined ? {} : { name }) })
 
-    /** A new session for a user who signed in; it lives as long as its JWT. */
+    /**
+     * A new session for a user who signed in; it lives as long as its JWT. Its audit record (`session.created`, its
+     * target the session, as the `session.revoked` that ends it names it; its actor the user signing in) commits with
+     * it: a session that is not written leaves no record.
+     */
     const start = traced("Sessions.start")(function* (userId: string, origin: SessionOrigin) {
       const now = new Date()
       const issuedAt = Math.floor(now.getTime() / 1000)
       const expiresAt = issuedAt + JWT_TTL_SECONDS
       const id = SessionId.make(makeId("session"))
-      yield* repo.insert({
-        id,
-        user_id: userId,
-        created_at: now.toISOString(),
-        last_used_at: now.toISOString(),
-        ip: origin.ip,
-        user_agent: origin.userAgent === null ? null : origin.userAgent.slice(0, MAX_USER_AGENT),
-        revoked_at: null,
-        expires_at: new Date(expiresAt * 1000).toISOString()
-      })
+      yield* repo
+        .insert({
+          id,
+          user_id: userId,
+          created_at: now.toISOString(),
+          last_used_at: now.toISOString(),
+          ip: origin.ip,
+          user_agent: origin.userAgent === null ? null : origin.userAgent.slice(0, MAX_USER_AGENT),
+          revoked_at: null,
+          expires_at: new Date(expiresAt * 1000).toISOString()
+        })
+        .pipe(
+          Effect.zipRight(events.record("session.created", { type: "session", id }, { user: userId })),
+          transaction,
+          Effect.provideService(CurrentActor, { type: "user", id: userId })
+        )
       const started: StartedSession = { id, issuedAt, expiresAt }
       return started
     })

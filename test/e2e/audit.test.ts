@@ -387,17 +387,67 @@ describe("audit records", () => {
       body: { email: account.email, password: "wrong-password-here" }
     })
     expect(bad.status).toBe(401)
-    const records = (await rawRecords()).filter((r) => r.target_id === account.id)
+    const records = (await rawRecords()).filter((r) => r.user_id === account.id)
     expect(records.map((r) => r.action).sort()).toEqual(["session.created", "session.failed"])
     const created = records.find((r) => r.action === "session.created")!
     expect(created).toMatchObject({ actor_type: "user", actor_id: account.id, actor_name: "Sam", user_id: account.id })
     expect(created.user_agent).toBe("signin-test")
+    // session.created names the session it started (as its session.revoked will); session.failed the account.
+    const live = await server.request("/v1/users/me/sessions", { key: ok.body.access_token })
+    expect(live.body.data).toHaveLength(1)
+    expect(created).toMatchObject({ target_type: "session", target_id: live.body.data[0].id })
+    expect(records.find((r) => r.action === "session.failed")).toMatchObject({
+      target_type: "user",
+      target_id: account.id
+    })
     // Readable by the account with its session.
     const session = await server.request("/v1/users/me/audit-log?action=session.created,session.failed", {
       key: ok.body.access_token
     })
     expect(session.status).toBe(200)
     expect(session.body.data.map((r: Rec) => r.action).sort()).toEqual(["session.created", "session.failed"])
+    // Its logout's session.revoked names the same session.
+    expect((await server.request("/oauth/logout", { method: "POST", key: ok.body.access_token })).status).toBe(204)
+    const revoked = (await rawRecords()).filter((r) => r.user_id === account.id && r.action === "session.revoked")
+    expect(revoked.map((r) => [r.target_type, r.target_id])).toEqual([["session", created.target_id]])
+  }, 30_000)
+
+  test("the authorization page's sign-in form starts no session and records none; a wrong password there is session.failed", async () => {
+    const redirect = "https://form.example.com/cb"
+    const client = await call(ann, "POST", "/v1/oauth-clients", { name: "Form app", redirect_uris: [redirect] })
+    expect(client.status).toBe(201)
+    const account = await server.fixtures.account({ name: "Fay", password: "correct-horse-battery" })
+    const authorize = new URL("/oauth/authorize", server.url)
+    const query = {
+      client_id: String(client.body.data.id),
+      redirect_uri: redirect,
+      response_type: "code",
+      scope: "read",
+      state: "st"
+    }
+    for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value)
+    const page = await fetch(authorize, { redirect: "manual" })
+    expect(page.status).toBe(200)
+    const html = await page.text()
+    const submit = (password: string) =>
+      fetch(formAction(html, page.url), {
+        method: "POST",
+        redirect: "manual",
+        body: new URLSearchParams({
+          pending: formField(html, "pending"),
+          csrf_token: formField(html, "csrf_token"),
+          email: account.email,
+          password
+        })
+      })
+    expect((await submit("wrong-password-here")).status).toBe(401)
+    expect((await submit("correct-horse-battery")).status).toBe(303)
+    const sessions = await server.fixtures.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT id FROM sessions WHERE user_id = ${account.id}`)
+    )
+    expect(sessions).toHaveLength(0)
+    const records = (await rawRecords()).filter((r) => r.user_id === account.id || r.actor_id === account.id)
+    expect(records.map((r) => [r.action, r.target_type, r.target_id])).toEqual([["session.failed", "user", account.id]])
   }, 30_000)
 
   test("sessions ended (logout, one, all others) and a suspension and reactivation are recorded", async () => {
@@ -612,6 +662,39 @@ describe("a change and its record commit together", () => {
             : sql.unsafe(`DROP TRIGGER refuse_audit`)
       )
     )
+
+  test("a sign-in whose session's insert fails (500) records no session.created", async () => {
+    const account = await server.fixtures.account({ name: "Lia", password: "correct-horse-battery" })
+    await server.fixtures.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        usingPostgres()
+          ? Effect.zipRight(
+              sql.unsafe(`CREATE OR REPLACE FUNCTION refuse_session() RETURNS trigger AS $$
+                BEGIN RAISE EXCEPTION 'injected by the test'; END $$ LANGUAGE plpgsql`),
+              sql.unsafe(`CREATE TRIGGER refuse_session BEFORE INSERT ON sessions FOR EACH ROW
+                EXECUTE FUNCTION refuse_session()`)
+            )
+          : sql.unsafe(`CREATE TRIGGER refuse_session BEFORE INSERT ON sessions
+              BEGIN SELECT RAISE(ABORT, 'injected by the test'); END`)
+      )
+    )
+    const login = await server.request("/oauth/login", {
+      method: "POST",
+      body: { email: account.email, password: "correct-horse-battery" }
+    })
+    await server.fixtures.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.unsafe(usingPostgres() ? `DROP TRIGGER refuse_session ON sessions` : `DROP TRIGGER refuse_session`)
+      )
+    )
+    expect(login.status).toBe(500)
+    const sessions = await server.fixtures.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT id FROM sessions WHERE user_id = ${account.id}`)
+    )
+    expect(sessions).toHaveLength(0)
+    const records = (await rawRecords()).filter((r) => r.user_id === account.id || r.actor_id === account.id)
+    expect(records.map((r) => r.action)).toEqual([])
+  }, 30_000)
 
   // A key's record is the last statement before the commit; a project's comes before the project's row, which is
   // written last (docs/lists.md, "Counter rows are shared by writers"): a failure either side of the change.
