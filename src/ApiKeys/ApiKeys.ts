@@ -96,7 +96,10 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       return yield* repo.list(principal.userId, query, nowIso())
     })
 
-    /** Revocation is immediate and idempotent: a key already revoked answers the same. */
+    /**
+     * Revocation is immediate and idempotent: a key already revoked answers the same and records nothing. The
+     * statement says whether it revoked the key, so of concurrent revocations only the one that did records it.
+     */
     const revoke = traced("ApiKeys.revoke")(function* (principal: Principal, id: ApiKeyId) {
       if (principal.credential.kind === "oauth") {
         return yield* new Forbidden({ message: "OAuth access tokens cannot manage API keys" })
@@ -104,10 +107,15 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       const found = yield* repo.find(principal.userId, id, nowIso())
       if (Option.isNone(found)) return yield* NotFound.resource("API key", id)
       yield* untaggedIfMatch
-      if (found.value.status === "revoked") return
-      yield* repo
-        .revoke(principal.userId, id, nowIso())
-        .pipe(Effect.zipRight(audit("api_key.revoked", found.value, principal.userId)), transaction)
+      yield* repo.revoke(principal.userId, id, nowIso()).pipe(
+        Effect.tap(
+          Option.match({
+            onNone: () => Effect.void,
+            onSome: (key) => audit("api_key.revoked", key, principal.userId)
+          })
+        ),
+        transaction
+      )
     })
 
     /** Turns a `pcs_…` bearer into a principal, or fails with 401 (unknown, expired or revoked alike). */
@@ -142,19 +150,22 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("ApiKeys", {
       return yield* repo.listAll(userId, nowIso())
     })
 
-    /** `cli api-keys revoke`: any user's key, idempotently (a revoked key keeps its first `revoked_at`). */
+    /**
+     * `cli api-keys revoke`: any user's key, idempotently (a revoked key keeps its first `revoked_at`, and revoking
+     * it again records nothing).
+     */
     const revokeAny = traced("ApiKeys.revokeAny")(function* (id: string) {
       const revoked = yield* repo.revokeAny(id, nowIso()).pipe(
         Effect.tap(
           Option.match({
             onNone: () => Effect.void,
-            onSome: (key) => audit("api_key.revoked", key, key.user_id)
+            onSome: ({ changed, key }) => (changed ? audit("api_key.revoked", key, key.user_id) : Effect.void)
           })
         ),
         transaction
       )
       if (Option.isNone(revoked)) return yield* NotFound.resource("API key", id)
-      return revoked.value
+      return revoked.value.key
     })
 
     return { issue, mayCreate, create, list, revoke, authenticate, listAll, revokeAny } as const

@@ -1,5 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { ApiKey, type ApiKeySort, type ApiKeyStatus, KeyCredential, OwnedApiKey } from "../Domain/ApiKey.js"
 import { ApiKeyId, UserId } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
@@ -115,9 +115,17 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
         decodeCredentialRows
       )
 
-    /** Revokes once: a key already revoked keeps its first `revoked_at`. */
-    const revoke = (userId: string, id: ApiKeyId, now: string) =>
-      sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id} AND user_id = ${userId} AND revoked_at IS NULL`
+    /**
+     * Revokes once: a key already revoked keeps its first `revoked_at`. Answers the key's name when this statement
+     * revoked it, none when it was revoked already (or is not the user's): of concurrent revocations, one changes it.
+     */
+    const revoke = Rows.findOne({
+      Request: Schema.Struct({ userId: Schema.String, id: ApiKeyId, now: Schema.String }),
+      Result: Schema.Struct({ id: ApiKeyId, name: Schema.String }),
+      execute: ({ id, now, userId }) =>
+        sql`UPDATE api_keys SET revoked_at = ${now}
+          WHERE id = ${id} AND user_id = ${userId} AND revoked_at IS NULL RETURNING id, name`
+    })
 
     /** At most one write a minute per key, whichever process serves it. */
     const touch = (id: ApiKeyId, now: string, notBefore: string) =>
@@ -141,12 +149,25 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
       execute: ({ id, now }) => sql`SELECT ${columns(now)}, k.user_id FROM api_keys k WHERE k.id = ${id}`
     })
 
-    /** `cli api-keys revoke`: any user's key. Idempotent: a revoked key keeps its first `revoked_at`. */
+    /** Revokes any user's key that is not revoked yet; answers the row it changed (none when it changed none). */
+    const revokeUnrevoked = Rows.findAll({
+      Request: Schema.Struct({ id: Schema.String, now: Schema.String }),
+      Result: Schema.Struct({ id: ApiKeyId }),
+      execute: ({ id, now }) =>
+        sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL RETURNING id`
+    })
+
+    /**
+     * `cli api-keys revoke`: any user's key. Idempotent: a revoked key keeps its first `revoked_at`. Answers the key
+     * afterwards and whether this statement revoked it (`changed`); none when there is no such key.
+     */
     const revokeAny = (id: string, now: string) =>
       sql.withTransaction(
-        Effect.zipRight(
-          sql`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${now}) WHERE id = ${id}`,
-          findOwned({ id, now })
+        Effect.flatMap(revokeUnrevoked({ id, now }), (rows) =>
+          Effect.map(
+            findOwned({ id, now }),
+            Option.map((key) => ({ key, changed: rows.length > 0 }))
+          )
         )
       )
 
@@ -157,7 +178,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
       revokeAny,
       list,
       findByPrefix,
-      revoke: (userId: string, id: ApiKeyId, now: string) => Effect.asVoid(revoke(userId, id, now)),
+      revoke: (userId: string, id: ApiKeyId, now: string) => revoke({ userId, id, now }),
       touch: (id: ApiKeyId, now: string, notBefore: string) => Effect.asVoid(touch(id, now, notBefore))
     } as const
   })

@@ -643,6 +643,34 @@ describe("audit records", () => {
   }, 30_000)
 })
 
+describe("a record only for a change that happened", () => {
+  const recordsOf = async (targetId: string, action?: string) =>
+    (await rawRecords()).filter((r) => r.target_id === targetId && (action === undefined || r.action === action))
+
+  test("cli api-keys revoke of a key already revoked records nothing", async () => {
+    const key = await call(ann, "POST", "/v1/api-keys", { name: "revoked twice", scopes: ["read"] })
+    expect(key.status).toBe(201)
+    await server.cli("api-keys", "revoke", "--key", key.body.data.id)
+    const again = await server.cli<{ revoked_at: string }>("api-keys", "revoke", "--key", key.body.data.id)
+    expect(again.revoked_at).toEqual(expect.any(String))
+    expect(await recordsOf(key.body.data.id, "api_key.revoked")).toHaveLength(1)
+  }, 30_000)
+
+  test("concurrent DELETE /v1/api-keys/:id of one key: each 204, one revocation record", async () => {
+    const doubled: Array<string> = []
+    for (let i = 0; i < 10; i++) {
+      const key = await call(ann, "POST", "/v1/api-keys", { name: `race-${i}`, scopes: ["read"] })
+      expect(key.status).toBe(201)
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, () => call(ann, "DELETE", `/v1/api-keys/${key.body.data.id}`))
+      )
+      expect(answers.map((a) => a.status)).toEqual([204, 204, 204, 204])
+      if ((await recordsOf(key.body.data.id, "api_key.revoked")).length !== 1) doubled.push(key.body.data.id)
+    }
+    expect(doubled).toEqual([])
+  }, 60_000)
+})
+
 describe("a change and its record commit together", () => {
   const failAuditInserts = (on: boolean) =>
     server.fixtures.run(
