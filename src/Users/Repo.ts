@@ -1,5 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { OrgId, UserId } from "../Domain/Ids.js"
 import { User, UserCredentials, UserPatch, UserWithOrg } from "../Domain/User.js"
 import * as PageCache from "../Sql/PageCache.js"
@@ -58,17 +58,38 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
           WHERE id = ${id} RETURNING id`
     })
 
+    const Suspension = Schema.Struct({ id: UserId, suspended_at: Schema.NullOr(Schema.String) })
+    /** Suspends (`at`) or reactivates (null) a user who is not so already; answers the row it changed. */
+    const changeSuspension = Rows.findOne({
+      Request: Schema.Struct({ id: Schema.String, at: Schema.NullOr(Schema.String) }),
+      Result: Suspension,
+      execute: ({ at, id }) =>
+        sql`UPDATE users SET suspended_at = ${at}
+          WHERE id = ${id} AND ${at === null ? sql`suspended_at IS NOT NULL` : sql`suspended_at IS NULL`}
+          RETURNING id, suspended_at`
+    })
+    const findSuspension = Rows.findOne({
+      Request: Schema.String,
+      Result: Suspension,
+      execute: (id) => sql`SELECT id, suspended_at FROM users WHERE id = ${id}`
+    })
+
     /**
      * Suspends (`at`) or reactivates (null) the user; a suspended user keeps their first `suspended_at`. Answers
-     * the user's `suspended_at` afterwards; none when there is no such user.
+     * the user's `suspended_at` afterwards and whether this call changed it; none when there is no such user.
      */
-    const setSuspended = Rows.findOne({
-      Request: Schema.Struct({ id: Schema.String, at: Schema.NullOr(Schema.String) }),
-      Result: Schema.Struct({ id: UserId, suspended_at: Schema.NullOr(Schema.String) }),
-      execute: ({ at, id }) =>
-        sql`UPDATE users SET suspended_at = ${at === null ? null : sql`COALESCE(suspended_at, ${at})`}
-          WHERE id = ${id} RETURNING id, suspended_at`
-    })
+    const setSuspended = (id: string, at: string | null) =>
+      Effect.flatMap(
+        changeSuspension({ id, at }),
+        Option.match({
+          onSome: (row) => Effect.succeedSome({ ...row, changed: true }),
+          onNone: () =>
+            Effect.map(
+              findSuspension(id),
+              Option.map((row) => ({ ...row, changed: false }))
+            )
+        })
+      )
 
     /** Every user, oldest first (the operator's `cli users list`). */
     const listAll = Rows.findAll({
@@ -113,7 +134,7 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
       update: (id: string, patch: UserPatch, at: string) =>
         patch.name === undefined ? update({ id, patch, at }) : PageCache.withLargeCache(update({ id, patch, at })),
       findCredentials,
-      setSuspended: (id: string, at: string | null) => setSuspended({ id, at }),
+      setSuspended,
       setPasswordHash: (id: string, passwordHash: string, at: string) =>
         Effect.map(setPasswordHash({ id, passwordHash, at }), (rows) => rows.length > 0)
     } as const

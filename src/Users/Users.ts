@@ -112,16 +112,16 @@ export class Users extends Effect.Service<Users>()("Users", {
     /**
      * `cli users suspend` / `users reactivate`: while `suspended_at` is set, every credential of the user is refused
      * (their keys' lookup, their OAuth tokens' and their sessions' join on it) and they cannot sign in; nothing of
-     * theirs is deleted, so reactivating restores what has not expired meanwhile.
+     * theirs is deleted, so reactivating restores what has not expired meanwhile. Suspending a suspended user, or
+     * reactivating an active one, changes nothing and records nothing.
      */
     const setSuspended = (id: string, suspended: boolean) =>
       Effect.gen(function* () {
         const user = yield* get(id)
         const row = yield* repo.setSuspended(id, suspended ? nowIso() : null).pipe(
           Effect.tap((found) =>
-            Option.isNone(found)
-              ? Effect.void
-              : events.record(
+            Option.isSome(found) && found.value.changed
+              ? events.record(
                   suspended ? "user.suspended" : "user.reactivated",
                   { type: "user", id },
                   {
@@ -129,6 +129,7 @@ export class Users extends Effect.Service<Users>()("Users", {
                     name: user.name
                   }
                 )
+              : Effect.void
           ),
           transaction
         )

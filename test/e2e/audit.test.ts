@@ -656,6 +656,16 @@ describe("a record only for a change that happened", () => {
     expect(await recordsOf(key.body.data.id, "api_key.revoked")).toHaveLength(1)
   }, 30_000)
 
+  test("cli users suspend of a suspended user, or reactivate of an active one, records nothing", async () => {
+    const account = await server.fixtures.account({ name: "Sue", password: "correct-horse-battery" })
+    const active = await server.cli<{ suspended_at: string | null }>("users", "reactivate", "--email", account.email)
+    expect(active.suspended_at).toBeNull()
+    const first = await server.cli<{ suspended_at: string }>("users", "suspend", "--email", account.email)
+    const second = await server.cli<{ suspended_at: string }>("users", "suspend", "--email", account.email)
+    expect(second.suspended_at).toBe(first.suspended_at) // the first suspension's time is kept
+    expect((await recordsOf(account.id)).map((r) => r.action)).toEqual(["user.suspended"])
+  }, 30_000)
+
   test("concurrent DELETE /v1/api-keys/:id of one key: each 204, one revocation record", async () => {
     const doubled: Array<string> = []
     for (let i = 0; i < 10; i++) {
