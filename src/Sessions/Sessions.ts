@@ -154,12 +154,13 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
     const revokeOthers = traced("Sessions.revokeOthers")(function* (principal: Principal) {
       yield* noOAuth(principal)
       const keep = principal.credential.kind === "jwt" ? principal.credential.id : null
-      yield* repo
-        .revokeOthers({ userId: principal.userId, keep, now: nowIso() })
-        .pipe(
-          Effect.zipRight(ended(principal, { type: "user", id: principal.userId }, "every other session")),
-          transaction
-        )
+      // Recorded only when a session ended: with none other live, nothing changes.
+      yield* repo.revokeOthers({ userId: principal.userId, keep, now: nowIso() }).pipe(
+        Effect.tap((count) =>
+          count > 0 ? ended(principal, { type: "user", id: principal.userId }, "every other session") : Effect.void
+        ),
+        transaction
+      )
     })
 
     return { start, authenticate, end, list, revoke, revokeOthers } as const

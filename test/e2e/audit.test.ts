@@ -666,6 +666,15 @@ describe("a record only for a change that happened", () => {
     expect((await recordsOf(account.id)).map((r) => r.action)).toEqual(["user.suspended"])
   }, 30_000)
 
+  test("DELETE /v1/users/me/sessions with no other session ends nothing and records nothing", async () => {
+    const sessions = await server.fixtures.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT id FROM sessions WHERE user_id = ${bob.id}`)
+    )
+    expect(sessions).toHaveLength(0)
+    expect((await call(bob, "DELETE", "/v1/users/me/sessions")).status).toBe(204)
+    expect(await recordsOf(bob.id, "session.revoked")).toHaveLength(0)
+  }, 30_000)
+
   test("concurrent DELETE /v1/api-keys/:id of one key: each 204, one revocation record", async () => {
     const doubled: Array<string> = []
     for (let i = 0; i < 10; i++) {
