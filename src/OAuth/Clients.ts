@@ -240,28 +240,46 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       return yield* repo.listClients()
     })
 
-    /** `cli oauth-clients delete`: the client goes with its pending authorizations, codes and tokens. */
+    /**
+     * `cli oauth-clients delete`: the client goes with its pending authorizations, codes and tokens. The record is
+     * its owner's (in their security log) when a user registered it through the API.
+     */
     const remove = traced("OAuthClients.remove")(function* (id: string) {
       const found = yield* repo.findClientSummary(id)
       if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
       const summary = found.value
       const deleted = yield* repo.deleteClient(id).pipe(
-        Effect.tap((done) => (done ? audit("oauth_client.deleted", { id, name: summary.name }, null) : Effect.void)),
+        Effect.tap(
+          Option.match({
+            onNone: () => Effect.void,
+            onSome: (row) => audit("oauth_client.deleted", { id, name: summary.name }, row.owner_id)
+          })
+        ),
         transaction
       )
-      if (!deleted) return yield* NotFound.resource("OAuth client", id)
+      if (Option.isNone(deleted)) return yield* NotFound.resource("OAuth client", id)
       return { client_id: id, deleted: true } as const
     })
 
-    /** `cli oauth-clients rotate-secret`: a new secret, shown this once; the old one stops working at once. */
+    /**
+     * `cli oauth-clients rotate-secret`: a new secret, shown this once; the old one stops working at once. Recorded
+     * for the client's owner, as `remove` is.
+     */
     const rotateSecret = traced("OAuthClients.rotateSecret")(function* (id: string) {
       const found = yield* repo.findClientSummary(id)
       if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
       if (found.value.public) return yield* ValidationFailed.field("client", "is public: it has no secret to rotate")
       const secret = newClientSecret()
-      yield* repo
-        .setClientSecret({ id, secretHash: sha256Hex(secret) })
-        .pipe(Effect.zipRight(audit("oauth_client.secret_rotated", { id, name: found.value.name }, null)), transaction)
+      const rotated = yield* repo.setClientSecret({ id, secretHash: sha256Hex(secret) }).pipe(
+        Effect.tap(
+          Option.match({
+            onNone: () => Effect.void,
+            onSome: (row) => audit("oauth_client.secret_rotated", { id, name: found.value.name }, row.owner_id)
+          })
+        ),
+        transaction
+      )
+      if (Option.isNone(rotated)) return yield* NotFound.resource("OAuth client", id)
       return { ...found.value, client_secret: secret }
     })
 

@@ -301,19 +301,23 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       Result: ClientSummaryRow,
       execute: (id) => sql`SELECT ${summaryColumns} FROM oauth_clients WHERE id = ${id}`
     })
-    /** Deletes the client and, by the foreign keys, its pending authorizations, codes and tokens. */
-    const deleteClient = (id: string) =>
-      Effect.map(
-        SqlSchema.findAll({
-          Request: Schema.String,
-          Result: Changed,
-          execute: (clientId) => sql`DELETE FROM oauth_clients WHERE id = ${clientId} RETURNING id`
-        })(id),
-        changedAny
-      )
-    const setClientSecret = SqlSchema.void({
+    /** What the operator's change of a client answers: its owner (null for the operator's own), for the record. */
+    const ChangedClient = Schema.Struct({ id: Schema.String, owner_id: Schema.NullOr(Schema.String) })
+    /**
+     * Deletes the client and, by the foreign keys, its pending authorizations, codes and tokens. Answers the row it
+     * deleted; none when there was none.
+     */
+    const deleteClient = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ChangedClient,
+      execute: (clientId) => sql`DELETE FROM oauth_clients WHERE id = ${clientId} RETURNING id, owner_id`
+    })
+    /** A new secret hash; answers the row it changed, none when there was none. */
+    const setClientSecret = SqlSchema.findOne({
       Request: Schema.Struct({ id: Schema.String, secretHash: Schema.String }),
-      execute: ({ id, secretHash }) => sql`UPDATE oauth_clients SET secret_hash = ${secretHash} WHERE id = ${id}`
+      Result: ChangedClient,
+      execute: ({ id, secretHash }) =>
+        sql`UPDATE oauth_clients SET secret_hash = ${secretHash} WHERE id = ${id} RETURNING id, owner_id`
     })
 
     const insertPending = SqlSchema.void({

@@ -690,6 +690,26 @@ describe("a record only for a change that happened", () => {
   }, 60_000)
 })
 
+describe("the operator's changes to a user's things are in that user's log", () => {
+  test("cli oauth-clients rotate-secret and delete of a client a user registered", async () => {
+    const client = await call(ann, "POST", "/v1/oauth-clients", {
+      name: "Ann's app",
+      redirect_uris: ["https://ann.example.com/cb"]
+    })
+    expect(client.status).toBe(201)
+    const id = client.body.data.id
+    await server.cli("oauth-clients", "rotate-secret", "--client", id)
+    await server.cli("oauth-clients", "delete", "--client", id)
+    const mine = (await myLog(ann, "?action=oauth_client.secret_rotated,oauth_client.deleted")).filter(
+      (r) => r.target.id === id
+    )
+    expect(mine.map((r) => [r.action, r.actor.type, r.target_name])).toEqual([
+      ["oauth_client.deleted", "operator", "Ann's app"],
+      ["oauth_client.secret_rotated", "operator", "Ann's app"]
+    ])
+  }, 30_000)
+})
+
 describe("a change and its record commit together", () => {
   const failAuditInserts = (on: boolean) =>
     server.fixtures.run(
