@@ -46,9 +46,11 @@ export const actionWords: Record<AuditAction, string> = {
   "session.created": "signed in",
   "session.failed": "failed to sign in (wrong password)",
   "session.revoked": "signed a session out",
+  "user.created": "created the account",
   "user.updated": "updated the account",
   "user.suspended": "suspended the account",
-  "user.reactivated": "reactivated the account"
+  "user.reactivated": "reactivated the account",
+  "user.deleted": "deleted the account"
 }
 
 const credentialWords = { api_key: "API key", oauth: "OAuth app", session: "Session" } as const

@@ -54,7 +54,9 @@ export const auditActions = [
   "session.created",
   "session.failed",
   "session.revoked",
+  "user.created",
   "user.updated",
   "user.suspended",
-  "user.reactivated"
+  "user.reactivated",
+  "user.deleted"
 ] as const

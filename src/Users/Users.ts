@@ -1,4 +1,3 @@
-import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { PasswordHashMemoryConfig } from "../Config.js"
 import { changesOf } from "../Domain/Audit.js"
@@ -25,7 +24,6 @@ export interface CreateUser {
 export class Users extends Effect.Service<Users>()("Users", {
   dependencies: [UsersRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
     const usersRepo = yield* UsersRepo
     const repo = orDie(usersRepo)
     const events = yield* Events
@@ -36,7 +34,7 @@ export class Users extends Effect.Service<Users>()("Users", {
     const hashPassword = (password: string) =>
       Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id", memoryCost, timeCost: 2 }))
 
-    /** A new user, with an organisation of their own, in one transaction. */
+    /** A new user, with an organisation of their own and the record `user.created`, in one transaction. */
     const create = traced("Users.create")(function* (input: CreateUser) {
       const email = input.email.trim().toLowerCase()
       if (!EMAIL.test(email) || email.length > 254) {
@@ -52,7 +50,8 @@ export class Users extends Effect.Service<Users>()("Users", {
       const user = { id: makeId("user"), org_id: org.id, email, name, password_hash, created_at: now }
       // The repository as it is, for its unique-key clash (a taken email) is the caller's 409.
       yield* Effect.zipRight(usersRepo.insertOrg(org), usersRepo.insert(user)).pipe(
-        sql.withTransaction,
+        Effect.zipRight(events.record("user.created", { type: "user", id: user.id }, { user: user.id, name })),
+        events.transaction,
         Effect.catchTag("SqlError", (error) =>
           isUniqueViolation(error)
             ? Effect.fail(new Conflict({ message: `A user with email ${email} already exists` }))
@@ -164,26 +163,24 @@ export class Users extends Effect.Service<Users>()("Users", {
     /**
      * `cli users delete`. Refused while the user owns a project, belongs to a team or started a deployment that
      * is still on record: deleting them would delete those (or change a team) without the events the spec
-     * promises. Their keys, webhooks and OAuth grants go with them.
+     * promises. Their keys, webhooks and OAuth grants go with them, in the transaction that records `user.deleted`
+     * (in their own log: no foreign key ties a record to its user, so it outlives them until the retention sweep).
      */
-    const remove = traced("Users.remove")(
-      function* (id: string) {
-        const user = yield* get(id)
-        const { projects, teams, deployments } = yield* repo.holdings(id)
-        const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
-        const held = [
-          ...(projects > 0 ? [`owns ${plural(projects, "project")} (delete them first)`] : []),
-          ...(teams > 0 ? [`belongs to ${plural(teams, "team")} (leave them first)`] : []),
-          ...(deployments > 0 ? [`started ${plural(deployments, "deployment")} in projects still on record`] : [])
-        ]
-        if (held.length > 0)
-          return yield* new Conflict({ message: `User ${user.name} (${user.email}) still ${held.join(", ")}` })
-        if (!(yield* repo.remove(id))) return yield* NotFound.resource("user", id)
-        return { id, deleted: true } as const
-      },
-      sql.withTransaction,
-      dieOnSqlError
-    )
+    const remove = traced("Users.remove")(function* (id: string) {
+      const user = yield* get(id)
+      const { projects, teams, deployments } = yield* repo.holdings(id)
+      const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+      const held = [
+        ...(projects > 0 ? [`owns ${plural(projects, "project")} (delete them first)`] : []),
+        ...(teams > 0 ? [`belongs to ${plural(teams, "team")} (leave them first)`] : []),
+        ...(deployments > 0 ? [`started ${plural(deployments, "deployment")} in projects still on record`] : [])
+      ]
+      if (held.length > 0)
+        return yield* new Conflict({ message: `User ${user.name} (${user.email}) still ${held.join(", ")}` })
+      if (!(yield* repo.remove(id))) return yield* NotFound.resource("user", id)
+      yield* events.record("user.deleted", { type: "user", id }, { user: id, name: user.name })
+      return { id, deleted: true } as const
+    }, transaction)
 
     return {
       create,

@@ -387,7 +387,8 @@ describe("audit records", () => {
       body: { email: account.email, password: "wrong-password-here" }
     })
     expect(bad.status).toBe(401)
-    const records = (await rawRecords()).filter((r) => r.user_id === account.id)
+    // Besides the account's own creation (the fixture's `Users.create`).
+    const records = (await rawRecords()).filter((r) => r.user_id === account.id && r.action !== "user.created")
     expect(records.map((r) => r.action).sort()).toEqual(["session.created", "session.failed"])
     const created = records.find((r) => r.action === "session.created")!
     expect(created).toMatchObject({ actor_type: "user", actor_id: account.id, actor_name: "Sam", user_id: account.id })
@@ -663,7 +664,9 @@ describe("a record only for a change that happened", () => {
     const first = await server.cli<{ suspended_at: string }>("users", "suspend", "--email", account.email)
     const second = await server.cli<{ suspended_at: string }>("users", "suspend", "--email", account.email)
     expect(second.suspended_at).toBe(first.suspended_at) // the first suspension's time is kept
-    expect((await recordsOf(account.id)).map((r) => r.action)).toEqual(["user.suspended"])
+    // Besides the account's own creation (the fixture's `Users.create`).
+    const changes = (await recordsOf(account.id)).filter((r) => r.action !== "user.created")
+    expect(changes.map((r) => r.action)).toEqual(["user.suspended"])
   }, 30_000)
 
   test("DELETE /v1/users/me/sessions with no other session ends nothing and records nothing", async () => {
@@ -706,6 +709,43 @@ describe("the operator's changes to a user's things are in that user's log", () 
     expect(mine.map((r) => [r.action, r.actor.type, r.target_name])).toEqual([
       ["oauth_client.deleted", "operator", "Ann's app"],
       ["oauth_client.secret_rotated", "operator", "Ann's app"]
+    ])
+  }, 30_000)
+})
+
+describe("every change has its record", () => {
+  test("cli users create and users delete: user.created and user.deleted, the operator's, outliving the user", async () => {
+    const email = `made-${crypto.randomUUID()}@example.com`
+    const made = await server.cli<{ id: string }>("users", "create", "--email", email, "--name", "Made")
+    // Their own security log shows their account's creation, by the operator.
+    const issued = await server.cli<{ id: string; key: string }>(
+      "api-keys",
+      "create",
+      "--user",
+      made.id,
+      "--name",
+      "reader",
+      "--scopes",
+      "read"
+    )
+    const reader: TestUser = { id: made.id, email, name: "Made", key: issued.key, keyId: issued.id }
+    const mine = await myLog(reader, "?action=user.created")
+    expect(mine).toHaveLength(1)
+    expect(mine[0]).toMatchObject({
+      actor: { type: "operator" },
+      credential: null,
+      target: { type: "user", id: made.id },
+      target_name: "Made",
+      team_id: null,
+      ip: null,
+      request_id: null
+    })
+    await server.cli("users", "delete", "--user", made.id)
+    // No foreign key ties a record to its user: the deletion's record is kept after the user is gone.
+    const records = (await rawRecords()).filter((r) => r.target_id === made.id)
+    expect(records.map((r) => [r.action, r.actor_type, r.user_id, r.target_name]).sort()).toEqual([
+      ["user.created", "operator", made.id, "Made"],
+      ["user.deleted", "operator", made.id, "Made"]
     ])
   }, 30_000)
 })

@@ -16,6 +16,7 @@ import { requestHash } from "../../src/Idempotency/Idempotency.ts"
 import { keyIdFor, keyIdOf, keyRingOf, newKeyText } from "../../src/Secrets/KeyRing.ts"
 import { SqlClientLive } from "../../src/Sql/Client.ts"
 import { runMigrationsBefore } from "../../src/Sql/Migrations.ts"
+import { UsersRepo } from "../../src/Users/Repo.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { withSettings } from "../support/fixtures.ts"
 import { webhookRow } from "../support/helpers.ts"
@@ -221,7 +222,9 @@ describe("migration 0021", () => {
   test("encrypts the secrets stored before it, which then sign, sign in and replay as before", async () => {
     const databaseUrl = await freshDatabaseUrl()
     const settings = withSettings({ DATABASE_URL: databaseUrl })
-    const old = ManagedRuntime.make(Users.Default.pipe(Layer.provideMerge(SqlClientLive), Layer.provide(settings)))
+    const old = ManagedRuntime.make(
+      Layer.mergeAll(Users.Default, UsersRepo.Default).pipe(Layer.provideMerge(SqlClientLive), Layer.provide(settings))
+    )
     const password = "correct horse battery staple"
     const email = `migrated.${Date.now()}@example.com`
     const secret = `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64")}`
@@ -235,9 +238,14 @@ describe("migration 0021", () => {
     const userId = await old.runPromise(
       Effect.gen(function* () {
         yield* runMigrationsBefore("0021_secrets_at_rest")
-        const user = yield* Effect.flatMap(Users, (users) => users.create({ email, name: "Before", password }))
-        const sql = yield* SqlClient.SqlClient
+        // The user's rows as they were then: `Users.create` writes its audit record, whose table comes later (0023).
         const now = new Date().toISOString()
+        const password_hash = yield* Effect.flatMap(Users, (users) => users.hashPassword(password))
+        const org = { id: makeId("org"), name: "Before's organization", created_at: now }
+        const user = { id: makeId("user"), org_id: org.id, email, name: "Before", password_hash, created_at: now }
+        const usersRepo = yield* UsersRepo
+        yield* Effect.zipRight(usersRepo.insertOrg(org), usersRepo.insert(user))
+        const sql = yield* SqlClient.SqlClient
         yield* sql`INSERT INTO webhooks ${sql.insert(
           webhookRow({ id: hookId, userId: user.id, url: receiver.url("/migrated"), secret, at: now })
         )}`
