@@ -43,6 +43,7 @@ export const actionWords: Record<AuditAction, string> = {
   "oauth_client.secret_rotated": "rotated an OAuth app secret",
   "authorization.granted": "authorized an app",
   "authorization.revoked": "revoked an app's access",
+  "oauth_token.revoked": "revoked an OAuth token",
   "session.created": "signed in",
   "session.failed": "failed to sign in (wrong password)",
   "session.revoked": "signed a session out",

@@ -25,10 +25,16 @@ export const Actor = Schema.Union(UserActor, OperatorActor, SystemActor).annotat
 })
 export type Actor = typeof Actor.Type
 
-/** Who acts where no principal says so (the CLI, a sign-in, a background fiber). */
+/**
+ * Who acts where no principal says so (the CLI, a sign-in, a background fiber). A user may act through a credential
+ * that is not a bearer of `/v1` (an OAuth client authenticated at `/oauth/revoke`, acting for the token's user): its
+ * records name it.
+ */
 export class CurrentActor extends Context.Tag("CurrentActor")<
   CurrentActor,
-  { readonly type: "user"; readonly id: string } | { readonly type: "operator" } | { readonly type: "system" }
+  | { readonly type: "user"; readonly id: string; readonly credential?: AuditCredential | undefined }
+  | { readonly type: "operator" }
+  | { readonly type: "system" }
 >() {}
 
 export const OPERATOR: typeof OperatorActor.Type = { type: "operator" }

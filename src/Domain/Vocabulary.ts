@@ -51,6 +51,7 @@ export const auditActions = [
   "oauth_client.secret_rotated",
   "authorization.granted",
   "authorization.revoked",
+  "oauth_token.revoked",
   "session.created",
   "session.failed",
   "session.revoked",

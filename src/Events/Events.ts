@@ -17,10 +17,11 @@
  *
  * The actor is read from the context, never passed: the request's `CurrentPrincipal` (a user, through any
  * credential; their name and an OAuth token's client as the credential's check read them, with the user's row),
- * else `CurrentActor` (the CLI provides the operator, a sign-in the user signing in, background fibers the system),
- * else the system. The credential (its kind and id), the client's address, its user agent and the request id come
- * from the request being served, if any. A `transaction` that emitted an event but recorded nothing fails as a
- * defect, so a feature cannot forget its record; a failed or refused change rolls its record back with it.
+ * else `CurrentActor` (the CLI provides the operator, a sign-in the user signing in, `/oauth/revoke` the token's
+ * user with the client as the credential, background fibers the system), else the system. The credential (its kind
+ * and id), the client's address, its user agent and the request id come from the request being served, if any. A
+ * `transaction` that emitted an event but recorded nothing fails as a defect, so a feature cannot forget its record;
+ * a failed or refused change rolls its record back with it.
  *
  * Deliveries this process has room for (the DeliveryInbox) are claimed as they are written and handed to the
  * inbox once the transaction has committed, so their first attempt starts at once, without a claim query; the
@@ -217,9 +218,9 @@ export class Events extends Effect.Service<Events>()("Events", {
       const explicit = yield* Effect.serviceOption(CurrentActor)
       if (Option.isSome(explicit)) {
         const actor = explicit.value
-        return actor.type === "user"
-          ? yield* lookUpActing(actor.id, undefined)
-          : { actor: actor.type === "operator" ? OPERATOR : SYSTEM, credential: null }
+        if (actor.type !== "user") return { actor: actor.type === "operator" ? OPERATOR : SYSTEM, credential: null }
+        const found = yield* lookUpActing(actor.id, undefined)
+        return { actor: found.actor, credential: actor.credential ?? null } satisfies Acting
       }
       const principal = yield* Effect.serviceOption(CurrentPrincipal)
       if (Option.isNone(principal)) return { actor: SYSTEM, credential: null } satisfies Acting

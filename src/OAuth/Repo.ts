@@ -413,11 +413,18 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
         })(request),
         changedAny
       )
-    const revokeFamily = SqlSchema.void({
-      Request: Schema.Struct({ familyId: Schema.String, now: Schema.String }),
-      execute: ({ familyId, now }) =>
-        sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE family_id = ${familyId} AND revoked_at IS NULL`
-    })
+    /** Revokes the family's tokens not revoked yet: whether there was one (what an audit record needs to know). */
+    const revokeFamily = (request: { readonly familyId: string; readonly now: string }) =>
+      Effect.map(
+        SqlSchema.findAll({
+          Request: Schema.Struct({ familyId: Schema.String, now: Schema.String }),
+          Result: Changed,
+          execute: ({ familyId, now }) =>
+            sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE family_id = ${familyId} AND revoked_at IS NULL
+              RETURNING id`
+        })(request),
+        changedAny
+      )
     /**
      * The user's grant to the client, made on first consent; a later consent adds its scopes (the grant's scopes
      * are the union of what the user approved). Answers the grant's id. Run inside the consent's transaction.
@@ -451,10 +458,17 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
           WHERE id = ${request.id} AND (last_used_at IS NULL OR last_used_at < ${request.notBefore})`
       )
 
-    const revokeToken = SqlSchema.void({
-      Request: ById,
-      execute: ({ id, now }) => sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL`
-    })
+    /** Revokes the token unless it is already: whether it was not. */
+    const revokeToken = (request: typeof ById.Type) =>
+      Effect.map(
+        SqlSchema.findAll({
+          Request: ById,
+          Result: Changed,
+          execute: ({ id, now }) =>
+            sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL RETURNING id`
+        })(request),
+        changedAny
+      )
 
     return {
       insertClient,

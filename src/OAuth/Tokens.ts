@@ -5,12 +5,14 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
+import { CurrentActor } from "../Domain/Audit.js"
 import { Unauthorized } from "../Domain/Errors.js"
 import { randomBase62 } from "../Domain/Ids.js"
 import { knownScopes, type OAuthClient, OAuthError, OAuthToken, scopeText, storedScopes } from "../Domain/OAuth.js"
 import type { Principal } from "../Domain/Principal.js"
 import { sameHash, sha256Hex } from "../Domain/Secrets.js"
 import { nowIso } from "../Domain/Time.js"
+import { Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { dieOnSqlError, orDie } from "../Sql/Repository.js"
 import { OAuthRepo } from "./Repo.js"
@@ -69,11 +71,12 @@ const reusedRefresh = "The refresh token was already used; every token of this g
 const suspendedUser = "The user is suspended"
 
 export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
-  dependencies: [OAuthRepo.Default],
+  dependencies: [OAuthRepo.Default, Events.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const oauthRepo = yield* OAuthRepo
     const repo = orDie(oauthRepo)
+    const events = yield* Events
 
     /** An access token and a refresh token in one family (the code's id, kept down the refresh chain). */
     const issue = Effect.fnUntraced(function* (grant: {
@@ -228,13 +231,25 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
 
     /**
      * RFC 7009: unknown tokens and other clients' tokens are answered the same, and left alone. A refresh token
-     * takes its whole grant with it (§2.1); an access token goes alone.
+     * takes its whole grant with it (§2.1); an access token goes alone. What is revoked is recorded
+     * (`oauth_token.revoked`, in the user's log: the user acting through the client); a token already revoked
+     * changes nothing and records nothing.
      */
     const revoke = traced("OAuthTokens.revoke")(function* (client: OAuthClient, token: string) {
       const found = yield* repo.findToken(sha256Hex(token))
       if (Option.isNone(found) || found.value.clientId !== client.id) return
-      if (found.value.kind === "refresh") yield* revokeFamily(found.value.familyId)
-      else yield* repo.revokeToken({ id: found.value.id, now: nowIso() })
+      const { id, kind, familyId, userId } = found.value
+      const revoked = kind === "refresh" ? revokeFamily(familyId) : repo.revokeToken({ id, now: nowIso() })
+      yield* revoked.pipe(
+        Effect.tap((changed) =>
+          changed
+            ? events.record("oauth_token.revoked", { type: "oauth_token", id }, { user: userId, name: client.name })
+            : Effect.void
+        ),
+        events.transaction,
+        dieOnSqlError,
+        Effect.provideService(CurrentActor, { type: "user", id: userId, credential: { type: "oauth", id: client.id } })
+      )
     })
 
     /**

@@ -10,8 +10,10 @@ import { Effect } from "effect"
 import { Webhook } from "standardwebhooks"
 import { startInProcess } from "../support/in-process.ts"
 import { formAction, formField } from "../support/oauthPages.ts"
+import { confidentialClient, type OAuthHarness, oauthLayers, oauthTokensOf } from "../support/oauthTokens.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type Server, type TestUser, usingPostgres } from "../support/server.ts"
+import { onDatabase } from "../support/services.ts"
 
 const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_POLL_INTERVAL: "100ms" }
 const ALL = "read,write,team:manage"
@@ -21,6 +23,7 @@ let receiver: Receiver
 let ann: TestUser
 let bob: TestUser
 let eve: TestUser
+let oauth: OAuthHarness
 
 const call = (user: TestUser, method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
   server.request(path, {
@@ -65,6 +68,7 @@ const rawRecords = () =>
 beforeAll(async () => {
   receiver = startReceiver()
   server = await startInProcess({ env: ENV })
+  oauth = onDatabase(oauthLayers, server.databaseUrl)
   ;[ann, bob, eve] = await Promise.all([
     server.user({ name: "Ann", scopes: ALL }),
     server.user({ name: "Bob", scopes: ALL }),
@@ -72,6 +76,7 @@ beforeAll(async () => {
   ])
 }, 60_000)
 afterAll(async () => {
+  await oauth?.dispose()
   await server?.stop()
   await receiver?.stop()
 }, 20_000)
@@ -747,6 +752,55 @@ describe("every change has its record", () => {
       ["user.created", "operator", made.id, "Made"],
       ["user.deleted", "operator", made.id, "Made"]
     ])
+  }, 30_000)
+
+  test("RFC 7009 revocation: oauth_token.revoked in the user's log, by the client; nothing when nothing is revoked", async () => {
+    const redirect = "https://revoked.example.com/cb"
+    const account = await server.fixtures.account({ name: "Rhea", password: "correct-horse-battery" })
+    const client = await confidentialClient(oauth, "Revoking app", redirect)
+    const revoke = (token: string) =>
+      fetch(new URL("/oauth/revoke", server.url), {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", "user-agent": "revoke-test" },
+        body: new URLSearchParams({ token, client_id: client.id, client_secret: client.secret })
+      })
+    const revokedOf = async () => (await rawRecords()).filter((r) => r.action === "oauth_token.revoked")
+    const before = (await revokedOf()).length
+
+    // A refresh token takes its family with it: one record.
+    const family = await oauthTokensOf(oauth, client, redirect, account.id)
+    expect((await revoke(family.refreshToken)).status).toBe(200)
+    expect((await server.request("/v1/users/me", { key: family.accessToken })).status).toBe(401)
+    // Again, an access token of the family already revoked, or an unknown token: 200, and no record.
+    expect((await revoke(family.refreshToken)).status).toBe(200)
+    expect((await revoke(family.accessToken)).status).toBe(200)
+    expect((await revoke(`pcr_${"x".repeat(40)}`)).status).toBe(200)
+    // An access token goes alone: one record.
+    const other = await oauthTokensOf(oauth, client, redirect, account.id)
+    expect((await revoke(other.accessToken)).status).toBe(200)
+    expect((await revokedOf()).length - before).toBe(2)
+
+    const login = await server.request("/oauth/login", {
+      method: "POST",
+      body: { email: account.email, password: "correct-horse-battery" }
+    })
+    const log = await server.request("/v1/users/me/audit-log?action=oauth_token.revoked", {
+      key: String(login.body.access_token)
+    })
+    expect(log.status).toBe(200)
+    const records: Array<Rec> = log.body.data
+    expect(records).toHaveLength(2)
+    for (const record of records) {
+      expect(record).toMatchObject({
+        actor: { type: "user", id: account.id, name: "Rhea" },
+        credential: { type: "oauth", id: client.id },
+        target: { type: "oauth_token" },
+        target_name: "Revoking app",
+        team_id: null,
+        user_agent: "revoke-test"
+      })
+      expect(record.request_id).toBeTruthy()
+    }
   }, 30_000)
 })
 
