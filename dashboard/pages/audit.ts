@@ -36,6 +36,7 @@ export const actionWords: Record<AuditAction, string> = {
   "webhook.deleted": "deleted a webhook",
   "webhook.secret_rotated": "rotated a webhook secret",
   "webhook.recovered": "recovered a webhook",
+  "webhook.tested": "sent a webhook a test event",
   "delivery.retried": "retried a delivery",
   "oauth_client.created": "created an OAuth app",
   "oauth_client.updated": "updated an OAuth app",

@@ -44,6 +44,7 @@ export const auditActions = [
   "webhook.deleted",
   "webhook.secret_rotated",
   "webhook.recovered",
+  "webhook.tested",
   "delivery.retried",
   "oauth_client.created",
   "oauth_client.updated",

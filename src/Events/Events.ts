@@ -20,8 +20,8 @@
  * else `CurrentActor` (the CLI provides the operator, a sign-in the user signing in, `/oauth/revoke` the token's
  * user with the client as the credential, background fibers the system), else the system. The credential (its kind
  * and id), the client's address, its user agent and the request id come from the request being served, if any. A
- * `transaction` that emitted an event but recorded nothing fails as a defect, so a feature cannot forget its record;
- * a failed or refused change rolls its record back with it.
+ * `transaction` that emitted an event (`emit`, `emitTest`) but recorded nothing fails as a defect, so a feature
+ * cannot forget its record; a failed or refused change rolls its record back with it.
  *
  * Deliveries this process has room for (the DeliveryInbox) are claimed as they are written and handed to the
  * inbox once the transaction has committed, so their first attempt starts at once, without a claim query; the
@@ -450,17 +450,21 @@ export class Events extends Effect.Service<Events>()("Events", {
 
     /**
      * A `webhook.test` event for the webhook `id` alone, whatever its `events` (the type cannot be subscribed to),
-     * with its one delivery, in a transaction of its own. It has no audience, so it is in no one's events feed.
-     * Answers the delivery's id (none when the webhook is gone).
+     * with its one delivery. It has no audience, so it is in no one's events feed. Like `emit`, it must run inside
+     * the `transaction` of the change, which must record it (`webhook.tested`): it counts as an emitted event.
+     * Answers the delivery's id; when the webhook is gone, none, and writes nothing.
      */
     const emitTest = Effect.fnUntraced(function* (id: WebhookId) {
       const hooks = yield* Effect.flatMap(sql`SELECT ${subscriberColumns} FROM webhooks WHERE id = ${id}`, (rows) =>
         Effect.orDie(decodeSubscribers(rows))
       )
+      if (hooks.length === 0) return Option.none<DeliveryId>()
       const data = yield* encodeData(TEST_EVENT, { webhook_id: id })
       const [delivery] = yield* write(yield* makeEvent(TEST_EVENT, data, (yield* acting).actor), [], hooks)
+      const claims = yield* Effect.serviceOption(CurrentClaims)
+      if (Option.isSome(claims)) claims.value.emitted += 1
       return Option.fromNullable(delivery)
-    }, transaction)
+    })
 
     return { emit, emitTest, record, transaction, wake: inbox.ring } as const
   })

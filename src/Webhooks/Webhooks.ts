@@ -325,10 +325,16 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return rotated
     })
 
-    /** A `webhook.test` event to this webhook alone, delivered (signed, retried, logged) like any other. */
+    /**
+     * A `webhook.test` event to this webhook alone, delivered (signed, retried, logged) like any other, recorded as
+     * `webhook.tested` in its transaction.
+     */
     const test = traced("Webhooks.test")(function* (principal: Principal, id: WebhookId) {
-      yield* find(principal, id)
-      const deliveryId = yield* dieOnSqlError(events.emitTest(id))
+      const hook = yield* find(principal, id)
+      const deliveryId = yield* events.emitTest(id).pipe(
+        Effect.tap((made) => (Option.isSome(made) ? audit("webhook.tested", principal, hook) : Effect.void)),
+        transaction
+      )
       if (Option.isNone(deliveryId)) return yield* Effect.fail(NotFound.resource("webhook", id))
       return yield* findDelivery(principal, id, deliveryId.value)
     })

@@ -802,6 +802,21 @@ describe("every change has its record", () => {
       expect(record.request_id).toBeTruthy()
     }
   }, 30_000)
+
+  test("POST /v1/webhooks/:id/test: webhook.tested, with its event and delivery", async () => {
+    const hook = await call(ann, "POST", "/v1/webhooks", { url: receiver.url("/tested"), events: ["project.created"] })
+    expect(hook.status).toBe(201)
+    const tested = await call(ann, "POST", `/v1/webhooks/${hook.body.data.id}/test`, {})
+    expect(tested.status).toBe(202)
+    const records = (await myLog(ann, "?action=webhook.tested")).filter((r) => r.target.id === hook.body.data.id)
+    expect(records).toHaveLength(1)
+    expect(records[0]).toMatchObject({
+      actor: { type: "user", id: ann.id, name: "Ann" },
+      credential: { type: "api_key", id: ann.keyId },
+      target: { type: "webhook", id: hook.body.data.id },
+      target_name: receiver.url("/tested")
+    })
+  }, 30_000)
 })
 
 describe("a change and its record commit together", () => {

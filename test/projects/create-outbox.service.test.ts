@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Exit, Layer, ManagedRuntime } from "effect"
-import { makeId } from "../../src/Domain/Ids.ts"
+import { makeId, WebhookId } from "../../src/Domain/Ids.ts"
 import type { Principal } from "../../src/Domain/Principal.ts"
 import { Events } from "../../src/Events/Events.ts"
 import { DeliveryInbox } from "../../src/Events/Inbox.ts"
@@ -237,6 +237,31 @@ describe("a create and its outbox rows", () => {
     expect(String(exit)).toContain("without its audit record")
     const rows = await sql((sql) => sql`SELECT id FROM events WHERE payload LIKE ${`%${marker}%`}`)
     expect(rows).toHaveLength(0)
+    expect(await freeRoom()).toBe(ROOM)
+  })
+
+  test("a webhook's test event (emitTest) without its audit record dies as well: no event, no delivery", async () => {
+    const hook = WebhookId.make(bobHook)
+    const testEvents = () =>
+      sql(
+        (sql) =>
+          sql<{
+            readonly id: string
+          }>`SELECT id FROM events WHERE type = 'webhook.test' AND payload LIKE ${`%${hook}%`}`
+      )
+    const exit = await run(Effect.exit(Effect.flatMap(Events, (events) => events.transaction(events.emitTest(hook)))))
+    expect(String(exit)).toContain("without its audit record")
+    expect(await testEvents()).toHaveLength(0)
+    // With its record, it commits.
+    await run(
+      Effect.flatMap(Events, (events) =>
+        events.transaction(
+          Effect.tap(events.emitTest(hook), () => events.record("webhook.tested", { type: "webhook", id: hook }))
+        )
+      )
+    )
+    const [event] = await testEvents()
+    expect((await handed()).map((d): string => `${d.webhook_id} ${d.event_id}`)).toEqual([`${hook} ${event?.id}`])
     expect(await freeRoom()).toBe(ROOM)
   })
 
