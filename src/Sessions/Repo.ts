@@ -1,6 +1,6 @@
 /** The `sessions` table (migration 0022): one row per sign-in, revoked by logout, gone with its user. */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { SessionId, Stored } from "../Domain/Ids.js"
 import type { ListQuery } from "../Domain/Lists.js"
 import { SessionCredential, type SessionSort } from "../Domain/Session.js"
@@ -30,6 +30,7 @@ export const SessionRow = Schema.Struct({
 export type SessionRow = typeof SessionRow.Type
 
 const Changed = Schema.Struct({ id: Schema.String })
+const Ended = Schema.Struct({ id: Schema.String, user_agent: Schema.NullOr(Schema.String) })
 
 export class SessionsRepo extends Effect.Service<SessionsRepo>()("SessionsRepo", {
   effect: Effect.gen(function* () {
@@ -72,18 +73,18 @@ export class SessionsRepo extends Effect.Service<SessionsRepo>()("SessionsRepo",
         query
       )
 
-    /** Ends one of the user's live sessions; answers whether it was live. */
+    /** Ends one of the user's live sessions; answers its client (`user_agent`, its name) when it was live. */
     const revoke = (request: { readonly userId: string; readonly id: string; readonly now: string }) =>
       Effect.map(
         Rows.findAll({
           Request: Schema.Void,
-          Result: Changed,
+          Result: Ended,
           execute: () =>
             sql`UPDATE sessions SET revoked_at = ${request.now}
               WHERE id = ${request.id} AND user_id = ${request.userId} AND revoked_at IS NULL
-              AND expires_at > ${request.now} RETURNING id`
+              AND expires_at > ${request.now} RETURNING id, user_agent`
         })(undefined),
-        (rows) => rows.length > 0
+        (rows) => Option.fromNullable(rows[0])
       )
 
     /** Ends every live session of the user but `keep` (none kept when null); answers how many ended. */

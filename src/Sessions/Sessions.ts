@@ -25,6 +25,9 @@ const TOUCH_INTERVAL_MS = 60_000
 /** The most of a `User-Agent` kept. */
 const MAX_USER_AGENT = 512
 
+/** A session's name, as the dashboard's Sessions page shows it: the client it was started with. */
+const sessionName = (userAgent: string | null): string => userAgent ?? "an unknown client"
+
 /** Where a sign-in came from, as the request tells it. */
 export interface SessionOrigin {
   readonly ip: string | null
@@ -68,6 +71,7 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
       const issuedAt = Math.floor(now.getTime() / 1000)
       const expiresAt = issuedAt + JWT_TTL_SECONDS
       const id = SessionId.make(makeId("session"))
+      const userAgent = origin.userAgent === null ? null : origin.userAgent.slice(0, MAX_USER_AGENT)
       yield* repo
         .insert({
           id,
@@ -75,12 +79,14 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
           created_at: now.toISOString(),
           last_used_at: now.toISOString(),
           ip: origin.ip,
-          user_agent: origin.userAgent === null ? null : origin.userAgent.slice(0, MAX_USER_AGENT),
+          user_agent: userAgent,
           revoked_at: null,
           expires_at: new Date(expiresAt * 1000).toISOString()
         })
         .pipe(
-          Effect.zipRight(events.record("session.created", { type: "session", id }, { user: userId })),
+          Effect.zipRight(
+            events.record("session.created", { type: "session", id }, { user: userId, name: sessionName(userAgent) })
+          ),
           transaction,
           Effect.provideService(CurrentActor, { type: "user", id: userId })
         )
@@ -118,8 +124,11 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
     const end = traced("Sessions.end")(function* (principal: Principal) {
       const id = principal.credential.id
       yield* repo.revoke({ userId: principal.userId, id, now: nowIso() }).pipe(
-        Effect.tap((done) =>
-          done ? Effect.zipRight(untaggedIfMatch, ended(principal, { type: "session", id })) : Effect.void
+        Effect.tap(
+          Option.match({
+            onNone: () => Effect.void,
+            onSome: (session) => ended(principal, { type: "session", id }, sessionName(session.user_agent))
+          })
         ),
         transaction,
         // Logout is served outside /v1, where no middleware provides the caller: the session's user is the actor.
@@ -142,12 +151,19 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
     const revoke = traced("Sessions.revoke")(function* (principal: Principal, id: string) {
       yield* noOAuth(principal)
       const done = yield* repo.revoke({ userId: principal.userId, id, now: nowIso() }).pipe(
-        Effect.tap((done) =>
-          done ? Effect.zipRight(untaggedIfMatch, ended(principal, { type: "session", id })) : Effect.void
+        Effect.tap(
+          Option.match({
+            onNone: () => Effect.void,
+            onSome: (session) =>
+              Effect.zipRight(
+                untaggedIfMatch,
+                ended(principal, { type: "session", id }, sessionName(session.user_agent))
+              )
+          })
         ),
         transaction
       )
-      if (!done) return yield* NotFound.resource("session", id)
+      if (Option.isNone(done)) return yield* NotFound.resource("session", id)
     })
 
     /** `DELETE /v1/users/me/sessions`: every live session of the caller but the one the request uses. */

@@ -42,6 +42,12 @@ beforeAll(async () => {
   })
   expect(doomed.status).toBe(201)
   expect((await server.request(`/v1/projects/${doomed.body.data.id}`, { method: "DELETE", key })).status).toBe(204)
+  // Ann signed in elsewhere too, so that "Sign out everywhere else" ends a session (and so records it).
+  const elsewhere = await server.request("/oauth/login", {
+    method: "POST",
+    body: { email: ann.email, password: ann.password }
+  })
+  expect(elsewhere.status).toBe(200)
   session = await openBrowser({ origin: server.url })
 }, 120_000)
 
