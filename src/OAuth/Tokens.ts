@@ -5,7 +5,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
-import { CurrentActor } from "../Domain/Audit.js"
+import { CurrentActor, SYSTEM } from "../Domain/Audit.js"
 import { Unauthorized } from "../Domain/Errors.js"
 import { randomBase62 } from "../Domain/Ids.js"
 import { knownScopes, type OAuthClient, OAuthError, OAuthToken, scopeText, storedScopes } from "../Domain/OAuth.js"
@@ -120,6 +120,26 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
     const revokeFamily = (familyId: string) => repo.revokeFamily({ familyId, now: nowIso() })
 
     /**
+     * A code or refresh token used twice: every token of its grant is revoked (RFC 6749 §4.1.2, §10.4), and, when
+     * that revoked any, recorded in the user's log, the system's act (`oauth_token.revoked`, named by the client).
+     */
+    const revokeReused = (familyId: string, userId: string, client: OAuthClient) =>
+      revokeFamily(familyId).pipe(
+        Effect.tap((changed) =>
+          changed
+            ? events.record(
+                "oauth_token.revoked",
+                { type: "oauth_token", id: familyId },
+                { user: userId, name: client.name }
+              )
+            : Effect.void
+        ),
+        events.transaction,
+        dieOnSqlError,
+        Effect.provideService(CurrentActor, SYSTEM)
+      )
+
+    /**
      * The next tokens when `spend` spends the code or refresh token; none when it was spent already. A suspended
      * user's code or refresh token is refused before it is spent, so reactivating finds it as it was.
      */
@@ -138,13 +158,14 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
      * is revoked.
      */
     const spendAndIssue = Effect.fnUntraced(function* <E>(
+      client: OAuthClient,
       spend: Effect.Effect<boolean, E>,
       grant: Parameters<typeof issue>[0],
       reused: string
     ) {
       const issued = yield* issueIfSpent(spend, grant).pipe(sql.withTransaction, dieOnSqlError)
       if (Option.isNone(issued)) {
-        yield* revokeFamily(grant.familyId)
+        yield* revokeReused(grant.familyId, grant.userId, client)
         return yield* OAuthError.of("invalid_grant", reused)
       }
       return issued.value
@@ -159,7 +180,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       }
       const code = found.value
       if (code.usedAt !== null) {
-        yield* revokeFamily(code.id)
+        yield* revokeReused(code.id, code.userId, client)
         yield* Effect.logWarning("authorization code reused; its tokens are revoked", { client_id: client.id })
         return yield* invalid(reusedCode)
       }
@@ -178,6 +199,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
         return yield* invalid("code_verifier was sent but the authorization request had no code_challenge")
       }
       return yield* spendAndIssue(
+        client,
         repo.claimCode({ id: code.id, now: nowIso() }),
         {
           clientId: client.id,
@@ -201,7 +223,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
       const token = found.value
       if (token.revokedAt !== null) return yield* invalid("The refresh token is revoked")
       if (token.usedAt !== null) {
-        yield* revokeFamily(token.familyId)
+        yield* revokeReused(token.familyId, token.userId, client)
         yield* Effect.logWarning("refresh token reused; its family is revoked", { client_id: client.id })
         return yield* invalid(reusedRefresh)
       }
@@ -216,6 +238,7 @@ export class OAuthTokens extends Effect.Service<OAuthTokens>()("OAuthTokens", {
         accessScope = scopeText(asked)
       }
       return yield* spendAndIssue(
+        client,
         repo.claimRefresh({ id: token.id, now: nowIso() }),
         {
           clientId: client.id,

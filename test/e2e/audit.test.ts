@@ -806,6 +806,34 @@ describe("every change has its record", () => {
     }
   }, 30_000)
 
+  test("a refresh token used twice: its grant's tokens revoked, oauth_token.revoked by the system", async () => {
+    const redirect = "https://reused.example.com/cb"
+    const account = await server.fixtures.account({ name: "Remy", password: "correct-horse-battery" })
+    const client = await confidentialClient(oauth, "Reusing app", redirect)
+    const family = await oauthTokensOf(oauth, client, redirect, account.id)
+    const refresh = (token: string) =>
+      fetch(new URL("/oauth/token", server.url), {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "refresh_token",
+          refresh_token: token,
+          client_id: client.id,
+          client_secret: client.secret
+        })
+      })
+    const rotated = await refresh(family.refreshToken)
+    expect(rotated.status).toBe(200)
+    const next = (await rotated.json()) as { access_token: string }
+    // The old one again: a replay, so every token of the grant goes, the one just issued too.
+    expect((await refresh(family.refreshToken)).status).toBe(400)
+    expect((await server.request("/v1/users/me", { key: next.access_token })).status).toBe(401)
+    const records = (await rawRecords()).filter((r) => r.action === "oauth_token.revoked" && r.user_id === account.id)
+    expect(records.map((r) => [r.actor_type, r.target_type, r.target_name])).toEqual([
+      ["system", "oauth_token", "Reusing app"]
+    ])
+  }, 30_000)
+
   test("POST /v1/webhooks/:id/test: webhook.tested, with its event and delivery", async () => {
     const hook = await call(ann, "POST", "/v1/webhooks", { url: receiver.url("/tested"), events: ["project.created"] })
     expect(hook.status).toBe(201)
