@@ -81,6 +81,23 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
     ) => events.record(action, { type: "oauth_client", id: client.id }, { user: ownerId, name: client.name, changes })
 
     /**
+     * The grants a client's deletion takes with it (by the foreign keys), read first: each is recorded as revoked in
+     * the log of the user who gave it, named by the client, once the client is deleted (`recordGone`).
+     */
+    const grantsOf = (clientId: string) => apps.grantsOfClient(clientId)
+    const recordGone = (grants: ReadonlyArray<{ readonly id: string; readonly user_id: string }>, name: string) =>
+      Effect.forEach(
+        grants,
+        (grant) =>
+          events.record(
+            "authorization.revoked",
+            { type: "authorization", id: grant.id },
+            { user: grant.user_id, name }
+          ),
+        { discard: true }
+      )
+
+    /**
      * A client by its id. Ids come from requests (a form, a query, HTTP Basic): one that is not a client id (NUL
      * bytes and invalid text included, which PostgreSQL refuses outright) is unknown without a query.
      */
@@ -195,8 +212,12 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
     const deleteOwned = traced("OAuthClients.delete")(function* (principal: Principal, id: OAuthClientId) {
       const deleted = yield* Effect.gen(function* () {
         const found = yield* readForWrite(OAuthClientRecord, "oauth_clients", id, get(principal, id))
+        const grants = yield* grantsOf(id)
         const done = yield* apps.deleteClient({ ownerId: principal.userId, id })
-        if (done) yield* audit("oauth_client.deleted", found, principal.userId)
+        if (done) {
+          yield* audit("oauth_client.deleted", found, principal.userId)
+          yield* recordGone(grants, found.name)
+        }
         return done
       }).pipe(transaction)
       if (!deleted) return yield* NotFound.resource("OAuth client", id)
@@ -248,15 +269,20 @@ export class OAuthClients extends Effect.Service<OAuthClients>()("OAuthClients",
       const found = yield* repo.findClientSummary(id)
       if (Option.isNone(found)) return yield* NotFound.resource("OAuth client", id)
       const summary = found.value
-      const deleted = yield* repo.deleteClient(id).pipe(
-        Effect.tap(
-          Option.match({
-            onNone: () => Effect.void,
-            onSome: (row) => audit("oauth_client.deleted", { id, name: summary.name }, row.owner_id)
-          })
-        ),
-        transaction
-      )
+      const deleted = yield* Effect.flatMap(grantsOf(id), (grants) =>
+        repo.deleteClient(id).pipe(
+          Effect.tap(
+            Option.match({
+              onNone: () => Effect.void,
+              onSome: (row) =>
+                Effect.zipRight(
+                  audit("oauth_client.deleted", { id, name: summary.name }, row.owner_id),
+                  recordGone(grants, summary.name)
+                )
+            })
+          )
+        )
+      ).pipe(transaction)
       if (Option.isNone(deleted)) return yield* NotFound.resource("OAuth client", id)
       return { client_id: id, deleted: true } as const
     })

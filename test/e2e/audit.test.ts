@@ -834,6 +834,30 @@ describe("every change has its record", () => {
     ])
   }, 30_000)
 
+  test("an OAuth application deleted: each user who authorized it finds authorization.revoked in their log", async () => {
+    const redirect = "https://deleted-app.example.com/cb"
+    const authorizedBy = async (clientName: string) => {
+      const made = await call(ann, "POST", "/v1/oauth-clients", { name: clientName, redirect_uris: [redirect] })
+      expect(made.status).toBe(201)
+      const client = { id: String(made.body.data.id), secret: String(made.body.data.client_secret) }
+      const user = await server.fixtures.account({ name: `${clientName} user`, password: "correct-horse-battery" })
+      await oauthTokensOf(oauth, client, redirect, user.id)
+      return { client, user }
+    }
+    const revokedFor = async (userId: string) =>
+      (await rawRecords())
+        .filter((r) => r.action === "authorization.revoked" && r.user_id === userId)
+        .map((r) => [r.actor_type, r.target_type, r.target_name])
+
+    // By its owner, through the API; by the operator, with the CLI.
+    const byOwner = await authorizedBy("Owner-deleted app")
+    expect((await call(ann, "DELETE", `/v1/oauth-clients/${byOwner.client.id}`)).status).toBe(204)
+    expect(await revokedFor(byOwner.user.id)).toEqual([["user", "authorization", "Owner-deleted app"]])
+    const byOperator = await authorizedBy("Operator-deleted app")
+    await server.cli("oauth-clients", "delete", "--client", byOperator.client.id)
+    expect(await revokedFor(byOperator.user.id)).toEqual([["operator", "authorization", "Operator-deleted app"]])
+  }, 30_000)
+
   test("POST /v1/webhooks/:id/test: webhook.tested, with its event and delivery", async () => {
     const hook = await call(ann, "POST", "/v1/webhooks", { url: receiver.url("/tested"), events: ["project.created"] })
     expect(hook.status).toBe(201)

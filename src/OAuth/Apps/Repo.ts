@@ -156,6 +156,13 @@ export class OAuthAppsRepo extends Effect.Service<OAuthAppsRepo>()("OAuthAppsRep
         (rows) => rows.length > 0
       )
 
+    /** Every grant of a client, whoever gave it: what the client's deletion takes with it. */
+    const grantsOfClient = Rows.findAll({
+      Request: Schema.String,
+      Result: Schema.Struct({ id: Schema.String, user_id: Schema.String }),
+      execute: (clientId) => sql`SELECT id, user_id FROM oauth_grants WHERE client_id = ${clientId}`
+    })
+
     const listGrants = (userId: string, query: ListQuery<AuthorizationSort>) =>
       listGrantPage(
         {
@@ -188,6 +195,7 @@ export class OAuthAppsRepo extends Effect.Service<OAuthAppsRepo>()("OAuthAppsRep
       updateClient,
       setClientSecret,
       deleteClient,
+      grantsOfClient,
       listGrants,
       deleteGrant
     } as const
