@@ -4,6 +4,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import type * as Statement from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import { makeId } from "../Domain/Ids.js"
 import {
@@ -267,6 +268,12 @@ const changedAny = (rows: ReadonlyArray<unknown>) => rows.length > 0
 
 const ById = Schema.Struct({ id: Schema.String, now: Schema.String })
 
+/** A conditional update of one row by id at `now`, its statement ending `RETURNING id`: whether it changed it. */
+const changedById = (execute: (request: typeof ById.Type) => Statement.Statement<object>) => {
+  const run = SqlSchema.findAll({ Request: ById, Result: Changed, execute })
+  return (request: typeof ById.Type) => Effect.map(run(request), changedAny)
+}
+
 export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -359,16 +366,9 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       Result: CodeRow,
       execute: (hash) => sql`SELECT ${columnsOf(CodeRow)} FROM oauth_codes WHERE code_hash = ${hash}`
     })
-    const claimCode = (request: typeof ById.Type) =>
-      Effect.map(
-        SqlSchema.findAll({
-          Request: ById,
-          Result: Changed,
-          execute: ({ id, now }) =>
-            sql`UPDATE oauth_codes SET used_at = ${now} WHERE id = ${id} AND used_at IS NULL RETURNING id`
-        })(request),
-        changedAny
-      )
+    const claimCode = changedById(
+      ({ id, now }) => sql`UPDATE oauth_codes SET used_at = ${now} WHERE id = ${id} AND used_at IS NULL RETURNING id`
+    )
 
     const insertToken = SqlSchema.void({
       Request: TokenRow,
@@ -402,17 +402,11 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
           WHERE t.token_hash = ${hash} AND t.kind = 'access' AND t.revoked_at IS NULL AND t.expires_at > ${now}
             AND u.suspended_at IS NULL`
     })
-    const claimRefresh = (request: typeof ById.Type) =>
-      Effect.map(
-        SqlSchema.findAll({
-          Request: ById,
-          Result: Changed,
-          execute: ({ id, now }) =>
-            sql`UPDATE oauth_tokens SET used_at = ${now}
-              WHERE id = ${id} AND kind = 'refresh' AND used_at IS NULL AND revoked_at IS NULL RETURNING id`
-        })(request),
-        changedAny
-      )
+    const claimRefresh = changedById(
+      ({ id, now }) =>
+        sql`UPDATE oauth_tokens SET used_at = ${now}
+          WHERE id = ${id} AND kind = 'refresh' AND used_at IS NULL AND revoked_at IS NULL RETURNING id`
+    )
     /** Revokes the family's tokens not revoked yet: whether there was one (what an audit record needs to know). */
     const revokeFamily = (request: { readonly familyId: string; readonly now: string }) =>
       Effect.map(
@@ -459,16 +453,10 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("OAuthRepo", {
       )
 
     /** Revokes the token unless it is already: whether it was not. */
-    const revokeToken = (request: typeof ById.Type) =>
-      Effect.map(
-        SqlSchema.findAll({
-          Request: ById,
-          Result: Changed,
-          execute: ({ id, now }) =>
-            sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL RETURNING id`
-        })(request),
-        changedAny
-      )
+    const revokeToken = changedById(
+      ({ id, now }) =>
+        sql`UPDATE oauth_tokens SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL RETURNING id`
+    )
 
     return {
       insertClient,

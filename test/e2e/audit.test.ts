@@ -33,6 +33,24 @@ const call = (user: TestUser, method: string, path: string, body?: unknown, head
     ...(headers !== undefined ? { headers } : {})
   })
 
+/**
+ * The authorization page a browser opens for Ann's new OAuth client `name` (redirecting to `redirect`; `read`,
+ * state `st`), its sign-in form on it.
+ */
+const authorizationPage = async (name: string, redirect: string, userAgent?: string) => {
+  const client = await call(ann, "POST", "/v1/oauth-clients", { name, redirect_uris: [redirect] })
+  expect(client.status).toBe(201)
+  const authorize = new URL("/oauth/authorize", server.url)
+  const query = { client_id: String(client.body.data.id), redirect_uri: redirect, response_type: "code", scope: "read" }
+  for (const [key, value] of Object.entries({ ...query, state: "st" })) authorize.searchParams.set(key, value)
+  const page = await fetch(authorize, {
+    redirect: "manual",
+    ...(userAgent === undefined ? {} : { headers: { "user-agent": userAgent } })
+  })
+  expect(page.status).toBe(200)
+  return page
+}
+
 interface Rec {
   readonly id: string
   readonly action: string
@@ -419,21 +437,8 @@ describe("audit records", () => {
   }, 30_000)
 
   test("the authorization page's sign-in form starts no session and records none; a wrong password there is session.failed", async () => {
-    const redirect = "https://form.example.com/cb"
-    const client = await call(ann, "POST", "/v1/oauth-clients", { name: "Form app", redirect_uris: [redirect] })
-    expect(client.status).toBe(201)
     const account = await server.fixtures.account({ name: "Fay", password: "correct-horse-battery" })
-    const authorize = new URL("/oauth/authorize", server.url)
-    const query = {
-      client_id: String(client.body.data.id),
-      redirect_uri: redirect,
-      response_type: "code",
-      scope: "read",
-      state: "st"
-    }
-    for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value)
-    const page = await fetch(authorize, { redirect: "manual" })
-    expect(page.status).toBe(200)
+    const page = await authorizationPage("Form app", "https://form.example.com/cb")
     const html = await page.text()
     const submit = (password: string) =>
       fetch(formAction(html, page.url), {
@@ -501,23 +506,10 @@ describe("audit records", () => {
   }, 60_000)
 
   test("OAuth grants (consent, revocation) and a delivery's manual retry are recorded", async () => {
-    const redirect = "https://grants.example.com/cb"
-    const client = await call(ann, "POST", "/v1/oauth-clients", { name: "Grants app", redirect_uris: [redirect] })
-    expect(client.status).toBe(201)
     const account = await server.fixtures.account({ name: "Gail", password: "correct-horse-battery" })
 
     // The consent, as a browser gives it: the authorize page, its sign-in form, the consent form.
-    const authorize = new URL("/oauth/authorize", server.url)
-    const query = {
-      client_id: String(client.body.data.id),
-      redirect_uri: redirect,
-      response_type: "code",
-      scope: "read",
-      state: "st"
-    }
-    for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value)
-    const page = await fetch(authorize, { redirect: "manual", headers: { "user-agent": "grant-test" } })
-    expect(page.status).toBe(200)
+    const page = await authorizationPage("Grants app", "https://grants.example.com/cb", "grant-test")
     const signInHtml = await page.text()
     const pending = formField(signInHtml, "pending")
     const signedIn = await fetch(formAction(signInHtml, page.url), {

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { startInProcess } from "../support/in-process.ts"
 import { confidentialClient, type OAuthHarness, oauthLayers, oauthTokensOf } from "../support/oauthTokens.ts"
-import type { Server } from "../support/server.ts"
+import type { Response, Server } from "../support/server.ts"
 import { onDatabase } from "../support/services.ts"
 
 const REDIRECT = "https://app.example.com/callback"
@@ -28,6 +28,14 @@ afterAll(async () => {
 
 const keyed = (idempotencyKey: string) => ({ "idempotency-key": idempotencyKey })
 
+/** `replayed` is `first` again, byte for byte, marked as a replay. */
+const expectReplayOf = (first: Response, replayed: Response) =>
+  expect({
+    status: replayed.status,
+    replayed: replayed.headers.get("idempotent-replayed"),
+    text: replayed.text
+  }).toEqual({ status: first.status, replayed: "true", text: first.text })
+
 describe("a replay answers only a credential the request would not refuse", () => {
   test("an OAuth access token gets 403, not the API key another credential of the user created", async () => {
     const ann = await server.user({ name: "Ann", scopes: "read,write" })
@@ -46,12 +54,7 @@ describe("a replay answers only a credential the request would not refuse", () =
     expect(replayed.body.error.message).toBe("OAuth access tokens cannot manage API keys")
 
     // The key is as it was: the user's own credential still gets the recorded answer.
-    const again = await server.request("/v1/api-keys", { method: "POST", key: ann.key, body, headers })
-    expect({ status: again.status, replayed: again.headers.get("idempotent-replayed"), text: again.text }).toEqual({
-      status: 201,
-      replayed: "true",
-      text: first.text
-    })
+    expectReplayOf(first, await server.request("/v1/api-keys", { method: "POST", key: ann.key, body, headers }))
   }, 30_000)
 
   test("a key without a scope gets 403, not the key with that scope another credential created", async () => {
@@ -71,12 +74,7 @@ describe("a replay answers only a credential the request would not refuse", () =
     expect(JSON.stringify(replayed.body)).not.toContain(first.body.data.key)
 
     // Any credential of the user that may make the request replays it.
-    const other = await server.request("/v1/api-keys", { method: "POST", key: equal, body, headers })
-    expect({ status: other.status, replayed: other.headers.get("idempotent-replayed"), text: other.text }).toEqual({
-      status: 201,
-      replayed: "true",
-      text: first.text
-    })
+    expectReplayOf(first, await server.request("/v1/api-keys", { method: "POST", key: equal, body, headers }))
   }, 30_000)
 
   test("an OAuth access token gets 403, not the OAuth client (or its rotated secret) the user made", async () => {
