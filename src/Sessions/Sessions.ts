@@ -169,6 +169,8 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
     /** `DELETE /v1/users/me/sessions`: every live session of the caller but the one the request uses. */
     const revokeOthers = traced("Sessions.revokeOthers")(function* (principal: Principal) {
       yield* noOAuth(principal)
+      // A list has no `ETag`: a listed tag in `If-Match` never matches it.
+      yield* untaggedIfMatch
       const keep = principal.credential.kind === "jwt" ? principal.credential.id : null
       // Recorded only when a session ended: with none other live, nothing changes.
       yield* repo.revokeOthers({ userId: principal.userId, keep, now: nowIso() }).pipe(

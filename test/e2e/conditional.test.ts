@@ -347,7 +347,7 @@ describe("If-Match on PUT and DELETE", () => {
     )
   })
 
-  test("each write of a path with no GET: a listed tag is 412 and nothing changes", async () => {
+  test("each write of a path with no GET (or of a list): a listed tag is 412 and nothing changes", async () => {
     const tags = { "if-match": '"x"' }
     const team = (await call(ann, "POST", "/v1/teams", { name: "Untagged" })).body.data.id
     await server.cli("teams", "add-member", "--team", team, "--user", bob.id, "--role", "member")
@@ -376,6 +376,12 @@ describe("If-Match on PUT and DELETE", () => {
     })
     preconditionFailed(ended)
     expect((await server.request("/v1/users/me", { key: session })).status).toBe(200)
+    // Nor has a list: "sign out everywhere else" with a listed tag ends no session.
+    const elsewhere = (await server.request("/oauth/login", { method: "POST", body: { email: cy.email, password } }))
+      .body.access_token
+    const others = await server.request("/v1/users/me/sessions", { method: "DELETE", key: session, headers: tags })
+    preconditionFailed(others)
+    expect((await server.request("/v1/users/me", { key: elsewhere })).status).toBe(200)
 
     const oauth = onDatabase(oauthLayers, server.databaseUrl)
     try {
