@@ -10,6 +10,12 @@ export const Timestamp = Schema.String.annotations({
 
 export const nowIso = (): string => new Date().toISOString()
 
+/** The time now, or `since` if it is later (a clock behind the one that wrote `since`): never before it. */
+export const nowOrLater = (since: string): string => {
+  const now = nowIso()
+  return now < since ? since : now
+}
+
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i
 

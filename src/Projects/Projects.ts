@@ -13,7 +13,7 @@ import {
   type ProjectStatus,
   sharedTeam
 } from "../Domain/Project.js"
-import { nowIso } from "../Domain/Time.js"
+import { nowIso, nowOrLater } from "../Domain/Time.js"
 import { type AuditOptions, Events } from "../Events/Events.js"
 import { traced } from "../Observability/Traced.js"
 import { readForWrite } from "../Sql/Preconditions.js"
@@ -160,7 +160,9 @@ export class Projects extends Effect.Service<Projects>()("Projects", {
         description: patch.description ?? current.description,
         visibility: patch.visibility ?? current.visibility,
         status: patch.status ?? current.status,
-        updated_at: nowIso()
+        // Never before the time stored (a replica whose clock is ahead wrote it last), as the row keeps the later:
+        // the answer, its `ETag` and the event are the record as stored.
+        updated_at: nowOrLater(current.updated_at)
       }
       if (next.visibility === "team" && next.team_id === null) {
         return yield* ValidationFailed.field("visibility", "can be team only for a project created with a team_id")

@@ -5,6 +5,8 @@
  * concurrent `PUT`s carrying the same `If-Match`: exactly one wins. Runs on the engine `DATABASE_URL` names.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
 import { Api } from "../../src/Api.ts"
 import { allGets, singleResourceGets } from "../support/contract.ts"
 import { eventually } from "../support/helpers.ts"
@@ -395,6 +397,28 @@ describe("If-Match on PUT and DELETE", () => {
     const grants = (await call(ann, "GET", "/v1/authorizations")).body.data
     expect(grants.map((g: { id: string }) => g.id)).toContain(grant)
   }, 30_000)
+
+  test("a PUT's answer is the record as stored, its ETag the next GET's, when the stored time is ahead of this clock", async () => {
+    const id = await newProject(ann, "Skewed")
+    // Another replica, its clock a minute ahead, wrote it last.
+    const ahead = new Date(Date.now() + 60_000).toISOString()
+    await server.fixtures.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE projects SET updated_at = ${ahead} WHERE id = ${id}`)
+    )
+    const put = await call(
+      ann,
+      "PUT",
+      `/v1/projects/${id}`,
+      { name: "Skewed again" },
+      { "if-match": await etagOf(ann, `/v1/projects/${id}`) }
+    )
+    expect(put.status).toBe(200)
+    const read = await call(ann, "GET", `/v1/projects/${id}`)
+    expect({ updated_at: put.body.data.updated_at, etag: put.headers.get("etag") }).toEqual({
+      updated_at: read.body.data.updated_at,
+      etag: read.headers.get("etag")
+    })
+  })
 
   test("GET with If-Match that names another tag is 412", async () => {
     const path = concrete("/v1/projects/:id")
