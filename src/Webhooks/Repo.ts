@@ -308,16 +308,17 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     /**
      * Rotation: the current secret becomes the previous one (replacing any previous one: never more than two),
      * verifying until `expiresAt`; `secret` signs from now on. One statement, so two rotations at once each keep
-     * the secret the other put in or took out, never a third.
+     * the secret the other put in or took out, never a third. Answers whether it found the webhook.
      */
     const rotateSecret = (id: WebhookId, secret: string, publicKey: string | null, expiresAt: string, now: string) =>
       Effect.flatMap(
         keyRing.encrypt(secret, id),
         (encrypted) =>
-          sql`UPDATE webhooks SET previous_secret = secret, previous_secret_expires_at = ${expiresAt},
-                previous_public_key = public_key, secret = ${encrypted}, public_key = ${publicKey}, updated_at = ${now}
-              WHERE id = ${id}`
-      ).pipe(Effect.asVoid)
+          sql<{ readonly id: string }>`UPDATE webhooks SET previous_secret = secret,
+                previous_secret_expires_at = ${expiresAt}, previous_public_key = public_key, secret = ${encrypted},
+                public_key = ${publicKey}, updated_at = ${now}
+              WHERE id = ${id} RETURNING id`
+      ).pipe(Effect.map((rows) => rows.length > 0))
 
     /**
      * Recovery: each `failed` delivery of the webhook whose event was created in `[since, until)` (a delivery is

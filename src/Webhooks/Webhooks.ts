@@ -307,7 +307,8 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       const generated = input.secret === undefined && pair === undefined ? generatedSecret() : undefined
       const now = new Date()
       const expiresAt = new Date(now.getTime() + Duration.toMillis(secretOverlap)).toISOString()
-      yield* repo
+      // Recorded only when the rotation found the webhook: one deleted since it was read is 404, with no record.
+      const found = yield* repo
         .rotateSecret(
           id,
           pair?.privateKey ?? input.secret ?? generated ?? "",
@@ -315,7 +316,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
           expiresAt,
           now.toISOString()
         )
-        .pipe(Effect.zipRight(audit("webhook.secret_rotated", principal, current)), transaction)
+        .pipe(
+          Effect.tap((rotated) => (rotated ? audit("webhook.secret_rotated", principal, current) : Effect.void)),
+          transaction
+        )
+      if (!found) return yield* Effect.fail(NotFound.resource("webhook", id))
       const hook = yield* find(principal, id)
       const rotated: RotatedWebhook = {
         ...hook,

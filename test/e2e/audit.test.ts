@@ -648,6 +648,36 @@ describe("a record only for a change that happened", () => {
   const recordsOf = async (targetId: string, action?: string) =>
     (await rawRecords()).filter((r) => r.target_id === targetId && (action === undefined || r.action === action))
 
+  test("a webhook's rotation that finds no row (deleted since it was read) is 404 and records nothing", async () => {
+    const hook = await call(ann, "POST", "/v1/webhooks", { url: receiver.url("/rotated"), events: ["project.created"] })
+    expect(hook.status).toBe(201)
+    const id = String(hook.body.data.id)
+    // The rotation's UPDATE skips this webhook's row, as it would find none had it been deleted meanwhile.
+    const trigger = (create: boolean) =>
+      server.fixtures.run(
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          usingPostgres()
+            ? create
+              ? Effect.zipRight(
+                  sql.unsafe(`CREATE OR REPLACE FUNCTION skip_rotation() RETURNS trigger AS $$
+                    BEGIN RETURN NULL; END $$ LANGUAGE plpgsql`),
+                  sql.unsafe(`CREATE TRIGGER skip_rotation BEFORE UPDATE OF secret ON webhooks FOR EACH ROW
+                    WHEN (OLD.id = '${id}') EXECUTE FUNCTION skip_rotation()`)
+                )
+              : sql.unsafe(`DROP TRIGGER skip_rotation ON webhooks`)
+            : create
+              ? sql.unsafe(`CREATE TRIGGER skip_rotation BEFORE UPDATE OF secret ON webhooks WHEN OLD.id = '${id}'
+                  BEGIN SELECT RAISE(IGNORE); END`)
+              : sql.unsafe(`DROP TRIGGER skip_rotation`)
+        )
+      )
+    await trigger(true)
+    const rotated = await call(ann, "POST", `/v1/webhooks/${id}/rotate-secret`, {})
+    await trigger(false)
+    expect(rotated.status).toBe(404)
+    expect(await recordsOf(id, "webhook.secret_rotated")).toHaveLength(0)
+  }, 30_000)
+
   test("cli api-keys revoke of a key already revoked records nothing", async () => {
     const key = await call(ann, "POST", "/v1/api-keys", { name: "revoked twice", scopes: ["read"] })
     expect(key.status).toBe(201)
