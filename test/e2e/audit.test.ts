@@ -12,8 +12,9 @@ import { startInProcess } from "../support/in-process.ts"
 import { formAction, formField } from "../support/oauthPages.ts"
 import { confidentialClient, type OAuthHarness, oauthLayers, oauthTokensOf } from "../support/oauthTokens.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { type Server, type TestUser, usingPostgres } from "../support/server.ts"
+import type { Server, TestUser } from "../support/server.ts"
 import { onDatabase } from "../support/services.ts"
+import { createTrigger, dropTrigger, type InjectedTrigger } from "../support/triggers.ts"
 
 const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_POLL_INTERVAL: "100ms" }
 const ALL = "read,write,team:manage"
@@ -653,27 +654,16 @@ describe("a record only for a change that happened", () => {
     expect(hook.status).toBe(201)
     const id = String(hook.body.data.id)
     // The rotation's UPDATE skips this webhook's row, as it would find none had it been deleted meanwhile.
-    const trigger = (create: boolean) =>
-      server.fixtures.run(
-        Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          usingPostgres()
-            ? create
-              ? Effect.zipRight(
-                  sql.unsafe(`CREATE OR REPLACE FUNCTION skip_rotation() RETURNS trigger AS $$
-                    BEGIN RETURN NULL; END $$ LANGUAGE plpgsql`),
-                  sql.unsafe(`CREATE TRIGGER skip_rotation BEFORE UPDATE OF secret ON webhooks FOR EACH ROW
-                    WHEN (OLD.id = '${id}') EXECUTE FUNCTION skip_rotation()`)
-                )
-              : sql.unsafe(`DROP TRIGGER skip_rotation ON webhooks`)
-            : create
-              ? sql.unsafe(`CREATE TRIGGER skip_rotation BEFORE UPDATE OF secret ON webhooks WHEN OLD.id = '${id}'
-                  BEGIN SELECT RAISE(IGNORE); END`)
-              : sql.unsafe(`DROP TRIGGER skip_rotation`)
-        )
-      )
-    await trigger(true)
+    const skip: InjectedTrigger = {
+      name: "skip_rotation",
+      table: "webhooks",
+      event: "UPDATE OF secret",
+      when: `OLD.id = '${id}'`,
+      effect: "skip"
+    }
+    await server.fixtures.run(createTrigger(skip))
     const rotated = await call(ann, "POST", `/v1/webhooks/${id}/rotate-secret`, {})
-    await trigger(false)
+    await server.fixtures.run(dropTrigger(skip))
     expect(rotated.status).toBe(404)
     expect(await recordsOf(id, "webhook.secret_rotated")).toHaveLength(0)
   }, 30_000)
@@ -897,49 +887,24 @@ describe("every change has its record", () => {
 })
 
 describe("a change and its record commit together", () => {
+  const refuseAudit: InjectedTrigger = { name: "refuse_audit", table: "audit_log", event: "INSERT", effect: "refuse" }
   const failAuditInserts = (on: boolean) =>
-    server.fixtures.run(
-      Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        usingPostgres()
-          ? on
-            ? Effect.zipRight(
-                sql.unsafe(`CREATE OR REPLACE FUNCTION refuse_audit() RETURNS trigger AS $$
-                  BEGIN RAISE EXCEPTION 'injected by the test'; END $$ LANGUAGE plpgsql`),
-                sql.unsafe(`CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW
-                  EXECUTE FUNCTION refuse_audit()`)
-              )
-            : sql.unsafe(`DROP TRIGGER refuse_audit ON audit_log`)
-          : on
-            ? sql.unsafe(`CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log
-                BEGIN SELECT RAISE(ABORT, 'injected by the test'); END`)
-            : sql.unsafe(`DROP TRIGGER refuse_audit`)
-      )
-    )
+    server.fixtures.run(on ? createTrigger(refuseAudit) : dropTrigger(refuseAudit))
 
   test("a sign-in whose session's insert fails (500) records no session.created", async () => {
     const account = await server.fixtures.account({ name: "Lia", password: "correct-horse-battery" })
-    await server.fixtures.run(
-      Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        usingPostgres()
-          ? Effect.zipRight(
-              sql.unsafe(`CREATE OR REPLACE FUNCTION refuse_session() RETURNS trigger AS $$
-                BEGIN RAISE EXCEPTION 'injected by the test'; END $$ LANGUAGE plpgsql`),
-              sql.unsafe(`CREATE TRIGGER refuse_session BEFORE INSERT ON sessions FOR EACH ROW
-                EXECUTE FUNCTION refuse_session()`)
-            )
-          : sql.unsafe(`CREATE TRIGGER refuse_session BEFORE INSERT ON sessions
-              BEGIN SELECT RAISE(ABORT, 'injected by the test'); END`)
-      )
-    )
+    const refuseSession: InjectedTrigger = {
+      name: "refuse_session",
+      table: "sessions",
+      event: "INSERT",
+      effect: "refuse"
+    }
+    await server.fixtures.run(createTrigger(refuseSession))
     const login = await server.request("/oauth/login", {
       method: "POST",
       body: { email: account.email, password: "correct-horse-battery" }
     })
-    await server.fixtures.run(
-      Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql.unsafe(usingPostgres() ? `DROP TRIGGER refuse_session ON sessions` : `DROP TRIGGER refuse_session`)
-      )
-    )
+    await server.fixtures.run(dropTrigger(refuseSession))
     expect(login.status).toBe(500)
     const sessions = await server.fixtures.run(
       Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT id FROM sessions WHERE user_id = ${account.id}`)

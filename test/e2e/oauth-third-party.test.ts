@@ -11,7 +11,7 @@ import { createHash } from "node:crypto"
 import * as oauth from "oauth4webapi"
 import { runStatement } from "../support/databases.ts"
 import { startInProcess } from "../support/in-process.ts"
-import { formAction, formField } from "../support/oauthPages.ts"
+import { throughSignIn } from "../support/oauthPages.ts"
 import { REDIS_SERVER, type RedisProcess, startRedis } from "../support/redis.ts"
 import type { Server } from "../support/server.ts"
 
@@ -84,22 +84,7 @@ const codeFor = async (on: Server, clientId: string, scope: string, email: strin
     url.searchParams.set("code_challenge", challenge)
     url.searchParams.set("code_challenge_method", "S256")
   }
-  const page = await fetch(url)
-  const signIn = await page.text()
-  const pending = formField(signIn, "pending")
-  const signedIn = await fetch(formAction(signIn, page.url), {
-    method: "POST",
-    redirect: "manual",
-    body: new URLSearchParams({ pending, csrf_token: formField(signIn, "csrf_token"), email, password })
-  })
-  const consentUrl = new URL(signedIn.headers.get("location")!, page.url)
-  const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!
-  const consent = await (await fetch(consentUrl, { headers: { cookie } })).text()
-  const answered = await fetch(formAction(consent, consentUrl.href), {
-    method: "POST",
-    redirect: "manual",
-    body: new URLSearchParams({ pending, csrf_token: formField(consent, "csrf_token"), decision: "approve" })
-  })
+  const answered = await (await throughSignIn(url, email, password)).answer("approve")
   return new URL(answered.headers.get("location")!)
 }
 

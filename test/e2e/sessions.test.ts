@@ -11,7 +11,7 @@ import * as jose from "jose"
 import { Api } from "../../src/Api.ts"
 import { expectError } from "../support/api.ts"
 import { startInProcess } from "../support/in-process.ts"
-import { formAction, formField } from "../support/oauthPages.ts"
+import { throughSignIn } from "../support/oauthPages.ts"
 import { confidentialClient, type OAuthHarness, oauthLayers, oauthTokensOf } from "../support/oauthTokens.ts"
 import type { Server } from "../support/server.ts"
 import { onDatabase } from "../support/services.ts"
@@ -170,25 +170,7 @@ const upToConsent = async (email: string) => {
     state: "st"
   }
   for (const [name, value] of Object.entries(query)) authorize.searchParams.set(name, value)
-  const page = await fetch(authorize)
-  const signInForm = await page.text()
-  const pending = formField(signInForm, "pending")
-  const signedIn = await fetch(formAction(signInForm, page.url), {
-    method: "POST",
-    redirect: "manual",
-    body: new URLSearchParams({ pending, csrf_token: formField(signInForm, "csrf_token"), email, password })
-  })
-  expect(signedIn.status).toBe(303)
-  const consentUrl = new URL(signedIn.headers.get("location") ?? "", page.url)
-  const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
-  const consent = await (await fetch(consentUrl, { headers: { cookie } })).text()
-  const answer = (decision: "approve" | "deny") =>
-    fetch(formAction(consent, consentUrl), {
-      method: "POST",
-      redirect: "manual",
-      body: new URLSearchParams({ pending, csrf_token: formField(consent, "csrf_token"), decision })
-    })
-  return { answer }
+  return throughSignIn(authorize, email, password)
 }
 
 /** The client of the test exchanges `code` at `/oauth/token`. */

@@ -16,8 +16,9 @@ import { SqlLive } from "../../src/Sql/Client.ts"
 import { Users } from "../../src/Users/Users.ts"
 import { projectData } from "../support/eventData.ts"
 import { uniqueEmail, withDatabaseUrl } from "../support/fixtures.ts"
-import { freshDatabaseUrl, usingPostgres } from "../support/server.ts"
+import { freshDatabaseUrl } from "../support/server.ts"
 import { principalOf } from "../support/services.ts"
+import { createTrigger } from "../support/triggers.ts"
 
 const ROOM = 50
 let runtime: ManagedRuntime.ManagedRuntime<Projects | Users | Events | DeliveryInbox | SqlClient.SqlClient, never>
@@ -109,16 +110,14 @@ beforeAll(async () => {
 afterAll(() => runtime.dispose(), 20_000)
 
 const refuseDeliveries = () =>
-  sql((sql) =>
-    usingPostgres()
-      ? Effect.zipRight(
-          sql.unsafe(`CREATE FUNCTION refuse_delivery() RETURNS trigger AS $$
-            BEGIN RAISE EXCEPTION 'refused by the test'; END $$ LANGUAGE plpgsql`),
-          sql.unsafe(`CREATE TRIGGER refuse_delivery BEFORE INSERT ON deliveries FOR EACH ROW
-            WHEN (NEW.webhook_id = '${refusedHook}') EXECUTE FUNCTION refuse_delivery()`)
-        )
-      : sql.unsafe(`CREATE TRIGGER refuse_delivery BEFORE INSERT ON deliveries
-          WHEN NEW.webhook_id = '${refusedHook}' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`)
+  run(
+    createTrigger({
+      name: "refuse_delivery",
+      table: "deliveries",
+      event: "INSERT",
+      when: `NEW.webhook_id = '${refusedHook}'`,
+      effect: "refuse"
+    })
   )
 
 const handed = () =>
