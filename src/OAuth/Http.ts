@@ -589,7 +589,7 @@ export const OAuthRoutes = HttpApiBuilder.Router.use((router) =>
             outcome._tag === "Approved"
               ? redirectTo(redirectUri, { code: outcome.code, state, iss: authUrl })
               : outcome._tag === "Suspended"
-                ? html(errorPage(SignInFailed.suspendedMessage), 403)
+                ? html(errorPage(SignInFailed.suspendedMessage, "Nothing was shared with the application."), 403)
                 : redirectTo(redirectUri, {
                     error: "access_denied",
                     error_description: "The user refused the request",

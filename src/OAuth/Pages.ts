@@ -135,10 +135,11 @@ ${hidden(input.pending, input.csrf)}
 <p class="fine-print">You can revoke this access at any time in the dashboard, under <a href="/dashboard/settings/authorized-apps">Authorized applications</a>.</p>`
   )
 
-export const errorPage = (message: string) =>
+/** `next`: what the person can do now (by default, start again from the application). */
+export const errorPage = (message: string, next = "Go back to the application and start again.") =>
   layout(
     "Authorization error",
     `<h1>This authorization request cannot continue</h1>
 <div class="form-error" role="alert"><p>${escapeHtml(message)}</p></div>
-<p>Go back to the application and start again.</p>`
+<p>${escapeHtml(next)}</p>`
   )

@@ -268,7 +268,11 @@ describe("users suspend and reactivate", () => {
     const approved = await answer("approve")
     expect(approved.status).toBe(403)
     expect(approved.headers.get("location")).toBeNull()
-    expect(await approved.text()).toContain("This account is suspended")
+    const page = await approved.text()
+    expect(page).toContain("This account is suspended")
+    // Not told to start again from the application, which would only end here again.
+    expect(page).toContain("Nothing was shared with the application.")
+    expect(page).not.toContain("start again")
     // The consent form was answered: its cookie is spent, and posting it again finds nothing.
     expect(approved.headers.get("set-cookie")).toContain("Max-Age=0")
     expect((await answer("approve")).status).toBe(400)
